@@ -1,0 +1,5 @@
+import sys
+
+from taco.cli import main
+
+sys.exit(main())

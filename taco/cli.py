@@ -1,0 +1,55 @@
+"""Command-line entry point: ``taco <command> [options]`` (also ``python -m taco``).
+
+Each command lives in its own module, which exposes ``main(argv: list[str] | None) -> int``;
+this file only dispatches, so importing it stays cheap (torch is imported by the command).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+#: command name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "prepare-corpus": ("taco.data.prepare", "corpus -> tokenizer -> packed blocks (+ manifest.json)"),
+    "pretrain": ("taco.train", "pre-train one segment up to a budget (resumable)"),
+    "finetune": ("taco.finetune", "fine-tune one checkpoint on one GLUE task with one seed"),
+    "dynamics": ("taco.dynamics", "representation similarity dynamics of one checkpoint"),
+    "aggregate": ("taco.stats", "aggregate fine-tuning metrics.json files into per-cell statistics"),
+    "tables": ("taco.tables", "paper tables (CSV, Markdown, LaTeX) beside published values"),
+    "figures": ("taco.figures", "paper figures (PNG, PDF)"),
+    "claims": ("taco.claims", "check the paper's claims on the reproduced numbers"),
+    "gpu-slot": ("taco.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: taco <command> [options]", "", "commands:"]
+    for name, (_, help_) in COMMANDS.items():
+        lines.append(f"  {name:<15} {help_}")
+    lines.append("")
+    lines.append("Run `taco <command> --help` for the options of one command.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``argv[0]`` to the module that implements it; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in {"-h", "--help"}:
+        print(_usage())
+        return 0
+    if argv[0] == "--version":
+        from taco import __version__
+
+        print(__version__)
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"taco: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Corpora, tokenizers, packing into blocks, GLUE loading and the synthetic offline language."""
