@@ -1,0 +1,157 @@
+"""Provenance for every artifact directory: ``manifest.json``, hashes and atomic writes.
+
+A cache or artifact is keyed by what made it, never by a fixed path (see ``docs/INTERFACES.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "manifest.json"
+
+#: packages whose versions are recorded in every manifest
+TRACKED_PACKAGES = (
+    "torch",
+    "transformers",
+    "datasets",
+    "tokenizers",
+    "accelerate",
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+)
+
+
+def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
+    """Hex sha256 of one file's bytes. Raises FileNotFoundError naming the path."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(chunk_size), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_tree(path: str | os.PathLike, exclude: tuple[str, ...] = (MANIFEST_NAME,)) -> str:
+    """Hex sha256 over a directory's files (relative names and contents, sorted), or of one file."""
+    path = Path(path)
+    if path.is_file():
+        return sha256_file(path)
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.name not in exclude):
+        h.update(str(f.relative_to(path)).encode())
+        h.update(b"\0")
+        h.update(sha256_file(f).encode())
+    return h.hexdigest()
+
+
+def sha256_json(obj: Any) -> str:
+    """Hex sha256 of a JSON-serialisable object in canonical form (sorted keys)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str | None]:
+    """Installed versions of ``names`` (None where a package is not installed)."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def code_version() -> str:
+    """``taco`` version plus the git commit of the source tree when it is a checkout."""
+    from taco import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "taco"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        return f"{__version__}+g{commit}{'.dirty' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+
+
+def build_manifest(kind: str, parameters: Mapping[str, Any], inputs: Mapping[str, Any] | None = None,
+                   **extra: Any) -> dict[str, Any]:
+    """A manifest dict: kind, parameters, inputs (name -> sha256 or value), provenance, extra keys."""
+    return {
+        "kind": kind,
+        "parameters": dict(parameters),
+        "inputs": dict(inputs or {}),
+        "code_version": code_version(),
+        "packages": package_versions(),
+        "host": platform.node(),
+        "command": " ".join(sys.argv),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **extra,
+    }
+
+
+def write_manifest(directory: str | os.PathLike, manifest: Mapping[str, Any]) -> Path:
+    """Write ``manifest.json`` into ``directory`` (atomically: temp file then rename)."""
+    path = Path(directory) / MANIFEST_NAME
+    tmp = path.with_suffix(f".json.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
+    """Read ``<directory>/manifest.json``; FileNotFoundError names the directory if it is missing."""
+    path = Path(directory) / MANIFEST_NAME
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{directory}: no {MANIFEST_NAME}; the artifact is missing or incomplete "
+            "(was it written by an interrupted run?)"
+        )
+    return json.loads(path.read_text())
+
+
+@contextlib.contextmanager
+def atomic_directory(target: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary sibling directory that is renamed to ``target`` on success.
+
+    On an exception the temporary directory is removed and ``target`` is untouched. If ``target``
+    exists and ``overwrite`` is False, FileExistsError is raised before any work starts.
+    """
+    target = Path(target)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{target} exists; refusing to overwrite a finished artifact")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if target.exists():
+        old = target.with_name(f"{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, target)
