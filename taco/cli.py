@@ -11,10 +11,13 @@ import sys
 
 #: command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "prepare-corpus": ("taco.data.prepare", "corpus -> tokenizer -> packed blocks (+ manifest.json)"),
+    "corpus": ("taco.data.corpus", "materialize a corpus (synthetic, local text, Hub) as documents"),
+    "tokenizer": ("taco.data.tokenizer", "build or train the WordPiece tokenizer (save_pretrained dir)"),
+    "pack": ("taco.data.packing", "tokenize and pack documents into [CLS] ... [SEP] blocks"),
     "pretrain": ("taco.train", "pre-train one segment up to a budget (resumable)"),
     "finetune": ("taco.finetune", "fine-tune one checkpoint on one GLUE task with one seed"),
     "dynamics": ("taco.dynamics", "representation similarity dynamics of one checkpoint"),
+    "dynamics-figures": ("taco.dynamics_plots", "figures 2 and 6 from dynamics.json files"),
     "aggregate": ("taco.stats", "aggregate fine-tuning metrics.json files into per-cell statistics"),
     "tables": ("taco.tables", "paper tables (CSV, Markdown, LaTeX) beside published values"),
     "figures": ("taco.figures", "paper figures (PNG, PDF)"),
