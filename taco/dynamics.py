@@ -1,0 +1,624 @@
+"""Learning dynamics of one pre-training checkpoint: the representation analyses of the paper.
+
+Source: Fu et al. (ACL 2022), Section 2.2 ("How does embedding anchor affect the learning dynamics
+of MLM?", Figure 2) and the learning-dynamics paragraph of Section 4 (Figure 6: "the Cosine
+similarity among contextualized representations of tokens in the same context (intra-context) and
+different contexts (inter-context)"). The paper does not publish how the pairs were chosen, how many,
+nor the Figure 6 values (``FACTS.md``: UNKNOWN); the choices below are ours and are recorded in the
+output so that every number can be regenerated.
+
+Measures (for one checkpoint, on a seed-fixed sample of held-out packed blocks)
+-------------------------------------------------------------------------------
+Representations, from one forward pass on the *uncorrupted* block, model in eval mode:
+
+- ``h``: the last layer, ``hidden_states[-1]`` (B, L, H).
+- ``g = h - e`` with ``e = hidden_states[0]`` (the embedding layer's output: word + position +
+  token type, after LayerNorm), i.e. the "global part" of TACO with lambda = 1 (Eq. 3; the official
+  code subtracts ``hidden_states[0]``).
+
+For each representation:
+
+- ``intra``: cosine similarity between two *different positions* of the same block;
+- ``inter``: cosine similarity between a position of one block and a position of another block;
+- ``gap = intra - inter``.
+
+Special tokens (every id in the tokenizer's ``all_special_ids``: [CLS], [SEP], [PAD], [MASK],
+[UNK], as Hugging Face's MLM collator treats them) and padding (``attention_mask == 0``) are excluded
+from every pair. Pairs are sampled, never enumerated: each block ``b`` contributes
+``max_pairs // n_blocks`` intra pairs (``i`` uniform over its valid positions, ``j`` uniform over the
+other valid positions) and as many inter pairs (a uniform position of ``b`` with a uniform position
+of a uniformly chosen other block). Memory is O(tokens x hidden), never O(tokens^2); the same pair
+indices are used for ``h`` and ``g``.
+
+Anchor alignment (Section 2.2, Figure 2): a second forward pass on a corrupted copy of each block,
+masked with ``taco.objectives.mask_tokens`` (15 %, 80/10/10; one generator per block, seeded by
+``(seed, block index)``, so the result does not depend on the batch size). At every selected
+("masked") position ``i`` with original token ``x_i``:
+
+- ``aligned``: cos(h_i, E[x_i]), ``E`` the static word-embedding matrix (input embeddings, tied to
+  the MLM decoder) -- how close the fused context representation is to its embedding anchor;
+- ``random_baseline``: cos(h_i, E[y_i]) with ``y_i`` drawn from the unigram distribution of the
+  evaluation sample (the original token at a uniformly random valid position of the sample),
+  redrawn where it equals ``x_i``; frequency-matched, so the baseline is not an artefact of rare,
+  barely-trained embedding rows;
+- ``difference = aligned - random_baseline``.
+
+The same three numbers are also reported through the MLM head's transform
+(``anchor_alignment_head``: cos(T(h_i), E[x_i]) where ``T = cls.predictions.transform``), which is
+the space in which Eq. 1's dot product is actually taken; absent if the model has no such module.
+
+Confidence intervals
+--------------------
+Tokens of one block are not independent, so the unit of resampling is the block: every number is
+the mean over blocks of the per-block mean, and its 95 % CI is a BCa bootstrap over blocks
+(``scipy.stats.bootstrap``, 9,999 resamples, generator seeded by ``seed``), falling back to the
+percentile method where BCa is undefined (e.g. constant per-block values, then the CI is the point).
+Inter pairs touch two blocks; resampling the anchor block only ignores that second dependency, which
+makes the inter and gap intervals slightly optimistic.
+
+Output (``dynamics.json``)
+--------------------------
+``step``, ``objective``, ``size``, ``fraction`` (copied from the checkpoint manifest), ``checkpoint``,
+``checkpoint_manifest_sha256``, ``blocks``, ``split``, ``seed``, ``num_blocks`` (used),
+``num_blocks_requested``, ``block_indices``, ``max_pairs``, ``pairs_per_block``, ``num_tokens``,
+``mlm_probability``, ``h`` and ``g`` (each ``{"intra", "inter", "gap"}``), ``anchor_alignment``
+(``{"aligned", "random_baseline", "difference", "n_masked"}``), optionally
+``anchor_alignment_head``, ``ci`` (method description), ``masking`` (which ``mask_tokens``),
+``code_version``, ``packages``, ``wall_time_s``. Each statistic is
+``{"mean", "ci_low", "ci_high", "n_pairs", "n_blocks"}`` (cosines, unitless, in [-1, 1]);
+anchor statistics carry ``n_positions`` instead of ``n_pairs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: keys the checkpoint manifest must hold (``docs/INTERFACES.md``)
+REQUIRED_MANIFEST_KEYS = ("step", "objective", "size", "fraction")
+CI_LEVEL = 0.95
+N_RESAMPLES = 9999
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json")
+
+
+class DynamicsInputError(ValueError):
+    """Bad input to ``taco dynamics``; the message names the offending path or option."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure functions on tensors (tested on constructed inputs)
+# --------------------------------------------------------------------------------------------------
+
+
+def valid_token_mask(input_ids, attention_mask, special_ids: Sequence[int]):
+    """Positions that take part in the measures: attended and not a special token.
+
+    Args:
+        input_ids: LongTensor (B, L).
+        attention_mask: tensor (B, L), 1 for real tokens, 0 for padding; None means all real.
+        special_ids: ids to exclude ([CLS], [SEP], [PAD], [MASK], [UNK], ...).
+    Returns:
+        BoolTensor (B, L).
+    """
+    import torch
+
+    valid = torch.ones_like(input_ids, dtype=torch.bool)
+    if attention_mask is not None:
+        valid &= attention_mask.bool()
+    if len(special_ids):
+        valid &= ~torch.isin(input_ids, torch.as_tensor(list(special_ids), device=input_ids.device))
+    return valid
+
+
+def cosine_rows(a, b, eps: float = 1e-8):
+    """Row-wise cosine similarity.
+
+    Args:
+        a, b: float tensors (P, H) (broadcastable).
+    Returns:
+        float tensor (P,), unitless in [-1, 1]; a zero row gives 0.
+    """
+    import torch.nn.functional as F
+
+    return (F.normalize(a.float(), dim=-1, eps=eps) * F.normalize(b.float(), dim=-1, eps=eps)).sum(-1)
+
+
+def gather_valid(hidden, valid) -> list:
+    """Split a batch of hidden states into the valid-token rows of each block.
+
+    Args:
+        hidden: float tensor (B, L, H).
+        valid: BoolTensor (B, L) from :func:`valid_token_mask`.
+    Returns:
+        list of B float tensors (n_b, H) on the CPU, in position order.
+    """
+    return [hidden[b][valid[b]].detach().float().cpu() for b in range(hidden.shape[0])]
+
+
+@dataclass
+class PairIndex:
+    """Sampled pairs as global row indices into the concatenation of all blocks' valid tokens.
+
+    ``intra_a``, ``intra_b``, ``inter_a``, ``inter_b``: int64 arrays (n_blocks * pairs_per_block,);
+    pairs ``k * pairs_per_block ... (k + 1) * pairs_per_block - 1`` belong to block ``k``
+    (the anchor block for inter pairs).
+    """
+
+    intra_a: np.ndarray
+    intra_b: np.ndarray
+    inter_a: np.ndarray
+    inter_b: np.ndarray
+    pairs_per_block: int
+    n_blocks: int
+
+
+def sample_pairs(lengths: Sequence[int], pairs_per_block: int, rng: np.random.Generator) -> PairIndex:
+    """Sample intra- and inter-context pairs, uniformly, in O(n_blocks * pairs_per_block) memory.
+
+    Intra: for block ``b``, ``i`` uniform over its ``n_b`` rows and ``j`` uniform over the other
+    ``n_b - 1`` rows (``j != i``). Inter: ``i`` uniform over block ``b``, partner block ``c`` uniform
+    over the other blocks, ``j`` uniform over block ``c``. Sampling is with replacement.
+
+    Args:
+        lengths: number of valid tokens of each block; every entry must be >= 2.
+        pairs_per_block: pairs of each kind per block (>= 1).
+        rng: numpy generator (the only source of randomness).
+    Raises:
+        ValueError: fewer than 2 blocks, a block with fewer than 2 tokens, or pairs_per_block < 1.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    n = len(lengths)
+    if n < 2:
+        raise ValueError(f"need at least 2 blocks for inter-context pairs, got {n}")
+    if (lengths < 2).any():
+        raise ValueError(f"every block needs >= 2 valid tokens; lengths {lengths.tolist()}")
+    if pairs_per_block < 1:
+        raise ValueError(f"pairs_per_block must be >= 1, got {pairs_per_block}")
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    block = np.repeat(np.arange(n), pairs_per_block)
+    nb = lengths[block]
+    i = (rng.random(block.size) * nb).astype(np.int64)
+    shift = 1 + (rng.random(block.size) * (nb - 1)).astype(np.int64)  # 1 .. n_b - 1
+    j = (i + shift) % nb
+    intra_a, intra_b = offsets[block] + i, offsets[block] + j
+    i2 = (rng.random(block.size) * nb).astype(np.int64)
+    partner = (block + 1 + (rng.random(block.size) * (n - 1)).astype(np.int64)) % n
+    j2 = (rng.random(block.size) * lengths[partner]).astype(np.int64)
+    inter_a, inter_b = offsets[block] + i2, offsets[partner] + j2
+    return PairIndex(intra_a, intra_b, inter_a, inter_b, pairs_per_block, n)
+
+
+def pair_cosines(tokens, a: np.ndarray, b: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """Cosine of rows ``tokens[a[k]]`` and ``tokens[b[k]]`` for every k, in chunks (bounded memory).
+
+    Args:
+        tokens: float tensor (N, H).
+        a, b: int arrays (P,) of row indices.
+    Returns:
+        float64 array (P,).
+    """
+    import torch
+
+    out = np.empty(len(a), dtype=np.float64)
+    for s in range(0, len(a), chunk):
+        ia = torch.as_tensor(a[s : s + chunk])
+        ib = torch.as_tensor(b[s : s + chunk])
+        out[s : s + chunk] = cosine_rows(tokens[ia], tokens[ib]).double().numpy()
+    return out
+
+
+def context_similarity(blocks: Sequence, pairs: PairIndex) -> dict[str, np.ndarray]:
+    """Per-block mean intra- and inter-context cosine similarity and their gap.
+
+    Args:
+        blocks: list of float tensors (n_b, H), the valid-token representations of each block.
+        pairs: from :func:`sample_pairs` on ``[len(x) for x in blocks]``.
+    Returns:
+        ``{"intra", "inter", "gap"}``: float64 arrays (n_blocks,) of per-block means (cosines).
+    """
+    import torch
+
+    tokens = torch.cat(list(blocks), dim=0)
+    k = pairs.pairs_per_block
+    intra = pair_cosines(tokens, pairs.intra_a, pairs.intra_b).reshape(pairs.n_blocks, k).mean(1)
+    inter = pair_cosines(tokens, pairs.inter_a, pairs.inter_b).reshape(pairs.n_blocks, k).mean(1)
+    return {"intra": intra, "inter": inter, "gap": intra - inter}
+
+
+def bootstrap_summary(per_block: np.ndarray, seed: int, n_resamples: int = N_RESAMPLES,
+                      level: float = CI_LEVEL) -> dict[str, Any]:
+    """Mean of per-block values with a bootstrap CI over blocks (BCa, percentile fallback).
+
+    Args:
+        per_block: float array (n_blocks,), NaN entries dropped.
+        seed: seeds the resampling generator (same seed -> same interval).
+    Returns:
+        ``{"mean", "ci_low", "ci_high", "n_blocks"}``; CI bounds are None for fewer than 2 blocks,
+        and equal to the mean when the per-block values are constant.
+    """
+    import warnings
+
+    from scipy import stats
+
+    x = np.asarray(per_block, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    out: dict[str, Any] = {"mean": float(x.mean()) if x.size else None, "ci_low": None,
+                           "ci_high": None, "n_blocks": int(x.size)}
+    if x.size < 2:
+        return out
+    if np.ptp(x) == 0:
+        out["ci_low"] = out["ci_high"] = float(x[0])
+        return out
+    for method in ("BCa", "percentile"):
+        rng = np.random.default_rng(seed)
+        kwargs = dict(n_resamples=n_resamples, confidence_level=level, method=method, vectorized=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                res = stats.bootstrap((x,), np.mean, rng=rng, **kwargs)
+            except TypeError:  # scipy < 1.15
+                res = stats.bootstrap((x,), np.mean, random_state=rng, **kwargs)
+        lo, hi = res.confidence_interval
+        if np.isfinite(lo) and np.isfinite(hi):
+            out["ci_low"], out["ci_high"] = float(lo), float(hi)
+            break
+    return out
+
+
+def _fallback_mask_tokens(input_ids, special_tokens_mask, attention_mask, mask_token_id, vocab_size,
+                          mlm_probability=0.15, generator=None):
+    """BERT masking (15 %, 80/10/10), used only while ``taco.objectives.mask_tokens`` is absent.
+
+    Args/returns as ``taco.objectives.mask_tokens``: (corrupted_ids, labels), LongTensors (B, L);
+    labels are -100 at positions not selected. Special tokens and padding are never selected.
+    """
+    import torch
+
+    kw = {"generator": generator, "device": input_ids.device}
+    eligible = ~special_tokens_mask.bool()
+    if attention_mask is not None:
+        eligible &= attention_mask.bool()
+    selected = (torch.rand(input_ids.shape, **kw) < mlm_probability) & eligible
+    labels = torch.where(selected, input_ids, torch.full_like(input_ids, -100))
+    r = torch.rand(input_ids.shape, **kw)
+    corrupted = input_ids.clone()
+    corrupted[selected & (r < 0.8)] = mask_token_id
+    randomise = selected & (r >= 0.8) & (r < 0.9)
+    random_ids = torch.randint(vocab_size, input_ids.shape, dtype=input_ids.dtype, **kw)
+    corrupted[randomise] = random_ids[randomise]
+    return corrupted, labels
+
+
+def _mask_tokens_impl():
+    """The shared ``taco.objectives.mask_tokens`` when present, else the private fallback."""
+    try:
+        from taco.objectives import mask_tokens  # type: ignore[attr-defined]
+
+        return mask_tokens, "taco.objectives.mask_tokens"
+    except ImportError:
+        return _fallback_mask_tokens, "taco.dynamics._fallback_mask_tokens"
+
+
+def sample_baseline_tokens(targets: np.ndarray, pool: np.ndarray, rng: np.random.Generator,
+                           tries: int = 16) -> np.ndarray:
+    """Random-token baseline ids: draws from ``pool`` (the sample's unigram distribution), != target.
+
+    Args:
+        targets: int array (M,), original ids at masked positions.
+        pool: int array (N,), original ids at every valid position of the sample.
+    Returns:
+        int array (M,); where ``tries`` draws all equal the target (a one-type pool), the last draw.
+    """
+    out = pool[rng.integers(0, len(pool), size=len(targets))]
+    for _ in range(tries):
+        same = out == targets
+        if not same.any():
+            break
+        out[same] = pool[rng.integers(0, len(pool), size=int(same.sum()))]
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Checkpoint / data handling
+# --------------------------------------------------------------------------------------------------
+
+
+def _tokenizer_dir(checkpoint: Path, blocks: Path) -> Path | None:
+    for d in (checkpoint, blocks / "tokenizer"):
+        if any((d / f).is_file() for f in TOKENIZER_FILES):
+            return d
+    return None
+
+
+def validate_inputs(checkpoint: str | os.PathLike, blocks: str | os.PathLike, split: str,
+                    num_blocks: int, max_pairs: int) -> dict[str, Any]:
+    """Check every input before any work; returns the checkpoint manifest.
+
+    Raises:
+        DynamicsInputError: the checkpoint directory, its ``manifest.json`` (or one of
+            ``step/objective/size/fraction`` in it), ``config.json``, a tokenizer (in the checkpoint
+            or ``<blocks>/tokenizer``), the blocks ``DatasetDict`` directory or its ``split`` is
+            missing, or ``num_blocks < 2`` / ``max_pairs < num_blocks``. The message names the path.
+    """
+    ck, bl = Path(checkpoint), Path(blocks)
+    if not ck.is_dir():
+        raise DynamicsInputError(f"{ck}: checkpoint directory does not exist")
+    mpath = ck / "manifest.json"
+    if not mpath.is_file():
+        raise DynamicsInputError(f"{mpath}: checkpoint manifest missing (incomplete checkpoint?)")
+    try:
+        manifest = json.loads(mpath.read_text())
+    except json.JSONDecodeError as exc:
+        raise DynamicsInputError(f"{mpath}: not valid JSON ({exc})") from exc
+    missing = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
+    if missing:
+        raise DynamicsInputError(f"{mpath}: missing key(s) {', '.join(missing)}")
+    if not (ck / "config.json").is_file():
+        raise DynamicsInputError(f"{ck / 'config.json'}: missing; not a save_pretrained directory")
+    if _tokenizer_dir(ck, bl) is None:
+        raise DynamicsInputError(f"{ck}: no tokenizer files, and none in {bl / 'tokenizer'}")
+    if not bl.is_dir():
+        raise DynamicsInputError(f"{bl}: blocks directory does not exist")
+    dd_json = bl / "dataset_dict.json"
+    if not dd_json.is_file():
+        raise DynamicsInputError(f"{bl}: not a DatasetDict saved with save_to_disk (no dataset_dict.json)")
+    splits = json.loads(dd_json.read_text()).get("splits", [])
+    if split not in splits:
+        raise DynamicsInputError(f"{bl}: split {split!r} missing (available: {', '.join(splits) or 'none'})")
+    if num_blocks < 2:
+        raise DynamicsInputError(f"--num-blocks must be >= 2 (inter-context pairs), got {num_blocks}")
+    if max_pairs < num_blocks:
+        raise DynamicsInputError(f"--max-pairs ({max_pairs}) must be >= --num-blocks ({num_blocks})")
+    return manifest
+
+
+def _resolve_device(name: str):
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *, split: str = "validation",
+                     num_blocks: int = 64, max_pairs: int = 200_000, seed: int = 0, batch_size: int = 16,
+                     device: str = "auto", mlm_probability: float = 0.15) -> dict[str, Any]:
+    """All measures for one checkpoint (see the module docstring); returns the ``dynamics.json`` dict.
+
+    Args:
+        checkpoint: ``save_pretrained`` directory with ``manifest.json`` (and tokenizer files, or the
+            tokenizer in ``<blocks>/tokenizer``).
+        blocks: packed-blocks ``DatasetDict`` directory (column ``input_ids``, (L,) ids per row).
+        split: split to sample from (held-out: ``validation``).
+        num_blocks: blocks sampled without replacement with ``seed`` (all of them if fewer).
+        max_pairs: pair budget per measure (intra and inter each); ``max_pairs // blocks`` per block.
+        seed: fixes the block sample, the masking, the pairs, the baseline tokens and the bootstrap.
+        batch_size: blocks per forward pass (does not change the numbers beyond float round-off).
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
+    Raises:
+        DynamicsInputError: see :func:`validate_inputs`; also if the split has fewer than 2 blocks
+            with >= 2 valid tokens, or lacks an ``input_ids`` column.
+    """
+    t0 = time.time()
+    manifest = validate_inputs(checkpoint, blocks, split, num_blocks, max_pairs)
+    ck, bl = Path(checkpoint), Path(blocks)
+
+    import datasets
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from taco.manifest import code_version, package_versions, sha256_file
+
+    ds = datasets.load_from_disk(str(bl))[split]
+    if "input_ids" not in ds.column_names:
+        raise DynamicsInputError(f"{bl} [{split}]: no 'input_ids' column (columns: {ds.column_names})")
+    n_avail = len(ds)
+    n_take = min(num_blocks, n_avail)
+    if n_take < num_blocks:
+        print(f"taco dynamics: {bl} [{split}] has {n_avail} blocks < --num-blocks {num_blocks}; using all",
+              file=sys.stderr)
+    block_indices = np.sort(np.random.default_rng([seed, 0]).choice(n_avail, size=n_take, replace=False))
+    ids = torch.tensor([ds[int(i)]["input_ids"] for i in block_indices], dtype=torch.long)  # (n, L)
+
+    tokenizer = AutoTokenizer.from_pretrained(str(_tokenizer_dir(ck, bl)))
+    special_ids = sorted(set(tokenizer.all_special_ids))
+    pad_id = tokenizer.pad_token_id
+    attention = (ids != pad_id).long() if pad_id is not None else torch.ones_like(ids)
+    valid = valid_token_mask(ids, attention, special_ids)
+    keep = valid.sum(1) >= 2
+    if int(keep.sum()) < 2:
+        raise DynamicsInputError(f"{bl} [{split}]: fewer than 2 sampled blocks with >= 2 non-special tokens")
+    ids, attention, valid = ids[keep], attention[keep], valid[keep]
+    block_indices = block_indices[keep.numpy()]
+    n = ids.shape[0]
+
+    mask_tokens, mask_impl = _mask_tokens_impl()
+    if tokenizer.mask_token_id is None:
+        raise DynamicsInputError(f"{_tokenizer_dir(ck, bl)}: tokenizer has no mask token")
+    dev = _resolve_device(device)
+    model = AutoModelForMaskedLM.from_pretrained(str(ck)).to(dev).eval()
+    vocab_size = model.get_input_embeddings().weight.shape[0]
+    # masking: one generator per block, so numbers do not depend on the batch size
+    special_mask = torch.isin(ids, torch.tensor(special_ids))  # (n, L) bool
+    corrupted, labels = [], []
+    for b in range(n):
+        gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(block_indices[b]))
+        c, lab = mask_tokens(ids[b : b + 1].clone(), special_mask[b : b + 1], attention[b : b + 1],
+                             tokenizer.mask_token_id, vocab_size, mlm_probability=mlm_probability,
+                             generator=gen)
+        corrupted.append(c)
+        labels.append(lab)
+    corrupted, labels = torch.cat(corrupted), torch.cat(labels)
+    labels[~valid] = -100  # the shared masker excludes these already; be safe
+
+    emb = model.get_input_embeddings().weight.detach().float().cpu()  # (V, H)
+    transform = getattr(getattr(getattr(model, "cls", None), "predictions", None), "transform", None)
+    h_blocks, g_blocks, m_h, m_t = [], [], [], []
+    with torch.inference_mode():
+        for s in range(0, n, batch_size):
+            sl = slice(s, s + batch_size)
+            out = model(input_ids=ids[sl].to(dev), attention_mask=attention[sl].to(dev),
+                        output_hidden_states=True)
+            h, e = out.hidden_states[-1], out.hidden_states[0]
+            h_blocks += gather_valid(h, valid[sl].to(dev))
+            g_blocks += gather_valid(h - e, valid[sl].to(dev))
+            out = model(input_ids=corrupted[sl].to(dev), attention_mask=attention[sl].to(dev),
+                        output_hidden_states=True)
+            hm = out.hidden_states[-1]
+            sel = (labels[sl] != -100).to(dev)
+            for b in range(hm.shape[0]):
+                m_h.append(hm[b][sel[b]].float().cpu())
+                m_t.append(transform(hm[b][sel[b]]).float().cpu() if transform is not None else None)
+    del model
+
+    lengths = [len(x) for x in h_blocks]
+    pairs_per_block = max_pairs // n
+    pairs = sample_pairs(lengths, pairs_per_block, np.random.default_rng([seed, 1]))
+    result: dict[str, Any] = {}
+    for name, reps in (("h", h_blocks), ("g", g_blocks)):
+        per_block = context_similarity(reps, pairs)
+        result[name] = {}
+        for kind, values in per_block.items():
+            summary = bootstrap_summary(values, seed)
+            summary["n_pairs"] = pairs_per_block * summary["n_blocks"] * (2 if kind == "gap" else 1)
+            result[name][kind] = summary
+
+    # anchor alignment at masked positions
+    pool = ids[valid].numpy()
+    rng = np.random.default_rng([seed, 2])
+    per = {"aligned": [], "random_baseline": [], "difference": []}
+    per_head = {"aligned": [], "random_baseline": [], "difference": []}
+    counts = []
+    for b in range(n):
+        targets = labels[b][labels[b] != -100].numpy()
+        counts.append(len(targets))
+        base = sample_baseline_tokens(targets, pool, rng) if len(targets) else targets
+        for store, reps in ((per, m_h[b]), (per_head, m_t[b])):
+            if reps is None or not len(targets):
+                for k in store:
+                    store[k].append(np.nan)
+                continue
+            a = cosine_rows(reps, emb[torch.as_tensor(targets)]).double().numpy()
+            r = cosine_rows(reps, emb[torch.as_tensor(base)]).double().numpy()
+            store["aligned"].append(a.mean())
+            store["random_baseline"].append(r.mean())
+            store["difference"].append((a - r).mean())
+
+    def _anchor(store):
+        out = {}
+        for k, v in store.items():
+            s = bootstrap_summary(np.asarray(v), seed)
+            s["n_positions"] = int(sum(c for c, x in zip(counts, v) if np.isfinite(x)))
+            out[k] = s
+        out["n_masked"] = int(sum(counts))
+        return out
+
+    anchor = _anchor(per)
+    anchor_head = _anchor(per_head) if transform is not None else None
+
+    record: dict[str, Any] = {k: manifest[k] for k in REQUIRED_MANIFEST_KEYS}
+    record.update({
+        "checkpoint": str(ck),
+        "checkpoint_manifest_sha256": sha256_file(ck / "manifest.json"),
+        "blocks": str(bl),
+        "split": split,
+        "seed": int(seed),
+        "num_blocks": int(n),
+        "num_blocks_requested": int(num_blocks),
+        "block_indices": [int(i) for i in block_indices],
+        "max_seq_length": int(ids.shape[1]),
+        "max_pairs": int(max_pairs),
+        "pairs_per_block": int(pairs_per_block),
+        "num_tokens": int(sum(lengths)),
+        "mlm_probability": float(mlm_probability),
+        "h": result["h"],
+        "g": result["g"],
+        "anchor_alignment": anchor,
+    })
+    if anchor_head is not None:
+        record["anchor_alignment_head"] = anchor_head
+    record.update({
+        "ci": {"level": CI_LEVEL, "unit": "block",
+               "method": f"bootstrap over blocks of per-block means (scipy.stats.bootstrap BCa, "
+                         f"percentile fallback), {N_RESAMPLES} resamples, rng seeded by seed"},
+        "masking": mask_impl,
+        "representations": {"h": "hidden_states[-1] on the uncorrupted block",
+                            "g": "hidden_states[-1] - hidden_states[0] on the uncorrupted block",
+                            "anchor": "hidden_states[-1] at masked positions vs input word embeddings"},
+        "excluded": {"special_ids": special_ids, "padding": "attention_mask == 0"},
+        "device": str(dev),
+        "code_version": code_version(),
+        "packages": package_versions(),
+        "wall_time_s": round(time.time() - t0, 3),
+    })
+    return record
+
+
+def _finite_or_none(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite_or_none(v) for v in obj]
+    return obj
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
+    """Write ``obj`` as JSON to ``path`` via a temp file and ``os.replace`` (NaN -> null)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(_finite_or_none(obj), indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="taco dynamics", description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", required=True, help="save_pretrained checkpoint dir with manifest.json")
+    p.add_argument("--blocks", required=True, help="packed-blocks DatasetDict dir (save_to_disk)")
+    p.add_argument("--output", required=True, help="dynamics.json to write")
+    p.add_argument("--split", default="validation")
+    p.add_argument("--num-blocks", type=int, default=64, help="blocks sampled with --seed (default 64)")
+    p.add_argument("--max-pairs", type=int, default=200_000, help="pairs per measure (default 200000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
+    p.add_argument("--mlm-probability", type=float, default=0.15)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``taco dynamics``: write ``dynamics.json`` for one checkpoint; exit 2 on bad input."""
+    args = build_parser().parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        record = compute_dynamics(args.checkpoint, args.blocks, split=args.split,
+                                  num_blocks=args.num_blocks, max_pairs=args.max_pairs, seed=args.seed,
+                                  batch_size=args.batch_size, device=args.device,
+                                  mlm_probability=args.mlm_probability)
+    except DynamicsInputError as exc:
+        print(f"taco dynamics: error: {exc}", file=sys.stderr)
+        return 2
+    write_json_atomic(args.output, record)
+    h = record["h"]
+    print(f"taco dynamics: step {record['step']} {record['objective']}: intra {h['intra']['mean']:.4f} "
+          f"inter {h['inter']['mean']:.4f} gap {h['gap']['mean']:.4f}; anchor "
+          f"{record['anchor_alignment']['aligned']['mean']:.4f} vs "
+          f"{record['anchor_alignment']['random_baseline']['mean']:.4f} -> {args.output}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
