@@ -1,0 +1,30 @@
+# TACO reproduction: corpus -> tokenizer -> packed blocks -> pre-training segments per budget
+# -> GLUE fine-tuning (checkpoint x task x seed) -> statistics -> tables, figures, claims.
+# The science lives in the `taco` package; rules only name files and call `taco <command>`.
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+report: "workflow/report/workflow.rst"
+
+
+configfile: "config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/pretrain.smk"
+include: "workflow/rules/finetune.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

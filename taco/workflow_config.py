@@ -1,0 +1,229 @@
+"""The workflow's view of a validated config: the run grid, budgets, paths and the analysis spec.
+
+Pure Python on plain dicts (no Snakemake, no torch import), so the Snakefile stays thin and every
+rule's input function is testable. ``check_config`` is the semantic validation that JSON-schema
+cannot express; it raises :class:`ConfigError` naming the offending key before any job runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+#: objectives known to the workflow (must equal ``taco.objectives.OBJECTIVES``; tested)
+VARIANTS = ("mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp")
+#: model presets (must equal ``taco.modeling.SIZES``; tested)
+PRESETS = ("tiny", "small", "base")
+#: GLUE task names (must equal ``taco.data.glue.GLUE_TASKS``; tested)
+TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
+
+#: fine-tuning defaults of the official scripts, per model preset
+FINETUNE_DEFAULTS = {
+    "tiny": {"learning_rate": 5e-5, "epochs": 4},
+    "small": {"learning_rate": 5e-5, "epochs": 4},
+    "base": {"learning_rate": 3e-5, "epochs": 6},
+}
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot work; the message starts with the key's path."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One pre-training run: a size key of ``pretrain.sizes``, an objective and a data fraction."""
+
+    size: str
+    variant: str
+    fraction: float
+
+    @property
+    def fraction_str(self) -> str:
+        return fraction_str(self.fraction)
+
+
+def fraction_str(fraction: float) -> str:
+    """The path form of a data fraction: 1.0 -> "1.0", 0.25 -> "0.25"."""
+    return repr(float(fraction))
+
+
+def budget_name(step: int) -> str:
+    """Paper-style budget name: 250000 -> "250k", 1500 -> "1.5k", 60 -> "60"."""
+    if step >= 1000 and step % 100 == 0:
+        k = step / 1000
+        return f"{k:g}k"
+    return str(step)
+
+
+def substitute_root(value: str | None, config: dict[str, Any]) -> str | None:
+    """Replace ``{data_root}`` in a path setting; ConfigError if it is used but unset."""
+    if value is None or "{data_root}" not in value:
+        return value
+    root = config.get("data_root")
+    if not root:
+        raise ConfigError(f"data_root: {value!r} uses {{data_root}} but data_root is not set "
+                          "(pass --config data_root=PATH)")
+    return value.replace("{data_root}", str(root))
+
+
+def runs(config: dict[str, Any]) -> list[Run]:
+    """Every (size, variant, fraction) pre-training run of ``pretrain.runs``, in config order."""
+    out: list[Run] = []
+    for entry in config["pretrain"]["runs"]:
+        for variant in entry["variants"]:
+            for fraction in entry.get("fractions", [1.0]):
+                run = Run(entry["size"], variant, float(fraction))
+                if run not in out:
+                    out.append(run)
+    return out
+
+
+def budgets(config: dict[str, Any], size: str) -> list[int]:
+    """The budget steps of ``pretrain.sizes.<size>``."""
+    return list(config["pretrain"]["sizes"][size]["budgets"])
+
+
+def previous_budget(config: dict[str, Any], size: str, step: int) -> int | None:
+    """The budget before ``step`` (None for the first); KeyError-free: ValueError if not a budget."""
+    b = budgets(config, size)
+    if step not in b:
+        raise ValueError(f"pretrain.sizes.{size}.budgets: {step} is not a budget ({b})")
+    i = b.index(step)
+    return None if i == 0 else b[i - 1]
+
+
+def finetune_budgets(config: dict[str, Any], size: str) -> list[int]:
+    """Budget steps of ``size`` that are fine-tuned (``finetune.budgets``)."""
+    sel = config["finetune"]["budgets"]
+    b = budgets(config, size)
+    if sel == "all":
+        return b
+    if sel == "last":
+        return b[-1:]
+    return [s for s in b if s in set(sel.get(size, []))]
+
+
+def finetune_hyperparameters(config: dict[str, Any], size: str) -> dict[str, float]:
+    """Learning rate and epochs for fine-tuning checkpoints of ``size`` (by its preset)."""
+    preset = config["pretrain"]["sizes"][size]["preset"]
+    hp = dict(FINETUNE_DEFAULTS[preset])
+    hp.update(config["finetune"].get("hyperparameters", {}).get(preset, {}))
+    return hp
+
+
+def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] | None = None) -> None:
+    """Semantic checks after JSON-schema validation. Raises ConfigError naming the key.
+
+    ``tasks_available`` (task -> None if present, else the reason it is absent) comes from
+    ``taco.data.glue.available_local_tasks`` for a local GLUE folder; all-absent is an error.
+    """
+    pre = config["pretrain"]
+    sizes = pre["sizes"]
+    if not pre["runs"]:
+        raise ConfigError("pretrain.runs: no runs configured")
+    for i, entry in enumerate(pre["runs"]):
+        if entry["size"] not in sizes:
+            raise ConfigError(f"pretrain.runs[{i}].size: unknown size {entry['size']!r}; "
+                              f"defined in pretrain.sizes: {sorted(sizes)}")
+        for v in entry["variants"]:
+            if v not in VARIANTS:
+                raise ConfigError(f"pretrain.runs[{i}].variants: unknown variant {v!r}; valid: {VARIANTS}")
+        for f in entry.get("fractions", [1.0]):
+            if not 0 < float(f) <= 1:
+                raise ConfigError(f"pretrain.runs[{i}].fractions: {f} is outside (0, 1]")
+    for name, s in sizes.items():
+        key = f"pretrain.sizes.{name}"
+        if s["preset"] not in PRESETS:
+            raise ConfigError(f"{key}.preset: unknown size preset {s['preset']!r}; valid: {PRESETS}")
+        b = s["budgets"]
+        if any(b2 <= b1 for b1, b2 in zip(b, b[1:])):
+            raise ConfigError(f"{key}.budgets: must be strictly increasing, got {b}")
+        if b[-1] > s["max_steps"]:
+            raise ConfigError(f"{key}.budgets: budget {b[-1]} is beyond max_steps={s['max_steps']}")
+        if s.get("warmup_steps", 0) >= s["max_steps"]:
+            raise ConfigError(f"{key}.warmup_steps: {s['warmup_steps']} >= max_steps={s['max_steps']}")
+    if pre["tc"]["window"] % 2 == 0:
+        raise ConfigError(f"pretrain.tc.window: the positive window W must be odd, got {pre['tc']['window']}")
+    sel = config["finetune"]["budgets"]
+    if isinstance(sel, dict):
+        for size, steps in sel.items():
+            if size not in sizes:
+                raise ConfigError(f"finetune.budgets.{size}: unknown size; defined: {sorted(sizes)}")
+            missing = sorted(set(steps) - set(sizes[size]["budgets"]))
+            if missing:
+                raise ConfigError(f"finetune.budgets.{size}: {missing} are not budgets of pretrain.sizes.{size}")
+    for role, spec in config["analysis"]["roles"].items():
+        if spec is not None and spec not in sizes:
+            raise ConfigError(f"analysis.roles.{role}: {spec!r} is not a key of pretrain.sizes ({sorted(sizes)})")
+    for size, names in config["analysis"].get("budget_names", {}).items():
+        if size not in sizes:
+            raise ConfigError(f"analysis.budget_names.{size}: unknown size; defined: {sorted(sizes)}")
+        bad = {n: s for n, s in names.items() if s not in sizes[size]["budgets"]}
+        if bad:
+            raise ConfigError(f"analysis.budget_names.{size}: {bad} are not budgets of pretrain.sizes.{size}")
+    for d in config["dynamics"]["variants"]:
+        if d not in VARIANTS:
+            raise ConfigError(f"dynamics.variants: unknown variant {d!r}")
+    # local paths
+    corpus = config["corpus"]
+    if corpus["source"] == "local":
+        if not corpus["paths"]:
+            raise ConfigError("corpus.paths: corpus.source is 'local' but no paths are given")
+        for p in corpus["paths"]:
+            p = substitute_root(p, config)
+            if not os.path.exists(p):
+                raise ConfigError(f"corpus.paths: {p} does not exist")
+    tok = config["tokenizer"]
+    if tok["kind"] == "vocab":
+        vf = substitute_root(tok.get("vocab_file"), config)
+        if not vf:
+            raise ConfigError("tokenizer.vocab_file: tokenizer.kind is 'vocab' but no vocab_file is set")
+        if not os.path.isfile(vf):
+            raise ConfigError(f"tokenizer.vocab_file: {vf} does not exist")
+    glue = config["glue"]
+    if glue["source"] == "local":
+        d = substitute_root(glue.get("data_dir"), config)
+        if not d:
+            raise ConfigError("glue.data_dir: glue.source is 'local' but no data_dir is set")
+        if not os.path.isdir(d):
+            raise ConfigError(f"glue.data_dir: {d} is not a folder (expected the GLUE layout CoLA/, SST-2/, ...)")
+        if tasks_available is not None and not any(
+            tasks_available.get(t) is None for t in glue["tasks"]
+        ):
+            raise ConfigError(f"glue.tasks: none of {glue['tasks']} is present in {d}")
+
+
+def effective_tasks(config: dict[str, Any], tasks_available: dict[str, str | None] | None) -> list[str]:
+    """Configured tasks that can run (all of them unless a local folder lacks some)."""
+    tasks = list(config["glue"]["tasks"])
+    if tasks_available is None:
+        return tasks
+    return [t for t in tasks if tasks_available.get(t) is None]
+
+
+def analysis_spec(config: dict[str, Any], tasks: list[str],
+                  missing_tasks: dict[str, str] | None = None) -> dict[str, Any]:
+    """The analysis spec consumed by ``taco aggregate/tables/figures/claims`` (JSON-serialisable)."""
+    a = config["analysis"]
+    names: dict[str, dict[str, int]] = {}
+    for size in config["pretrain"]["sizes"]:
+        given = a.get("budget_names", {}).get(size)
+        names[size] = dict(given) if given else {budget_name(s): s for s in budgets(config, size)}
+    return {
+        "roles": dict(a["roles"]),
+        "budget_names": names,
+        "variants": [{"size": r.size, "objective": r.variant, "fraction": r.fraction} for r in runs(config)],
+        "budgets": {size: budgets(config, size) for size in config["pretrain"]["sizes"]},
+        "finetuned_budgets": {size: finetune_budgets(config, size) for size in config["pretrain"]["sizes"]},
+        "tasks": tasks,
+        "missing_tasks": dict(missing_tasks or {}),
+        "seeds": list(config["finetune"]["seeds"]),
+        "primary_metric": dict(a.get("primary_metric", {})),
+        "equivalence_margin": a["equivalence_margin"],
+        "improvement_margin": a["improvement_margin"],
+        "confidence_level": a["confidence_level"],
+        "n_resamples": a["n_resamples"],
+        "min_seeds": a["min_seeds"],
+        "seed": config["seed"],
+    }

@@ -1,0 +1,72 @@
+# Tables, figures and claims beside the published values, marked for `snakemake --report`.
+
+AGG = {
+    "per_seed": f"{R}/aggregate/per_seed.csv",
+    "cells": f"{R}/aggregate/cells.csv",
+    "average": f"{R}/aggregate/glue_average.csv",
+    "spec": f"{R}/analysis.json",
+}
+
+
+rule tables:
+    input:
+        **AGG,
+    output:
+        **{
+            t: report(f"{R}/{t}.csv", caption=f"../report/{t}.rst", category="Tables")
+            for t in REPORT_TABLES
+        },
+        markdown=[f"{R}/{t}.md" for t in REPORT_TABLES],
+        latex=[f"{R}/{t}.tex" for t in REPORT_TABLES],
+    params:
+        aggdir=f"{R}/aggregate",
+    log:
+        f"{R}/logs/report/tables.log",
+    shell:
+        "{TACO} tables --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {R} > {log} 2>&1"
+
+
+rule figures:
+    input:
+        **AGG,
+    output:
+        **{
+            f: report(f"{R}/{f}.png", caption=f"../report/{f}.rst", category="Figures")
+            for f in REPORT_FIGURES
+        },
+        pdf=[f"{R}/{f}.pdf" for f in REPORT_FIGURES],
+    params:
+        aggdir=f"{R}/aggregate",
+    log:
+        f"{R}/logs/report/figures.log",
+    shell:
+        "{TACO} figures --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {R} > {log} 2>&1"
+
+
+rule claims:
+    input:
+        **AGG,
+    output:
+        csv=report(f"{R}/claims.csv", caption="../report/claims.rst", category="Claims"),
+        md=f"{R}/claims.md",
+    params:
+        aggdir=f"{R}/aggregate",
+    log:
+        f"{R}/logs/report/claims.log",
+    shell:
+        "{TACO} claims --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {R} > {log} 2>&1"
+
+
+rule dynamics_figures:
+    input:
+        dynamics_targets(),
+    output:
+        **{
+            f: report(f"{R}/{f}.png", caption=f"../report/{f}.rst", category="Learning dynamics")
+            for f in DYNAMICS_FIGURES
+        },
+        pdf=[f"{R}/{f}.pdf" for f in DYNAMICS_FIGURES],
+    log:
+        f"{R}/logs/report/dynamics_figures.log",
+    shell:
+        "{TACO} dynamics-figures --inputs {input} --output-dir {R} > {log} 2>&1"
