@@ -1,0 +1,566 @@
+"""Statistics over fine-tuning runs: per-seed rows, per-cell summaries with bootstrap CIs, the GLUE
+average, and two-cell comparisons (bootstrap CI of the difference, permutation tests, Holm, effect size).
+
+``taco aggregate --inputs <metrics.json ...> --analysis FILE --output-dir results/aggregate`` writes
+
+- ``per_seed.csv``: one row per run and score key: every metric (0-1, as in metrics.json), the
+  primary metric's value in GLUE points (x100), the degenerate flag, the source path;
+- ``cells.csv``: per size / objective / fraction / step / score key: n_seeds, seeds, mean, std
+  (ddof=1), median, min, max, bootstrap CI of the mean, n_degenerate. Cells the spec expects but no
+  run produced appear with n_seeds = 0 and a note, never dropped;
+- ``glue_average.csv``: the GLUE average per seed (``level = seed``) and per cell with its CI
+  (``level = cell``), the score keys it covers and a ``partial`` flag when it covers fewer than
+  the paper's nine;
+- ``manifest.json``.
+
+Units: everything but the raw metric columns of ``per_seed.csv`` is in GLUE points (x100), as the
+paper's tables. Randomness: every bootstrap / permutation call gets its own generator
+``np.random.default_rng([seed, crc32(label)])`` so results do not depend on the order of cells.
+Source of the average's definition: FACTS.md / paper_values.json (mean of nine numbers, WNLI excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sst
+
+from taco.analysis_config import (
+    AnalysisConfig,
+    AnalysisConfigError,
+    TASK_SCORE_KEYS,
+    load_analysis,
+)
+
+try:  # the metrics module defines the same constant; prefer it when present
+    from taco.metrics import GLUE_AVERAGE_KEYS as _METRICS_KEYS  # type: ignore[attr-defined]
+except Exception:  # noqa: BLE001 - module absent or still being written
+    _METRICS_KEYS = None
+
+#: the nine score keys of the paper's GLUE average, in the paper's column order (WNLI excluded)
+GLUE_AVERAGE_KEYS: tuple[str, ...] = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte")
+if _METRICS_KEYS is not None and tuple(_METRICS_KEYS) != GLUE_AVERAGE_KEYS:  # pragma: no cover
+    raise ImportError(f"taco.metrics.GLUE_AVERAGE_KEYS {tuple(_METRICS_KEYS)} differs from taco.stats'")
+
+#: unit label written next to every aggregated number
+UNIT = "GLUE points (x100)"
+
+CELL_KEYS = ["size", "objective", "fraction", "step"]
+REQUIRED_FIELDS = ("task", "seed", "size", "objective", "fraction", "step", "scores")
+
+
+class InputError(ValueError):
+    """A metrics.json file or aggregate directory that breaks the contract; the message names it."""
+
+
+# ---------------------------------------------------------------------------------------------
+# randomness and small helpers
+# ---------------------------------------------------------------------------------------------
+def rng_for(seed: int, label: str) -> np.random.Generator:
+    """A generator seeded by ``(seed, crc32(label))``: deterministic and independent of call order."""
+    return np.random.default_rng([int(seed), zlib.crc32(label.encode())])
+
+
+def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis)
+
+
+def average_label(keys: Sequence[str]) -> str:
+    """Human label of an average over ``keys``: full (9 scores) or clearly partial."""
+    keys = tuple(keys)
+    if set(keys) == set(GLUE_AVERAGE_KEYS) and len(keys) == 9:
+        return "GLUE avg (9 scores)"
+    return f"partial GLUE avg ({len(keys)} of 9: {', '.join(keys)})"
+
+
+def fmt_fraction(fraction: float) -> str:
+    """``1.0`` -> ``'100%'``, ``0.25`` -> ``'25%'``."""
+    return f"{fraction * 100:g}%"
+
+
+# ---------------------------------------------------------------------------------------------
+# confidence intervals and tests
+# ---------------------------------------------------------------------------------------------
+def bootstrap_ci(samples: Sequence[Sequence[float]], statistic, *, confidence_level: float,
+                 n_resamples: int, method: str, rng: np.random.Generator) -> tuple[float, float, str]:
+    """Bootstrap CI of ``statistic`` over one or two independent samples (``scipy.stats.bootstrap``).
+
+    Returns ``(low, high, method_used)``. Any sample with fewer than 2 values gives ``(nan, nan,
+    'none')``. When BCa cannot be computed (e.g. all values equal, where its acceleration is 0/0)
+    the percentile method is used on the same generator state and ``method_used`` says so.
+    """
+    arrays = [np.asarray(s, dtype=float) for s in samples]
+    if any(a.size < 2 for a in arrays):
+        return math.nan, math.nan, "none"
+    state = rng.bit_generator.state
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sst.bootstrap(tuple(arrays), statistic, n_resamples=n_resamples, vectorized=True,
+                            confidence_level=confidence_level, method=method, rng=rng)
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if method != "percentile" and not (math.isfinite(low) and math.isfinite(high)):
+        rng.bit_generator.state = state
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = sst.bootstrap(tuple(arrays), statistic, n_resamples=n_resamples, vectorized=True,
+                                confidence_level=confidence_level, method="percentile", rng=rng)
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        return low, high, "percentile (BCa undefined)"
+    return low, high, method
+
+
+def summarize(values: Sequence[float], *, confidence_level: float = 0.95, n_resamples: int = 9999,
+              method: str = "BCa", seed: int = 0, label: str = "") -> dict[str, Any]:
+    """Summary of one cell's per-seed values (any unit; returned in the same unit).
+
+    Returns n, mean, std (sample, ddof=1; nan for n < 2), median, min, max and the bootstrap CI of
+    the mean (``scipy.stats.bootstrap``, generator ``rng_for(seed, label)``); empty input gives nan.
+    """
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=float)
+    out: dict[str, Any] = {"n": int(v.size)}
+    if v.size == 0:
+        out.update(mean=math.nan, std=math.nan, median=math.nan, min=math.nan, max=math.nan,
+                   ci_low=math.nan, ci_high=math.nan, ci_method="none")
+        return out
+    low, high, used = bootstrap_ci((v,), _mean, confidence_level=confidence_level,
+                                   n_resamples=n_resamples, method=method, rng=rng_for(seed, label))
+    out.update(mean=float(np.mean(v)), std=float(np.std(v, ddof=1)) if v.size > 1 else math.nan,
+               median=float(np.median(v)), min=float(np.min(v)), max=float(np.max(v)),
+               ci_low=low, ci_high=high, ci_method=used)
+    return out
+
+
+def permutation_pvalue(a: Sequence[float], b: Sequence[float], *, shift: float = 0.0,
+                       alternative: str = "two-sided", n_resamples: int = 9999,
+                       rng: np.random.Generator) -> float:
+    """p-value of a two-sample permutation test of ``mean(a) - mean(b)`` against ``shift``.
+
+    Under the shift model, testing H0: delta = shift is a permutation test on ``(a - shift, b)``
+    (``scipy.stats.permutation_test``, independent samples; exact when ``n_resamples`` covers all
+    partitions). ``alternative``: 'greater' (H1: delta > shift), 'less', 'two-sided'.
+    Returns nan if either sample has fewer than 1 value.
+    """
+    a = np.asarray(a, dtype=float) - shift
+    b = np.asarray(b, dtype=float)
+    if a.size < 1 or b.size < 1:
+        return math.nan
+    res = sst.permutation_test((a, b), _mean_diff, permutation_type="independent", vectorized=True,
+                               n_resamples=n_resamples, alternative=alternative, rng=rng)
+    return float(res.pvalue)
+
+
+def min_attainable_pvalue(n_a: int, n_b: int, n_resamples: int) -> float:
+    """Smallest one-sided p-value a permutation test on samples of sizes n_a, n_b can give.
+
+    Exact test: 1 / C(n_a + n_b, n_a). Randomised (more partitions than ``n_resamples``): scipy
+    counts the observed statistic, so 1 / (n_resamples + 1).
+    """
+    n_part = math.comb(n_a + n_b, n_a)
+    return 1.0 / n_part if n_part <= n_resamples else 1.0 / (n_resamples + 1)
+
+
+def hedges_g(a: Sequence[float], b: Sequence[float]) -> float:
+    """Hedges' g: (mean(a) - mean(b)) / pooled SD (ddof=1), times the small-sample correction
+    J = 1 - 3 / (4 (n_a + n_b) - 9). nan when either sample has < 2 values or the pooled SD is 0."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    na, nb = a.size, b.size
+    if na < 2 or nb < 2:
+        return math.nan
+    sp2 = ((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2)
+    if sp2 <= 0:
+        return math.nan
+    j = 1.0 - 3.0 / (4.0 * (na + nb) - 9.0)
+    return float(j * (a.mean() - b.mean()) / math.sqrt(sp2))
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1); nan entries stay nan
+    and do not count in the family size. (scipy has no Holm; this is the textbook procedure,
+    Holm 1979.)"""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(~np.isnan(p))
+    m = idx.size
+    if m == 0:
+        return out.tolist()
+    order = idx[np.argsort(p[idx], kind="stable")]
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out.tolist()
+
+
+@dataclass
+class Comparison:
+    """Result of comparing cell A with cell B (``delta = mean(A) - mean(B)``, unit of the inputs).
+
+    ``p_two_sided`` tests delta = 0. ``p_greater[s]`` / ``p_less[s]`` test H1: delta > s / delta < s
+    for each shift s asked for (margins), all by permutation.
+    """
+
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    ci_method: str
+    p_two_sided: float
+    p_greater: dict[float, float]
+    p_less: dict[float, float]
+    hedges_g: float
+    min_p_one_sided: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat dict (for CSV)."""
+        d = asdict(self)
+        d["p_greater"] = json.dumps({str(k): v for k, v in self.p_greater.items()})
+        d["p_less"] = json.dumps({str(k): v for k, v in self.p_less.items()})
+        return d
+
+
+def compare(a: Sequence[float], b: Sequence[float], *, shifts: Iterable[float] = (0.0,),
+            confidence_level: float = 0.95, n_resamples: int = 9999, method: str = "BCa",
+            seed: int = 0, label: str = "") -> Comparison:
+    """Compare two independent samples of per-seed values (e.g. GLUE averages of two cells).
+
+    Bootstrap CI of the difference of means (``scipy.stats.bootstrap`` on two samples), two-sided
+    and one-sided permutation tests at each ``shift`` (``scipy.stats.permutation_test``), Hedges' g.
+    Each call derives its generators from ``(seed, label)``.
+    """
+    a = np.asarray([x for x in a if math.isfinite(x)], float)
+    b = np.asarray([x for x in b if math.isfinite(x)], float)
+    low, high, used = bootstrap_ci((a, b), _mean_diff, confidence_level=confidence_level,
+                                   n_resamples=n_resamples, method=method,
+                                   rng=rng_for(seed, f"ci|{label}"))
+    shifts = sorted({float(s) for s in shifts} | {0.0})
+    pg = {s: permutation_pvalue(a, b, shift=s, alternative="greater", n_resamples=n_resamples,
+                                rng=rng_for(seed, f"pg{s}|{label}")) for s in shifts}
+    pl = {s: permutation_pvalue(a, b, shift=s, alternative="less", n_resamples=n_resamples,
+                                rng=rng_for(seed, f"pl{s}|{label}")) for s in shifts}
+    p2 = permutation_pvalue(a, b, alternative="two-sided", n_resamples=n_resamples,
+                            rng=rng_for(seed, f"p2|{label}"))
+    return Comparison(
+        n_a=int(a.size), n_b=int(b.size),
+        mean_a=float(a.mean()) if a.size else math.nan, mean_b=float(b.mean()) if b.size else math.nan,
+        delta=float(a.mean() - b.mean()) if a.size and b.size else math.nan,
+        ci_low=low, ci_high=high, ci_method=used, p_two_sided=p2, p_greater=pg, p_less=pl,
+        hedges_g=hedges_g(a, b),
+        min_p_one_sided=min_attainable_pvalue(a.size, b.size, n_resamples) if a.size and b.size else math.nan,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# reading metrics.json
+# ---------------------------------------------------------------------------------------------
+def _metric_value(scores: Mapping[str, float], metric: str, path: str, key: str) -> float:
+    if metric == "mean":
+        vals = [float(v) for v in scores.values()]
+        if not vals:
+            raise InputError(f"{path}: scores.{key} has no metrics")
+        return float(np.mean(vals))
+    if metric not in scores:
+        raise InputError(f"{path}: scores.{key} has no {metric!r} (the primary metric set for {key} "
+                         f"in the analysis spec); it has {sorted(scores)}")
+    return float(scores[metric])
+
+
+def load_metrics(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """Read metrics.json files (docs/INTERFACES.md contract). Raises :class:`InputError` naming the
+    file and field on a missing field or a malformed value, FileNotFoundError on a missing file."""
+    out = []
+    for p in paths:
+        p = Path(p)
+        if not p.is_file():
+            raise FileNotFoundError(f"metrics file {p}: no such file")
+        try:
+            rec = json.loads(p.read_text())
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{p}: not valid JSON: {exc}") from None
+        if not isinstance(rec, Mapping):
+            raise InputError(f"{p}: expected a JSON object")
+        for f in REQUIRED_FIELDS:
+            if f not in rec:
+                raise InputError(f"{p}: missing field {f!r}")
+        if not isinstance(rec["scores"], Mapping) or not rec["scores"]:
+            raise InputError(f"{p}: field 'scores' must be a non-empty mapping score_key -> metrics")
+        for k, ms in rec["scores"].items():
+            if not isinstance(ms, Mapping):
+                raise InputError(f"{p}: scores.{k} must map metric -> value")
+            for m, v in ms.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise InputError(f"{p}: scores.{k}.{m} is not a number: {v!r}")
+        rec = dict(rec)
+        rec["_path"] = str(p)
+        out.append(rec)
+    return out
+
+
+def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) -> pd.DataFrame:
+    """One row per run and score key: identifiers, the budget name the step plays, every metric
+    (``metric_<name>``, 0-1), the primary metric name and its value in points (x100), the
+    degenerate flag, the source path. Duplicate runs (same cell, task, seed) raise InputError."""
+    rows = []
+    seen: dict[tuple, str] = {}
+    role_of = {v: k for k, v in cfg.roles.items() if v is not None}
+    for rec in records:
+        path = rec["_path"]
+        size, obj = str(rec["size"]), str(rec["objective"])
+        frac = round(float(rec["fraction"]), 6)
+        step, task, seed = int(rec["step"]), str(rec["task"]), int(rec["seed"])
+        ident = (size, obj, frac, step, task, seed)
+        if ident in seen:
+            raise InputError(f"{path}: duplicate run {ident} (also in {seen[ident]})")
+        seen[ident] = path
+        degenerate = rec.get("degenerate") or {}
+        for key, metrics in rec["scores"].items():
+            pm = cfg.primary_metric.get(key, "accuracy")
+            row = {
+                "size": size, "role": role_of.get(size, ""), "objective": obj, "fraction": frac,
+                "step": step, "budget": cfg.budget_name(size, step) or "", "task": task, "seed": seed,
+                "score_key": key, "primary_metric": pm,
+                "value": 100.0 * _metric_value(metrics, pm, path, key),
+                "degenerate": bool(degenerate.get(key, False)),
+                "report_rule": rec.get("report_rule", ""), "reported_epoch": rec.get("reported_epoch", ""),
+                "path": path,
+            }
+            for m, v in metrics.items():
+                row[f"metric_{m}"] = float(v)
+            rows.append(row)
+    cols = ["size", "role", "objective", "fraction", "step", "budget", "task", "seed", "score_key",
+            "primary_metric", "value", "degenerate", "report_rule", "reported_epoch", "path"]
+    df = pd.DataFrame(rows, columns=cols + sorted({c for r in rows for c in r if c.startswith("metric_")}))
+    df = df.sort_values(["size", "objective", "fraction", "step", "score_key", "seed"], kind="stable")
+    return df.reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# cells and averages
+# ---------------------------------------------------------------------------------------------
+def _key_str(size, obj, frac, step, extra="") -> str:
+    return f"{size}|{obj}|{float(frac):g}|{int(step)}|{extra}"
+
+
+def expected_cells(cfg: AnalysisConfig) -> list[tuple[str, str, float, int]]:
+    """(size, objective, fraction, step) cells the spec says were run (variants x their budgets)."""
+    out = []
+    for v in cfg.variants:
+        for _, step in sorted(cfg.variant_budgets(v).items(), key=lambda kv: kv[1]):
+            out.append((v.size, v.objective, round(v.fraction, 6), int(step)))
+    return out
+
+
+def _all_cells(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> list[tuple[tuple, bool]]:
+    exp = expected_cells(cfg)
+    obs = sorted({(r.size, r.objective, round(float(r.fraction), 6), int(r.step))
+                  for r in per_seed[CELL_KEYS].itertuples(index=False)})
+    cells = [(c, True) for c in exp] + [(c, False) for c in obs if c not in set(exp)]
+    return sorted(dict(cells).items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2], kv[0][3]))
+
+
+def cell_table(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
+    """Per-cell statistics of the primary metric, in points: one row per (size, objective, fraction,
+    step, score key) over the spec's expected grid and every observed cell. Missing ones have
+    n_seeds = 0 and a note; degenerate runs are counted (``n_degenerate``) and kept in the stats."""
+    role_of = {v: k for k, v in cfg.roles.items() if v is not None}
+    rows = []
+    for (size, obj, frac, step), in_spec in _all_cells(per_seed, cfg):
+        sub = per_seed[(per_seed["size"] == size) & (per_seed["objective"] == obj)
+                       & np.isclose(per_seed["fraction"].astype(float), frac) & (per_seed["step"] == step)]
+        keys = list(cfg.score_keys) + sorted(set(sub["score_key"]) - set(cfg.score_keys))
+        for key in keys:
+            s = sub[sub["score_key"] == key].sort_values("seed")
+            summ = summarize(s["value"].tolist(), confidence_level=cfg.confidence_level,
+                             n_resamples=cfg.n_resamples, method=cfg.ci_method, seed=cfg.seed,
+                             label=_key_str(size, obj, frac, step, key))
+            note = []
+            if summ["n"] == 0:
+                note.append("no runs (n/a)" if in_spec else "")
+            if not in_spec:
+                note.append("not in analysis spec")
+            if key not in cfg.score_keys:
+                note.append("task not in analysis spec")
+            if int(s["degenerate"].sum()):
+                note.append(f"{int(s['degenerate'].sum())} degenerate run(s) kept")
+            rows.append({
+                "size": size, "role": role_of.get(size, ""), "objective": obj, "fraction": frac,
+                "step": step, "budget": cfg.budget_name(size, step) or "", "score_key": key,
+                "primary_metric": cfg.primary_metric.get(key, "accuracy"), "unit": UNIT,
+                "n_seeds": summ["n"], "seeds": ";".join(str(x) for x in s["seed"].tolist()),
+                **{k: summ[k] for k in ("mean", "std", "median", "min", "max", "ci_low", "ci_high", "ci_method")},
+                "confidence_level": cfg.confidence_level, "n_degenerate": int(s["degenerate"].sum()),
+                "in_spec": in_spec, "note": "; ".join(n for n in note if n),
+            })
+    return pd.DataFrame(rows)
+
+
+def average_keys(cfg: AnalysisConfig) -> tuple[str, ...]:
+    """Score keys of the GLUE average for this spec: the nine paper keys the configured tasks cover,
+    in the paper's order (WNLI never counts)."""
+    have = set(cfg.score_keys)
+    return tuple(k for k in GLUE_AVERAGE_KEYS if k in have)
+
+
+def seed_averages(per_seed: pd.DataFrame, keys: Sequence[str], cells: Iterable[tuple] | None = None) -> pd.DataFrame:
+    """Per-seed average of the primary metric (points) over ``keys`` for each cell and seed.
+
+    A seed missing any of ``keys`` gets ``average = nan`` and ``missing_keys`` listing them (it is
+    shown, not dropped). ``cells`` (size, objective, fraction, step) restricts / orders the output.
+    Columns: size, objective, fraction, step, seed, average, n_keys, missing_keys, degenerate_keys.
+    """
+    keys = tuple(keys)
+    rows = []
+    groups = per_seed.groupby(CELL_KEYS + ["seed"], sort=True)
+    for (size, obj, frac, step, seed), g in groups:
+        if cells is not None and (size, obj, round(float(frac), 6), int(step)) not in set(cells):
+            continue
+        vals = g.set_index("score_key")["value"]
+        deg = g.set_index("score_key")["degenerate"]
+        missing = [k for k in keys if k not in vals.index]
+        avg = float(np.mean([vals[k] for k in keys])) if not missing and keys else math.nan
+        rows.append({"size": size, "objective": obj, "fraction": round(float(frac), 6), "step": int(step),
+                     "seed": int(seed), "average": avg, "n_keys": len(keys) - len(missing),
+                     "missing_keys": ";".join(missing),
+                     "degenerate_keys": ";".join(k for k in keys if k in deg.index and bool(deg[k]))})
+    return pd.DataFrame(rows, columns=CELL_KEYS + ["seed", "average", "n_keys", "missing_keys", "degenerate_keys"])
+
+
+def glue_average_table(per_seed: pd.DataFrame, cfg: AnalysisConfig,
+                       keys: Sequence[str] | None = None) -> pd.DataFrame:
+    """The GLUE average per seed (``level='seed'``) and per cell with bootstrap CI (``level='cell'``),
+    over ``keys`` (default :func:`average_keys`). Every cell of the grid gets a cell row (n/a when
+    no seed has all keys); ``covered_keys`` and ``partial`` say what the average covers."""
+    keys = tuple(keys) if keys is not None else average_keys(cfg)
+    role_of = {v: k for k, v in cfg.roles.items() if v is not None}
+    label = average_label(keys)
+    partial = tuple(keys) != GLUE_AVERAGE_KEYS
+    seeds = seed_averages(per_seed, keys)
+    rows = []
+    for (size, obj, frac, step), in_spec in _all_cells(per_seed, cfg):
+        s = seeds[(seeds["size"] == size) & (seeds["objective"] == obj)
+                  & np.isclose(seeds["fraction"].astype(float), frac) & (seeds["step"] == step)]
+        common = {"size": size, "role": role_of.get(size, ""), "objective": obj, "fraction": frac,
+                  "step": step, "budget": cfg.budget_name(size, step) or "", "label": label,
+                  "covered_keys": ";".join(keys), "partial": partial, "unit": UNIT}
+        for r in s.itertuples(index=False):
+            rows.append({**common, "level": "seed", "seed": r.seed, "n_seeds": 1 if math.isfinite(r.average) else 0,
+                         "seeds": str(r.seed), "mean": r.average,
+                         "n_degenerate": int(bool(r.degenerate_keys)),
+                         "note": (f"missing {r.missing_keys}: average n/a" if r.missing_keys else "")
+                         + (f"; degenerate: {r.degenerate_keys}" if r.degenerate_keys else "")})
+        complete = s[np.isfinite(s["average"].astype(float))]
+        summ = summarize(complete["average"].tolist(), confidence_level=cfg.confidence_level,
+                         n_resamples=cfg.n_resamples, method=cfg.ci_method, seed=cfg.seed,
+                         label=_key_str(size, obj, frac, step, "avg|" + ";".join(keys)))
+        note = []
+        if summ["n"] == 0:
+            note.append("no seed with every covered key (n/a)")
+        if len(complete) < len(s):
+            note.append(f"{len(s) - len(complete)} seed(s) incomplete, excluded from the mean")
+        if not in_spec:
+            note.append("not in analysis spec")
+        ndeg = int((complete["degenerate_keys"] != "").sum())
+        if ndeg:
+            note.append(f"{ndeg} seed(s) with a degenerate run kept")
+        rows.append({**common, "level": "cell", "seed": "", "n_seeds": summ["n"],
+                     "seeds": ";".join(str(x) for x in complete["seed"].tolist()),
+                     **{k: summ[k] for k in ("mean", "std", "median", "min", "max", "ci_low", "ci_high", "ci_method")},
+                     "confidence_level": cfg.confidence_level, "n_degenerate": ndeg,
+                     "note": "; ".join(note)})
+    cols = ["level", "size", "role", "objective", "fraction", "step", "budget", "seed", "label",
+            "covered_keys", "partial", "unit", "n_seeds", "seeds", "mean", "std", "median", "min", "max",
+            "ci_low", "ci_high", "ci_method", "confidence_level", "n_degenerate", "note"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def aggregate(paths: Sequence[str | Path], cfg: AnalysisConfig) -> dict[str, pd.DataFrame]:
+    """Read metrics.json files and return ``{'per_seed', 'cells', 'glue_average'}`` DataFrames."""
+    per_seed = per_seed_table(load_metrics(paths), cfg)
+    return {"per_seed": per_seed, "cells": cell_table(per_seed, cfg),
+            "glue_average": glue_average_table(per_seed, cfg)}
+
+
+AGGREGATE_FILES = ("per_seed.csv", "cells.csv", "glue_average.csv")
+
+
+def read_aggregate(directory: str | Path) -> dict[str, pd.DataFrame]:
+    """Read the CSVs ``taco aggregate`` wrote. Raises FileNotFoundError naming a missing file."""
+    d = Path(directory)
+    out = {}
+    for name in AGGREGATE_FILES:
+        p = d / name
+        if not p.is_file():
+            raise FileNotFoundError(f"aggregate directory {d}: missing {name} (run `taco aggregate` first)")
+        df = pd.read_csv(p, keep_default_na=True, dtype={"seeds": str, "note": str, "budget": str,
+                                                          "role": str, "seed": str, "covered_keys": str})
+        for c in ("note", "budget", "role", "seeds", "covered_keys", "missing_keys", "seed"):
+            if c in df.columns:
+                df[c] = df[c].fillna("")
+        out[name[:-4]] = df
+    out["per_seed"]["seed"] = out["per_seed"]["seed"].astype(int)
+    return out
+
+
+def _write_csv(df: pd.DataFrame, path: Path) -> None:
+    df.to_csv(path, index=False, float_format="%.12g")
+
+
+def read_input_list(path: str | Path) -> list[str]:
+    """Paths listed one per line in ``path`` (blank lines and ``#`` comments ignored)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--inputs-from {p}: no such file")
+    return [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``taco aggregate``: metrics.json files -> per_seed.csv, cells.csv, glue_average.csv."""
+    from taco.manifest import atomic_directory, build_manifest, sha256_file, write_manifest
+
+    ap = argparse.ArgumentParser(prog="taco aggregate", description=__doc__.split("\n")[0])
+    ap.add_argument("--inputs", nargs="*", default=[], help="metrics.json files")
+    ap.add_argument("--inputs-from", help="a file listing metrics.json paths, one per line")
+    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
+    ap.add_argument("--output-dir", default="results/aggregate")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    try:
+        cfg = load_analysis(args.analysis)
+        paths = list(args.inputs) + (read_input_list(args.inputs_from) if args.inputs_from else [])
+        if not paths:
+            raise InputError("no inputs: give --inputs and/or --inputs-from")
+        frames = aggregate(paths, cfg)
+    except (InputError, AnalysisConfigError, FileNotFoundError) as exc:
+        print(f"taco aggregate: error: {exc}", file=sys.stderr)
+        return 2
+    with atomic_directory(args.output_dir, overwrite=True) as tmp:
+        for name in AGGREGATE_FILES:
+            _write_csv(frames[name[:-4]], tmp / name)
+        write_manifest(tmp, build_manifest(
+            "aggregate", {"analysis": cfg.to_dict()},
+            inputs={p: sha256_file(p) for p in paths}, wall_time_s=round(time.time() - t0, 3),
+            outputs=list(AGGREGATE_FILES)))
+    print(f"taco aggregate: {len(paths)} runs -> {args.output_dir}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
