@@ -1,0 +1,254 @@
+"""Figures 2 and 6 of Fu et al. (ACL 2022) from ``dynamics.json`` files (``taco dynamics``).
+
+- ``figure6.png/.pdf`` (paper Section 4, learning dynamics, Figure 6): intra-context similarity,
+  inter-context similarity and their gap against pre-training steps, one line per objective (MLM vs
+  TACO, plus any other objective among the inputs: concentrated TACO, MLM+TP, ...), with the 95 %
+  bootstrap CI as a band. Top row: the last layer ``h``; bottom row: the global part ``g = h - e``.
+- ``figure2.png/.pdf`` (paper Section 2.2, Figure 2; the paper's figure is a schematic plus the
+  re-trained BERT-small MLM analysis): for MLM only, (a) the anchor alignment at masked positions,
+  cos(h_masked, E[original token]), against the random-token baseline; (b) intra- and
+  inter-context similarity of ``h`` over steps.
+
+Colours are the Okabe-Ito palette (colour-blind safe); every line also differs by marker and
+line style, so the figures survive greyscale printing. Units: cosine similarity (unitless).
+
+Errors (exit 2, message names the file): an input that is missing, not JSON, or lacks a key;
+two inputs for the same (objective, size, fraction, step); no MLM input (figure 2 needs one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+#: Okabe & Ito (2008) colour-blind-safe palette
+OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+OBJECTIVE_STYLE = {  # objective -> (label, colour, marker, linestyle)
+    "mlm": ("MLM", "#0072B2", "o", "-"),
+    "taco": ("TACO", "#D55E00", "s", "-"),
+    "taco_concentrated": ("TACO (concentrated)", "#009E73", "^", "--"),
+    "taco_unmasked": ("TACO (unmasked only)", "#CC79A7", "v", "-."),
+    "mlm_tp": ("MLM+TP", "#E69F00", "D", ":"),
+}
+EXTRA_MARKERS = ["P", "X", "*", "h"]
+REQUIRED_KEYS = ("step", "objective", "size", "fraction", "h", "g", "anchor_alignment")
+MEASURES = (("intra", "intra-context"), ("inter", "inter-context"), ("gap", "gap (intra - inter)"))
+REPRESENTATIONS = (("h", "last layer $h$"), ("g", "global part $g = h - e$"))
+
+
+class PlotInputError(ValueError):
+    """Bad ``dynamics.json`` input; the message names the file."""
+
+
+def load_records(paths: list[str | os.PathLike]) -> list[dict[str, Any]]:
+    """Read and check ``dynamics.json`` files; each record gets ``_path``.
+
+    Raises:
+        PlotInputError: a file is missing / not JSON / lacks one of ``REQUIRED_KEYS``, or two files
+            describe the same (objective, size, fraction, step).
+    """
+    records, seen = [], {}
+    for p in paths:
+        path = Path(p)
+        if not path.is_file():
+            raise PlotInputError(f"{path}: no such dynamics.json")
+        try:
+            rec = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise PlotInputError(f"{path}: not valid JSON ({exc})") from exc
+        missing = [k for k in REQUIRED_KEYS if k not in rec]
+        if missing:
+            raise PlotInputError(f"{path}: missing key(s) {', '.join(missing)}")
+        key = (rec["objective"], rec["size"], rec["fraction"], rec["step"])
+        if key in seen:
+            raise PlotInputError(f"{path} and {seen[key]}: both are {key} (objective, size, fraction, step)")
+        seen[key] = path
+        rec["_path"] = str(path)
+        records.append(rec)
+    return records
+
+
+def group_records(records: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    """(objective, size, fraction) -> records sorted by step; groups ordered MLM, TACO, others."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for r in records:
+        groups[(r["objective"], r["size"], r["fraction"])].append(r)
+    order = list(OBJECTIVE_STYLE)
+    keys = sorted(groups, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), str(k)))
+    return {k: sorted(groups[k], key=lambda r: r["step"]) for k in keys}
+
+
+def _labels(keys: list[tuple]) -> dict[tuple, str]:
+    vary_size = len({k[1] for k in keys}) > 1
+    vary_frac = len({k[2] for k in keys}) > 1
+    out = {}
+    for k in keys:
+        label = OBJECTIVE_STYLE.get(k[0], (k[0],))[0]
+        extra = ([f"{k[1]}"] if vary_size else []) + ([f"data {k[2]:g}"] if vary_frac else [])
+        out[k] = label + (f" ({', '.join(extra)})" if extra else "")
+    return out
+
+
+def _styles(keys: list[tuple]) -> dict[tuple, tuple[str, str, str]]:
+    """(colour, marker, linestyle) per group: by objective, distinct for repeated objectives."""
+    out, used = {}, defaultdict(int)
+    spare = iter(c for c in OKABE_ITO if c not in {s[1] for s in OBJECTIVE_STYLE.values()})
+    for k in keys:
+        if k[0] in OBJECTIVE_STYLE and used[k[0]] == 0:
+            _, c, m, ls = OBJECTIVE_STYLE[k[0]]
+        else:
+            c = next(spare, OKABE_ITO[len(out) % len(OKABE_ITO)])
+            m, ls = EXTRA_MARKERS[len(out) % len(EXTRA_MARKERS)], ["-", "--", "-.", ":"][len(out) % 4]
+        used[k[0]] += 1
+        out[k] = (c, m, ls)
+    return out
+
+
+def _series(recs, getter):
+    import numpy as np
+
+    steps = np.array([r["step"] for r in recs], dtype=float)
+
+    def val(r, key):
+        v = getter(r).get(key)
+        return np.nan if v is None else float(v)
+
+    mean = np.array([val(r, "mean") for r in recs])
+    lo = np.array([val(r, "ci_low") for r in recs])
+    hi = np.array([val(r, "ci_high") for r in recs])
+    return steps, mean, lo, hi
+
+
+def _plot_line(ax, recs, getter, colour, marker, ls, label):
+    steps, mean, lo, hi = _series(recs, getter)
+    ax.plot(steps, mean, color=colour, marker=marker, linestyle=ls, markersize=4, linewidth=1.5, label=label)
+    ax.fill_between(steps, lo, hi, color=colour, alpha=0.2, linewidth=0)
+
+
+def _format_steps(ax, max_step: float):
+    from matplotlib.ticker import FuncFormatter
+
+    if max_step >= 10_000:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
+    ax.set_xlabel("pre-training step")
+    ax.grid(True, alpha=0.3)
+
+
+def _save(fig, out_dir: Path, name: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "pdf"):
+        target = out_dir / f"{name}.{ext}"
+        tmp = out_dir / f".{name}.tmp-{os.getpid()}.{ext}"
+        fig.savefig(tmp, dpi=200, bbox_inches="tight", format=ext)
+        os.replace(tmp, target)
+        paths.append(target)
+    return paths
+
+
+def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike) -> list[Path]:
+    """Intra, inter, gap vs steps for every objective (rows h and g); writes figure6.png/.pdf."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = group_records(records)
+    labels, styles = _labels(list(groups)), _styles(list(groups))
+    max_step = max(r["step"] for r in records)
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), sharex=True, squeeze=False)
+    for i, (rep, rep_label) in enumerate(REPRESENTATIONS):
+        for j, (measure, m_label) in enumerate(MEASURES):
+            ax = axes[i][j]
+            for key, recs in groups.items():
+                _plot_line(ax, recs, lambda r, rep=rep, m=measure: r[rep][m], *styles[key], labels[key])
+            ax.set_title(f"{m_label}, {rep_label}", fontsize=10)
+            ax.set_ylabel("cosine similarity")
+            _format_steps(ax, max_step)
+            if i == 0:
+                ax.set_xlabel("")
+    handles, labs = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labs, loc="lower center", ncol=min(len(labs), 5), frameon=False,
+               bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle("Learning dynamics: intra- and inter-context similarity (bands: 95% bootstrap CI over blocks)",
+                 fontsize=11)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    paths = _save(fig, Path(out_dir), "figure6")
+    plt.close(fig)
+    return paths
+
+
+def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective: str = "mlm") -> list[Path]:
+    """MLM's anchor alignment vs random baseline, and its h similarities, vs steps; figure2.png/.pdf.
+
+    Raises:
+        PlotInputError: no record of ``objective`` among the inputs.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mlm = [r for r in records if r["objective"] == objective]
+    if not mlm:
+        raise PlotInputError(
+            f"no dynamics.json with objective {objective!r} among the {len(records)} input(s) "
+            f"({', '.join(sorted({r['objective'] for r in records}))}); figure 2 needs MLM checkpoints")
+    groups = group_records(mlm)
+    labels = _labels(list(groups))
+    line_styles = ["-", "--", ":", "-."]
+    max_step = max(r["step"] for r in mlm)
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 4))
+    for gi, (key, recs) in enumerate(groups.items()):
+        ls = line_styles[gi % len(line_styles)]
+        suffix = f" [{labels[key]}]" if len(groups) > 1 else ""
+        _plot_line(ax_a, recs, lambda r: r["anchor_alignment"]["aligned"], OKABE_ITO[0], "o", ls,
+                   "masked state vs its token's embedding (anchor)" + suffix)
+        _plot_line(ax_a, recs, lambda r: r["anchor_alignment"]["random_baseline"], OKABE_ITO[4], "s", ls,
+                   "masked state vs a random token's embedding" + suffix)
+        _plot_line(ax_b, recs, lambda r: r["h"]["intra"], OKABE_ITO[1], "^", ls, "intra-context" + suffix)
+        _plot_line(ax_b, recs, lambda r: r["h"]["inter"], OKABE_ITO[2], "v", ls, "inter-context" + suffix)
+    ax_a.set_title("(a) anchor alignment at masked positions", fontsize=10)
+    ax_b.set_title("(b) similarity of last-layer representations", fontsize=10)
+    for ax in (ax_a, ax_b):
+        ax.set_ylabel("cosine similarity")
+        _format_steps(ax, max_step)
+        ax.legend(fontsize=8, frameon=False)
+    name = OBJECTIVE_STYLE.get(objective, (objective,))[0]
+    fig.suptitle(f"{name} learning dynamics (bands: 95% bootstrap CI over blocks)", fontsize=11)
+    fig.tight_layout()
+    paths = _save(fig, Path(out_dir), "figure2")
+    plt.close(fig)
+    return paths
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="taco dynamics-figures", description=__doc__.split("\n\n")[0])
+    p.add_argument("--inputs", nargs="+", required=True, help="dynamics.json files (any order)")
+    p.add_argument("--output-dir", default="results", help="where figure6/figure2 .png/.pdf go")
+    p.add_argument("--figure2-objective", default="mlm", help="objective shown in figure 2 (default mlm)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``taco dynamics-figures``; exit 2 on bad input (nothing written in that case)."""
+    args = build_parser().parse_args(argv)
+    try:
+        records = load_records(args.inputs)
+        if not any(r["objective"] == args.figure2_objective for r in records):
+            figure2(records, args.output_dir, args.figure2_objective)  # raises the named error
+        written = figure6(records, args.output_dir) + figure2(records, args.output_dir, args.figure2_objective)
+    except PlotInputError as exc:
+        print(f"taco dynamics-figures: error: {exc}", file=sys.stderr)
+        return 2
+    print("taco dynamics-figures: wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
