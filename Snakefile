@@ -10,7 +10,11 @@ min_version("9.0")
 report: "workflow/report/workflow.rst"
 
 
-configfile: "config.yaml"
+# The paper's grid is the default; `--configfile other.yaml` replaces it instead of being merged into it.
+if not config:
+
+    configfile: "config.yaml"
+
 
 
 validate(config, "workflow/schemas/config.schema.yaml")

@@ -1,0 +1,121 @@
+"""The workflow's config: schema defaults, semantic checks naming the key, the run grid.
+
+Bad configurations must fail before any job runs, with the offending key named (issue 5).
+"""
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from taco import workflow_config as wc
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def load(name):
+    from snakemake.utils import validate
+
+    cfg = yaml.safe_load((REPO / name).read_text())
+    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return load("configs/smoke.yaml")
+
+
+def test_schema_fills_defaults(smoke):
+    assert smoke["pretrain"]["mlm_probability"] == 0.15
+    assert smoke["pretrain"]["tc"]["temperature"] == 0.07
+    assert smoke["finetune"]["report_rule"] == "last"
+    assert smoke["analysis"]["equivalence_margin"] == 0.5
+
+
+def test_paper_grid():
+    cfg = load("config.yaml")
+    wc.check_config(cfg)
+    runs = wc.runs(cfg)
+    assert wc.Run("small", "taco", 1.0) in runs and wc.Run("small", "mlm", 0.25) in runs
+    assert {r.variant for r in runs if r.size == "small" and r.fraction == 1.0} == {
+        "mlm", "taco", "mlm_tp", "taco_concentrated"}
+    assert wc.budgets(cfg, "small") == [10000, 20000, 30000, 40000, 50000, 100000, 150000, 200000, 250000]
+    assert wc.budgets(cfg, "base")[-1] == 500000
+    assert len(cfg["finetune"]["seeds"]) == 5
+    assert wc.finetune_hyperparameters(cfg, "base") == {"learning_rate": 3e-5, "epochs": 6}
+    assert wc.previous_budget(cfg, "small", 10000) is None
+    assert wc.previous_budget(cfg, "small", 100000) == 50000
+
+
+def test_budget_names():
+    assert wc.budget_name(250000) == "250k"
+    assert wc.budget_name(2500) == "2.5k"
+    assert wc.budget_name(60) == "60"
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda c: c["pretrain"]["runs"][0].update(size="huge"), "pretrain.runs[0].size"),
+    (lambda c: c["pretrain"]["sizes"]["tiny"].update(budgets=[100, 50, 150]), "pretrain.sizes.tiny.budgets"),
+    (lambda c: c["pretrain"]["sizes"]["tiny"].update(budgets=[50, 100, 900]), "pretrain.sizes.tiny.budgets"),
+    (lambda c: c["pretrain"]["tc"].update(window=4), "pretrain.tc.window"),
+    (lambda c: c["analysis"]["roles"].update(small="nope"), "analysis.roles.small"),
+    (lambda c: c["corpus"].update(source="local", paths=["/does/not/exist"]), "corpus.paths"),
+    (lambda c: c["glue"].update(source="local", data_dir="/does/not/exist"), "glue.data_dir"),
+    (lambda c: c["tokenizer"].update(kind="vocab", vocab_file="{data_root}/v.txt"), "data_root"),
+])
+def test_semantic_errors_name_the_key(smoke, mutate, key):
+    cfg = copy.deepcopy(smoke)
+    mutate(cfg)
+    with pytest.raises(wc.ConfigError) as err:
+        wc.check_config(cfg)
+    assert str(err.value).startswith(key)
+
+
+def dry_run(configfile, *extra):
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(configfile),
+         "--directory", str(REPO), *extra],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+
+
+def _set(path, value):
+    def mutate(cfg):
+        node = cfg
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+    return mutate
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (_set(["pretrain", "runs", 0, "variants"], ["bert"]), "bert"),
+    (_set(["pretrain", "runs", 0, "fractions"], [1.5]), "fractions"),
+    (_set(["pretrain", "sizes", "tiny", "budgets"], [100, 50, 150]), "pretrain.sizes.tiny.budgets"),
+    (_set(["pretrain", "sizes", "tiny", "budgets"], [50, 100, 151]), "beyond max_steps"),
+    (_set(["pretrain", "sizes", "tiny", "preset"], "huge"), "huge"),
+    (_set(["glue", "tasks"], ["squad"]), "squad"),
+    (_set(["corpus", "source"], "local"), "corpus.paths"),
+    (_set(["pretrain", "sizes", "tiny", "learning_rate"], "fast"), "learning_rate"),
+])
+def test_bad_config_fails_before_any_job(tmp_path, mutate, needle):
+    cfg = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    mutate(cfg)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    out = dry_run(bad)
+    assert out.returncode != 0
+    assert needle in out.stderr + out.stdout
+    assert "Job stats" not in out.stdout
+
+
+def test_smoke_dry_run_plans_every_stage():
+    out = dry_run(REPO / "configs/smoke.yaml")
+    assert out.returncode == 0, out.stderr
+    for rule in ("corpus", "tokenizer", "pack", "pretrain", "finetune", "aggregate", "tables",
+                 "figures", "claims", "dynamics", "dynamics_figures"):
+        assert f"\n{rule} " in out.stdout, rule
