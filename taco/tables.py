@@ -1,0 +1,492 @@
+"""The paper's tables from the aggregated runs, each beside the published values.
+
+``taco tables --aggregate-dir results/aggregate --analysis FILE --output-dir results`` writes, for
+each of ``table1`` (BERT-small GLUE dev and test), ``table2`` (data efficiency: 25% vs full data,
+MNLI / QQP / QNLI / SST-2), ``table3`` (base size, MLM and TACO at each budget), ``table4`` (TACO
+beside BERT-NCE and INFOWORD, cited from Kong et al., ICLR 2020) and ``ablation`` (TACO,
+concentrated TACO, MLM, MLM+TP over budgets):
+
+- ``<name>.csv``: long form, one row per table row and column: reproduced mean, SD, bootstrap CI,
+  n_seeds, n_degenerate, the published value and the difference (n/a where unknown), notes;
+- ``<name>.md`` and ``<name>.tex``: laid out like the paper, three rows per approach: ours (mean
+  +- SD over seeds), paper, and the difference.
+
+Units: GLUE points (x100). Published values: ``taco/resources/paper_values.json`` (Table 1 and the
+Figure 5 averages); every other published number is UNKNOWN and prints as n/a, never invented.
+Budgets and sizes come from the analysis spec: a paper budget name is mapped to the step that was
+actually run, and the step is shown when it differs from the name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from taco.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.stats import (
+    GLUE_AVERAGE_KEYS,
+    UNIT,
+    _key_str,
+    average_keys,
+    average_label,
+    fmt_fraction,
+    read_aggregate,
+    seed_averages,
+    summarize,
+)
+
+NA = "n/a"
+
+#: column headers as the paper prints them
+KEY_LABELS = {"mnli_m": "MNLI-m", "mnli_mm": "MNLI-mm", "qqp": "QQP", "qnli": "QNLI", "sst2": "SST-2",
+              "cola": "CoLA", "stsb": "STS-B", "mrpc": "MRPC", "rte": "RTE", "wnli": "WNLI"}
+OBJ_LABELS = {"mlm": "MLM", "taco": "TACO", "taco_concentrated": "TACO (concentrated)",
+              "taco_unmasked": "TACO (unmasked)", "mlm_tp": "MLM+TP"}
+#: the four largest GLUE tasks, the columns of the paper's Table 2
+TABLE2_KEYS = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")
+TABLES = ("table1", "table2", "table3", "table4", "ablation")
+KONG_2020 = "Kong et al., ICLR 2020 (cited by the paper; numbers not in paper_values.json)"
+
+
+def load_paper_values() -> dict[str, Any]:
+    """The published values packaged in ``taco/resources/paper_values.json`` (importlib.resources)."""
+    return json.loads(resources.files("taco").joinpath("resources/paper_values.json").read_text())
+
+
+def budget_steps_from_name(name: str) -> int | None:
+    """``'250k'`` -> 250000, ``'1M'`` -> 1000000; None if the name is not of that form."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", name or "")
+    if not m:
+        return None
+    mult = {"": 1, "k": 1000, "m": 1_000_000}[m.group(2).lower()]
+    return int(round(float(m.group(1)) * mult))
+
+
+def approach_label(objective: str, budget: str, fraction: float = 1.0, step: int | None = None) -> str:
+    """``TACO-250k``, with the data fraction when not 100% and the step when it differs from the
+    budget name (``TACO-250k [step 60]``)."""
+    lab = f"{OBJ_LABELS.get(objective, objective)}-{budget}"
+    if not math.isclose(fraction, 1.0):
+        lab += f" ({fmt_fraction(fraction)} data)"
+    if step is not None and budget_steps_from_name(budget) != step:
+        lab += f" [step {step}]"
+    return lab
+
+
+def _fmt(x: Any, nd: int = 1, signed: bool = False) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return NA
+    x = float(x)
+    if round(x, nd) == 0:
+        x = 0.0  # no "-0.0"
+    return f"{x:+.{nd}f}" if signed else f"{x:.{nd}f}"
+
+
+def _nan(x: Any) -> float:
+    return float(x) if x is not None and x == x else math.nan
+
+
+class TableBuilder:
+    """Builds long-form rows of one table from the aggregate frames and the spec."""
+
+    def __init__(self, agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig):
+        self.agg, self.cfg = agg, cfg
+        self.cells = agg["cells"]
+        self.per_seed = agg["per_seed"]
+        self.rows: list[dict[str, Any]] = []
+
+    def _cell_row(self, size, obj, frac, step, key) -> pd.Series | None:
+        c = self.cells
+        m = c[(c["size"] == size) & (c["objective"] == obj) & np.isclose(c["fraction"].astype(float), frac)
+              & (c["step"] == step) & (c["score_key"] == key)]
+        return None if m.empty else m.iloc[0]
+
+    def _avg(self, size, obj, frac, step, keys: Sequence[str]) -> dict[str, Any]:
+        ps = self.per_seed
+        sub = ps[(ps["size"] == size) & (ps["objective"] == obj) & np.isclose(ps["fraction"].astype(float), frac)
+                 & (ps["step"] == step)]
+        s = seed_averages(sub, keys)
+        complete = s[np.isfinite(s["average"].astype(float))]
+        # same label as taco.stats.glue_average_table, so the CI equals glue_average.csv's
+        out = summarize(complete["average"].tolist(), confidence_level=self.cfg.confidence_level,
+                        n_resamples=self.cfg.n_resamples, method=self.cfg.ci_method, seed=self.cfg.seed,
+                        label=_key_str(size, obj, frac, step, "avg|" + ";".join(keys)))
+        out["n_degenerate"] = int((complete["degenerate_keys"] != "").sum())
+        out["n_incomplete"] = int(len(s) - len(complete))
+        return out
+
+    def add(self, *, table: str, section: str, label: str, size: str | None, objective: str,
+            fraction: float, budget: str, step: int | None, keys: Sequence[str],
+            avg_keys: Sequence[str] | None, paper: Mapping[str, float | None] | None,
+            paper_source: str, note: str = "", ours_available: bool = True,
+            kind: str = "reproduced") -> None:
+        """Append rows (one per key, plus ``avg`` when ``avg_keys``) for one approach.
+
+        ``step`` None or ``ours_available`` False gives n/a reproduced values (note says why).
+        ``paper`` maps column -> published value or None (n/a). Differences are ours - paper,
+        and only where the column measures the same thing (a partial average is not compared).
+        """
+        paper = paper or {}
+        cols: list[tuple[str, Sequence[str] | None]] = [(k, None) for k in keys]
+        if avg_keys is not None:
+            cols.append(("avg", tuple(avg_keys)))
+        for col, akeys in cols:
+            rec: dict[str, Any] = {
+                "table": table, "section": section, "kind": kind, "approach": label, "size": size or "",
+                "objective": objective, "fraction": fraction, "budget": budget,
+                "step": step if step is not None else "", "column": col,
+                "column_label": KEY_LABELS.get(col, average_label(akeys) if akeys else col),
+                "metric": self.cfg.primary_metric.get(col, "") if akeys is None else "average",
+                "unit": UNIT, "n_seeds": 0, "mean": math.nan, "std": math.nan, "ci_low": math.nan,
+                "ci_high": math.nan, "n_degenerate": 0,
+            }
+            notes = [note] if note else []
+            if ours_available and step is not None and size:
+                if akeys is None:
+                    r = self._cell_row(size, objective, fraction, step, col)
+                    if r is None or int(r["n_seeds"]) == 0:
+                        notes.append("not run" if col not in self.cfg.score_keys else "no runs")
+                    else:
+                        rec.update(n_seeds=int(r["n_seeds"]), mean=_nan(r["mean"]), std=_nan(r["std"]),
+                                   ci_low=_nan(r["ci_low"]), ci_high=_nan(r["ci_high"]),
+                                   n_degenerate=int(r["n_degenerate"]))
+                        if rec["n_degenerate"]:
+                            notes.append(f"{rec['n_degenerate']} degenerate run(s) included")
+                elif not akeys:
+                    notes.append("no score key of the average was fine-tuned")
+                else:
+                    s = self._avg(size, objective, fraction, step, akeys)
+                    rec.update(n_seeds=s["n"], mean=s["mean"], std=s["std"], ci_low=s["ci_low"],
+                               ci_high=s["ci_high"], n_degenerate=s["n_degenerate"])
+                    if s["n"] == 0:
+                        notes.append("no seed with every key of the average")
+                    if s["n_incomplete"]:
+                        notes.append(f"{s['n_incomplete']} incomplete seed(s) excluded")
+            pv = paper.get(col)
+            rec["paper"] = float(pv) if pv is not None else math.nan
+            comparable = akeys is None or tuple(akeys) == GLUE_AVERAGE_KEYS
+            if pv is not None and not comparable:
+                notes.append("partial average: not comparable with the paper's 9-score average")
+            rec["diff"] = rec["mean"] - rec["paper"] if comparable else math.nan
+            rec["paper_source"] = paper_source if pv is not None else "UNKNOWN (not published)"
+            rec["note"] = "; ".join(dict.fromkeys(n for n in notes if n))
+            self.rows.append(rec)
+
+    def frame(self) -> pd.DataFrame:
+        """The long-form table."""
+        return pd.DataFrame(self.rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# the five tables
+# ---------------------------------------------------------------------------------------------
+def _budget_note(cfg: AnalysisConfig, size: str | None, budget: str, role: str) -> tuple[int | None, str]:
+    if size is None:
+        return None, f"no run size plays BERT-{role} (roles.{role} is null): not run"
+    step = cfg.budget_step(size, budget)
+    if step is None:
+        return None, f"budget {budget} not run for size {size!r} (not in budget_names.{size})"
+    return step, ""
+
+
+def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+    """Table 1: BERT-small MLM-250k, TACO-50k, TACO-250k, GLUE dev (reproduced beside published)
+    and test (published only: the test set needs the GLUE server)."""
+    tb = TableBuilder(agg, cfg)
+    size = cfg.roles.get("small")
+    pv = (paper_values.get("table1_bert_small") or {})
+    src = "paper Table 1 (paper_values.json)"
+    for section in ("dev", "test"):
+        published = pv.get(section) or {}
+        approaches = [("mlm", "250k"), ("taco", "50k"), ("taco", "250k")]
+        for obj, budget in approaches:
+            name = f"{OBJ_LABELS[obj]}-{budget}"
+            if section == "test" and name not in published:
+                continue
+            step, note = _budget_note(cfg, size, budget, "small")
+            if step is not None and not cfg.has_variant(size, obj, 1.0):
+                note = f"variant {obj} (100% data) not in the analysis spec"
+            if section == "test":
+                note = "test set needs the GLUE server: not reproducible offline"
+            tb.add(table="table1", section=section, label=approach_label(obj, budget, 1.0, step), size=size,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
+                   avg_keys=average_keys(cfg), paper=published.get(name), paper_source=src, note=note,
+                   ours_available=section == "dev")
+    return tb.frame()
+
+
+def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+    """Table 2: MLM and TACO on the reduced fraction vs full data, at every budget a reduced-data
+    variant was run (default 250k), on MNLI-m/mm, QQP, QNLI, SST-2 plus their average."""
+    tb = TableBuilder(agg, cfg)
+    size = cfg.roles.get("small")
+    red = cfg.reduced_fraction
+    budgets: dict[str, int] = {}
+    for v in cfg.variants:
+        if v.size == size and math.isclose(v.fraction, red) and v.objective in ("mlm", "taco"):
+            budgets.update(cfg.variant_budgets(v))
+    if not budgets:
+        budgets = {"250k": cfg.budget_step(size, "250k")} if size else {"250k": None}
+    keys = tuple(k for k in TABLE2_KEYS)
+    avg_keys = tuple(k for k in TABLE2_KEYS if k in cfg.score_keys)
+    for budget, step in sorted(budgets.items(), key=lambda kv: kv[1] or 0):
+        for obj in ("mlm", "taco"):
+            for frac in (1.0, red):
+                note = ""
+                st, note = _budget_note(cfg, size, budget, "small")
+                if st is not None and not cfg.has_variant(size, obj, frac):
+                    note = f"variant {obj} ({fmt_fraction(frac)} data) not in the analysis spec"
+                tb.add(table="table2", section="dev", label=approach_label(obj, budget, frac, st), size=size,
+                       objective=obj, fraction=frac, budget=budget, step=st, keys=keys, avg_keys=avg_keys,
+                       paper=None, paper_source="", note=note)
+    return tb.frame()
+
+
+def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+    """Table 3: the BERT-base role, MLM and TACO at each budget of that size (published: UNKNOWN)."""
+    tb = TableBuilder(agg, cfg)
+    size = cfg.roles.get("base")
+    budgets = sorted(cfg.budget_names.get(size, {}).items(), key=lambda kv: kv[1]) if size else []
+    if not budgets:
+        budgets = [(b, None) for b in ("100k", "250k", "500k")]
+    for budget, _ in budgets:
+        for obj in ("mlm", "taco"):
+            step, note = _budget_note(cfg, size, budget, "base")
+            if step is not None and not cfg.has_variant(size, obj, 1.0):
+                note = f"variant {obj} not in the analysis spec"
+            tb.add(table="table3", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
+                   avg_keys=average_keys(cfg), paper=None, paper_source="", note=note)
+    return tb.frame()
+
+
+def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+    """Table 4: TACO beside BERT-NCE and INFOWORD. The two baselines are cited from Kong et al.
+    (ICLR 2020) by the paper; their numbers are not in paper_values.json, so every cell is n/a.
+    Ours: TACO at the largest budget of the base role (the small role when base was not run)."""
+    tb = TableBuilder(agg, cfg)
+    for name in ("BERT-NCE", "INFOWORD"):
+        tb.add(table="table4", section="dev", label=f"{name} (cited from Kong et al., ICLR 2020)", size=None,
+               objective=name.lower(), fraction=1.0, budget="", step=None, keys=GLUE_AVERAGE_KEYS,
+               avg_keys=GLUE_AVERAGE_KEYS, paper=None, paper_source="",
+               note=f"cited from {KONG_2020}; not reproduced by this suite", ours_available=False,
+               kind="cited")
+    size = cfg.roles.get("base") or cfg.roles.get("small")
+    role = "base" if cfg.roles.get("base") else "small"
+    tb.add(table="table4", section="dev", label="TACO (paper)", size=None, objective="taco", fraction=1.0,
+           budget="", step=None, keys=GLUE_AVERAGE_KEYS, avg_keys=GLUE_AVERAGE_KEYS, paper=None,
+           paper_source="", note="published Table 4 values UNKNOWN", ours_available=False,
+           kind="published")
+    if size:
+        budget, step = max(cfg.budget_names[size].items(), key=lambda kv: kv[1])
+        note = f"ours: {role} role (size {size!r}), largest budget"
+        if role == "small":
+            note += "; base role not run"
+        tb.add(table="table4", section="dev", label=f"TACO-{budget} ({role} role)" +
+               (f" [step {step}]" if budget_steps_from_name(budget) != step else ""),
+               size=size, objective="taco", fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
+               avg_keys=average_keys(cfg), paper=None, paper_source="", note=note)
+    else:
+        tb.add(table="table4", section="dev", label="TACO (ours)", size=None, objective="taco", fraction=1.0,
+               budget="", step=None, keys=GLUE_AVERAGE_KEYS, avg_keys=average_keys(cfg), paper=None,
+               paper_source="", note="no size role run")
+    return tb.frame()
+
+
+ABLATION_OBJECTIVES = ("taco", "taco_concentrated", "mlm", "mlm_tp")
+
+
+def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+    """Ablation: TACO, concentrated TACO, MLM, MLM+TP at each small-role budget (100% data). The
+    published average is known only where Figure 5 plots it (TACO at every budget, MLM at 250k,
+    read from the plot +-0.1 points)."""
+    tb = TableBuilder(agg, cfg)
+    size = cfg.roles.get("small")
+    fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
+    budgets = sorted(cfg.budget_names.get(size, {}).items(), key=lambda kv: kv[1]) if size else [("250k", None)]
+    for obj in ABLATION_OBJECTIVES:
+        pub = fig5.get({"taco": "TACO", "mlm": "MLM"}.get(obj, ""), {}) or {}
+        for budget, _ in budgets:
+            step, note = _budget_note(cfg, size, budget, "small")
+            if step is not None and not cfg.has_variant(size, obj, 1.0):
+                note = f"variant {obj} not in the analysis spec"
+            p = pub.get(budget)
+            tb.add(table="ablation", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
+                   avg_keys=average_keys(cfg), paper={"avg": 100.0 * p} if p is not None else None,
+                   paper_source="paper Figure 5 (read from the plot, +-0.1 points)", note=note)
+    return tb.frame()
+
+
+BUILDERS = {"table1": build_table1, "table2": build_table2, "table3": build_table3,
+            "table4": build_table4, "ablation": build_ablation}
+TITLES = {
+    "table1": "Table 1: BERT-small on GLUE (dev reproduced; test published only)",
+    "table2": "Table 2: data efficiency, reduced vs full pre-training data (MNLI, QQP, QNLI, SST-2)",
+    "table3": "Table 3: base size, MLM and TACO at each pre-training budget",
+    "table4": "Table 4: TACO beside BERT-NCE and INFOWORD (Kong et al., ICLR 2020)",
+    "ablation": "Ablation: TACO, concentrated TACO, MLM, MLM+TP over pre-training budgets",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering
+# ---------------------------------------------------------------------------------------------
+def _avg_header(long: pd.DataFrame, label: str) -> str:
+    if label == "GLUE avg (9 scores)":
+        return "Avg."
+    m = re.search(r": (.*)\)$", label)
+    keys = m.group(1).split(", ") if m else []
+    return "Avg. (partial: " + ", ".join(KEY_LABELS.get(k, k) for k in keys) + ")"
+
+
+def wide_table(long: pd.DataFrame) -> pd.DataFrame:
+    """Paper layout: per approach three rows (ours mean +- SD with n, paper, difference); one column
+    per score key plus the average, all as display strings (``n/a`` where unknown)."""
+    cols = list(dict.fromkeys(long["column"]))
+    headers = {c: long[long["column"] == c]["column_label"].iloc[0] for c in cols}
+    headers = {c: _avg_header(long, h) if c == "avg" else h for c, h in headers.items()}
+    out = []
+    for (section, approach), g in long.groupby(["section", "approach"], sort=False):
+        g = g.set_index("column")
+        kind = g["kind"].iloc[0]
+        if kind != "reproduced":  # cited or published-only rows: one row, the known values
+            row = {"Set": section, "Approach": approach}
+            for c in cols:
+                row[headers[c]] = _fmt(g.loc[c]["paper"])
+            out.append(row)
+            continue
+        ns = sorted({int(n) for n in g["n_seeds"] if n})
+        nlab = "n=" + ("/".join(str(n) for n in ns) if ns else "0")
+        ours = {"Set": section, "Approach": f"{approach} (ours, {nlab})"}
+        paper = {"Set": section, "Approach": f"{approach} (paper)"}
+        diff = {"Set": section, "Approach": "  difference (ours - paper)"}
+        for c in cols:
+            r = g.loc[c]
+            m, sd = r["mean"], r["std"]
+            ours[headers[c]] = NA if not math.isfinite(m) else (
+                _fmt(m) + (f" ±{sd:.1f}" if math.isfinite(sd) else "") + ("*" if r["n_degenerate"] else ""))
+            paper[headers[c]] = _fmt(r["paper"])
+            diff[headers[c]] = _fmt(r["diff"], signed=True)
+        out += [ours, paper, diff]
+    return pd.DataFrame(out)
+
+
+def _notes(long: pd.DataFrame) -> list[str]:
+    notes = []
+    for (approach,), g in long.groupby(["approach"], sort=False):
+        ns = sorted(set(n for x in g["note"] if x for n in x.split("; ")))
+        if ns:
+            notes.append(f"{approach}: {'; '.join(ns)}")
+    return notes
+
+
+def render_markdown(long: pd.DataFrame, title: str) -> str:
+    """Markdown: title, the wide table, and the notes (what is n/a and why)."""
+    w = wide_table(long)
+    head = list(w.columns)
+    lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for _, r in w.iterrows():
+        lines.append("| " + " | ".join(str(r[h]).replace("|", "\\|") for h in head) + " |")
+    lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds (95% bootstrap CI in the CSV); "
+              "`*` = includes degenerate runs; n/a = not run or not published (never invented)."]
+    notes = _notes(long)
+    if notes:
+        lines += ["", "Notes:"] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def _tex_escape(s: str) -> str:
+    rep = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$"}
+    return "".join(rep.get(ch, ch) for ch in str(s))
+
+
+def render_latex(long: pd.DataFrame, title: str) -> str:
+    """LaTeX (booktabs) table in the paper's layout, with a caption naming units and n/a."""
+    w = wide_table(long)
+    head = list(w.columns)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small",
+             r"\begin{tabular}{ll" + "r" * (len(head) - 2) + "}", r"\toprule",
+             " & ".join(_tex_escape(h) for h in head) + r" \\", r"\midrule"]
+    prev = None
+    for i, r in w.iterrows():
+        if prev is not None and r["Set"] != prev:
+            lines.append(r"\midrule")
+        prev = r["Set"]
+        lines.append(" & ".join(_tex_escape(r[h]) for h in head) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}",
+              r"\caption{" + _tex_escape(title) + ". " + _tex_escape(
+                  f"{UNIT}; ours: mean ±SD over seeds; n/a: not run or not published.") + "}",
+              r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def build_tables(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
+                 paper_values: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
+    """All five tables as long-form DataFrames (keys: table1, table2, table3, table4, ablation)."""
+    pv = paper_values if paper_values is not None else load_paper_values()
+    return {name: BUILDERS[name](agg, cfg, pv) for name in TABLES}
+
+
+def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[Path]:
+    """Write ``<name>.csv``, ``.md``, ``.tex`` for each table into ``out_dir`` (atomic per file)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, df in tables.items():
+        for ext, text in (("csv", df.to_csv(index=False, float_format="%.6g")),
+                          ("md", render_markdown(df, TITLES[name])),
+                          ("tex", render_latex(df, TITLES[name]))):
+            p = out / f"{name}.{ext}"
+            _atomic_write(p, text)
+            written.append(p)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``taco tables``: aggregate CSVs + analysis spec -> table{1,2,3,4}/ablation .csv/.md/.tex."""
+    from taco.manifest import build_manifest, sha256_file
+
+    ap = argparse.ArgumentParser(prog="taco tables", description=__doc__.split("\n")[0])
+    ap.add_argument("--aggregate-dir", default="results/aggregate")
+    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
+    ap.add_argument("--output-dir", default="results")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    try:
+        cfg = load_analysis(args.analysis)
+        agg = read_aggregate(args.aggregate_dir)
+    except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
+        print(f"taco tables: error: {exc}", file=sys.stderr)
+        return 2
+    written = write_tables(build_tables(agg, cfg), args.output_dir)
+    man = build_manifest("tables", {"analysis": cfg.to_dict()},
+                         inputs={str(Path(args.aggregate_dir) / f): sha256_file(Path(args.aggregate_dir) / f)
+                                 for f in ("per_seed.csv", "cells.csv", "glue_average.csv")},
+                         outputs=[p.name for p in written], wall_time_s=round(time.time() - t0, 3))
+    _atomic_write(Path(args.output_dir) / "tables.manifest.json", json.dumps(man, indent=2, default=str) + "\n")
+    print(f"taco tables: {len(written)} files -> {args.output_dir}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
