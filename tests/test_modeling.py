@@ -1,0 +1,193 @@
+"""TacoForPreTraining: presets, loss components per objective, sparse == dense, TC gradients,
+plain-BERT round trip, and use inside a Hugging Face Trainer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers.utils import logging as hf_logging
+
+from taco.modeling import SIZES, TacoForPreTraining, bert_config
+from taco.objectives import OBJECTIVES, mask_tokens
+
+hf_logging.set_verbosity_error()
+V = 64
+
+
+def _batch(B=4, L=24, seed=0, p=0.3):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, V, (B, L), generator=g)
+    ids[:, 0], ids[:, -1] = 2, 3
+    attn = torch.ones(B, L, dtype=torch.long)
+    if B > 1:
+        attn[1, L // 2 :] = 0
+        ids[1, L // 2 :] = 0
+    special = torch.zeros(B, L, dtype=torch.bool)
+    special[:, 0] = special[:, -1] = True
+    corrupted, labels = mask_tokens(ids, special, attn, 4, V, p, generator=g)
+    return dict(input_ids=corrupted, attention_mask=attn, labels=labels, original_input_ids=ids)
+
+
+def _model(objective, **kw):
+    torch.manual_seed(0)
+    return TacoForPreTraining(bert_config("tiny", V), objective, **kw)
+
+
+def test_presets():
+    assert SIZES == ("tiny", "small", "base")
+    shapes = {s: (c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size)
+              for s in SIZES for c in [bert_config(s, 30522)]}
+    assert shapes == {"tiny": (2, 128, 2, 512), "small": (4, 512, 8, 2048), "base": (12, 768, 12, 3072)}
+    c = bert_config("small", 100, hidden_dropout_prob=0.0)
+    assert c.max_position_embeddings == 512 and c.vocab_size == 100 and c.hidden_dropout_prob == 0.0
+    with pytest.raises(ValueError, match="tiny, small, base"):
+        bert_config("large", 100)
+
+
+EXPECTED = {
+    "mlm": {"mlm_loss"},
+    "taco": {"mlm_loss", "tc_loss"},
+    "taco_concentrated": {"mlm_loss", "tc_loss"},
+    "taco_unmasked": {"mlm_loss", "tc_loss"},
+    "mlm_tp": {"mlm_loss", "tp_loss"},
+}
+
+
+@pytest.mark.parametrize("objective", list(OBJECTIVES))
+def test_loss_components_and_sparse_equals_dense(objective):
+    model = _model(objective).eval()
+    batch = _batch()
+    out = model(**batch, output_logits=True, generator=torch.Generator().manual_seed(1))
+    present = {k for k in ("mlm_loss", "tc_loss", "tp_loss") if getattr(out, k) is not None}
+    assert present == EXPECTED[objective]
+    # sparse prediction equals the dense computation
+    logits = out.logits
+    assert logits.shape == (4, 24, V)
+    sel = batch["labels"] != -100
+    dense_mlm = F.cross_entropy(logits[sel], batch["labels"][sel])
+    torch.testing.assert_close(out.mlm_loss, dense_mlm, rtol=1e-5, atol=1e-5)
+    total = out.mlm_loss
+    if objective == "mlm_tp":
+        tp = batch["attention_mask"].bool() & ~sel
+        dense_tp = F.cross_entropy(logits[tp], batch["original_input_ids"][tp])
+        torch.testing.assert_close(out.tp_loss, dense_tp, rtol=1e-5, atol=1e-5)
+        total = total + out.tp_loss
+    if out.tc_loss is not None:
+        total = total + out.tc_loss
+    torch.testing.assert_close(out.loss, total)
+    # without output_logits no dense logits are produced
+    assert model(**batch).logits is None
+
+
+def test_tc_weight_and_reproducible_sampling():
+    batch = _batch()
+    m1 = _model("taco").eval()
+    m2 = _model("taco", tc_weight=0.5).eval()
+    o1 = m1(**batch, generator=torch.Generator().manual_seed(5))
+    o1b = m1(**batch, generator=torch.Generator().manual_seed(5))
+    o2 = m2(**batch, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(o1.tc_loss, o1b.tc_loss)
+    torch.testing.assert_close(o2.tc_loss, o1.tc_loss)
+    torch.testing.assert_close(o2.loss, o2.mlm_loss + 0.5 * o2.tc_loss)
+
+
+def test_tc_alone_reaches_every_encoder_layer():
+    model = _model("taco")
+    out = model(**_batch())
+    out.tc_loss.backward()
+    cfg = model.config
+    for i in range(cfg.num_hidden_layers):
+        layer = model.bert.encoder.layer[i]
+        norm = sum(p.grad.abs().sum() for p in layer.parameters() if p.grad is not None)
+        assert norm > 0, f"no TC gradient in encoder layer {i}"
+    assert model.bert.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+    head = model.cls.predictions.transform.dense.weight.grad
+    assert head is None or torch.count_nonzero(head) == 0, "TC must not touch the MLM head"
+
+
+def test_batch_of_one_sequence_under_taco_is_a_clear_error():
+    model = _model("taco")
+    with pytest.raises(ValueError, match="at least two sequences"):
+        model(**_batch(B=1))
+    model = _model("mlm")
+    assert torch.isfinite(model(**_batch(B=1)).loss)
+
+
+def test_no_selected_token_gives_finite_loss():
+    model = _model("mlm_tp")
+    batch = _batch()
+    batch["labels"][:] = -100
+    out = model(**batch)
+    assert out.mlm_loss.item() == 0.0 and torch.isfinite(out.loss)
+    out.loss.backward()
+
+
+def test_bf16_autocast_forward():
+    model = _model("taco")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(**_batch())
+    assert out.tc_loss.dtype == torch.float32 and torch.isfinite(out.loss)
+    out.loss.backward()
+
+
+def test_objective_params_live_in_config_and_errors():
+    cfg = bert_config("tiny", V)
+    a = TacoForPreTraining(cfg, "mlm")
+    b = TacoForPreTraining(cfg, "taco", tc_temperature=0.1, tc_num_negatives=7)
+    assert a.config.taco_objective == "mlm" and b.config.taco_objective == "taco"
+    assert not hasattr(cfg, "taco_objective"), "the caller's config must not be mutated"
+    assert b.objective_params["tc_temperature"] == 0.1 and b.config.taco_tc_num_negatives == 7
+    assert b.config.taco_tc_window == 5 and b.config.taco_tc_weight == 1.0
+    with pytest.raises(ValueError, match="unknown objective"):
+        TacoForPreTraining(cfg, "electra")
+    with pytest.raises(TypeError, match="unknown objective parameter"):
+        TacoForPreTraining(cfg, "taco", tau=0.1)
+    with pytest.raises(ValueError, match="odd"):
+        TacoForPreTraining(cfg, "taco", tc_window=4)
+
+
+def test_save_pretrained_loads_as_plain_bert(tmp_path):
+    from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, BertForMaskedLM
+
+    model = _model("taco_concentrated", tc_temperature=0.05).eval()
+    assert set(model.state_dict()) == set(BertForMaskedLM(bert_config("tiny", V)).state_dict())
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+    model.save_pretrained(tmp_path)
+    batch = _batch()
+    kw = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    with torch.no_grad():
+        ours = model.bert(**kw).last_hidden_state
+        ours_logits = model(**kw).logits
+
+        mlm = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
+        assert type(mlm).__name__ == "BertForMaskedLM"
+        assert torch.equal(mlm.bert(**kw).last_hidden_state, ours)
+        assert torch.equal(mlm(**kw).logits, ours_logits)
+
+        clf = AutoModelForSequenceClassification.from_pretrained(tmp_path, num_labels=3).eval()
+        assert type(clf).__name__ == "BertForSequenceClassification"
+        assert torch.equal(clf.bert(**kw).last_hidden_state, ours)
+
+        back = TacoForPreTraining.from_pretrained(tmp_path).eval()
+        assert back.config.taco_objective == "taco_concentrated" and back.config.taco_tc_temperature == 0.05
+        assert torch.equal(back.bert(**kw).last_hidden_state, ours)
+
+
+def test_trainer_runs_with_collator(tmp_path):
+    from transformers import BertTokenizerFast, Trainer, TrainingArguments
+
+    from taco.collator import TacoCollator
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)})
+    g = torch.Generator().manual_seed(0)
+    data = [{"input_ids": [2] + torch.randint(5, V, (30,), generator=g).tolist() + [3]} for _ in range(16)]
+    args = TrainingArguments(
+        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=8, report_to=[],
+        save_strategy="no", logging_steps=1, use_cpu=True, dataloader_num_workers=0,
+    )
+    model = _model("taco")
+    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=TacoCollator(tok))
+    result = trainer.train()
+    assert result.global_step == 2 and torch.isfinite(torch.tensor(result.training_loss))
