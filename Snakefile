@@ -16,7 +16,6 @@ if not config:
     configfile: "config.yaml"
 
 
-
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
@@ -29,6 +28,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True

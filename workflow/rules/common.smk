@@ -9,7 +9,17 @@ from snakemake.exceptions import WorkflowError
 from taco import workflow_config as wc
 
 R = config["results_dir"]
-TACO = f"{sys.executable} -m taco"
+USE_CONDA = any(
+    m.name == "CONDA" for m in workflow.deployment_settings.deployment_method
+)
+# With per-rule conda environments (--use-conda / --sdm conda) taco is imported from this workflow's
+# folder; otherwise from the environment that runs Snakemake (where `pip install -e .` put it).
+TACO = (
+    f"PYTHONPATH={workflow.basedir}${{PYTHONPATH:+:$PYTHONPATH}} python -m taco"
+    if USE_CONDA
+    else f"{sys.executable} -m taco"
+)
+ENVS = {name: f"../../envs/{name}.yaml" for name in ("data", "train", "stats")}
 
 
 def _local_glue_availability():
@@ -59,7 +69,7 @@ wildcard_constraints:
 
 
 def path_data(*parts):
-    return "/".join([R, "data", *parts])
+    return os.path.join(R, "data", *parts)
 
 
 def ckpt_dir(size, variant, fraction, step):
@@ -82,11 +92,17 @@ def gpu_launch(num_gpus, nproc=1):
     """Command prefix giving the job its own GPU slot(s) (CUDA_VISIBLE_DEVICES) on a local box."""
     if not GPUS or not num_gpus:
         return ""
-    return f"{TACO} gpu-slot --gpus {GPUS} --need {num_gpus} --lock-dir {R}/.gpu-slots -- "
+    return (
+        f"{TACO} gpu-slot --gpus {GPUS} --need {num_gpus} --lock-dir {R}/.gpu-slots -- "
+    )
 
 
 def pretrain_targets():
-    return [ckpt_dir(r.size, r.variant, r.fraction_str, s) for r in RUNS for s in wc.budgets(config, r.size)]
+    return [
+        ckpt_dir(r.size, r.variant, r.fraction_str, s)
+        for r in RUNS
+        for s in wc.budgets(config, r.size)
+    ]
 
 
 def finetune_targets():
@@ -95,9 +111,9 @@ def finetune_targets():
         for step in wc.finetune_budgets(config, r.size):
             for task in TASKS:
                 for seed in config["finetune"]["seeds"]:
+                    run_dir = f"{r.size}/{r.variant}/data-{r.fraction_str}/step-{step}"
                     out.append(
-                        f"{R}/finetune/{r.size}/{r.variant}/data-{r.fraction_str}/step-{step}"
-                        f"/{task}/seed-{seed}/metrics.json"
+                        f"{R}/finetune/{run_dir}/{task}/seed-{seed}/metrics.json"
                     )
     return out
 
@@ -125,3 +141,86 @@ def all_targets():
     if dynamics_targets():
         out += [f"{R}/{f}.png" for f in DYNAMICS_FIGURES]
     return out
+
+
+# ---- command-line arguments of the taco commands, from the config ----
+
+
+def corpus_args():
+    c = config["corpus"]
+    if c["source"] == "synthetic":
+        return f"--source synthetic --num-documents {c['num_documents']} --seed {config['seed']}"
+    if c["source"] == "local":
+        paths = " ".join(wc.substitute_root(p, config) for p in c["paths"])
+        args = f"--source local --paths {paths} --split-by {c['split_by']} --unk-policy {c['unk_policy']}"
+        return args + (" --wikitext-detokenize" if c["wikitext_detokenize"] else "")
+    specs = " ".join(
+        f"{d['name']}:{d.get('config') or ''}:{d.get('split', 'train')}"
+        for d in c["hub_datasets"]
+    )
+    return f"--source hub --hub-datasets {specs}"
+
+
+def tokenizer_args():
+    t = config["tokenizer"]
+    args = f"--kind {t['kind']}" + (
+        " --lowercase" if t["lowercase"] else " --no-lowercase"
+    )
+    if t["kind"] == "vocab":
+        return args + f" --vocab-file {wc.substitute_root(t['vocab_file'], config)}"
+    if t["kind"] == "hub":
+        return args + f" --hub-id {t['hub_id']}"
+    return args + f" --vocab-size {t['vocab_size']}"
+
+
+def pretrain_args(wildcards):
+    s = size_cfg(wildcards.size)
+    pre = config["pretrain"]
+    tc = pre["tc"]
+    return (
+        f"--size {s['preset']} --size-name {wildcards.size} --objective {wildcards.variant} "
+        f"--max-steps {s['max_steps']} --warmup-steps {s['warmup_steps']} "
+        f"--per-device-batch-size {s['per_device_batch_size']} --grad-accum {s['grad_accum']} "
+        f"--lr {s['learning_rate']} --weight-decay {s['weight_decay']} "
+        f"--mlm-probability {pre['mlm_probability']} --tc-weight {tc['weight']} "
+        f"--tc-temperature {tc['temperature']} --tc-window {tc['window']} --tc-negatives {tc['negatives']} "
+        f"--save-every {s['save_every']} --precision {s['precision']} "
+        f"--logging-steps {pre['logging_steps']} --seed {config['seed']}"
+    )
+
+
+def pretrain_launcher(wildcards):
+    n = size_cfg(wildcards.size)["num_gpus"]
+    prefix = gpu_launch(n)
+    if GPUS and n > 1:
+        return (
+            prefix
+            + f"{sys.executable} -m torch.distributed.run --standalone --nproc_per_node {n} -m taco"
+        )
+    return prefix + TACO
+
+
+def finetune_args(wildcards):
+    ft = config["finetune"]
+    hp = wc.finetune_hyperparameters(config, wildcards.size)
+    g = config["glue"]
+    args = (
+        f"--glue-source {g['source']} --max-length {ft['max_length']} --batch-size {ft['batch_size']} "
+        f"--lr {hp['learning_rate']} --epochs {hp['epochs']} --warmup-steps {ft['warmup_steps']} "
+        f"--report-rule {ft['report_rule']}"
+    )
+    if g["source"] == "local":
+        args += f" --glue-dir {wc.substitute_root(g['data_dir'], config)}"
+    if ft["max_train_samples"]:
+        args += f" --max-train-samples {ft['max_train_samples']}"
+    if ft["max_eval_samples"]:
+        args += f" --max-eval-samples {ft['max_eval_samples']}"
+    return args
+
+
+def write_json(path, obj, log):
+    """Write ``obj`` as JSON to ``path`` (used by local bookkeeping rules)."""
+    with open(path, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True)
+    with open(log, "w") as fh:
+        fh.write(f"wrote {path}\n")

@@ -18,12 +18,16 @@ rule tables:
         },
         markdown=[f"{R}/{t}.md" for t in REPORT_TABLES],
         latex=[f"{R}/{t}.tex" for t in REPORT_TABLES],
-    params:
-        aggdir=f"{R}/aggregate",
     log:
         f"{R}/logs/report/tables.log",
+    conda:
+        ENVS["stats"]
+    params:
+        taco=TACO,
+        aggdir=lambda w, input: os.path.dirname(input.cells),
+        outdir=lambda w, output: os.path.dirname(output[0]),
     shell:
-        "{TACO} tables --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {R} > {log} 2>&1"
+        "{params.taco} tables --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {params.outdir} > {log} 2>&1"
 
 
 rule figures:
@@ -35,12 +39,16 @@ rule figures:
             for f in REPORT_FIGURES
         },
         pdf=[f"{R}/{f}.pdf" for f in REPORT_FIGURES],
-    params:
-        aggdir=f"{R}/aggregate",
     log:
         f"{R}/logs/report/figures.log",
+    conda:
+        ENVS["stats"]
+    params:
+        taco=TACO,
+        aggdir=lambda w, input: os.path.dirname(input.cells),
+        outdir=lambda w, output: os.path.dirname(output[0]),
     shell:
-        "{TACO} figures --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {R} > {log} 2>&1"
+        "{params.taco} figures --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {params.outdir} > {log} 2>&1"
 
 
 rule claims:
@@ -49,12 +57,16 @@ rule claims:
     output:
         csv=report(f"{R}/claims.csv", caption="../report/claims.rst", category="Claims"),
         md=f"{R}/claims.md",
-    params:
-        aggdir=f"{R}/aggregate",
     log:
         f"{R}/logs/report/claims.log",
+    conda:
+        ENVS["stats"]
+    params:
+        taco=TACO,
+        aggdir=lambda w, input: os.path.dirname(input.cells),
+        outdir=lambda w, output: os.path.dirname(output[0]),
     shell:
-        "{TACO} claims --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {R} > {log} 2>&1"
+        "{params.taco} claims --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {params.outdir} > {log} 2>&1"
 
 
 rule dynamics_figures:
@@ -62,11 +74,20 @@ rule dynamics_figures:
         dynamics_targets(),
     output:
         **{
-            f: report(f"{R}/{f}.png", caption=f"../report/{f}.rst", category="Learning dynamics")
+            f: report(
+                f"{R}/{f}.png",
+                caption=f"../report/{f}.rst",
+                category="Learning dynamics",
+            )
             for f in DYNAMICS_FIGURES
         },
         pdf=[f"{R}/{f}.pdf" for f in DYNAMICS_FIGURES],
     log:
         f"{R}/logs/report/dynamics_figures.log",
+    conda:
+        ENVS["stats"]
+    params:
+        taco=TACO,
+        outdir=lambda w, output: os.path.dirname(output[0]),
     shell:
-        "{TACO} dynamics-figures --inputs {input} --output-dir {R} > {log} 2>&1"
+        "{params.taco} dynamics-figures --inputs {input} --output-dir {params.outdir} > {log} 2>&1"
