@@ -109,3 +109,30 @@ def write_spec(path: Path, spec: dict[str, Any]) -> Path:
     """Write a spec as JSON."""
     path.write_text(json.dumps(spec))
     return path
+
+
+#: per-objective offsets (GLUE points) added to the paper's MLM-250k row in :func:`write_smoke_runs`
+SMOKE_OFFSETS = {"mlm": 0.0, "taco": 1.2, "taco_concentrated": 0.4, "mlm_tp": 0.1}
+
+
+def write_smoke_runs(root: Path, seeds: list[int], spec: dict[str, Any] | None = None,
+                     skip: set[tuple[str, str, float, int]] = frozenset(), spread: float = 0.5) -> list[Path]:
+    """Every cell of ``spec`` (default :func:`smoke_spec`) with the given seeds: base = the paper's
+    MLM-250k dev row + an objective offset - a budget penalty (4 points at the first budget, 0 at
+    the last); 25%-data variants lose 0.3. ``skip`` lists (size, objective, fraction, step) not written."""
+    spec = spec or smoke_spec()
+    paths = []
+    for v in spec["variants"]:
+        names = spec["budget_names"][v["size"]]
+        budgets = v.get("budgets") or list(names)
+        steps = sorted(names.values())
+        for b in budgets:
+            step = names[b]
+            if (v["size"], v["objective"], v["fraction"], step) in skip:
+                continue
+            pen = 4.0 * (steps[-1] - step) / max(1, steps[-1] - steps[0])
+            off = SMOKE_OFFSETS.get(v["objective"], 0.0) - pen - (0.3 if v["fraction"] < 1 else 0.0)
+            base = {k: x + off for k, x in PAPER_TABLE1_DEV["MLM-250k"].items()}
+            paths += write_cell(root, size=v["size"], objective=v["objective"], fraction=v["fraction"],
+                                step=step, base=base, seeds=seeds, tasks=spec["tasks"], spread=spread)
+    return paths

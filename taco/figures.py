@@ -1,0 +1,298 @@
+"""The paper's figures from the aggregated runs (matplotlib, Agg backend; PNG and PDF).
+
+``taco figures --aggregate-dir results/aggregate --analysis FILE --output-dir results`` writes
+
+- ``figure5.png/.pdf``: average GLUE dev score vs pre-training steps for TACO and MLM (BERT-small
+  role, full data), mean with its bootstrap CI as a band, seeds as faint dots, and the published
+  Figure 5 points overlaid (hollow markers; MLM-250k also as a dashed line, as in the paper);
+- ``ablation.png/.pdf``: the four objectives (TACO, concentrated TACO, MLM, MLM+TP) vs steps;
+- ``data_efficiency.png/.pdf``: MLM and TACO on full vs reduced data, one panel per Table 2 score
+  key plus their average, CIs as error bars.
+
+The figures plot exactly the numbers of the tables (:mod:`taco.tables` builds both). The x axis is
+the pre-training step actually run; when the analysis spec maps the paper's budget names to other
+steps (a smoke run), the top axis names the paper budget each step plays, and a published point
+is drawn only at a budget that was run (the others are listed in the figure's footnote).
+Colours: Okabe-Ito (colour-blind safe), with distinct markers and line styles as well.
+Units: GLUE points (x100).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from taco.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis  # noqa: E402
+from taco.stats import UNIT, fmt_fraction, read_aggregate  # noqa: E402
+from taco.tables import (  # noqa: E402
+    KEY_LABELS,
+    OBJ_LABELS,
+    TABLE2_KEYS,
+    build_ablation,
+    build_table2,
+    load_paper_values,
+)
+
+#: Okabe & Ito (2008) colour-blind-safe palette
+OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73", "purple": "#CC79A7",
+             "orange": "#E69F00", "sky": "#56B4E9", "yellow": "#F0E442", "black": "#000000"}
+STYLE = {
+    "taco": dict(color=OKABE_ITO["blue"], marker="^", linestyle="-"),
+    "mlm": dict(color=OKABE_ITO["vermillion"], marker="x", linestyle="-"),
+    "taco_concentrated": dict(color=OKABE_ITO["green"], marker="s", linestyle="--"),
+    "mlm_tp": dict(color=OKABE_ITO["purple"], marker="o", linestyle=":"),
+    "taco_unmasked": dict(color=OKABE_ITO["orange"], marker="D", linestyle="-."),
+}
+FIGURES = ("figure5", "ablation", "data_efficiency")
+
+
+def _steps_frame(long: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Rows of a long table for one column whose step was run, with numeric step."""
+    d = long[(long["column"] == column) & (long["step"].astype(str) != "")].copy()
+    d["step"] = d["step"].astype(int)
+    return d.sort_values("step")
+
+
+def _plot_series(ax, d: pd.DataFrame, label: str, style: Mapping[str, Any], band: bool = True,
+                 xoffset: float = 0.0) -> bool:
+    """Mean line with CI band (or error bars when ``band`` is False). Returns whether anything was drawn."""
+    d = d[np.isfinite(d["mean"].astype(float))]
+    if d.empty:
+        return False
+    x = d["step"].to_numpy(float) + xoffset
+    y = d["mean"].to_numpy(float)
+    lo, hi = d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    if band:
+        ax.plot(x, y, label=label, markersize=6, **style)
+        if ok.any():
+            ax.fill_between(x[ok], lo[ok], hi[ok], color=style["color"], alpha=0.2, linewidth=0)
+    else:
+        yerr = np.vstack([np.where(ok, y - lo, 0.0), np.where(ok, hi - y, 0.0)])
+        ax.errorbar(x, y, yerr=yerr, label=label, capsize=3, markersize=6, **style)
+    return True
+
+
+def _seed_dots(ax, per_seed_avg: pd.DataFrame, size: str, objective: str, fraction: float, color: str) -> None:
+    g = per_seed_avg[(per_seed_avg["level"] == "seed") & (per_seed_avg["size"] == size)
+                     & (per_seed_avg["objective"] == objective)
+                     & np.isclose(per_seed_avg["fraction"].astype(float), fraction)]
+    g = g[np.isfinite(g["mean"].astype(float))]
+    if not g.empty:
+        ax.scatter(g["step"].astype(float), g["mean"].astype(float), s=10, color=color, alpha=0.35,
+                   linewidths=0, zorder=1)
+
+
+def _budget_axis(ax, cfg: AnalysisConfig, size: str | None) -> None:
+    """Top axis naming the paper budget each run step plays (only when some step differs)."""
+    if not size:
+        return
+    names = cfg.budget_names.get(size, {})
+    from taco.tables import budget_steps_from_name
+
+    if all(budget_steps_from_name(n) == s for n, s in names.items()):
+        return
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(list(names.values()), labels=list(names.keys()), fontsize=7)
+    top.set_xlabel("paper budget this step plays", fontsize=8)
+
+
+def _finish(fig, ax, title: str, footnote: str = "") -> None:
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if footnote:  # below the axes; bbox_inches="tight" grows the canvas to include it
+        fig.text(0.01, -0.01, footnote, fontsize=7, ha="left", va="top", wrap=True)
+
+
+def _empty(ax, msg: str) -> None:
+    ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, fontsize=9)
+
+
+def save(fig, out_dir: Path, name: str) -> list[Path]:
+    """Save ``name``.png and .pdf atomically (no timestamps in the files, so they are reproducible)."""
+    paths = []
+    for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Creator": None,
+                                                            "Producer": None})):
+        p = out_dir / f"{name}.{ext}"
+        tmp = out_dir / f".{name}.tmp-{os.getpid()}.{ext}"
+        fig.savefig(tmp, dpi=150, metadata=meta, bbox_inches="tight")
+        os.replace(tmp, p)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any]):
+    """Figure 5: average GLUE dev vs steps, TACO and MLM (small role, full data), published points overlaid."""
+    long = build_ablation(agg, cfg, paper_values)
+    d = _steps_frame(long, "avg")
+    size = cfg.roles.get("small")
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    drawn = False
+    for obj in ("taco", "mlm"):
+        s = d[d["objective"] == obj]
+        drawn |= _plot_series(ax, s, f"{OBJ_LABELS[obj]} (ours, mean, {int(cfg.confidence_level * 100)}% CI)",
+                              STYLE[obj])
+        if size:
+            _seed_dots(ax, agg["glue_average"], size, obj, 1.0, STYLE[obj]["color"])
+    fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
+    unplaced = []
+    for obj, key in (("taco", "TACO"), ("mlm", "MLM")):
+        pts = fig5.get(key) or {}
+        xs, ys = [], []
+        for budget, v in pts.items():
+            step = cfg.budget_step(size, budget)
+            if step is None:
+                unplaced.append(f"{key}-{budget}")
+                continue
+            xs.append(step)
+            ys.append(100.0 * v)
+        if xs:
+            st = STYLE[obj]
+            ax.scatter(xs, ys, marker=st["marker"] if st["marker"] != "x" else "X", s=70,
+                       facecolors="none", edgecolors=st["color"], linewidths=1.2, zorder=3,
+                       label=f"{OBJ_LABELS[obj]} (paper, Figure 5)")
+            if obj == "mlm":
+                ax.axhline(ys[-1], color=st["color"], linestyle="--", linewidth=1, alpha=0.8)
+            drawn = True
+    if not drawn:
+        _empty(ax, "no TACO / MLM runs of the small role")
+    ax.set_xlabel("pre-training steps")
+    ax.set_ylabel(f"average GLUE dev score ({UNIT})")
+    _budget_axis(ax, cfg, size)
+    foot = ""
+    if unplaced:
+        foot = "published points at budgets not run here (not drawn): " + ", ".join(unplaced)
+    if drawn:
+        ax.legend(fontsize=7, loc="lower right")
+    _finish(fig, ax, f"Figure 5: average GLUE vs pre-training steps (size {size!r}, full data)", foot)
+    return fig
+
+
+def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any]):
+    """Ablation: average GLUE of TACO, concentrated TACO, MLM, MLM+TP vs steps, with CI bands."""
+    long = build_ablation(agg, cfg, paper_values)
+    d = _steps_frame(long, "avg")
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    drawn = False
+    missing = []
+    for obj in ("taco", "taco_concentrated", "mlm", "mlm_tp"):
+        ok = _plot_series(ax, d[d["objective"] == obj], OBJ_LABELS[obj], STYLE[obj])
+        drawn |= ok
+        if not ok:
+            missing.append(OBJ_LABELS[obj])
+    if not drawn:
+        _empty(ax, "no ablation runs")
+    else:
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlabel("pre-training steps")
+    ax.set_ylabel(f"average GLUE dev score ({UNIT})")
+    _budget_axis(ax, cfg, cfg.roles.get("small"))
+    label = d["column_label"].iloc[0] if not d.empty else ""
+    foot = f"mean over seeds, band: {int(cfg.confidence_level * 100)}% bootstrap CI; {label}"
+    if missing:
+        foot += "; not run: " + ", ".join(missing)
+    _finish(fig, ax, "Ablation: objectives vs pre-training steps (small role, full data)", foot)
+    return fig
+
+
+def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
+                           paper_values: Mapping[str, Any]):
+    """Data efficiency: MLM and TACO, full vs reduced data, per Table 2 score key and their average."""
+    long = build_table2(agg, cfg, paper_values)
+    cols = list(TABLE2_KEYS) + ["avg"]
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.5), sharex=True)
+    red = cfg.reduced_fraction
+    handles = {}
+    run = long[long["step"].astype(str) != ""]
+    budgets = sorted({(int(r.step), r.budget) for r in run.itertuples()}) or [(0, "250k")]
+    pos = {step: i for i, (step, _) in enumerate(budgets)}
+    for ax, col in zip(axes.flat, cols):
+        d = _steps_frame(long, col)
+        d["step"] = d["step"].map(pos).astype(float)  # evenly spaced budgets, labelled with steps
+        drawn = False
+        for j, (obj, frac) in enumerate((("mlm", 1.0), ("mlm", red), ("taco", 1.0), ("taco", red))):
+            s = d[(d["objective"] == obj) & np.isclose(d["fraction"].astype(float), frac)]
+            st = dict(STYLE[obj])
+            if not math.isclose(frac, 1.0):
+                st["linestyle"] = "--"
+                st["marker"] = {"^": "v", "x": "P"}.get(st["marker"], st["marker"])
+            ok = _plot_series(ax, s, f"{OBJ_LABELS[obj]}, {fmt_fraction(frac)} data", st, band=False,
+                              xoffset=(j - 1.5) * 0.12)
+            drawn |= ok
+        if not drawn:
+            _empty(ax, "not run")
+        ax.set_title(KEY_LABELS.get(col, "average of these scores" if col == "avg" else col), fontsize=9)
+        ax.grid(True, alpha=0.3, axis="y")
+        ax.set_xticks(range(len(budgets)), [f"{b}\n(step {st})" if b else f"step {st}" for st, b in budgets])
+        ax.set_xlim(-0.6, len(budgets) - 0.4)
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(l, h)
+    for ax in axes[-1]:
+        ax.set_xlabel("pre-training budget (steps run)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"dev score ({UNIT})")
+    if handles:
+        fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=4, fontsize=8,
+                   bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle(f"Data efficiency: {fmt_fraction(red)} vs full pre-training data "
+                 f"(small role; bars: {int(cfg.confidence_level * 100)}% bootstrap CI)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    return fig
+
+
+def make_figures(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, out_dir: str | Path,
+                 paper_values: Mapping[str, Any] | None = None) -> list[Path]:
+    """Draw and save every figure into ``out_dir``; returns the written paths (PNG and PDF)."""
+    pv = paper_values if paper_values is not None else load_paper_values()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    with plt.rc_context({"pdf.fonttype": 42, "svg.hashsalt": "taco", "font.size": 9}):
+        written += save(figure5(agg, cfg, pv), out, "figure5")
+        written += save(ablation_figure(agg, cfg, pv), out, "ablation")
+        written += save(data_efficiency_figure(agg, cfg, pv), out, "data_efficiency")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``taco figures``: aggregate CSVs + analysis spec -> figure5, ablation, data_efficiency (PNG, PDF)."""
+    from taco.manifest import build_manifest
+
+    ap = argparse.ArgumentParser(prog="taco figures", description=__doc__.split("\n")[0])
+    ap.add_argument("--aggregate-dir", default="results/aggregate")
+    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
+    ap.add_argument("--output-dir", default="results")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    try:
+        cfg = load_analysis(args.analysis)
+        agg = read_aggregate(args.aggregate_dir)
+    except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
+        print(f"taco figures: error: {exc}", file=sys.stderr)
+        return 2
+    written = make_figures(agg, cfg, args.output_dir)
+    man = build_manifest("figures", {"analysis": cfg.to_dict()}, inputs={"aggregate_dir": args.aggregate_dir},
+                         outputs=[p.name for p in written], wall_time_s=round(time.time() - t0, 3))
+    p = Path(args.output_dir) / "figures.manifest.json"
+    p.write_text(json.dumps(man, indent=2, default=str) + "\n")
+    print(f"taco figures: {len(written)} files -> {args.output_dir}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
