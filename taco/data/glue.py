@@ -1,0 +1,368 @@
+"""GLUE: the task registry and loaders from the Hub, a local GLUE folder, or the synthetic language.
+
+``load_glue_task(task, source, data_dir=None)`` returns a ``datasets.DatasetDict`` with the splits
+``train`` and the dev split(s) (``validation``, or ``validation_matched`` and
+``validation_mismatched`` for MNLI), with the column names and label ids of the Hub dataset
+``nyu-mll/glue``: the text fields (``sentence``, ``sentence1``/``sentence2``, ``question1``/
+``question2``, ``question``/``sentence``, ``premise``/``hypothesis``), ``label`` (``ClassLabel``;
+``float32`` 0-5 for STS-B) and ``idx`` (``int32``, the row's 0-based position in its split).
+Test splits (no public labels) are never loaded.
+
+Sources:
+
+- ``hub``: ``datasets.load_dataset("nyu-mll/glue", <task>)`` (``hub_id`` may name a mirror or a
+  local folder laid out like the Hub repository).
+- ``local``: a folder in the original GLUE layout (``download_glue_data.py``): ``CoLA/train.tsv``,
+  ``SST-2/dev.tsv``, ``MNLI/dev_matched.tsv`` ... Read as the GLUE/HF loaders do: UTF-8 with the
+  BOM removed (MRPC starts with one), tab separated, *no quoting* (fields may begin with an
+  unbalanced ``"``), CoLA with no header. Label strings map to the Hub ids. A row with the wrong
+  number of fields or an unknown label raises ``GlueFormatError`` naming the file and the line;
+  rows are never skipped.
+- ``synthetic``: a task of the same name, columns, label space and metric built from the synthetic
+  language of ``taco.data.synthetic`` (deterministic from a seed; offline).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from taco.metrics import METRICS_BY_SCORE_KEY
+
+#: default Hub dataset id of GLUE
+HUB_ID = "nyu-mll/glue"
+
+SOURCES = ("hub", "local", "synthetic")
+
+
+class GlueFormatError(ValueError):
+    """A GLUE TSV row that cannot be read (wrong field count, unknown label); names file and line."""
+
+
+@dataclass(frozen=True)
+class GlueTask:
+    """One GLUE task: format, label space, splits and metrics.
+
+    Attributes:
+        name: Hub config / task name (``sst2``).
+        dir_name: folder name in the original GLUE layout (``SST-2``).
+        text_fields: Hub column names of the text inputs (1 or 2).
+        num_labels: number of classes (1 for the regression task STS-B).
+        is_regression: True for STS-B (label is a float 0-5).
+        label_names: Hub ``ClassLabel`` names in id order (empty for STS-B).
+        dev_splits: names of the dev split(s) in the returned DatasetDict.
+        score_keys: one score key per dev split, same order (``mnli_m``, ``mnli_mm`` for MNLI).
+        metrics: metric names computed by ``taco.metrics.compute_glue_metrics``.
+        train_file: local train file name; dev_files: local dev file per dev split.
+        local_columns: Hub column -> column name in the local file header, or index when the file
+            has no header (CoLA). ``label`` included.
+        local_num_fields: field count of a no-header file (CoLA: 4); None when a header exists.
+        local_labels: label string in the local file -> Hub id (None: float label).
+    """
+
+    name: str
+    dir_name: str
+    text_fields: tuple[str, ...]
+    num_labels: int
+    is_regression: bool
+    label_names: tuple[str, ...]
+    dev_splits: tuple[str, ...]
+    score_keys: tuple[str, ...]
+    metrics: tuple[str, ...]
+    train_file: str = "train.tsv"
+    dev_files: Mapping[str, str] = field(default_factory=lambda: {"validation": "dev.tsv"})
+    local_columns: Mapping[str, str | int] = field(default_factory=dict)
+    local_num_fields: int | None = None
+    local_labels: Mapping[str, int] | None = None
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """All splits ``load_glue_task`` returns: ``("train", *dev_splits)``."""
+        return ("train",) + self.dev_splits
+
+    @property
+    def score_key_of_split(self) -> dict[str, str]:
+        """Dev split name -> score key (``validation_matched`` -> ``mnli_m``)."""
+        return dict(zip(self.dev_splits, self.score_keys))
+
+    def features(self):
+        """``datasets.Features`` identical to the Hub dataset's (text strings, label, idx int32)."""
+        from datasets import ClassLabel, Features, Value
+
+        feats: dict[str, Any] = {f: Value("string") for f in self.text_fields}
+        feats["label"] = Value("float32") if self.is_regression else ClassLabel(names=list(self.label_names))
+        feats["idx"] = Value("int32")
+        return Features(feats)
+
+
+_BIN01 = {"0": 0, "1": 1}
+_ENT2 = {"entailment": 0, "not_entailment": 1}
+
+GLUE_TASKS: dict[str, GlueTask] = {
+    t.name: t
+    for t in [
+        GlueTask("cola", "CoLA", ("sentence",), 2, False, ("unacceptable", "acceptable"),
+                 ("validation",), ("cola",), METRICS_BY_SCORE_KEY["cola"],
+                 # source, label, original judgement, sentence; no header
+                 local_columns={"sentence": 3, "label": 1}, local_num_fields=4, local_labels=_BIN01),
+        GlueTask("sst2", "SST-2", ("sentence",), 2, False, ("negative", "positive"),
+                 ("validation",), ("sst2",), METRICS_BY_SCORE_KEY["sst2"],
+                 local_columns={"sentence": "sentence", "label": "label"}, local_labels=_BIN01),
+        GlueTask("mrpc", "MRPC", ("sentence1", "sentence2"), 2, False, ("not_equivalent", "equivalent"),
+                 ("validation",), ("mrpc",), METRICS_BY_SCORE_KEY["mrpc"],
+                 local_columns={"sentence1": "#1 String", "sentence2": "#2 String", "label": "Quality"},
+                 local_labels=_BIN01),
+        GlueTask("stsb", "STS-B", ("sentence1", "sentence2"), 1, True, (),
+                 ("validation",), ("stsb",), METRICS_BY_SCORE_KEY["stsb"],
+                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "score"},
+                 local_labels=None),
+        GlueTask("qqp", "QQP", ("question1", "question2"), 2, False, ("not_duplicate", "duplicate"),
+                 ("validation",), ("qqp",), METRICS_BY_SCORE_KEY["qqp"],
+                 local_columns={"question1": "question1", "question2": "question2", "label": "is_duplicate"},
+                 local_labels=_BIN01),
+        GlueTask("mnli", "MNLI", ("premise", "hypothesis"), 3, False, ("entailment", "neutral", "contradiction"),
+                 ("validation_matched", "validation_mismatched"), ("mnli_m", "mnli_mm"),
+                 METRICS_BY_SCORE_KEY["mnli"],
+                 dev_files={"validation_matched": "dev_matched.tsv",
+                            "validation_mismatched": "dev_mismatched.tsv"},
+                 local_columns={"premise": "sentence1", "hypothesis": "sentence2", "label": "gold_label"},
+                 local_labels={"entailment": 0, "neutral": 1, "contradiction": 2}),
+        GlueTask("qnli", "QNLI", ("question", "sentence"), 2, False, ("entailment", "not_entailment"),
+                 ("validation",), ("qnli",), METRICS_BY_SCORE_KEY["qnli"],
+                 local_columns={"question": "question", "sentence": "sentence", "label": "label"},
+                 local_labels=_ENT2),
+        GlueTask("rte", "RTE", ("sentence1", "sentence2"), 2, False, ("entailment", "not_entailment"),
+                 ("validation",), ("rte",), METRICS_BY_SCORE_KEY["rte"],
+                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
+                 local_labels=_ENT2),
+        # WNLI's GLUE files use 1 = entailment, as the Hub ClassLabel does
+        GlueTask("wnli", "WNLI", ("sentence1", "sentence2"), 2, False, ("not_entailment", "entailment"),
+                 ("validation",), ("wnli",), METRICS_BY_SCORE_KEY["wnli"],
+                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
+                 local_labels=_BIN01),
+    ]
+}
+
+#: task names in the paper's table order (WNLI last, outside the average)
+TASK_NAMES: tuple[str, ...] = ("mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte", "wnli")
+
+
+def get_task(task: str) -> GlueTask:
+    """The registry entry of ``task``; ValueError naming the known tasks otherwise."""
+    try:
+        return GLUE_TASKS[task]
+    except KeyError:
+        raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASKS)}") from None
+
+
+def expected_layout(task: str | None = None) -> str:
+    """Human-readable description of the local GLUE layout (for error messages)."""
+    tasks = [get_task(task)] if task else list(GLUE_TASKS.values())
+    lines = []
+    for t in tasks:
+        files = [t.train_file, *t.dev_files.values()]
+        lines.append(f"  {t.dir_name}/{{{','.join(files)}}}")
+    return "expected the original GLUE layout (download_glue_data.py):\n" + "\n".join(lines)
+
+
+def local_files(task: str, data_dir: str | os.PathLike) -> dict[str, Path]:
+    """Split name -> path of the local TSV that holds it (paths may not exist)."""
+    t = get_task(task)
+    base = Path(data_dir) / t.dir_name
+    out = {"train": base / t.train_file}
+    out.update({split: base / name for split, name in t.dev_files.items()})
+    return out
+
+
+def available_local_tasks(data_dir: str | os.PathLike) -> dict[str, str | None]:
+    """Task -> None where every required local file exists, else the reason (missing paths).
+
+    Lets a workflow report the missing tasks once, before any job runs.
+    """
+    out: dict[str, str | None] = {}
+    for name in GLUE_TASKS:
+        missing = [str(p) for p in local_files(name, data_dir).values() if not p.is_file()]
+        out[name] = None if not missing else "missing " + ", ".join(missing)
+    return out
+
+
+def read_glue_tsv(path: str | os.PathLike, task: str) -> dict[str, list]:
+    """Read one local GLUE TSV into Hub-named columns (``label`` as Hub ids, ``idx`` 0..N-1).
+
+    Raises:
+        FileNotFoundError: the file is missing (message names the path and the expected layout).
+        GlueFormatError: a row with the wrong field count, an unknown label, a missing header
+            column; the message names the file and the 1-based line number.
+    """
+    t = get_task(task)
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: GLUE file not found; {expected_layout(task)}")
+    columns: dict[str, list] = {f: [] for f in t.text_fields}
+    columns["label"] = []
+    # utf-8-sig strips MRPC's BOM; newline="" keeps a field's stray \r visible (none in GLUE)
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        lines = fh.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # final newline (CoLA dev has none, as in GLUE)
+    start = 0
+    if t.local_num_fields is not None:
+        n_fields = t.local_num_fields
+        index = {k: int(v) for k, v in t.local_columns.items()}
+    else:
+        if not lines:
+            raise GlueFormatError(f"{path}:1: empty file, expected a header line")
+        header = lines[0].rstrip("\r").split("\t")
+        n_fields = len(header)
+        index = {}
+        for hub_col, name in t.local_columns.items():
+            if name not in header:
+                raise GlueFormatError(f"{path}:1: header has no column {name!r} (has {header})")
+            index[hub_col] = header.index(name)
+        start = 1
+    text_idx = [(f, index[f]) for f in t.text_fields]
+    label_idx = index["label"]
+    for lineno in range(start, len(lines)):
+        row = lines[lineno].rstrip("\r").split("\t")
+        if len(row) != n_fields:
+            raise GlueFormatError(
+                f"{path}:{lineno + 1}: expected {n_fields} tab-separated fields, found {len(row)}"
+            )
+        raw = row[label_idx]
+        if t.is_regression:
+            try:
+                label: float | int = float(raw)
+            except ValueError:
+                raise GlueFormatError(f"{path}:{lineno + 1}: label {raw!r} is not a number") from None
+        else:
+            assert t.local_labels is not None
+            if raw not in t.local_labels:
+                raise GlueFormatError(
+                    f"{path}:{lineno + 1}: unknown label {raw!r} for {task} "
+                    f"(expected one of {sorted(t.local_labels)})"
+                )
+            label = t.local_labels[raw]
+        for f, i in text_idx:
+            columns[f].append(row[i])
+        columns["label"].append(label)
+    columns["idx"] = list(range(len(columns["label"])))
+    return columns
+
+
+def _select(task: GlueTask, mapping: Mapping[str, Any], splits: Sequence[str] | None) -> dict[str, Any]:
+    if splits is None:
+        return dict(mapping)
+    bad = [s for s in splits if s not in task.splits]
+    if bad:
+        raise ValueError(f"{task.name}: unknown split(s) {bad}; expected some of {task.splits}")
+    return {s: mapping[s] for s in splits}
+
+
+def _from_columns(task: GlueTask, split_columns: Mapping[str, Mapping[str, list]]):
+    from datasets import Dataset, DatasetDict
+
+    feats = task.features()
+    return DatasetDict({
+        split: Dataset.from_dict({k: list(cols[k]) for k in feats}, features=feats)
+        for split, cols in split_columns.items()
+    })
+
+
+def load_local_glue(task: str, data_dir: str | os.PathLike, splits: Sequence[str] | None = None):
+    """``DatasetDict`` of ``task`` read from a local GLUE folder (see module docstring).
+
+    ``splits`` (default: train and every dev split) restricts what is read, e.g.
+    ``("validation",)`` to score a task whose train file is absent (QNLI here).
+
+    Raises FileNotFoundError (path + expected layout) when a required file is missing: the train
+    file and every dev file are required unless ``splits`` leaves them out.
+    """
+    t = get_task(task)
+    files = _select(t, local_files(task, data_dir), splits)
+    missing = [str(p) for p in files.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"GLUE task {task!r}: missing {', '.join(missing)} under {data_dir}; {expected_layout(task)}"
+        )
+    return _from_columns(t, {split: read_glue_tsv(p, task) for split, p in files.items()})
+
+
+def load_hub_glue(task: str, hub_id: str = HUB_ID, cache_dir: str | None = None, revision: str | None = None):
+    """``DatasetDict`` of ``task`` from the Hub (``load_dataset(hub_id, task)``), test split dropped.
+
+    ``hub_id`` may be a local folder laid out like the Hub repository (per-config parquet files
+    declared in its README). Checks the columns and that every expected split is present.
+    """
+    from datasets import DatasetDict, load_dataset
+
+    t = get_task(task)
+    ds = load_dataset(hub_id, t.name, cache_dir=cache_dir, revision=revision)
+    missing = [s for s in t.splits if s not in ds]
+    if missing:
+        raise ValueError(f"{hub_id} config {t.name!r} has no split(s) {missing} (has {list(ds)})")
+    out = DatasetDict({s: ds[s] for s in t.splits})
+    want = list(t.features())
+    for s, d in out.items():
+        if sorted(d.column_names) != sorted(want):
+            raise ValueError(f"{hub_id}/{t.name}/{s}: columns {d.column_names}, expected {want}")
+    return out
+
+
+def load_synthetic_glue(task: str, seed: int = 0, num_train: int | None = None, num_dev: int | None = None):
+    """``DatasetDict`` of the synthetic task named ``task`` (see ``taco.data.synthetic``)."""
+    from taco.data.synthetic import build_glue_task
+
+    t = get_task(task)
+    rows = build_glue_task(task, seed=seed, num_train=num_train, num_dev=num_dev)
+    cols = {}
+    for split, items in rows.items():
+        c: dict[str, list] = {k: [r[k] for r in items] for k in (*t.text_fields, "label")}
+        c["idx"] = list(range(len(items)))
+        cols[split] = c
+    return _from_columns(t, cols)
+
+
+def load_glue_task(task: str, source: str, data_dir: str | os.PathLike | None = None, *,
+                   hub_id: str = HUB_ID, cache_dir: str | None = None, seed: int = 0,
+                   num_train: int | None = None, num_dev: int | None = None,
+                   splits: Sequence[str] | None = None):
+    """Load one GLUE task as a ``datasets.DatasetDict`` (splits ``GLUE_TASKS[task].splits``).
+
+    Args:
+        task: ``cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli``.
+        source: ``hub``, ``local`` or ``synthetic``.
+        data_dir: the local GLUE folder (required for ``local``).
+        hub_id, cache_dir: for ``hub``.
+        seed, num_train, num_dev: for ``synthetic`` (sizes default per task).
+        splits: a subset of ``GLUE_TASKS[task].splits`` to return (default: all of them).
+
+    Raises:
+        ValueError: unknown task or source, ``local`` without ``data_dir``.
+        FileNotFoundError / GlueFormatError: see ``load_local_glue`` / ``read_glue_tsv``.
+    """
+    get_task(task)
+    if source == "local":
+        if data_dir is None:
+            raise ValueError("source='local' needs data_dir (a folder in the GLUE layout)")
+        return load_local_glue(task, data_dir, splits=splits)
+    if source == "hub":
+        ds = load_hub_glue(task, hub_id=hub_id, cache_dir=cache_dir)
+    elif source == "synthetic":
+        ds = load_synthetic_glue(task, seed=seed, num_train=num_train, num_dev=num_dev)
+    else:
+        raise ValueError(f"unknown GLUE source {source!r}; expected one of {SOURCES}")
+    from datasets import DatasetDict
+
+    return DatasetDict(_select(GLUE_TASKS[task], ds, splits))
+
+
+def task_names(tasks: Sequence[str] | None = None) -> list[str]:
+    """Validate a list of task names (None: all, in table order)."""
+    if tasks is None:
+        return list(TASK_NAMES)
+    for t in tasks:
+        get_task(t)
+    return list(tasks)

@@ -1,0 +1,617 @@
+"""A synthetic language with learnable structure, its corpus, and GLUE-format tasks built from it.
+
+The offline default of the suite: pre-training corpus and all nine GLUE task names are generated
+here in seconds, deterministically from a seed, with no download.
+
+The language (fixed lexicon; the seed only drives sampling):
+
+- **Topics** (6): each has 8 noun lemmas and 4 transitive-verb lemmas. A document has one topic,
+  and 85% of its content words come from it (topics shape word choice).
+- **Synonyms**: every lemma has two surface forms used interchangeably (``dog``/``hound``). Only
+  distributional learning tells that two forms mean the same; the paraphrase, similarity and
+  entailment tasks depend on it.
+- **Sentiment**: 12 positive and 12 negative adjective lemmas, paired as antonyms. A document has
+  one polarity and 90% of its adjectives carry it (``x is not ADJ`` takes an adjective of the
+  other polarity, so the meaning stays coherent). The SST-2-like task depends on it.
+- **Agreement**: number (singular/plural) agrees between determiner and noun, subject and verb
+  (``the dog runs`` / ``the dogs run``, ``does not`` / ``do not``, ``is`` / ``are``), and a pronoun
+  with its antecedent (``it`` / ``they``). The CoLA-like and WNLI-like tasks depend on it.
+- **Nesting**: noun phrases take subject- or object-relative clauses (``the dog that the cats
+  chase``), up to depth 2, which put attractor nouns between a subject and its verb.
+
+Surface text is lower case, space-separated, with ``.`` and ``?`` as separate tokens. Every lemma form
+is a whole word of the bert-base-uncased vocabulary (tested; some plurals split into pieces), so
+both a trained and the BERT WordPiece tokenizer work.
+
+Tasks (``build_glue_task``): same columns, label ids/names and metric as the GLUE task of the same
+name; train and dev splits (MNLI: ``validation_matched`` on the training topics 0-3,
+``validation_mismatched`` on topics 4-5, as MNLI's genres).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+# --------------------------------------------------------------------------------------------
+# Lexicon (each entry a lemma: its two synonymous surface forms)
+
+TOPICS: tuple[dict, ...] = (
+    {"name": "animals",
+     "nouns": [("dog", "hound"), ("cat", "kitten"), ("horse", "mule"), ("bird", "robin"),
+               ("rabbit", "hare"), ("frog", "toad"), ("goat", "lamb"), ("duck", "swan")],
+     "verbs": [("chase", "follow"), ("feed", "nurse"), ("find", "spot"), ("bite", "kick")]},
+    {"name": "food",
+     "nouns": [("apple", "pear"), ("cake", "pie"), ("bread", "roll"), ("soup", "stew"),
+               ("cookie", "snack"), ("carrot", "onion"), ("plate", "bowl"), ("cook", "baker")],
+     "verbs": [("boil", "roast"), ("eat", "taste"), ("cut", "slice"), ("serve", "offer")]},
+    {"name": "city",
+     "nouns": [("car", "truck"), ("street", "road"), ("shop", "store"), ("bank", "office"),
+               ("driver", "pilot"), ("tower", "building"), ("bridge", "tunnel"), ("train", "tram")],
+     "verbs": [("build", "raise"), ("visit", "enter"), ("paint", "repair"), ("block", "close")]},
+    {"name": "sea",
+     "nouns": [("ship", "boat"), ("wave", "tide"), ("sailor", "captain"), ("island", "coast"),
+               ("shark", "whale"), ("anchor", "rope"), ("shell", "pearl"), ("storm", "wind")],
+     "verbs": [("sail", "steer"), ("pull", "drag"), ("hit", "strike"), ("sink", "wreck")]},
+    {"name": "music",
+     "nouns": [("song", "tune"), ("singer", "player"), ("drum", "bell"), ("guitar", "piano"),
+               ("band", "choir"), ("note", "chord"), ("concert", "show"), ("record", "album")],
+     "verbs": [("play", "perform"), ("hear", "enjoy"), ("write", "compose"), ("sing", "hum")]},
+    {"name": "school",
+     "nouns": [("student", "pupil"), ("teacher", "tutor"), ("book", "novel"), ("lesson", "lecture"),
+               ("desk", "chair"), ("exam", "test"), ("pen", "pencil"), ("school", "college")],
+     "verbs": [("read", "review"), ("grade", "mark"), ("explain", "describe"), ("learn", "master")]},
+)
+
+#: adjective lemmas by polarity (0 negative, 1 positive); lemma i of one polarity is the antonym
+#: of lemma i of the other
+ADJECTIVES: tuple[list, list] = (
+    [("bad", "poor"), ("sad", "unhappy"), ("cruel", "harsh"), ("dirty", "messy"), ("dark", "grim"),
+     ("weak", "frail"), ("shy", "nervous"), ("angry", "noisy"), ("cursed", "doomed"),
+     ("dangerous", "risky"), ("stupid", "dumb"), ("ugly", "awful")],
+    [("good", "fine"), ("happy", "glad"), ("kind", "gentle"), ("clean", "tidy"), ("bright", "sunny"),
+     ("strong", "tough"), ("brave", "bold"), ("calm", "quiet"), ("lucky", "fortunate"),
+     ("safe", "secure"), ("smart", "clever"), ("beautiful", "lovely")],
+)
+
+#: intransitive verb lemmas, shared by all topics
+INTRANSITIVE: list = [("sleep", "rest"), ("wait", "stay"), ("smile", "laugh"), ("jump", "dance")]
+
+DET_SG = ("the", "each", "this", "every", "one")
+DET_PL = ("the", "some", "these", "many", "two")
+
+N_TOPICS = len(TOPICS)
+N_NOUNS = len(TOPICS[0]["nouns"])
+N_VERBS = len(TOPICS[0]["verbs"])
+N_ADJ = len(ADJECTIVES[0])
+
+
+def vocabulary() -> list[str]:
+    """Every word form the language can produce (nouns with plurals, verbs with -s), sorted."""
+    words = set(DET_SG + DET_PL) | {"that", "is", "are", "not", "does", "do", "it", "they",
+                                   "because", "and", "what", ".", "?"}
+    for t in TOPICS:
+        for a, b in t["nouns"]:
+            words |= {a, b, a + "s", b + "s"}
+        for a, b in t["verbs"]:
+            words |= {a, b, a + "s", b + "s"}
+    for a, b in INTRANSITIVE:
+        words |= {a, b, a + "s", b + "s"}
+    for pol in ADJECTIVES:
+        for a, b in pol:
+            words |= {a, b}
+    return sorted(words)
+
+
+# --------------------------------------------------------------------------------------------
+# Structures
+
+
+@dataclass(frozen=True)
+class NP:
+    """A noun phrase: noun (topic, lemma), number, determiner, optional adjective and clause.
+
+    ``adj`` is (polarity, lemma); ``adj_rel`` renders it as ``that is ADJ`` after the noun.
+    ``rel`` is ("subj", verb, NP) -> ``that chases NP``, or ("obj", verb, NP) -> ``that NP chases``;
+    verb is (topic, lemma).
+    """
+
+    noun: tuple[int, int]
+    plural: bool
+    det: str
+    adj: tuple[int, int] | None = None
+    adj_rel: bool = False
+    rel: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A clause: subject NP and a predicate: ``trans`` (verb, obj), ``cop`` (adj) or ``intr`` (verb)."""
+
+    subj: NP
+    kind: str
+    verb: tuple[int, int] | None = None  # (topic, lemma) for trans; (-1, lemma) for intr
+    obj: NP | None = None
+    adj: tuple[int, int] | None = None
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Flaws:
+    """Agreement errors to inject when rendering (CoLA-like negatives)."""
+
+    main_verb: bool = False  # main verb/auxiliary takes the wrong number
+    rel_verb: bool = False  # verb of the subject's relative clause takes the wrong number
+    det: bool = False  # the subject's determiner takes the wrong number
+
+
+def _form(pair: tuple[str, str], rng: random.Random | None) -> str:
+    return pair[0] if rng is None else pair[rng.randrange(2)]
+
+
+def _verb_pair(verb: tuple[int, int]) -> tuple[str, str]:
+    t, i = verb
+    return INTRANSITIVE[i] if t < 0 else TOPICS[t]["verbs"][i]
+
+
+def _verb(verb: tuple[int, int], plural_subject: bool, rng) -> str:
+    w = _form(_verb_pair(verb), rng)
+    return w if plural_subject else w + "s"
+
+
+def render_np(np_: NP, rng: random.Random | None, flaws: Flaws = Flaws(), out: list | None = None) -> list[str]:
+    """Tokens of a noun phrase; ``rng`` picks synonym forms (None: first form)."""
+    out = [] if out is None else out
+    det = np_.det
+    if flaws.det:
+        det = _wrong_det(np_, rng)
+    out.append(det)
+    if np_.adj is not None and not np_.adj_rel:
+        out.append(_form(ADJECTIVES[np_.adj[0]][np_.adj[1]], rng))
+    noun = _form(TOPICS[np_.noun[0]]["nouns"][np_.noun[1]], rng)
+    out.append(noun + "s" if np_.plural else noun)
+    if np_.adj is not None and np_.adj_rel:
+        out += ["that", "are" if np_.plural else "is", _form(ADJECTIVES[np_.adj[0]][np_.adj[1]], rng)]
+    if np_.rel is not None:
+        kind, verb, inner = np_.rel
+        out.append("that")
+        if kind == "subj":
+            out.append(_verb(verb, np_.plural != flaws.rel_verb, rng))
+            render_np(inner, rng, out=out)
+        else:
+            render_np(inner, rng, out=out)
+            out.append(_verb(verb, inner.plural != flaws.rel_verb, rng))
+    return out
+
+
+def _wrong_det(np_: NP, rng) -> str:
+    opts = [d for d in (DET_SG if np_.plural else DET_PL) if d != "the"]
+    return opts[0] if rng is None else rng.choice(opts)
+
+
+def render_clause(c: Clause, rng: random.Random | None, flaws: Flaws = Flaws(), end: str = ".") -> list[str]:
+    """Tokens of a declarative clause, with ``end`` appended (None: no end token)."""
+    out = render_np(c.subj, rng, Flaws(rel_verb=flaws.rel_verb, det=flaws.det))
+    pl = c.subj.plural != flaws.main_verb
+    if c.kind == "cop":
+        out.append("are" if pl else "is")
+        if c.negated:
+            out.append("not")
+        out.append(_form(ADJECTIVES[c.adj[0]][c.adj[1]], rng))
+    else:
+        assert c.verb is not None
+        if c.negated:
+            out += ["do" if pl else "does", "not", _form(_verb_pair(c.verb), rng)]
+        else:
+            out.append(_verb(c.verb, pl, rng))
+        if c.kind == "trans":
+            render_np(c.obj, rng, out=out)
+    if end:
+        out.append(end)
+    return out
+
+
+def render_question(c: Clause, rng: random.Random | None) -> list[str]:
+    """``does the dog chase the cat ?`` (trans) / ``is the dog happy ?`` (cop) / ``do the dogs sleep ?``."""
+    if c.kind == "cop":
+        out = ["are" if c.subj.plural else "is"]
+        render_np(c.subj, rng, out=out)
+        if c.negated:
+            out.append("not")
+        out.append(_form(ADJECTIVES[c.adj[0]][c.adj[1]], rng))
+    else:
+        out = ["do" if c.subj.plural else "does"]
+        render_np(c.subj, rng, out=out)
+        if c.negated:
+            out.append("not")
+        out.append(_form(_verb_pair(c.verb), rng))
+        if c.kind == "trans":
+            render_np(c.obj, rng, out=out)
+    out.append("?")
+    return out
+
+
+def text(tokens: list[str]) -> str:
+    return " ".join(tokens)
+
+
+# --------------------------------------------------------------------------------------------
+# Sampling
+
+
+class Sampler:
+    """Draws structures for one document/row: a topic and a polarity shape word choice."""
+
+    def __init__(self, rng: random.Random, topic: int, polarity: int,
+                 p_topic: float = 0.85, p_polarity: float = 0.9):
+        self.rng, self.topic, self.polarity = rng, topic, polarity
+        self.p_topic, self.p_polarity = p_topic, p_polarity
+
+    def topic_of_word(self) -> int:
+        return self.topic if self.rng.random() < self.p_topic else self.rng.randrange(N_TOPICS)
+
+    def noun(self, exclude: tuple[int, int] | None = None) -> tuple[int, int]:
+        while True:
+            n = (self.topic_of_word(), self.rng.randrange(N_NOUNS))
+            if n != exclude:
+                return n
+
+    def verb(self, exclude: tuple[int, int] | None = None) -> tuple[int, int]:
+        while True:
+            v = (self.topic_of_word(), self.rng.randrange(N_VERBS))
+            if v != exclude:
+                return v
+
+    def adj(self, polarity: int | None = None) -> tuple[int, int]:
+        if polarity is None:
+            polarity = self.polarity if self.rng.random() < self.p_polarity else 1 - self.polarity
+        return (polarity, self.rng.randrange(N_ADJ))
+
+    def np(self, p_adj: float = 0.4, p_rel: float = 0.0, depth: int = 0, plural: bool | None = None,
+           det: str | None = None) -> NP:
+        rng = self.rng
+        pl = rng.random() < 0.5 if plural is None else plural
+        det = det or rng.choice(DET_PL if pl else DET_SG)
+        adj = self.adj() if rng.random() < p_adj else None
+        rel = None
+        if depth < 2 and rng.random() < p_rel:
+            inner = self.np(p_adj=0.2, p_rel=p_rel * 0.3, depth=depth + 1)
+            rel = ("subj" if rng.random() < 0.5 else "obj", self.verb(), inner)
+        return NP(self.noun(), pl, det, adj, False, rel)
+
+    def clause(self, kind: str | None = None, p_adj: float = 0.4, p_rel: float = 0.25,
+               p_neg: float = 0.1) -> Clause:
+        rng = self.rng
+        if kind is None:
+            r = rng.random()
+            kind = "trans" if r < 0.65 else ("cop" if r < 0.85 else "intr")
+        subj = self.np(p_adj=p_adj if kind != "cop" else 0.0, p_rel=p_rel)
+        neg = rng.random() < p_neg
+        if kind == "trans":
+            return Clause(subj, "trans", self.verb(), self.np(p_adj=p_adj, p_rel=p_rel * 0.6), negated=neg)
+        if kind == "cop":
+            a = self.adj()
+            if neg:  # "is not ADJ" says the document's polarity with an adjective of the other one
+                a = (1 - a[0], a[1])
+            return Clause(subj, "cop", adj=a, negated=neg)
+        return Clause(subj, "intr", (-1, rng.randrange(len(INTRANSITIVE))), negated=neg)
+
+
+def _because(s: Sampler) -> list[str]:
+    """``the dog chases the cats because they are hungry .`` (pronoun agrees with one NP)."""
+    rng = s.rng
+    pl = rng.random() < 0.5
+    c = Clause(s.np(p_adj=0.3, plural=pl), "trans", s.verb(), s.np(p_adj=0.3, plural=not pl))
+    ref_plural = rng.random() < 0.5
+    a = s.adj()
+    out = render_clause(c, rng, end=None)
+    out += ["because", "they" if ref_plural else "it", "are" if ref_plural else "is",
+            _form(ADJECTIVES[a[0]][a[1]], rng), "."]
+    return out
+
+
+def generate_document(rng: random.Random, min_sentences: int = 4, max_sentences: int = 10) -> str:
+    """One document: a topic and a polarity, then sentences (clauses, conjunctions, because-clauses)."""
+    s = Sampler(rng, rng.randrange(N_TOPICS), rng.randrange(2))
+    sentences = []
+    for _ in range(rng.randint(min_sentences, max_sentences)):
+        r = rng.random()
+        if r < 0.72:
+            toks = render_clause(s.clause(), rng)
+        elif r < 0.84:
+            toks = render_clause(s.clause(), rng, end=None) + ["and"] + render_clause(s.clause(p_rel=0.1), rng)
+        else:
+            toks = _because(s)
+        sentences.append(text(toks))
+    return " ".join(sentences)
+
+
+def generate_documents(num_documents: int = 4000, seed: int = 0, min_sentences: int = 4,
+                       max_sentences: int = 10) -> list[str]:
+    """``num_documents`` documents (about 75 words each at the defaults: 4000 docs ~ 1.8 MB).
+
+    Deterministic in (num_documents, seed, min/max_sentences); document i does not depend on
+    ``num_documents`` (a larger corpus extends a smaller one).
+    """
+    if num_documents < 1:
+        raise ValueError(f"num_documents must be >= 1, got {num_documents}")
+    if not 1 <= min_sentences <= max_sentences:
+        raise ValueError(f"need 1 <= min_sentences <= max_sentences, got {min_sentences}, {max_sentences}")
+    rng = random.Random(f"taco-synthetic-corpus/{seed}")
+    return [generate_document(rng, min_sentences, max_sentences) for _ in range(num_documents)]
+
+
+# --------------------------------------------------------------------------------------------
+# GLUE-format tasks
+
+#: (train rows, dev rows per dev split) by task
+DEFAULT_SIZES: dict[str, tuple[int, int]] = {
+    "cola": (1000, 300), "sst2": (1500, 300), "mrpc": (1000, 300), "stsb": (1000, 300),
+    "qqp": (2000, 400), "mnli": (2000, 400), "qnli": (1500, 400), "rte": (600, 200), "wnli": (400, 100),
+}
+
+MATCHED_TOPICS = (0, 1, 2, 3)
+MISMATCHED_TOPICS = (4, 5)
+
+
+def _sampler(rng: random.Random, topics=tuple(range(N_TOPICS)), polarity: int | None = None) -> Sampler:
+    return Sampler(rng, rng.choice(topics), rng.randrange(2) if polarity is None else polarity)
+
+
+def _paraphrase(c: Clause, rng: random.Random) -> Clause:
+    """Same meaning: maybe move an attributive adjective into ``that is ADJ`` (or back)."""
+    subj, obj = c.subj, c.obj
+    if subj.adj is not None and subj.rel is None and rng.random() < 0.5:
+        subj = replace(subj, adj_rel=not subj.adj_rel)
+    if obj is not None and obj.adj is not None and obj.rel is None and rng.random() < 0.5:
+        obj = replace(obj, adj_rel=not obj.adj_rel)
+    return replace(c, subj=subj, obj=obj)
+
+
+def _change_meaning(c: Clause, s: Sampler) -> Clause:
+    """One content change: subject or object noun, verb, an adjective, or subject/object swap."""
+    rng = s.rng
+    opts = ["subj", "verb"]
+    if c.obj is not None:
+        opts += ["obj", "swap"]
+    if c.subj.adj is not None:
+        opts.append("adj")
+    what = rng.choice(opts)
+    if what == "subj":
+        return replace(c, subj=replace(c.subj, noun=s.noun(exclude=c.subj.noun)))
+    if what == "obj":
+        return replace(c, obj=replace(c.obj, noun=s.noun(exclude=c.obj.noun)))
+    if what == "verb":
+        return replace(c, verb=s.verb(exclude=c.verb))
+    if what == "adj":
+        a = c.subj.adj
+        return replace(c, subj=replace(c.subj, adj=(1 - a[0], a[1])))  # antonym
+    if c.subj.noun == c.obj.noun:
+        return replace(c, verb=s.verb(exclude=c.verb))
+    return replace(c, subj=replace(c.obj, rel=None), obj=replace(c.subj, rel=None))
+
+
+def _pair_different(render, a: Clause, b: Clause, rng: random.Random) -> tuple[str, str]:
+    """Render two clauses; re-draw synonyms (a few tries) so the two texts differ."""
+    t1 = text(render(a, rng))
+    t2 = text(render(b, rng))
+    for _ in range(5):
+        if t1 != t2:
+            break
+        t2 = text(render(b, rng))
+    return t1, t2
+
+
+def _row_cola(rng):
+    s = _sampler(rng)
+    c = s.clause(p_adj=0.3, p_rel=0.5, p_neg=0.15)
+    if rng.random() < 0.65:
+        return {"sentence": text(render_clause(c, rng)), "label": 1}
+    kinds = ["main_verb", "main_verb", "order"]
+    if c.subj.rel is not None:
+        kinds += ["rel_verb", "rel_verb"]
+    if c.subj.det != "the":
+        kinds.append("det")
+    kind = rng.choice(kinds)
+    good = render_clause(c, rng)
+    if kind == "order":
+        toks = list(good)
+        while True:
+            i = rng.randrange(len(toks) - 2)  # never the final "."
+            if toks[i] != toks[i + 1]:
+                toks[i], toks[i + 1] = toks[i + 1], toks[i]
+                break
+    else:
+        toks = render_clause(c, rng, Flaws(**{kind: True}))
+    return {"sentence": text(toks), "label": 0}
+
+
+def _row_sst2(rng):
+    label = rng.randrange(2)
+    s = _sampler(rng, polarity=label)
+    s.p_polarity = 1.0
+    if rng.random() < 0.5:
+        neg = rng.random() < 0.3
+        adj = s.adj(label if not neg else 1 - label)
+        c = Clause(s.np(p_adj=0.0, p_rel=0.2), "cop", adj=adj, negated=neg)
+    else:
+        c = Clause(s.np(p_adj=1.0, p_rel=0.15), "trans", s.verb(), s.np(p_adj=0.4))
+    return {"sentence": text(render_clause(c, rng)), "label": label}
+
+
+def _row_paraphrase(rng, question: bool, p_pos: float, fields: tuple[str, str]):
+    s = _sampler(rng)
+    c = s.clause(kind="trans", p_adj=0.5, p_rel=0.3 if not question else 0.15, p_neg=0.1)
+    label = int(rng.random() < p_pos)
+    other = _paraphrase(c, rng) if label else _paraphrase(_change_meaning(c, s), rng)
+    render = render_question if question else render_clause
+    t1, t2 = _pair_different(render, c, other, rng)
+    return {fields[0]: t1, fields[1]: t2, "label": label}
+
+
+def _row_stsb(rng):
+    s = _sampler(rng)
+    c = Clause(s.np(p_adj=1.0), "trans", s.verb(), s.np(p_adj=1.0))
+    keep = rng.randint(0, 5)
+    slots = rng.sample(["subj", "sadj", "verb", "obj", "oadj"], 5 - keep)
+    sim = 5.0 - len(slots)
+    subj, obj, verb = c.subj, c.obj, c.verb
+    for slot in slots:
+        if slot == "subj":
+            subj = replace(subj, noun=s.noun(exclude=subj.noun))
+        elif slot == "obj":
+            obj = replace(obj, noun=s.noun(exclude=obj.noun))
+        elif slot == "verb":
+            verb = s.verb(exclude=verb)
+        else:
+            np_ = subj if slot == "sadj" else obj
+            a = np_.adj
+            new = (rng.randrange(2), rng.randrange(N_ADJ))
+            while new == a:
+                new = (rng.randrange(2), rng.randrange(N_ADJ))
+            if new[0] == a[0]:
+                sim += 0.5  # same polarity: half similar
+            np_ = replace(np_, adj=new)
+            if slot == "sadj":
+                subj = np_
+            else:
+                obj = np_
+    other = Clause(subj, "trans", verb, obj)
+    t1, t2 = _pair_different(render_clause, c, _paraphrase(other, rng), rng)
+    return {"sentence1": t1, "sentence2": t2, "label": float(sim)}
+
+
+def _row_mnli(rng, topics):
+    s = _sampler(rng, topics)
+    c = Clause(s.np(p_adj=1.0, p_rel=0.3), "trans", s.verb(), s.np(p_adj=0.0))
+    label = rng.randrange(3)  # entailment, neutral, contradiction
+    h = replace(c, subj=replace(c.subj, rel=None))
+    if rng.random() < 0.5:
+        h = replace(h, subj=replace(h.subj, adj=None))
+    if label == 0:
+        rel = c.subj.rel
+        if rel is not None and rng.random() < 0.4:
+            kind, verb, inner = rel
+            head = replace(c.subj, rel=None, adj=None)
+            h = Clause(head, "trans", verb, inner) if kind == "subj" else Clause(inner, "trans", verb, head)
+    elif label == 1:
+        if rng.random() < 0.5:
+            h = replace(h, obj=replace(h.obj, adj=s.adj()))
+        else:
+            h = replace(h, obj=replace(h.obj, noun=s.noun(exclude=h.obj.noun)))
+    else:
+        if rng.random() < 0.5 or h.subj.adj is None:
+            h = replace(h, negated=True)
+        else:
+            a = h.subj.adj
+            h = replace(h, subj=replace(h.subj, adj=(1 - a[0], a[1])))
+    t1, t2 = _pair_different(render_clause, c, _paraphrase(h, rng), rng)
+    return {"premise": t1, "hypothesis": t2, "label": label}
+
+
+def _row_qnli(rng):
+    s = _sampler(rng)
+    c = Clause(s.np(p_adj=0.3), "trans", s.verb(), s.np(p_adj=0.3, p_rel=0.3))
+    label = rng.randrange(2)  # 0 entailment: the sentence answers the question
+    q = c
+    if label == 1:
+        r = rng.random()
+        if r < 0.4:
+            q = replace(q, verb=s.verb(exclude=c.verb))
+        elif r < 0.8:
+            q = replace(q, subj=replace(q.subj, noun=s.noun(exclude=c.subj.noun)))
+        else:
+            q = replace(q, negated=True)
+    qs = replace(q.subj, adj=None if rng.random() < 0.5 else q.subj.adj, rel=None)
+    toks = ["what", "do" if qs.plural else "does"] + render_np(qs, rng)
+    if q.negated:
+        toks.append("not")
+    toks += [_form(_verb_pair(q.verb), rng), "?"]
+    return {"question": text(toks), "sentence": text(render_clause(c, rng)), "label": label}
+
+
+def _row_rte(rng):
+    s = _sampler(rng)
+    c1 = Clause(s.np(p_adj=0.5), "trans", s.verb(), s.np(p_adj=0.3))
+    c2 = s.clause(p_adj=0.3, p_rel=0.0, p_neg=0.0)
+    premise = text(render_clause(c1, rng, end=None) + ["and"] + render_clause(c2, rng))
+    label = rng.randrange(2)  # 0 entailment
+    base = c1 if (c2.kind != "trans" or rng.random() < 0.5) else c2
+    h = replace(base, subj=replace(base.subj, adj=base.subj.adj if rng.random() < 0.5 else None))
+    if label == 1:
+        r = rng.random()
+        if r < 0.35:
+            h = replace(h, negated=True)
+        elif r < 0.7 and c2.kind == "trans":
+            other = c2 if base is c1 else c1
+            h = replace(h, obj=other.obj)  # mixes the two clauses
+            if h.obj == base.obj:
+                h = replace(h, negated=True)
+        else:
+            h = _change_meaning(h, s)
+    return {"sentence1": premise, "sentence2": text(render_clause(_paraphrase(h, rng), rng)), "label": label}
+
+
+def _row_wnli(rng):
+    s = _sampler(rng)
+    pl = rng.random() < 0.5
+    subj, obj = s.np(p_adj=0.0, plural=pl), s.np(p_adj=0.0, plural=not pl)
+    while obj.noun == subj.noun:
+        obj = replace(obj, noun=s.noun())
+    c = Clause(subj, "trans", s.verb(), obj)
+    ref = subj if rng.random() < 0.5 else obj
+    adj = s.adj()
+    a = _form(ADJECTIVES[adj[0]][adj[1]], rng)
+    s1 = render_clause(c, rng, end=None) + ["because", "they" if ref.plural else "it",
+                                           "are" if ref.plural else "is", a, "."]
+    label = rng.randrange(2)  # 1 entailment
+    target = ref if label == 1 else (obj if ref is subj else subj)
+    h = Clause(replace(target, det="the"), "cop", adj=adj)
+    return {"sentence1": text(s1), "sentence2": text(render_clause(h, rng)), "label": label}
+
+
+def _rows(task: str, rng: random.Random, n: int, split: str) -> list[dict]:
+    if task == "cola":
+        return [_row_cola(rng) for _ in range(n)]
+    if task == "sst2":
+        return [_row_sst2(rng) for _ in range(n)]
+    if task == "mrpc":
+        return [_row_paraphrase(rng, False, 0.65, ("sentence1", "sentence2")) for _ in range(n)]
+    if task == "qqp":
+        return [_row_paraphrase(rng, True, 0.4, ("question1", "question2")) for _ in range(n)]
+    if task == "stsb":
+        return [_row_stsb(rng) for _ in range(n)]
+    if task == "mnli":
+        topics = MISMATCHED_TOPICS if split == "validation_mismatched" else MATCHED_TOPICS
+        return [_row_mnli(rng, topics) for _ in range(n)]
+    if task == "qnli":
+        return [_row_qnli(rng) for _ in range(n)]
+    if task == "rte":
+        return [_row_rte(rng) for _ in range(n)]
+    if task == "wnli":
+        return [_row_wnli(rng) for _ in range(n)]
+    raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(DEFAULT_SIZES)}")
+
+
+def build_glue_task(task: str, seed: int = 0, num_train: int | None = None,
+                    num_dev: int | None = None) -> dict[str, list[dict]]:
+    """Rows of the synthetic task ``task``: split -> list of {text fields..., "label"}.
+
+    Splits are those of ``taco.data.glue.GLUE_TASKS[task]`` (``train`` plus the dev split(s)).
+    Labels use the Hub ids of the real task (STS-B: float 0-5). Each split is drawn from its own
+    stream seeded by (task, split, seed), so changing ``num_train`` leaves dev unchanged.
+    Sizes default to ``DEFAULT_SIZES[task]``.
+    """
+    from taco.data.glue import get_task
+
+    t = get_task(task)
+    n_train, n_dev = DEFAULT_SIZES[task]
+    n_train = n_train if num_train is None else num_train
+    n_dev = n_dev if num_dev is None else num_dev
+    if n_train < 1 or n_dev < 1:
+        raise ValueError(f"{task}: num_train and num_dev must be >= 1, got {n_train}, {n_dev}")
+    out = {}
+    for split in t.splits:
+        rng = random.Random(f"taco-synthetic-glue/{task}/{split}/{seed}")
+        out[split] = _rows(task, rng, n_train if split == "train" else n_dev, split)
+    return out
