@@ -1,0 +1,648 @@
+"""``taco pretrain``: one resumable pre-training segment, from a budget (or scratch) to the next budget.
+
+The paper fine-tunes checkpoints taken at many budgets of one pre-training run. A run is executed
+as a chain of *segments* ``0 -> A -> B -> ...``: each segment resumes from the previous budget
+checkpoint (``--resume-from``) and stops at ``--until``; the learning-rate schedule is always that
+of the full run (``--max-steps``), so the chain gives the same weights as one uninterrupted run.
+
+Outputs
+-------
+``--output`` (the budget checkpoint, a declared workflow output), written atomically
+(``<output>.tmp-<pid>`` then rename) and never modified afterwards:
+
+- ``config.json``, ``model.safetensors``, tokenizer files: a plain BERT (``AutoModelForMaskedLM``
+  / ``AutoModelForSequenceClassification.from_pretrained(dir)`` load it);
+- ``trainer_state/``: optimizer, scheduler, RNG states, ``trainer_state.json`` (global step, hence
+  the data position), everything the next segment needs to continue exactly;
+- ``train_log.jsonl``: the segment's log lines;
+- ``manifest.json``: ``step``, ``tokens_seen``, ``objective``, ``size``, ``fraction``,
+  ``config_hash``, ``parent_checkpoint``, ``wall_time_s``, ``code_version``, ``packages``, ...
+
+``--state-dir`` (scratch, *outside* the declared outputs): Trainer checkpoints every
+``--save-every`` steps and on SIGTERM, plus ``logs/`` (``train_log.jsonl``, TensorBoard). A rerun of
+the same segment resumes from the newest valid state there (a state is valid once its
+``taco_state.json`` marker exists and its config hash matches). On SIGTERM (SLURM time limit,
+preemption) the segment finishes the current optimizer step, saves a state and exits with status
+143, so a retry continues from there. After the budget checkpoint is written the scratch
+checkpoints are removed.
+
+Exactness on resume: the data order comes from the Trainer's seedable sampler (seed + epoch) and
+its data-position skip; the MLM masking of each batch draws from a generator seeded by
+(seed, process, global batch index), so it does not depend on what ran before; dropout and the TC
+sampling use the global RNG, which the Trainer restores at the step where the state was saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from taco.manifest import (
+    MANIFEST_NAME,
+    atomic_directory,
+    build_manifest,
+    read_manifest,
+    sha256_file,
+    sha256_json,
+    sha256_tree,
+    write_manifest,
+)
+
+KIND = "pretrain"
+TRAINER_STATE_DIR = "trainer_state"
+STATE_MARKER = "taco_state.json"
+#: files of a Trainer checkpoint that are training state, not the model (go to trainer_state/)
+TRAINER_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json", "training_args.bin")
+_TRAINER_FILE_RE = re.compile(r"^(rng_state(_\d+)?\.pth|optimizer.*\.(pt|bin)|scheduler\.pt|scaler\.pt|"
+                              r"trainer_state\.json|training_args\.bin)$")
+_CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
+EXIT_INTERRUPTED = 143  # 128 + SIGTERM: state saved, rerun to continue
+EXIT_NONFINITE = 3
+
+DEFAULT_MAX_STEPS = {"tiny": 1000, "small": 250_000, "base": 500_000}
+DEFAULT_WARMUP = {"tiny": 10, "small": 2_500, "base": 10_000}
+
+
+class UsageError(ValueError):
+    """Bad input found before any work starts (the CLI exits 2)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+# ------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="taco pretrain",
+        description="Pre-train one segment (scratch or --resume-from budget) up to --until and write the "
+        "budget checkpoint --output atomically. Resumable: rerun the same command after a kill.",
+    )
+    p.add_argument("--blocks", required=True, help="packed blocks directory (taco pack output)")
+    p.add_argument("--objective", required=True, help="mlm, taco, taco_concentrated, taco_unmasked, mlm_tp")
+    p.add_argument("--size", required=True, choices=("tiny", "small", "base"), help="model size preset")
+    p.add_argument("--size-name", default=None, help="size label recorded in the manifest (default: --size)")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="steps of the FULL run (defines the LR schedule); default 250k small, 500k base")
+    p.add_argument("--warmup-steps", type=int, default=None, help="default 2.5k small, 10k base")
+    p.add_argument("--until", type=int, default=None, help="budget where this segment stops (default max-steps)")
+    p.add_argument("--output", required=True, help="budget checkpoint directory to write (must not exist)")
+    p.add_argument("--state-dir", default=None,
+                   help="resumable scratch state, outside declared outputs (default: <output>.state)")
+    p.add_argument("--resume-from", default=None, help="previous budget checkpoint directory")
+    p.add_argument("--per-device-batch-size", type=int, default=8)
+    p.add_argument("--grad-accum", type=int, default=1)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--max-grad-norm", type=float, default=1.0)
+    p.add_argument("--mlm-probability", type=float, default=0.15)
+    p.add_argument("--tc-weight", type=float, default=1.0)
+    p.add_argument("--tc-temperature", type=float, default=0.07)
+    p.add_argument("--tc-window", type=int, default=5)
+    p.add_argument("--tc-negatives", type=int, default=50)
+    p.add_argument("--tp-weight", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--save-every", type=int, default=1000, help="intermediate state every N steps (0: only on "
+                   "SIGTERM and at the budget)")
+    p.add_argument("--keep-states", type=int, default=2, help="intermediate states kept in --state-dir")
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
+                   help="auto: bf16 on GPUs that support it, else fp16 on GPU, fp32 on CPU")
+    p.add_argument("--logging-steps", type=int, default=50)
+    p.add_argument("--fraction", type=float, default=None,
+                   help="data fraction recorded in the manifest (default: from the blocks manifest, else 1.0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--device", choices=("auto", "cpu"), default="auto", help="cpu forces the CPU")
+    # testing hook: sleep after every optimizer step (lets a test kill a run mid-way); not for users
+    p.add_argument("--debug-step-sleep", type=float, default=0.0, help=argparse.SUPPRESS)
+    return p
+
+
+# ------------------------------------------------------------------------------------------------
+# plan: everything checked and decided before any work
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    args: argparse.Namespace
+    blocks: Path
+    output: Path
+    state_dir: Path
+    resume_from: Path | None
+    start_step: int
+    until: int
+    max_steps: int
+    warmup_steps: int
+    precision: str
+    fraction: float
+    size_name: str
+    seq_len: int
+    vocab_size: int
+    objective_params: dict[str, Any]
+    config_hash: str
+    hash_inputs: dict[str, Any]
+    blocks_manifest_sha256: str | None
+    parent_manifest: dict[str, Any] | None = None
+    parent_manifest_sha256: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _blocks_fraction(blocks_manifest: dict[str, Any] | None) -> float | None:
+    if not blocks_manifest:
+        return None
+    for where in (blocks_manifest, blocks_manifest.get("parameters", {}) or {}):
+        if isinstance(where, dict) and where.get("fraction") is not None:
+            return float(where["fraction"])
+    return None
+
+
+def _resolve_precision(precision: str, device: str) -> str:
+    import torch
+
+    cuda = torch.cuda.is_available() and device != "cpu"
+    if precision == "auto":
+        if not cuda:
+            return "fp32"
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if precision == "fp16" and not cuda:
+        raise UsageError("--precision fp16 needs a GPU (use fp32 or bf16 on CPU)")
+    return precision
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    """Validate every input and decide the segment; raises UsageError/FileNotFoundError/FileExistsError."""
+    from taco.objectives import get_objective
+
+    try:
+        get_objective(args.objective)
+    except ValueError as exc:
+        raise UsageError(f"--objective: {exc}") from None
+    size = args.size
+    max_steps = args.max_steps if args.max_steps is not None else DEFAULT_MAX_STEPS[size]
+    warmup = args.warmup_steps if args.warmup_steps is not None else DEFAULT_WARMUP[size]
+    until = args.until if args.until is not None else max_steps
+    for name, value, minimum in (("--max-steps", max_steps, 1), ("--warmup-steps", warmup, 0),
+                                 ("--until", until, 1), ("--per-device-batch-size", args.per_device_batch_size, 1),
+                                 ("--grad-accum", args.grad_accum, 1), ("--logging-steps", args.logging_steps, 1),
+                                 ("--save-every", args.save_every, 0), ("--keep-states", args.keep_states, 1)):
+        if value < minimum:
+            raise UsageError(f"{name} must be >= {minimum}, got {value}")
+    if until > max_steps:
+        raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
+
+    blocks = Path(args.blocks)
+    if not blocks.is_dir():
+        raise FileNotFoundError(f"--blocks {blocks}: no such directory")
+    if not (blocks / "tokenizer").is_dir():
+        raise FileNotFoundError(f"--blocks {blocks}: no tokenizer/ directory (is it a `taco pack` output?)")
+    try:
+        blocks_manifest = read_manifest(blocks)
+        blocks_manifest_sha = sha256_file(blocks / MANIFEST_NAME)
+    except FileNotFoundError:
+        blocks_manifest, blocks_manifest_sha = None, None
+
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer
+
+    try:
+        ds = load_from_disk(str(blocks))
+    except Exception as exc:  # noqa: BLE001 - report which file is broken
+        raise FileNotFoundError(f"--blocks {blocks}: not a datasets save_to_disk directory ({exc})") from None
+    if "train" not in ds or "input_ids" not in ds["train"].column_names:
+        raise UsageError(f"--blocks {blocks}: needs a 'train' split with an 'input_ids' column")
+    train = ds["train"]
+    if len(train) == 0:
+        raise UsageError(f"--blocks {blocks}: the train split is empty")
+    seq_len = len(train[0]["input_ids"])
+    tokenizer = AutoTokenizer.from_pretrained(str(blocks / "tokenizer"))
+    vocab_size = len(tokenizer)
+    max_id = max(max(row) for row in train.select(range(min(len(train), 64)))["input_ids"])
+    if max_id >= vocab_size:
+        raise UsageError(f"--blocks {blocks}: token id {max_id} >= tokenizer vocabulary size {vocab_size} "
+                         "(tokenizer and blocks disagree)")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    global_batch = args.per_device_batch_size * args.grad_accum * world
+    if len(train) < global_batch:
+        raise UsageError(f"--blocks {blocks}: {len(train)} training blocks, fewer than one global batch "
+                         f"({global_batch})")
+
+    fraction_manifest = _blocks_fraction(blocks_manifest)
+    if args.fraction is not None and fraction_manifest is not None and abs(args.fraction - fraction_manifest) > 1e-9:
+        raise UsageError(f"--fraction {args.fraction} disagrees with the blocks manifest ({fraction_manifest})")
+    fraction = args.fraction if args.fraction is not None else (fraction_manifest if fraction_manifest is not None
+                                                                  else 1.0)
+    precision = _resolve_precision(args.precision, args.device)
+
+    objective_params = dict(
+        tc_weight=args.tc_weight, tc_temperature=args.tc_temperature, tc_window=args.tc_window,
+        tc_num_negatives=args.tc_negatives, tp_weight=args.tp_weight, mlm_probability=args.mlm_probability,
+    )
+    if args.tc_window < 3 or args.tc_window % 2 == 0:
+        raise UsageError(f"--tc-window must be odd and >= 3, got {args.tc_window}")
+    # everything that changes the weights of the full run (not --until, paths, logging, saving)
+    hash_inputs = {
+        "objective": args.objective, "size": size, "objective_params": objective_params,
+        "vocab_size": vocab_size, "seq_len": seq_len, "max_steps": max_steps, "warmup_steps": warmup,
+        "lr": args.lr, "weight_decay": args.weight_decay, "max_grad_norm": args.max_grad_norm,
+        "per_device_batch_size": args.per_device_batch_size, "grad_accum": args.grad_accum,
+        "world_size": world, "seed": args.seed, "precision": precision,
+        "blocks": blocks_manifest_sha or sha256_tree(blocks),
+        "scheduler": "linear", "optimizer": "adamw_torch",
+    }
+    config_hash = sha256_json(hash_inputs)
+
+    output = Path(args.output)
+    if output.exists():
+        raise FileExistsError(f"--output {output} exists; a finished budget checkpoint is never modified")
+    state_dir = Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
+    if state_dir.resolve() == output.resolve() or output.resolve() in state_dir.resolve().parents:
+        raise UsageError("--state-dir must be outside --output")
+
+    resume_from, start_step, parent_manifest, parent_sha = None, 0, None, None
+    if args.resume_from:
+        resume_from = Path(args.resume_from)
+        if not resume_from.is_dir():
+            raise FileNotFoundError(f"--resume-from {resume_from}: no such checkpoint directory")
+        parent_manifest = read_manifest(resume_from)  # FileNotFoundError names the directory
+        parent_sha = sha256_file(resume_from / MANIFEST_NAME)
+        if parent_manifest.get("kind") != KIND or "step" not in parent_manifest:
+            raise UsageError(f"--resume-from {resume_from}: not a `taco pretrain` budget checkpoint")
+        if not (resume_from / TRAINER_STATE_DIR / "trainer_state.json").is_file():
+            raise FileNotFoundError(f"--resume-from {resume_from}: no {TRAINER_STATE_DIR}/trainer_state.json "
+                                    "(incomplete checkpoint)")
+        start_step = int(parent_manifest["step"])
+        if until <= start_step:
+            raise UsageError(f"budgets must increase: --until {until} <= step {start_step} of --resume-from "
+                             f"{resume_from}")
+        if parent_manifest.get("config_hash") != config_hash:
+            diff = {k: (parent_manifest.get("hash_inputs", {}).get(k), v) for k, v in hash_inputs.items()
+                    if parent_manifest.get("hash_inputs", {}).get(k) != v}
+            raise UsageError(f"--resume-from {resume_from} was trained with different settings (config hash "
+                             f"differs; checkpoint vs now: {diff}); a segment must continue the same run")
+
+    return Plan(
+        args=args, blocks=blocks, output=output, state_dir=state_dir, resume_from=resume_from,
+        start_step=start_step, until=until, max_steps=max_steps, warmup_steps=warmup, precision=precision,
+        fraction=fraction, size_name=args.size_name or size, seq_len=seq_len, vocab_size=vocab_size,
+        objective_params=objective_params, config_hash=config_hash, hash_inputs=hash_inputs,
+        blocks_manifest_sha256=blocks_manifest_sha, parent_manifest=parent_manifest,
+        parent_manifest_sha256=parent_sha,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# scratch states
+# ------------------------------------------------------------------------------------------------
+def valid_states(state_dir: Path, config_hash: str) -> list[tuple[int, Path]]:
+    """``(step, path)`` of the complete states in ``state_dir`` of this run, ascending by step."""
+    out = []
+    if not state_dir.is_dir():
+        return out
+    for p in state_dir.iterdir():
+        m = _CKPT_RE.match(p.name)
+        if not m or not p.is_dir():
+            continue
+        marker = p / STATE_MARKER
+        try:
+            info = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            continue  # written by a killed save: ignore
+        if info.get("config_hash") != config_hash or int(info.get("step", -1)) != int(m.group(1)):
+            continue
+        if not (p / "trainer_state.json").is_file() or not any(p.glob("model*.safetensors")):
+            continue
+        out.append((int(m.group(1)), p))
+    return sorted(out)
+
+
+def _write_marker(ckpt: Path, step: int, config_hash: str, wall_time_s: float, source: str) -> None:
+    tmp = ckpt / (STATE_MARKER + ".tmp")
+    tmp.write_text(json.dumps({"step": step, "config_hash": config_hash, "segment_wall_time_s": wall_time_s,
+                               "source": source}, indent=2))
+    os.replace(tmp, ckpt / STATE_MARKER)
+
+
+def _stage_budget(budget: Path, state_dir: Path, step: int, config_hash: str) -> Path:
+    """Copy a budget checkpoint into ``state_dir/checkpoint-<step>`` in the Trainer's layout."""
+    target = state_dir / f"checkpoint-{step}"
+    if target.exists():
+        shutil.rmtree(target)
+    tmp = state_dir / f".staging-{step}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    for f in budget.iterdir():
+        if f.is_file() and f.name not in (MANIFEST_NAME, "train_log.jsonl"):
+            shutil.copy2(f, tmp / f.name)
+    for f in (budget / TRAINER_STATE_DIR).iterdir():
+        if f.is_file():
+            shutil.copy2(f, tmp / f.name)
+    _write_marker(tmp, step, config_hash, 0.0, f"budget:{budget}")
+    os.replace(tmp, target)
+    return target
+
+
+def _clean_stale_tmp(output: Path) -> None:
+    for p in output.parent.glob(output.name + ".tmp-*"):
+        try:
+            pid = int(p.name.rsplit("-", 1)[1])
+            os.kill(pid, 0)
+        except (ValueError, ProcessLookupError):
+            shutil.rmtree(p, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
+# ------------------------------------------------------------------------------------------------
+# training
+# ------------------------------------------------------------------------------------------------
+class _SeededMaskingCollator:
+    """Wraps ``TacoCollator``: the masking of global batch ``i`` draws from a generator seeded by
+    (seed, process, i), so it is the same whether the run was resumed or not."""
+
+    def __init__(self, inner, seed: int, process_index: int = 0):
+        self.inner = inner
+        self.seed = int(seed)
+        self.process_index = int(process_index)
+        self.batch_index = 0
+
+    def __call__(self, features):
+        import torch
+
+        key = (self.seed * 1_000_003 + self.process_index) * 1_000_000_007 + self.batch_index
+        gen = torch.Generator().manual_seed(key % (2**63 - 1))
+        self.batch_index += 1
+        if hasattr(self.inner, "generator"):
+            self.inner.generator = gen
+            return self.inner(features)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(key % (2**63 - 1))
+            return self.inner(features)
+
+
+def _make_trainer_classes():
+    """Trainer subclass and control callback (imported lazily: keeps `taco --help` cheap)."""
+    import torch
+    from transformers import Trainer, TrainerCallback
+
+    from taco.modeling import TacoForPreTraining
+    from taco.runlog import LossComponents, check_finite
+
+    class PretrainTrainer(Trainer):
+        """Trainer that checks the loss components before backward and logs them."""
+
+        def __init__(self, *a, tokens_per_step: int = 0, **kw):
+            super().__init__(*a, **kw)
+            self.components = LossComponents()
+            self.tokens_per_step = tokens_per_step
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            outputs = model(**inputs)
+            comps = {"mlm": outputs.mlm_loss, "tc": outputs.tc_loss, "tp": outputs.tp_loss}
+            check_finite(self.state.global_step + 1, outputs.loss, comps)
+            self.components.add(comps)
+            return (outputs.loss, outputs) if return_outputs else outputs.loss
+
+        def log(self, logs, start_time=None):
+            if "loss" in logs:
+                logs.update(self.components.means())
+                logs["tokens_seen"] = self.state.global_step * self.tokens_per_step
+            super().log(logs, start_time)
+
+        def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+            # strict: every weight of the model must come from the checkpoint
+            model = model if model is not None else self.model
+            loaded = TacoForPreTraining.from_pretrained(resume_from_checkpoint)
+            model.load_state_dict(loaded.state_dict(), strict=True)
+            del loaded
+
+    class SegmentControl(TrainerCallback):
+        """Saves a state at the budget and on SIGTERM, marks complete states, stops the segment."""
+
+        def __init__(self, plan: Plan, collator: _SeededMaskingCollator, t0: float, wall_before: float):
+            self.plan = plan
+            self.collator = collator
+            self.t0 = t0
+            self.wall_before = wall_before
+            self.stop_requested = False
+            self.stopped_by_signal = False
+
+        def on_train_begin(self, args, state, control, **kw):
+            self.collator.batch_index = state.global_step * args.gradient_accumulation_steps
+
+        def on_step_end(self, args, state, control, **kw):
+            if self.plan.args.debug_step_sleep:
+                time.sleep(self.plan.args.debug_step_sleep)
+            if state.global_step >= self.plan.until or self.stop_requested:
+                control.should_save = True
+
+        def on_save(self, args, state, control, **kw):
+            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and ckpt.is_dir():
+                _write_marker(ckpt, state.global_step, self.plan.config_hash,
+                              self.wall_before + time.time() - self.t0, "trainer")
+            if state.global_step >= self.plan.until or self.stop_requested:
+                control.should_training_stop = True
+                self.stopped_by_signal = self.stop_requested and state.global_step < self.plan.until
+
+    return PretrainTrainer, SegmentControl, torch
+
+
+def _training_arguments(plan: Plan, output_dir: Path):
+    from transformers import TrainingArguments
+
+    a = plan.args
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        max_steps=plan.max_steps,
+        per_device_train_batch_size=a.per_device_batch_size,
+        gradient_accumulation_steps=a.grad_accum,
+        learning_rate=a.lr,
+        weight_decay=a.weight_decay,
+        adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
+        max_grad_norm=a.max_grad_norm,
+        lr_scheduler_type="linear",
+        warmup_steps=plan.warmup_steps,
+        optim="adamw_torch",
+        seed=a.seed,
+        data_seed=a.seed,
+        bf16=plan.precision == "bf16",
+        fp16=plan.precision == "fp16",
+        logging_strategy="steps",
+        logging_steps=a.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps" if a.save_every > 0 else "no",
+        save_steps=a.save_every if a.save_every > 0 else 500,
+        save_total_limit=a.keep_states,
+        eval_strategy="no",
+        report_to="none",
+        disable_tqdm=a.no_progress,
+        dataloader_drop_last=True,
+        dataloader_num_workers=0,  # the masking generator is per batch index (see _SeededMaskingCollator)
+        remove_unused_columns=False,
+        use_cpu=a.device == "cpu",
+    )
+    return TrainingArguments(**kwargs)
+
+
+def run(plan: Plan) -> int:
+    """Train the segment and write the budget checkpoint; returns the exit status."""
+    import torch
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer, set_seed
+
+    from taco.collator import TacoCollator
+    from taco.modeling import TacoForPreTraining, bert_config
+    from taco.runlog import NonFiniteLossError, RunLogCallback
+
+    t0 = time.time()
+    a = plan.args
+    state_dir = plan.state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+    _clean_stale_tmp(plan.output)
+    runlog = RunLogCallback(state_dir / "logs", extra={"until": plan.until})
+
+    # where to start: newest valid scratch state of this run past the resume point, else the budget
+    states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash) if plan.start_step < s <= plan.until]
+    resume_ckpt: Path | None = None
+    wall_before = 0.0
+    if states:
+        step, resume_ckpt = states[-1]
+        wall_before = float(json.loads((resume_ckpt / STATE_MARKER).read_text()).get("segment_wall_time_s", 0.0))
+        runlog.write_event({"event": "resume_state", "step": step, "path": str(resume_ckpt)})
+        print(f"taco pretrain: resuming from intermediate state {resume_ckpt} (step {step})", file=sys.stderr)
+    elif plan.resume_from is not None:
+        resume_ckpt = _stage_budget(plan.resume_from, state_dir, plan.start_step, plan.config_hash)
+        runlog.write_event({"event": "resume_budget", "step": plan.start_step, "path": str(plan.resume_from)})
+    current_step = int(_CKPT_RE.match(resume_ckpt.name).group(1)) if resume_ckpt else 0
+
+    # SIGTERM: finish the current step, save a state, exit 143
+    stop = {"requested": False}
+
+    def _on_sigterm(signum, frame):
+        stop["requested"] = True
+        if control_cb is not None:
+            control_cb.stop_requested = True
+        print("taco pretrain: SIGTERM received; saving a state at the end of this step", file=sys.stderr,
+              flush=True)
+
+    control_cb = None
+    old_handler = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        if current_step < plan.until:
+            tokenizer = AutoTokenizer.from_pretrained(str(plan.blocks / "tokenizer"))
+            train = load_from_disk(str(plan.blocks))["train"].select_columns(["input_ids"])
+            set_seed(a.seed)
+            config = bert_config(a.size, plan.vocab_size)
+            model = TacoForPreTraining(config, objective=a.objective, **plan.objective_params)
+            targs = _training_arguments(plan, state_dir)
+            collator = _SeededMaskingCollator(TacoCollator(tokenizer, mlm_probability=a.mlm_probability), a.seed,
+                                              targs.process_index)
+            PretrainTrainer, SegmentControl, _ = _make_trainer_classes()
+            control_cb = SegmentControl(plan, collator, t0, wall_before)
+            control_cb.stop_requested = stop["requested"]
+            tokens_per_step = a.per_device_batch_size * a.grad_accum * targs.world_size * plan.seq_len
+            runlog.tokens_per_step = tokens_per_step
+            trainer = PretrainTrainer(
+                model=model, args=targs, train_dataset=train, data_collator=collator,
+                processing_class=tokenizer, callbacks=[control_cb, runlog], tokens_per_step=tokens_per_step,
+            )
+            try:
+                trainer.train(resume_from_checkpoint=str(resume_ckpt) if resume_ckpt else None)
+            except NonFiniteLossError as exc:
+                runlog.write_event({"event": "nonfinite_loss", "step": exc.step, "component": exc.component,
+                                    "values": exc.values})
+                runlog.close()
+                print(f"taco pretrain: error: {exc}", file=sys.stderr)
+                return EXIT_NONFINITE
+            current_step = trainer.state.global_step
+            if current_step < plan.until:
+                if stop["requested"]:
+                    runlog.write_event({"event": "interrupted", "step": current_step})
+                    print(f"taco pretrain: interrupted at step {current_step}; state saved in {state_dir}; "
+                          "rerun the same command to continue", file=sys.stderr)
+                    return EXIT_INTERRUPTED
+                raise RuntimeError(f"training stopped at step {current_step} before --until {plan.until}")
+        elif stop["requested"]:
+            return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, old_handler)
+
+    final = [(s, p) for s, p in valid_states(state_dir, plan.config_hash) if s == plan.until]
+    if not final:
+        raise RuntimeError(f"no complete state at step {plan.until} in {state_dir}")
+    export_budget(plan, final[-1][1], t0, wall_before)
+    # the budget is the new resume point: drop the scratch checkpoints (keep logs/)
+    for _, p in valid_states(state_dir, plan.config_hash):
+        shutil.rmtree(p, ignore_errors=True)
+    for p in state_dir.glob("checkpoint-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    print(f"taco pretrain: wrote {plan.output} (step {plan.until})", file=sys.stderr)
+    return 0
+
+
+def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None:
+    """Write the budget checkpoint ``plan.output`` atomically from the Trainer checkpoint ``ckpt``."""
+    a = plan.args
+    marker = json.loads((ckpt / STATE_MARKER).read_text())
+    seg_wall = float(marker.get("segment_wall_time_s", wall_before + time.time() - t0))
+    world = int(plan.hash_inputs["world_size"])
+    tokens_per_step = a.per_device_batch_size * a.grad_accum * world * plan.seq_len
+    parent_total = float((plan.parent_manifest or {}).get("total_wall_time_s", 0.0))
+    with atomic_directory(plan.output) as tmp:
+        (tmp / TRAINER_STATE_DIR).mkdir()
+        for f in sorted(ckpt.iterdir()):
+            if not f.is_file() or f.name == STATE_MARKER:
+                continue
+            dest = tmp / TRAINER_STATE_DIR / f.name if _TRAINER_FILE_RE.match(f.name) else tmp / f.name
+            shutil.copy2(f, dest)
+        log = plan.state_dir / "logs" / "train_log.jsonl"
+        if log.is_file():
+            shutil.copy2(log, tmp / "train_log.jsonl")
+        parameters = {k: v for k, v in vars(a).items() if k != "debug_step_sleep"}
+        parameters.update(max_steps=plan.max_steps, warmup_steps=plan.warmup_steps, until=plan.until,
+                          precision=plan.precision)
+        inputs = {"blocks": str(plan.blocks), "blocks_manifest_sha256": plan.blocks_manifest_sha256}
+        if plan.resume_from is not None:
+            inputs["parent_manifest_sha256"] = plan.parent_manifest_sha256
+        manifest = build_manifest(
+            KIND, parameters, inputs,
+            step=plan.until,
+            tokens_seen=plan.until * tokens_per_step,
+            objective=a.objective,
+            objective_params=plan.objective_params,
+            size=plan.size_name,
+            size_preset=a.size,
+            fraction=plan.fraction,
+            config_hash=plan.config_hash,
+            hash_inputs=plan.hash_inputs,
+            parent_checkpoint=str(plan.resume_from) if plan.resume_from else None,
+            parent_step=plan.start_step,
+            max_steps=plan.max_steps,
+            seq_len=plan.seq_len,
+            global_batch_size=a.per_device_batch_size * a.grad_accum * world,
+            wall_time_s=round(seg_wall, 3),
+            total_wall_time_s=round(parent_total + seg_wall, 3),
+            model_sha256=sha256_file(tmp / "model.safetensors") if (tmp / "model.safetensors").is_file() else None,
+        )
+        write_manifest(tmp, manifest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        plan = make_plan(args)
+    except (UsageError, FileNotFoundError, FileExistsError) as exc:
+        print(f"taco pretrain: error: {exc}", file=sys.stderr)
+        return 2
+    return run(plan)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
