@@ -119,3 +119,32 @@ def test_smoke_dry_run_plans_every_stage():
     for rule in ("corpus", "tokenizer", "pack", "pretrain", "finetune", "aggregate", "tables",
                  "figures", "claims", "dynamics", "dynamics_figures"):
         assert f"\n{rule} " in out.stdout, rule
+
+
+def test_workflow_names_equal_the_library_registries():
+    """The schema/workflow lists must be the library's registries (no drift)."""
+    from taco.data.glue import GLUE_TASKS
+    from taco.modeling import SIZES
+    from taco.objectives import OBJECTIVES
+
+    assert set(wc.VARIANTS) == set(OBJECTIVES)
+    assert set(wc.PRESETS) == set(SIZES)
+    assert set(wc.TASKS) == set(GLUE_TASKS)
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    runs_item = schema["properties"]["pretrain"]["properties"]["runs"]["items"]
+    assert set(runs_item["properties"]["variants"]["items"]["enum"]) == set(OBJECTIVES)
+    assert set(schema["properties"]["glue"]["properties"]["tasks"]["items"]["enum"]) == set(GLUE_TASKS)
+
+
+def test_local_config_reports_missing_tasks_once(shared_data):
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "configs/local.yaml",
+         "--config", f"data_root={shared_data}"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    text = out.stdout + out.stderr
+    assert text.count("GLUE tasks absent from the local folder") == 1
+    for task in ("mnli", "qqp", "qnli"):
+        assert f"{task}: missing" in text
+    assert "/rte/seed-1/metrics.json" in text and "/mnli/" not in text
