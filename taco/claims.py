@@ -362,7 +362,8 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
             fs = _few_seeds(cmp.n_a, cmp.n_b, cfg)
             if fs:
                 v, reason = INCONCLUSIVE, fs + "; " + reason
-            tr.update(verdict=v, reason=reason + " (Holm-adjusted p)", p_value=ps, p_against=pa, p_holm=ps)
+            raw_ps = decide(claim.kind, cmp.ci_low, cmp.ci_high, pvalue_set(cmp, cfg), cfg)[2]
+            tr.update(verdict=v, reason=reason + " (Holm-adjusted p)", p_value=raw_ps, p_against=pa, p_holm=ps)
         else:
             tr.update(verdict="", p_value=cmp.p_two_sided, p_holm=p2[i],
                       reason="detail only: the claim is about the average")
@@ -379,7 +380,7 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
             row["verdict"] = INCONCLUSIVE
             notes.insert(0, "undecided on " + ", ".join(KEY_LABELS[tr["scope"]] for tr in task_rows
                                                         if tr["verdict"] != SUPPORTED))
-        row["p_value"] = max((tr["p_value"] for tr in task_rows if math.isfinite(tr["p_value"])), default=math.nan)
+        row["p_value"] = max((tr["p_holm"] for tr in task_rows if math.isfinite(tr["p_holm"])), default=math.nan)
         row["p_holm"] = row["p_value"]
         row["p_against"] = min((tr["p_against"] for tr in task_rows if math.isfinite(tr["p_against"])),
                                default=math.nan)

@@ -1,0 +1,264 @@
+"""taco.stats and taco.analysis_config: statistics checked against numpy / scipy computed here."""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sst
+
+from fixtures_stats import (
+    PAPER_TABLE1_DEV,
+    build_aggregate,
+    seed_offset,
+    smoke_spec,
+    write_cell,
+    write_run,
+    write_spec,
+)
+from taco.analysis_config import AnalysisConfigError, load_analysis, validate_analysis
+from taco.stats import (
+    GLUE_AVERAGE_KEYS,
+    InputError,
+    compare,
+    hedges_g,
+    holm,
+    load_metrics,
+    main,
+    min_attainable_pvalue,
+    per_seed_table,
+    rng_for,
+    summarize,
+)
+
+SMALL_SPEC = dict(
+    roles={"small": "tiny", "base": None},
+    budget_names={"tiny": {"50k": 20, "250k": 60}},
+    variants=[{"size": "tiny", "objective": "mlm", "fraction": 1.0},
+              {"size": "tiny", "objective": "taco", "fraction": 1.0}],
+    tasks=["mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte"],
+    n_resamples=199, seed=3,
+)
+
+
+# ---- analysis spec -----------------------------------------------------------------------------
+def test_defaults_are_the_paper_grid():
+    cfg = validate_analysis({})
+    assert cfg.budget_names["small"]["250k"] == 250000
+    assert cfg.equivalence_margin == 0.5 and cfg.min_seeds == 3 and cfg.n_resamples == 9999
+    assert cfg.confidence_level == 0.95 and cfg.alpha == 0.05
+    assert cfg.score_keys[:2] == ("mnli_m", "mnli_mm")
+    assert cfg.primary_metric["cola"] == "matthews_correlation"
+
+
+@pytest.mark.parametrize("spec, key", [
+    ({"budget_names": {"tiny": {"250k": "sixty"}}}, "budget_names.tiny.250k"),
+    ({"tasks": ["mnli", "glue9"]}, "tasks[1]"),
+    ({"colour": 1}, "colour"),
+    ({"roles": {"small": "huge"}}, "roles.small"),
+    ({"variants": [{"size": "small", "objective": "bert"}]}, "variants[0].objective"),
+    ({"primary_metric": {"cola": "auc"}}, "primary_metric.cola"),
+    ({"equivalence_margin": -1}, "equivalence_margin"),
+    ({"confidence_level": 1.0}, "confidence_level"),
+    ({"n_resamples": 2.5}, "n_resamples"),
+])
+def test_spec_errors_name_the_key(spec, key):
+    with pytest.raises(AnalysisConfigError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        validate_analysis(spec)
+
+
+def test_spec_yaml_and_json(tmp_path):
+    y = tmp_path / "a.yaml"
+    y.write_text("roles: {small: tiny, base: null}\nbudget_names: {tiny: {'250k': 60}}\n"
+                 "variants: [{size: tiny, objective: taco, fraction: 1.0}]\nn_resamples: 99\n")
+    cfg = load_analysis(y)
+    assert cfg.roles == {"small": "tiny", "base": None} and cfg.budget_step("tiny", "250k") == 60
+    assert cfg.budget_name("tiny", 60) == "250k" and cfg.budget_step(None, "250k") is None
+    bad = write_spec(tmp_path / "b.json", {"min_seeds": 1})
+    with pytest.raises(AnalysisConfigError, match=r"b\.json.*min_seeds"):
+        load_analysis(bad)
+
+
+# ---- statistics against numpy / scipy -----------------------------------------------------------
+def test_summarize_matches_numpy_and_scipy():
+    v = [71.2, 74.9, 73.3, 72.8, 75.5]
+    s = summarize(v, confidence_level=0.9, n_resamples=499, method="BCa", seed=5, label="x")
+    assert s["n"] == 5
+    assert s["mean"] == pytest.approx(np.mean(v))
+    assert s["std"] == pytest.approx(np.std(v, ddof=1))
+    assert s["median"] == pytest.approx(np.median(v))
+    assert (s["min"], s["max"]) == (min(v), max(v))
+    ref = sst.bootstrap((np.array(v),), np.mean, n_resamples=499, confidence_level=0.9, method="BCa",
+                        rng=np.random.default_rng([5, zlib.crc32(b"x")]))
+    assert (s["ci_low"], s["ci_high"]) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high))
+    assert s["ci_low"] < s["mean"] < s["ci_high"]
+
+
+def test_summarize_edge_cases():
+    one = summarize([70.0], n_resamples=99)
+    assert one["n"] == 1 and one["mean"] == 70.0 and math.isnan(one["std"]) and math.isnan(one["ci_low"])
+    const = summarize([70.0, 70.0, 70.0], n_resamples=99)  # BCa undefined -> percentile, a point
+    assert (const["ci_low"], const["ci_high"]) == (70.0, 70.0) and const["ci_method"].startswith("percentile")
+    assert summarize([], n_resamples=99)["n"] == 0
+
+
+def test_compare_against_scipy():
+    a, b = [76.1, 76.8, 75.9, 76.5], [75.0, 75.4, 74.6, 75.2, 74.9]
+    c = compare(a, b, shifts=[0.5], n_resamples=999, seed=11, label="t")
+    assert c.delta == pytest.approx(np.mean(a) - np.mean(b))
+    diff = lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis)  # noqa: E731
+    ref = sst.bootstrap((np.array(a), np.array(b)), diff, n_resamples=999, vectorized=True,
+                        rng=rng_for(11, "ci|t"))
+    assert (c.ci_low, c.ci_high) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high))
+    # 4 vs 5 values: 126 partitions < 999 resamples, so scipy runs the exact test; count by hand
+    pooled = np.array(a + b)
+    import itertools
+    stats_ = [pooled[list(i)].mean() - np.delete(pooled, list(i)).mean()
+              for i in itertools.combinations(range(9), 4)]
+    obs = np.mean(a) - np.mean(b)
+    assert c.p_greater[0.0] == pytest.approx(np.mean(np.array(stats_) >= obs - 1e-12))
+    shifted = np.array(a) - 0.5
+    pooled_s = np.concatenate([shifted, b])
+    stats_s = [pooled_s[list(i)].mean() - np.delete(pooled_s, list(i)).mean()
+               for i in itertools.combinations(range(9), 4)]
+    obs_s = shifted.mean() - np.mean(b)
+    assert c.p_greater[0.5] == pytest.approx(np.mean(np.array(stats_s) >= obs_s - 1e-12))
+    assert c.min_p_one_sided == pytest.approx(1 / 126)
+    # Hedges' g from its definition
+    sp = math.sqrt(((4 - 1) * np.var(a, ddof=1) + (5 - 1) * np.var(b, ddof=1)) / 7)
+    assert c.hedges_g == pytest.approx((1 - 3 / (4 * 9 - 9)) * obs / sp)
+    assert hedges_g([1.0], [2.0, 3.0]) != hedges_g([1.0], [2.0, 3.0])  # nan
+
+
+def test_exact_permutation_three_seeds():
+    c = compare([3.0, 3.1, 3.2], [1.0, 1.1, 1.2], n_resamples=9999, seed=0, label="e")
+    assert c.p_greater[0.0] == pytest.approx(1 / 20)
+    assert c.p_two_sided == pytest.approx(2 / 20)
+    assert min_attainable_pvalue(3, 3, 9999) == pytest.approx(0.05)
+    assert min_attainable_pvalue(10, 10, 999) == pytest.approx(1 / 1000)
+
+
+def test_holm():
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    out = holm([0.2, float("nan"), 0.01])
+    assert out[0] == pytest.approx(0.2) and math.isnan(out[1]) and out[2] == pytest.approx(0.02)
+    assert holm([0.6, 0.7]) == pytest.approx([1.0, 1.0])
+
+
+# ---- aggregation end to end --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def agg(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("agg")
+    spec = dict(SMALL_SPEC)
+    # one degenerate CoLA run (seed 2 of TACO-250k) and the TACO-50k cell not run at all
+    deg = write_cell(tmp / "extra", size="tiny", objective="taco", fraction=1.0, step=60,
+                     base={**PAPER_TABLE1_DEV["TACO-250k"], "cola": 0.0}, seeds=[2], tasks=["cola"],
+                     degenerate={("cola", 2): True})
+    out, spec_path = build_aggregate(tmp, spec, seeds=[1, 2, 3],
+                                     skip={("tiny", "taco", 1.0, 20), ("tiny", "taco", 1.0, 60)},
+                                     extra_paths=[])
+    # add TACO-250k with seeds 1..3 where seed 2 CoLA is degenerate
+    paths = []
+    for s in (1, 3):
+        paths += write_cell(tmp / "taco", size="tiny", objective="taco", fraction=1.0, step=60,
+                            base=PAPER_TABLE1_DEV["TACO-250k"], seeds=[s])
+    paths += write_cell(tmp / "taco", size="tiny", objective="taco", fraction=1.0, step=60,
+                        base=PAPER_TABLE1_DEV["TACO-250k"], seeds=[2],
+                        tasks=["mnli", "qqp", "qnli", "sst2", "stsb", "mrpc", "rte"])
+    paths += deg
+    lst = tmp / "inputs.txt"
+    lst.write_text(lst.read_text() + "\n".join(map(str, paths)) + "\n")
+    assert main(["--inputs-from", str(lst), "--analysis", str(spec_path), "--output-dir", str(out)]) == 0
+    return {name: pd.read_csv(out / f"{name}.csv") for name in ("per_seed", "cells", "glue_average")} | {"dir": out}
+
+
+def test_cells_match_numpy(agg):
+    cells = agg["cells"]
+    r = cells[(cells.objective == "mlm") & (cells.step == 60) & (cells.score_key == "qqp")].iloc[0]
+    vals = [PAPER_TABLE1_DEV["MLM-250k"]["qqp"] + seed_offset(s) for s in (1, 2, 3)]
+    vals = [round(v / 100, 12) * 100 for v in vals]
+    assert r.n_seeds == 3 and r.seeds == "1;2;3"
+    assert r["mean"] == pytest.approx(np.mean(vals))
+    assert r["std"] == pytest.approx(np.std(vals, ddof=1))
+    assert r["median"] == pytest.approx(np.median(vals))
+    ref = sst.bootstrap((np.array(vals),), np.mean, n_resamples=199, method="BCa",
+                        rng=rng_for(3, "tiny|mlm|1|60|qqp"))
+    assert r.ci_low == pytest.approx(ref.confidence_interval.low, abs=1e-6)
+    assert r.ci_high == pytest.approx(ref.confidence_interval.high, abs=1e-6)
+    assert r.unit == "GLUE points (x100)"
+
+
+def test_missing_cell_is_explicit(agg):
+    cells = agg["cells"]
+    miss = cells[(cells.objective == "taco") & (cells.step == 20)]
+    assert len(miss) == 9 and (miss.n_seeds == 0).all() and miss["mean"].isna().all()
+    assert miss.note.str.contains("no runs").all()
+    ga = agg["glue_average"]
+    g = ga[(ga.level == "cell") & (ga.objective == "taco") & (ga.step == 20)]
+    assert len(g) == 1 and g.n_seeds.iloc[0] == 0 and math.isnan(g["mean"].iloc[0])
+
+
+def test_degenerate_flagged_not_dropped(agg):
+    ps, cells = agg["per_seed"], agg["cells"]
+    d = ps[(ps.objective == "taco") & (ps.step == 60) & (ps.score_key == "cola")]
+    assert len(d) == 3 and d.degenerate.sum() == 1
+    c = cells[(cells.objective == "taco") & (cells.step == 60) & (cells.score_key == "cola")].iloc[0]
+    assert c.n_seeds == 3 and c.n_degenerate == 1 and "degenerate" in c.note
+    assert c["mean"] == pytest.approx(np.mean(d.value))
+
+
+def test_glue_average_per_seed_and_cell(agg):
+    ga, ps = agg["glue_average"], agg["per_seed"]
+    seeds = ga[(ga.level == "seed") & (ga.objective == "mlm") & (ga.step == 60)]
+    assert len(seeds) == 3 and not seeds.partial.any()
+    for r in seeds.itertuples():
+        v = ps[(ps.objective == "mlm") & (ps.step == 60) & (ps.seed == int(r.seed))]
+        assert r.mean == pytest.approx(v.set_index("score_key").loc[list(GLUE_AVERAGE_KEYS), "value"].mean())
+    cell = ga[(ga.level == "cell") & (ga.objective == "mlm") & (ga.step == 60)].iloc[0]
+    assert cell["mean"] == pytest.approx(seeds["mean"].mean())
+    assert cell.covered_keys == ";".join(GLUE_AVERAGE_KEYS)
+    taco = ga[(ga.level == "cell") & (ga.objective == "taco") & (ga.step == 60)].iloc[0]
+    assert taco.n_seeds == 3 and taco.n_degenerate == 1
+
+
+def test_partial_average_labelled(tmp_path):
+    spec = dict(SMALL_SPEC, tasks=["sst2", "rte"])
+    out, _ = build_aggregate(tmp_path, spec, seeds=[1, 2])
+    ga = pd.read_csv(out / "glue_average.csv")
+    assert ga.partial.all() and (ga.covered_keys == "sst2;rte").all()
+    assert ga.label.str.startswith("partial GLUE avg (2 of 9").all()
+
+
+def test_deterministic(agg, tmp_path):
+    out = agg["dir"]
+    lst = out.parent / "inputs.txt"
+    assert main(["--inputs-from", str(lst), "--analysis", str(out.parent / "analysis.json"),
+                 "--output-dir", str(tmp_path / "again")]) == 0
+    for name in ("per_seed.csv", "cells.csv", "glue_average.csv"):
+        assert (out / name).read_text() == (tmp_path / "again" / name).read_text()
+    assert json.loads((out / "manifest.json").read_text())["kind"] == "aggregate"
+
+
+def test_input_errors(tmp_path):
+    p = write_run(tmp_path, size="tiny", objective="mlm", fraction=1.0, step=60, task="rte", seed=1,
+                  scores={"rte": 0.6})
+    dup = tmp_path / "dup.json"
+    dup.write_text(p.read_text())
+    cfg = validate_analysis(SMALL_SPEC)
+    with pytest.raises(InputError, match="duplicate run"):
+        per_seed_table(load_metrics([p, dup]), cfg)
+    bad = tmp_path / "bad.json"
+    rec = json.loads(p.read_text())
+    del rec["step"]
+    bad.write_text(json.dumps(rec))
+    with pytest.raises(InputError, match=r"bad\.json: missing field 'step'"):
+        load_metrics([bad])
+    cfg2 = validate_analysis(dict(SMALL_SPEC, primary_metric={"rte": "matthews_correlation"}))
+    with pytest.raises(InputError, match="no 'matthews_correlation'"):
+        per_seed_table(load_metrics([p]), cfg2)
+    assert main(["--inputs", str(bad), "--output-dir", str(tmp_path / "o")]) == 2
+    assert main(["--output-dir", str(tmp_path / "o")]) == 2
