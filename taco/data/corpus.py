@@ -1,0 +1,343 @@
+"""Materialize a pre-training corpus as a *documents artifact*.
+
+A documents artifact is a directory written by ``datasets.Dataset.save_to_disk`` with one string
+column ``text`` (one row per document, empty documents removed) plus ``manifest.json``
+(``kind: "corpus"``, the source and its parameters, sha256 of every input file, document and
+character counts, and ``artifact_key``: a hash of everything that determines the content).
+
+Sources:
+
+- ``synthetic``: ``taco.data.synthetic.generate_documents(num_documents, seed)`` (offline default).
+- ``local``: plain-text files or folders (``*.txt``, ``*.tokens``, ``*.raw``, recursively, sorted);
+  one document per blank-line-separated block (``blank_line``), per line (``line``), or per
+  WikiText article (``wikitext_article``: a new document at each `` = Title = `` heading). Optional
+  WikiText detokenization and an ``<unk>`` policy (``taco.data.detokenize``).
+- ``hub``: one or more ``datasets.load_dataset(id, config, split=..., revision=...)`` datasets,
+  concatenated, their ``text`` column kept. Presets: ``paper`` (English Wikipedia + BookCorpus, as
+  the paper; ids are settings) and ``wikitext103`` (WikiText-103 raw, smaller).
+
+CLI: ``taco corpus --source {synthetic,local,hub} ... --output DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from taco.data.detokenize import UNK_POLICIES, apply_unk_policy, wikitext_detokenize
+from taco.manifest import (atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json,
+                           write_manifest)
+
+SOURCES = ("synthetic", "local", "hub")
+SPLIT_BY = ("blank_line", "line", "wikitext_article")
+LOCAL_SUFFIXES = (".txt", ".tokens", ".raw")
+
+#: Hub presets: name -> list of (dataset id, config, split, revision). Not reachable from this
+#: machine, so they are settings: override them with --hub-dataset/--hub-config/--hub-split.
+HUB_PRESETS: dict[str, list[tuple[str, str | None, str, str | None]]] = {
+    # the paper: English Wikipedia + BookCorpus. bookcorpus/bookcorpus is script-based; datasets>=4
+    # reads its parquet conversion branch.
+    "paper": [("wikimedia/wikipedia", "20231101.en", "train", None),
+              ("bookcorpus/bookcorpus", "plain_text", "train", "refs/convert/parquet")],
+    "wikitext103": [("Salesforce/wikitext", "wikitext-103-raw-v1", "train", None)],
+}
+
+_WIKITEXT_TITLE = re.compile(r"^ ?= [^=].* = ?$")
+
+
+class ArtifactMismatchError(FileExistsError):
+    """An artifact exists at the output path but was made from other parameters or inputs."""
+
+
+def check_existing(output: str | os.PathLike, key: str, overwrite: bool = False) -> bool:
+    """Decide what to do with an existing artifact directory before any work starts.
+
+    Returns True when ``output`` holds a finished artifact whose manifest ``artifact_key`` equals
+    ``key`` (reuse it), False when there is nothing there or ``overwrite`` is set (build it).
+
+    Raises:
+        ArtifactMismatchError: ``output`` exists with another key, or without a manifest
+            (an interrupted run), and ``overwrite`` is False. The message names both keys.
+    """
+    output = Path(output)
+    if not output.exists():
+        return False
+    try:
+        found = read_manifest(output).get("artifact_key")
+    except FileNotFoundError:
+        found = None
+    if found == key:
+        return True
+    if overwrite:
+        return False
+    raise ArtifactMismatchError(
+        f"{output} exists but was made {'by an unfinished run' if found is None else 'with other parameters or inputs'} "
+        f"(artifact_key {found} != {key}); remove it or pass --overwrite"
+    )
+
+
+# ------------------------------------------------------------------------------------ local
+
+
+def split_documents(text: str, split_by: str = "blank_line") -> list[str]:
+    """Split a file's text into documents (stripped; empty ones dropped).
+
+    ``blank_line``: blocks separated by lines that are empty or whitespace only, the block's lines
+    joined with a newline. ``line``: one document per non-blank line. ``wikitext_article``: a new
+    document at each top-level heading `` = Title = `` (`` = = Section = = `` stays inside),
+    paragraphs joined with a newline.
+    """
+    lines = text.splitlines()
+    docs: list[str] = []
+    if split_by == "line":
+        return [ln.strip() for ln in lines if ln.strip()]
+    if split_by == "blank_line":
+        cur: list[str] = []
+        for ln in lines + [""]:
+            if ln.strip():
+                cur.append(ln.strip())
+            elif cur:
+                docs.append("\n".join(cur))
+                cur = []
+        return docs
+    if split_by == "wikitext_article":
+        cur = []
+        for ln in lines:
+            if _WIKITEXT_TITLE.match(ln) and cur:
+                docs.append("\n".join(cur))
+                cur = []
+            if ln.strip():
+                cur.append(ln.strip())
+        if cur:
+            docs.append("\n".join(cur))
+        return docs
+    raise ValueError(f"unknown --split-by {split_by!r}; expected one of {SPLIT_BY}")
+
+
+def local_input_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """Expand files and folders (recursively: ``*.txt``, ``*.tokens``, ``*.raw``), sorted per folder.
+
+    Raises FileNotFoundError naming a path that does not exist or a folder with no text files.
+    """
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_file():
+            files.append(p)
+        elif p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in LOCAL_SUFFIXES)
+            if not found:
+                raise FileNotFoundError(f"{p}: folder holds no {'/'.join(LOCAL_SUFFIXES)} files")
+            files.extend(found)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or folder (local corpus input)")
+    if not files:
+        raise ValueError("local corpus needs at least one path (--paths)")
+    return files
+
+
+def read_local_documents(files: Sequence[Path], split_by: str = "blank_line",
+                         detokenize: bool = False, unk_policy: str = "drop") -> list[str]:
+    """Documents of the given files in order: split, then ``<unk>`` policy, then detokenized."""
+    if unk_policy not in UNK_POLICIES:
+        raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
+    docs: list[str] = []
+    for f in files:
+        text = Path(f).read_text(encoding="utf-8")  # universal newlines: CRLF -> \n
+        for d in split_documents(text, split_by):
+            d = apply_unk_policy(d, unk_policy)
+            if detokenize:
+                d = wikitext_detokenize(d)
+            d = d.strip()
+            if d:
+                docs.append(d)
+    return docs
+
+
+# ------------------------------------------------------------------------------------ hub
+
+
+def _hub_specs(datasets_: Sequence[str] | None, configs: Sequence[str | None] | None,
+               splits: Sequence[str] | None, revisions: Sequence[str | None] | None,
+               preset: str | None) -> list[tuple[str, str | None, str, str | None]]:
+    if datasets_:
+        n = len(datasets_)
+
+        def broadcast(values, default, name):
+            values = list(values or [])
+            if not values:
+                return [default] * n
+            if len(values) == 1:
+                return values * n
+            if len(values) != n:
+                raise ValueError(f"--{name} given {len(values)} times for {n} --hub-dataset values")
+            return values
+
+        cfgs = [None if c in (None, "", "none") else c for c in broadcast(configs, None, "hub-config")]
+        return list(zip(datasets_, cfgs, broadcast(splits, "train", "hub-split"),
+                        [None if r in (None, "", "none") else r for r in broadcast(revisions, None, "hub-revision")]))
+    if preset not in HUB_PRESETS:
+        raise ValueError(f"unknown --hub-preset {preset!r}; expected one of {sorted(HUB_PRESETS)}")
+    return list(HUB_PRESETS[preset])
+
+
+def load_hub_documents(specs: Sequence[tuple[str, str | None, str, str | None]], text_column: str = "text",
+                       cache_dir: str | None = None, num_proc: int | None = None):
+    """Concatenate the ``text_column`` of each Hub dataset (as ``text``), empty texts removed.
+
+    Returns ``(datasets.Dataset, [fingerprint per spec])``.
+    """
+    from datasets import concatenate_datasets, load_dataset
+
+    parts, fingerprints = [], []
+    for ds_id, config, split, revision in specs:
+        ds = load_dataset(ds_id, config, split=split, revision=revision, cache_dir=cache_dir, num_proc=num_proc)
+        if text_column not in ds.column_names:
+            raise ValueError(f"{ds_id} ({config}, {split}) has no column {text_column!r} (has {ds.column_names})")
+        ds = ds.select_columns([text_column])
+        if text_column != "text":
+            ds = ds.rename_column(text_column, "text")
+        fingerprints.append(ds._fingerprint)
+        parts.append(ds)
+    ds = parts[0] if len(parts) == 1 else concatenate_datasets(parts)
+    ds = ds.filter(lambda b: [bool(t and t.strip()) for t in b["text"]], batched=True, num_proc=num_proc)
+    return ds, fingerprints
+
+
+# ------------------------------------------------------------------------------------ build
+
+
+def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str | os.PathLike] | None = None,
+                 split_by: str = "blank_line", wikitext_detokenize: bool = False, unk_policy: str = "drop",
+                 hub_datasets: Sequence[str] | None = None, hub_configs: Sequence[str | None] | None = None,
+                 hub_splits: Sequence[str] | None = None, hub_revisions: Sequence[str | None] | None = None,
+                 hub_preset: str = "paper", hub_text_column: str = "text", cache_dir: str | None = None,
+                 num_proc: int | None = None, num_documents: int = 4000, seed: int = 0,
+                 overwrite: bool = False) -> Path:
+    """Build (or reuse) the documents artifact at ``output``; returns its path.
+
+    Errors (bad source/options, missing files) are raised before any work starts. An existing
+    ``output`` made with the same parameters and inputs is reused; one made otherwise raises
+    ``ArtifactMismatchError`` unless ``overwrite``. Written atomically.
+    """
+    t0 = time.time()
+    output = Path(output)
+    if source not in SOURCES:
+        raise ValueError(f"unknown corpus source {source!r}; expected one of {SOURCES}")
+    params: dict[str, Any] = {"source": source}
+    inputs: dict[str, Any] = {}
+    if source == "synthetic":
+        if num_documents < 1:
+            raise ValueError(f"--num-documents must be >= 1, got {num_documents}")
+        params.update(num_documents=num_documents, seed=seed)
+    elif source == "local":
+        if split_by not in SPLIT_BY:
+            raise ValueError(f"unknown --split-by {split_by!r}; expected one of {SPLIT_BY}")
+        if unk_policy not in UNK_POLICIES:
+            raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
+        files = local_input_files(paths or [])
+        params.update(split_by=split_by, wikitext_detokenize=bool(wikitext_detokenize), unk_policy=unk_policy)
+        inputs = {str(f): sha256_file(f) for f in files}
+        # the key depends on file contents and order, not on where the files lie
+        params["input_order"] = [f.name for f in files]
+    else:
+        specs = _hub_specs(hub_datasets, hub_configs, hub_splits, hub_revisions, hub_preset)
+        params.update(hub=[list(s) for s in specs], text_column=hub_text_column)
+    key = sha256_json({"kind": "corpus", "parameters": params,
+                       "inputs": sorted(inputs.values()), "format": 1})
+    if check_existing(output, key, overwrite):
+        print(f"corpus: {output} is up to date (artifact_key {key[:12]})", file=sys.stderr)
+        return output
+
+    from datasets import Dataset, Features, Value
+
+    extra: dict[str, Any] = {}
+    if source == "synthetic":
+        from taco.data.synthetic import generate_documents
+
+        ds = Dataset.from_dict({"text": generate_documents(num_documents, seed)},
+                               features=Features({"text": Value("string")}))
+    elif source == "local":
+        docs = read_local_documents(files, split_by, wikitext_detokenize, unk_policy)
+        if not docs:
+            raise ValueError(f"local corpus {list(map(str, files))}: no non-empty documents")
+        ds = Dataset.from_dict({"text": docs}, features=Features({"text": Value("string")}))
+    else:
+        ds, fps = load_hub_documents(specs, hub_text_column, cache_dir=cache_dir, num_proc=num_proc)
+        extra["hub_fingerprints"] = fps
+    n_chars = sum(len(t) for t in ds["text"]) if len(ds) < 5_000_000 else None
+    with atomic_directory(output, overwrite=True) as tmp:
+        ds.save_to_disk(str(tmp))
+        write_manifest(tmp, build_manifest(
+            "corpus", params, inputs, source=source, artifact_key=key,
+            counts={"documents": len(ds), "characters": n_chars},
+            wall_time_s=round(time.time() - t0, 3), **extra))
+    return output
+
+
+def load_documents(corpus_dir: str | os.PathLike):
+    """The ``datasets.Dataset`` (column ``text``) of a documents artifact; checks its manifest."""
+    from datasets import load_from_disk
+
+    manifest = read_manifest(corpus_dir)
+    if manifest.get("kind") != "corpus":
+        raise ValueError(f"{corpus_dir}: manifest kind is {manifest.get('kind')!r}, expected 'corpus'")
+    ds = load_from_disk(str(corpus_dir))
+    if "text" not in ds.column_names:
+        raise ValueError(f"{corpus_dir}: no 'text' column (has {ds.column_names})")
+    return ds
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="taco corpus", description=__doc__.split("\n")[0])
+    p.add_argument("--source", choices=SOURCES, default="synthetic")
+    p.add_argument("--output", required=True, help="artifact directory to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an artifact made otherwise")
+    g = p.add_argument_group("synthetic")
+    g.add_argument("--num-documents", type=int, default=4000)
+    g.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group("local")
+    g.add_argument("--paths", nargs="+", default=[], help="text files or folders")
+    g.add_argument("--split-by", choices=SPLIT_BY, default="blank_line")
+    g.add_argument("--wikitext-detokenize", action="store_true")
+    g.add_argument("--unk-policy", choices=UNK_POLICIES, default="drop")
+    g = p.add_argument_group("hub (each option repeatable or one value for all datasets)")
+    g.add_argument("--hub-preset", choices=sorted(HUB_PRESETS), default="paper",
+                   help="used when no --hub-dataset is given")
+    g.add_argument("--hub-dataset", action="extend", nargs="+", default=[])
+    g.add_argument("--hub-config", action="extend", nargs="+", default=[])
+    g.add_argument("--hub-split", action="extend", nargs="+", default=[])
+    g.add_argument("--hub-revision", action="extend", nargs="+", default=[])
+    g.add_argument("--hub-text-column", default="text")
+    g.add_argument("--cache-dir", default=None)
+    g.add_argument("--num-proc", type=int, default=None)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        out = build_corpus(
+            args.source, args.output, paths=args.paths, split_by=args.split_by,
+            wikitext_detokenize=args.wikitext_detokenize, unk_policy=args.unk_policy,
+            hub_datasets=args.hub_dataset, hub_configs=args.hub_config, hub_splits=args.hub_split,
+            hub_revisions=args.hub_revision, hub_preset=args.hub_preset,
+            hub_text_column=args.hub_text_column, cache_dir=args.cache_dir, num_proc=args.num_proc,
+            num_documents=args.num_documents, seed=args.seed, overwrite=args.overwrite)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        print(f"taco corpus: error: {e}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

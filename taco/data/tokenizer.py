@@ -1,0 +1,239 @@
+"""The WordPiece tokenizer: bert-base-uncased from a local ``vocab.txt``, from the Hub, or trained.
+
+Output: a ``save_pretrained`` directory (``tokenizer.json`` + ``tokenizer_config.json``) that
+``transformers.AutoTokenizer.from_pretrained(dir)`` loads as a fast BERT tokenizer, plus
+``manifest.json`` with ``tokenizer_hash`` (``tokenizer_hash()``: sha256 of the tokenizer's
+canonical JSON and its special tokens, so two directories that tokenize identically hash the same).
+
+Kinds:
+
+- ``vocab``: the BERT pipeline (BertNormalizer with lower-casing, BertPreTokenizer, WordPiece with
+  ``##`` continuation, ``[CLS] $A [SEP]`` post-processor) over a ``vocab.txt`` (one token per line,
+  id = line number; e.g. ``shared/data/bert/vocab.txt`` = bert-base-uncased, 30522 ids). Built with
+  ``tokenizers`` and ``tokenizer_object=``: in transformers 5, ``BertTokenizerFast(vocab_file=...)``
+  silently maps every word to ``[UNK]``.
+- ``hub``: ``AutoTokenizer.from_pretrained(hub_id)`` (a Hub id or a local directory); must be fast.
+- ``train``: the same pipeline, WordPiece trained with ``tokenizers.trainers.WordPieceTrainer`` on
+  a documents artifact (``taco corpus``); special tokens get ids 0-4: [PAD] [UNK] [CLS] [SEP] [MASK].
+
+CLI: ``taco tokenizer --kind {vocab,hub,train} [--vocab-file F | --hub-id ID | --corpus DIR
+--vocab-size N] [--lowercase/--no-lowercase] --output DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from taco.manifest import atomic_directory, build_manifest, sha256_file, sha256_json, sha256_tree, write_manifest
+
+KINDS = ("vocab", "hub", "train")
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def read_vocab(vocab_file: str | os.PathLike) -> dict[str, int]:
+    """``vocab.txt`` -> {token: line number}. Raises ValueError if a BERT special token is absent."""
+    path = Path(vocab_file)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: vocab file not found (one WordPiece token per line)")
+    vocab: dict[str, int] = {}
+    for i, tok in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        vocab.setdefault(tok, i)
+    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+    if missing:
+        raise ValueError(f"{path}: special token(s) {missing} not in the vocabulary")
+    return vocab
+
+
+def _bert_pipeline(model, vocab: dict[str, int], lowercase: bool):
+    from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers
+
+    tok = Tokenizer(model)
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=None, lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    if vocab:
+        _set_post_processor(tok, vocab)
+    return tok
+
+
+def _set_post_processor(tok, vocab: dict[str, int]) -> None:
+    from tokenizers import processors
+
+    cls, sep = vocab["[CLS]"], vocab["[SEP]"]
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+
+
+def _wrap(tok, lowercase: bool, model_max_length: int = 512):
+    from transformers import BertTokenizerFast
+
+    return BertTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+        cls_token="[CLS]", mask_token="[MASK]", do_lower_case=lowercase, model_max_length=model_max_length)
+
+
+def tokenizer_from_vocab(vocab_file: str | os.PathLike, lowercase: bool = True, model_max_length: int = 512):
+    """A fast BERT WordPiece tokenizer over ``vocab_file`` (ids = line numbers)."""
+    from tokenizers import models
+
+    vocab = read_vocab(vocab_file)
+    model = models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100)
+    return _wrap(_bert_pipeline(model, vocab, lowercase), lowercase, model_max_length)
+
+
+def train_tokenizer(texts, vocab_size: int = 8000, lowercase: bool = True, min_frequency: int = 2,
+                    model_max_length: int = 512):
+    """Train a BERT-style WordPiece tokenizer on an iterable of strings (or of lists of strings)."""
+    from tokenizers import models, trainers
+
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"--vocab-size must exceed {len(SPECIAL_TOKENS)}, got {vocab_size}")
+    tok = _bert_pipeline(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100), {}, lowercase)
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                        special_tokens=list(SPECIAL_TOKENS), continuing_subword_prefix="##",
+                                        show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    _set_post_processor(tok, tok.get_vocab())
+    return _wrap(tok, lowercase, model_max_length)
+
+
+def tokenizer_hash(tokenizer_or_dir: Any) -> str:
+    """sha256 of what determines tokenization: the backend's canonical JSON and special tokens.
+
+    Accepts a fast tokenizer or a ``save_pretrained`` directory. Equal for a tokenizer and its
+    saved-then-loaded copy; different for another vocabulary, lower-casing or special tokens.
+    """
+    tok = tokenizer_or_dir
+    if isinstance(tok, (str, os.PathLike)):
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(tok))
+    if not getattr(tok, "is_fast", False):
+        raise ValueError(f"{type(tok).__name__} is not a fast tokenizer")
+    backend = json.loads(tok.backend_tokenizer.to_str())
+    backend.pop("version", None)
+    backend.pop("truncation", None)
+    backend.pop("padding", None)
+    special = {k: str(v) for k, v in sorted(tok.special_tokens_map.items())}
+    return sha256_json({"backend": backend, "special_tokens": special})
+
+
+def check_tokenizer(tok) -> None:
+    """Raise ValueError unless ``tok`` is fast, has [CLS]/[SEP]/[MASK]/[PAD] and is not all-[UNK]."""
+    if not getattr(tok, "is_fast", False):
+        raise ValueError(f"{type(tok).__name__} is not a fast tokenizer (packing needs one)")
+    for name in ("cls_token_id", "sep_token_id", "mask_token_id", "pad_token_id", "unk_token_id"):
+        if getattr(tok, name, None) is None:
+            raise ValueError(f"tokenizer has no {name.replace('_id', '')}")
+    ids = tok("the of and in", add_special_tokens=False)["input_ids"]
+    if ids and all(i == tok.unk_token_id for i in ids):
+        raise ValueError("tokenizer maps plain English words to [UNK] (broken vocabulary?)")
+
+
+def build_tokenizer(kind: str, output: str | os.PathLike, *, corpus: str | os.PathLike | None = None,
+                    vocab_file: str | os.PathLike | None = None, hub_id: str | None = None,
+                    vocab_size: int = 8000, lowercase: bool = True, min_frequency: int = 2,
+                    model_max_length: int = 512, overwrite: bool = False) -> Path:
+    """Build, save (``save_pretrained``) and hash a tokenizer; returns ``output``.
+
+    An existing ``output`` made the same way is reused; one made otherwise raises
+    ``ArtifactMismatchError`` unless ``overwrite``.
+    """
+    from taco.data.corpus import check_existing, load_documents
+
+    t0 = time.time()
+    output = Path(output)
+    if kind not in KINDS:
+        raise ValueError(f"unknown tokenizer kind {kind!r}; expected one of {KINDS}")
+    params: dict[str, Any] = {"kind": kind, "lowercase": lowercase, "model_max_length": model_max_length}
+    inputs: dict[str, str] = {}
+    if kind == "vocab":
+        if not vocab_file:
+            raise ValueError("--kind vocab needs --vocab-file")
+        inputs["vocab_file"] = sha256_file(vocab_file)
+    elif kind == "hub":
+        if not hub_id:
+            raise ValueError("--kind hub needs --hub-id")
+        params["hub_id"] = str(hub_id)
+        if Path(hub_id).is_dir():
+            inputs["hub_dir"] = sha256_tree(hub_id)
+    else:
+        if not corpus:
+            raise ValueError("--kind train needs --corpus (a `taco corpus` artifact)")
+        params.update(vocab_size=vocab_size, min_frequency=min_frequency)
+        from taco.manifest import read_manifest
+
+        inputs["corpus"] = read_manifest(corpus).get("artifact_key") or sha256_tree(corpus)
+    key = sha256_json({"kind": "tokenizer", "parameters": params, "inputs": inputs, "format": 1})
+    if check_existing(output, key, overwrite):
+        print(f"tokenizer: {output} is up to date", file=sys.stderr)
+        return output
+
+    if kind == "vocab":
+        tok = tokenizer_from_vocab(vocab_file, lowercase, model_max_length)
+    elif kind == "hub":
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(hub_id))
+    else:
+        docs = load_documents(corpus)
+        batches = (docs[i:i + 1000]["text"] for i in range(0, len(docs), 1000))
+        tok = train_tokenizer(batches, vocab_size, lowercase, min_frequency, model_max_length)
+    check_tokenizer(tok)
+    with atomic_directory(output, overwrite=True) as tmp:
+        tok.save_pretrained(str(tmp))
+        write_manifest(tmp, build_manifest(
+            "tokenizer", params, inputs, artifact_key=key, tokenizer_hash=tokenizer_hash(tok),
+            vocab_size=len(tok), special_token_ids={t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS},
+            wall_time_s=round(time.time() - t0, 3)))
+    return output
+
+
+def load_tokenizer(path: str | os.PathLike):
+    """``AutoTokenizer.from_pretrained(path)``, checked to be a usable fast BERT-style tokenizer."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(path))
+    check_tokenizer(tok)
+    return tok
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="taco tokenizer", description=__doc__.split("\n")[0])
+    p.add_argument("--kind", choices=KINDS, default="vocab")
+    p.add_argument("--output", required=True)
+    p.add_argument("--corpus", help="documents artifact (kind train)")
+    p.add_argument("--vocab-file", help="vocab.txt (kind vocab)")
+    p.add_argument("--hub-id", help="Hub id or local save_pretrained dir (kind hub)")
+    p.add_argument("--vocab-size", type=int, default=8000, help="kind train")
+    p.add_argument("--min-frequency", type=int, default=2, help="kind train")
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--model-max-length", type=int, default=512)
+    p.add_argument("--overwrite", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        out = build_tokenizer(args.kind, args.output, corpus=args.corpus, vocab_file=args.vocab_file,
+                              hub_id=args.hub_id, vocab_size=args.vocab_size, lowercase=args.lowercase,
+                              min_frequency=args.min_frequency, model_max_length=args.model_max_length,
+                              overwrite=args.overwrite)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        print(f"taco tokenizer: error: {e}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
