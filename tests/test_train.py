@@ -1,0 +1,213 @@
+"""`taco pretrain`: budget segments, resume after SIGTERM / SIGKILL, immutability, errors, NaN guard.
+
+Tiny preset on CPU, blocks built here (small WordPiece vocabulary, 40 blocks of 32 tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+datasets = pytest.importorskip("datasets")
+
+from taco import train  # noqa: E402
+from taco.manifest import read_manifest, sha256_tree  # noqa: E402
+from taco.runlog import read_log  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_STEPS = 8
+
+
+def _blocks(root: Path) -> Path:
+    import numpy as np
+    from transformers import BertTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(251)]
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)}, do_lower_case=True)
+    assert tok("w0 w1")["input_ids"] == [2, 5, 6, 3]
+    rng = np.random.default_rng(0)
+
+    def rows(n):
+        return {"input_ids": [[2] + rng.integers(5, 256, size=30).tolist() + [3] for _ in range(n)]}
+
+    blocks = root / "blocks"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows(40)),
+                          "validation": datasets.Dataset.from_dict(rows(8))}).save_to_disk(str(blocks))
+    tok.save_pretrained(str(blocks / "tokenizer"))
+    (blocks / "manifest.json").write_text(json.dumps({"kind": "blocks", "fraction": 1.0}))
+    return blocks
+
+
+def _args(blocks, output, state, *extra, until=MAX_STEPS):
+    return ["--blocks", str(blocks), "--objective", "taco", "--size", "tiny", "--max-steps", str(MAX_STEPS),
+            "--warmup-steps", "2", "--until", str(until), "--output", str(output), "--state-dir", str(state),
+            "--per-device-batch-size", "4", "--save-every", "3", "--logging-steps", "2", "--seed", "7",
+            "--device", "cpu", "--no-progress", "--tc-negatives", "8", *extra]
+
+
+def _weights(ckpt: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(ckpt / "model.safetensors"))
+
+
+def _max_diff(a: Path, b: Path) -> float:
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys()
+    return max((wa[k].float() - wb[k].float()).abs().max().item() for k in wa)
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    """0 -> MAX_STEPS in one segment."""
+    root = tmp_path_factory.mktemp("pretrain")
+    blocks = _blocks(root)
+    out = root / "full" / f"step-{MAX_STEPS}"
+    assert train.main(_args(blocks, out, root / "full" / "state")) == 0
+    return root, blocks, out
+
+
+def test_budget_checkpoint_layout_and_logs(full):
+    root, blocks, out = full
+    m = read_manifest(out)
+    for key in ("step", "tokens_seen", "objective", "size", "fraction", "config_hash", "parent_checkpoint",
+                "wall_time_s", "code_version", "packages"):
+        assert key in m, key
+    assert m["step"] == MAX_STEPS and m["tokens_seen"] == MAX_STEPS * 4 * 32
+    assert m["objective"] == "taco" and m["size"] == "tiny" and m["fraction"] == 1.0
+    assert m["parent_checkpoint"] is None
+    ts = out / "trainer_state"
+    for f in ("optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"):
+        assert (ts / f).is_file(), f
+    assert json.loads((ts / "trainer_state.json").read_text())["global_step"] == MAX_STEPS
+    # a plain BERT: loadable without this package's model class
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    AutoModelForMaskedLM.from_pretrained(str(out))
+    assert len(AutoTokenizer.from_pretrained(str(out))) == 256
+    # logs: loss components, lr, grad norm, throughput; JSONL + TensorBoard; scratch removed
+    logs = [r for r in read_log(out.parent / "state" / "logs") if r.get("event") == "log" and "loss" in r]
+    assert logs and all(k in logs[-1] for k in ("loss", "mlm_loss", "tc_loss", "learning_rate", "grad_norm",
+                                                "tokens_per_s", "step_time_s"))
+    assert list((out.parent / "state" / "logs" / "tensorboard").glob("events.out.tfevents*"))
+    assert not list((out.parent / "state").glob("checkpoint-*"))
+
+
+def test_segments_equal_one_run_and_budget_untouched(full):
+    root, blocks, out_full = full
+    a = root / "seg" / "step-3"
+    b = root / "seg" / f"step-{MAX_STEPS}"
+    assert train.main(_args(blocks, a, root / "seg" / "state-3", until=3)) == 0
+    before = sha256_tree(a, exclude=())
+    assert train.main(_args(blocks, b, root / "seg" / f"state-{MAX_STEPS}", "--resume-from", str(a))) == 0
+    assert sha256_tree(a, exclude=()) == before  # resuming never touches the parent budget
+    assert _max_diff(out_full, b) <= 1e-6
+    mb = read_manifest(b)
+    assert mb["parent_checkpoint"] == str(a) and mb["step"] == MAX_STEPS
+    assert mb["config_hash"] == read_manifest(out_full)["config_hash"]
+    # a finished budget is never rewritten
+    assert train.main(_args(blocks, b, root / "seg" / "again", "--resume-from", str(a))) == 2
+    assert train.main(_args(blocks, a, root / "seg" / "again", until=3)) == 2
+    assert sha256_tree(a, exclude=()) == before
+
+
+def _spawn(args, log):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
+    return subprocess.Popen([sys.executable, "-m", "taco", "pretrain", *args], stdout=log, stderr=subprocess.STDOUT,
+                            env=env, cwd=str(REPO))
+
+
+def _wait_for_state(state: Path, step_at_least: int, proc, timeout=120.0) -> int:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        steps = [int(p.parent.name.split("-")[1]) for p in state.glob("checkpoint-*/taco_state.json")]
+        if steps and max(steps) >= step_at_least:
+            return max(steps)
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (rc {proc.returncode}) before a state was saved")
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("no intermediate state appeared in time")
+
+
+def test_sigterm_then_sigkill_resume_equals_uninterrupted(full, tmp_path):
+    """SLURM's time limit: SIGTERM -> state saved, exit 143; a later SIGKILL -> rerun resumes."""
+    root, blocks, out_full = full
+    out, state = tmp_path / f"step-{MAX_STEPS}", tmp_path / "state"
+    args = _args(blocks, out, state, "--debug-step-sleep", "0.4")
+    with open(tmp_path / "run1.log", "w") as log:
+        p = _spawn(args, log)
+        _wait_for_state(state, 1, p)  # first periodic state (step 3) is written
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=120)
+    assert rc == train.EXIT_INTERRUPTED, (tmp_path / "run1.log").read_text()[-3000:]
+    assert not out.exists()
+    saved = max(s for s, _ in train.valid_states(state, read_manifest(out_full)["config_hash"]))
+    assert 3 <= saved < MAX_STEPS
+    with open(tmp_path / "run2.log", "w") as log:
+        p = _spawn(args, log)
+        _wait_for_state(state, saved + 1, p)  # resumed and saved again (step 6)
+        p.kill()  # SIGKILL: no chance to save
+        p.wait(timeout=60)
+    assert not out.exists()
+    assert train.main(_args(blocks, out, state)) == 0
+    events = [r["event"] for r in read_log(state / "logs")]
+    assert events.count("resume_state") == 2 and "interrupted" in events
+    assert _max_diff(out_full, out) <= 1e-6
+
+
+def test_errors_before_work(full, tmp_path):
+    root, blocks, out_full = full
+    st = tmp_path / "st"
+    # budgets must increase and stay within the run
+    assert train.main(_args(blocks, tmp_path / "x", st, "--resume-from", str(out_full), until=MAX_STEPS)) == 2
+    assert train.main(_args(blocks, tmp_path / "x", st, until=MAX_STEPS + 1)) == 2
+    # missing / incomplete checkpoint, unknown objective, missing blocks
+    assert train.main(_args(blocks, tmp_path / "x", st, "--resume-from", str(tmp_path / "nope"))) == 2
+    (tmp_path / "partial").mkdir()
+    assert train.main(_args(blocks, tmp_path / "x", st, "--resume-from", str(tmp_path / "partial"))) == 2
+    bad = _args(blocks, tmp_path / "x", st)
+    bad[bad.index("--objective") + 1] = "bogus"
+    assert train.main(bad) == 2
+    assert train.main(_args(tmp_path / "noblocks", tmp_path / "x", st)) == 2
+    # continuing a checkpoint with other settings (different lr) is refused
+    a = root / "seg" / "step-3"
+    if a.exists():
+        assert train.main(_args(blocks, tmp_path / "x", st, "--resume-from", str(a), "--lr", "3e-4")) == 2
+    assert not (tmp_path / "x").exists() and not st.exists()
+
+
+def test_nonfinite_loss_stops_without_checkpoint(full, tmp_path, monkeypatch, capsys):
+    from taco import modeling
+
+    root, blocks, _ = full
+    orig = modeling.TacoForPreTraining.forward
+    calls = {"n": 0}
+
+    def poisoned(self, *a, **kw):
+        out = orig(self, *a, **kw)
+        calls["n"] += 1
+        if calls["n"] >= 5:  # optimizer step 5 (no accumulation): TC becomes NaN
+            out.tc_loss = out.tc_loss * float("nan")
+            out.loss = out.mlm_loss + out.tc_loss
+        return out
+
+    monkeypatch.setattr(modeling.TacoForPreTraining, "forward", poisoned)
+    out, state = tmp_path / "out", tmp_path / "state"
+    assert train.main(_args(blocks, out, state)) == train.EXIT_NONFINITE
+    err = capsys.readouterr().err
+    assert "step 5" in err and "'tc'" in err
+    assert not out.exists()
+    steps = sorted(int(p.name.split("-")[1]) for p in state.glob("checkpoint-*"))
+    assert steps == [3]  # the last good state only; nothing saved after the NaN
+    ev = [r for r in read_log(state / "logs") if r.get("event") == "nonfinite_loss"]
+    assert ev and ev[0]["step"] == 5 and ev[0]["component"] == "tc"
