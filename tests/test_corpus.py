@@ -1,0 +1,105 @@
+"""Corpus artifacts: synthetic, local (WikiText-2 from shared data), Hub path on local parquet."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from taco.data.corpus import ArtifactMismatchError, build_corpus, load_documents, main, split_documents
+from taco.data.detokenize import apply_unk_policy, wikitext_detokenize
+from taco.data.synthetic import generate_documents
+
+
+def test_detokenizer_rules():
+    assert wikitext_detokenize("a well @-@ known 1 @,@ 000 ( 2 @.@ 5 % ) , he said .") == \
+        "a well-known 1,000 (2.5 %), he said."
+    assert wikitext_detokenize('the " best " players \' home') == 'the "best" players\' home'
+    assert wikitext_detokenize(" = = History = = ") == " == History == "
+    assert wikitext_detokenize("John 's dog") == "John's dog"
+    assert apply_unk_policy("a <unk> b <unk>", "drop") == "a b "
+    assert apply_unk_policy("<unk> x <unk>y", "keep_unk_token") == "[UNK] x <unk>y"
+    with pytest.raises(ValueError, match="unknown <unk> policy"):
+        apply_unk_policy("x", "map")
+
+
+def test_split_documents():
+    text = "a\nb\n \n\nc\n  \nd"
+    assert split_documents(text, "blank_line") == ["a\nb", "c", "d"]
+    assert split_documents(text, "line") == ["a", "b", "c", "d"]
+    wt = " \n = T1 = \n \n p1 \n \n = = S = = \n \n p2 \n = T2 = \n p3 \n"
+    assert split_documents(wt, "wikitext_article") == ["= T1 =\np1\n= = S = =\np2", "= T2 =\np3"]
+
+
+def test_synthetic_corpus_artifact(tmp_path):
+    out = build_corpus("synthetic", tmp_path / "c", num_documents=50, seed=1)
+    ds = load_documents(out)
+    assert ds["text"] == generate_documents(50, seed=1)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["kind"] == "corpus" and m["counts"]["documents"] == 50
+    assert m["parameters"] == {"source": "synthetic", "num_documents": 50, "seed": 1}
+    stamp = (out / "manifest.json").stat().st_mtime_ns
+    build_corpus("synthetic", out, num_documents=50, seed=1)  # same parameters: reused
+    assert (out / "manifest.json").stat().st_mtime_ns == stamp
+    with pytest.raises(ArtifactMismatchError, match="other parameters"):
+        build_corpus("synthetic", out, num_documents=50, seed=2)
+    build_corpus("synthetic", out, num_documents=50, seed=2, overwrite=True)
+    assert load_documents(out)["text"] == generate_documents(50, seed=2)
+
+
+def test_local_wikitext2(shared_data, tmp_path):
+    src = shared_data / "corpus" / "wikitext-2" / "valid.txt"
+    lines = src.read_text(encoding="utf-8").splitlines()
+    # independent counts: a block starts at a non-blank line after a blank one (or the file start)
+    n_blocks = sum(1 for i, ln in enumerate(lines) if ln.strip() and (i == 0 or not lines[i - 1].strip()))
+    n_articles = sum(1 for ln in lines if ln.startswith(" = ") and not ln.startswith(" = = "))
+    n_unk = sum(ln.split().count("<unk>") for ln in lines)
+    assert n_unk > 0
+
+    blocks = load_documents(build_corpus("local", tmp_path / "b", paths=[src], unk_policy="keep_unk_token"))
+    assert len(blocks) == n_blocks
+    assert sum(d.split().count("[UNK]") for d in blocks["text"]) == n_unk
+
+    art = build_corpus("local", tmp_path / "a", paths=[src], split_by="wikitext_article",
+                       wikitext_detokenize=True, unk_policy="drop")
+    docs = load_documents(art)["text"]
+    assert len(docs) == n_articles
+    assert not any("<unk>" in d or " @-@ " in d or " @,@ " in d for d in docs)
+    assert docs[0].startswith("= Homarus gammarus =\nHomarus gammarus, known as the European lobster")
+    m = json.loads((art / "manifest.json").read_text())
+    assert list(m["inputs"].values()) == ["f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8"] or \
+        len(list(m["inputs"].values())[0]) == 64
+    # a folder input: every *.txt/*.tokens/*.raw file in it, sorted
+    folder = load_documents(build_corpus("local", tmp_path / "f", paths=[src.parent], split_by="line"))
+    assert len(folder) > n_blocks
+
+
+def test_local_errors(tmp_path, capsys):
+    assert main(["--source", "local", "--paths", str(tmp_path / "nope.txt"), "--output", str(tmp_path / "o")]) == 2
+    assert "nope.txt" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no"):
+        build_corpus("local", tmp_path / "o", paths=[tmp_path / "empty"])
+    with pytest.raises(ValueError, match="unknown corpus source"):
+        build_corpus("web", tmp_path / "o")
+
+
+def test_hub_source_on_local_parquet(tmp_path):
+    """The Hub code path (load_dataset(id, config, split)) on folders laid out like Hub repos."""
+    from datasets import Dataset
+
+    wiki, books = tmp_path / "wiki", tmp_path / "books"
+    (wiki / "20231101.en").mkdir(parents=True)
+    Dataset.from_dict({"id": ["1", "2", "3"], "title": ["A", "B", "C"], "text": ["alpha doc", "  ", "gamma doc"]}) \
+        .to_parquet(str(wiki / "20231101.en" / "train-00000-of-00001.parquet"))
+    (wiki / "README.md").write_text("---\nconfigs:\n- config_name: 20231101.en\n  data_files:\n"
+                                    "  - split: train\n    path: 20231101.en/train-*\n---\n")
+    (books / "data").mkdir(parents=True)
+    Dataset.from_dict({"text": ["book one", "book two"]}).to_parquet(str(books / "data" / "train-00000-of-00001.parquet"))
+    out = build_corpus("hub", tmp_path / "hub", hub_datasets=[str(wiki), str(books)],
+                       hub_configs=["20231101.en", "none"], hub_splits=["train"],
+                       cache_dir=str(tmp_path / "cache"))
+    assert load_documents(out)["text"] == ["alpha doc", "gamma doc", "book one", "book two"]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["parameters"]["hub"][0] == [str(wiki), "20231101.en", "train", None]
+    assert len(m["hub_fingerprints"]) == 2
