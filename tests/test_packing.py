@@ -1,0 +1,120 @@
+"""Packing invariants: framing, no token lost but the final remainder, determinism, the fraction
+subset property, a validation split independent of the fraction, manifest contents, and refusal
+to reuse an artifact made with other parameters."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from taco.data.corpus import ArtifactMismatchError, build_corpus, load_documents
+from taco.data.packing import BlockPacker, load_packed, pack_documents, split_documents_for_packing
+from taco.data.tokenizer import build_tokenizer, load_tokenizer, tokenizer_hash
+
+L = 64
+
+
+@pytest.fixture(scope="module")
+def inputs(shared_data, tmp_path_factory):
+    base = tmp_path_factory.mktemp("pack")
+    corpus = build_corpus("synthetic", base / "corpus", num_documents=240, seed=0)
+    tok = build_tokenizer("vocab", base / "tok", vocab_file=shared_data / "bert" / "vocab.txt")
+    full = pack_documents(corpus, tok, base / "full", max_seq_length=L, seed=3, validation_fraction=0.05)
+    return base, corpus, tok, full
+
+
+def _stream(tok, texts):
+    """The expected token stream, built independently with the transformers call path."""
+    ids = tok(list(texts), add_special_tokens=False)["input_ids"]
+    out = []
+    for doc in ids:
+        if doc:
+            out += doc + [tok.sep_token_id]
+    return out
+
+
+def test_blocks_framed_and_nothing_lost(inputs):
+    _, corpus, tok_dir, full = inputs
+    dd, manifest = load_packed(full)
+    tok = load_tokenizer(tok_dir)
+    docs = load_documents(corpus)["text"]
+    train_ids, val_ids = split_documents_for_packing(len(docs), seed=3, fraction=1.0, validation_fraction=0.05)
+    assert len(val_ids) == 12 and len(train_ids) == 228  # ceil(0.05 * 240), the rest
+    for split, ids in (("train", train_ids), ("validation", val_ids)):
+        blocks = np.array(dd[split]["input_ids"])
+        assert blocks.shape[1] == L
+        assert (blocks[:, 0] == tok.cls_token_id).all() and (blocks[:, -1] == tok.sep_token_id).all()
+        stream = _stream(tok, [docs[i] for i in ids])
+        n = len(stream) // (L - 2)
+        assert blocks.shape[0] == n  # only the final remainder (< L - 2 tokens) is missing
+        assert blocks[:, 1:-1].ravel().tolist() == stream[: n * (L - 2)]
+        assert manifest["counts"]["dropped_tokens"][split] == len(stream) - n * (L - 2)
+        assert manifest["counts"]["stream_tokens"][split] == len(stream)
+        assert manifest["counts"]["blocks"][split] == n
+
+
+def test_manifest_and_tokenizer_copy(inputs):
+    _, corpus, tok_dir, full = inputs
+    m = json.loads((full / "manifest.json").read_text())
+    assert m["kind"] == "packed" and m["max_seq_length"] == L and m["fraction"] == 1.0 and m["seed"] == 3
+    assert m["tokenizer_hash"] == tokenizer_hash(tok_dir) == tokenizer_hash(full / "tokenizer")
+    assert m["inputs"]["tokenizer_hash"] == m["tokenizer_hash"]
+    assert len(m["inputs"]["corpus_data_sha256"]) == 64 and len(m["inputs"]["corpus_manifest_sha256"]) == 64
+    assert m["source"]["source"] == "synthetic"
+    assert m["counts"]["documents"] == {"train": 228, "validation": 12} and m["counts"]["documents_total"] == 240
+    assert m["counts"]["tokens"]["train"] + m["counts"]["documents"]["train"] == m["counts"]["stream_tokens"]["train"]
+    assert load_tokenizer(full / "tokenizer")("hello")["input_ids"] == [101, 7592, 102]
+
+
+def test_deterministic_fraction_subset_and_refusal(inputs):
+    base, corpus, tok, full = inputs
+    again = pack_documents(corpus, tok, base / "again", max_seq_length=L, seed=3, validation_fraction=0.05)
+    a, ma = load_packed(full)
+    b, mb = load_packed(again)
+    assert a["train"]["input_ids"] == b["train"]["input_ids"] and ma["artifact_key"] == mb["artifact_key"]
+
+    quarter = pack_documents(corpus, tok, base / "q", max_seq_length=L, seed=3, fraction=0.25, validation_fraction=0.05)
+    q, mq = load_packed(quarter)
+    assert q["validation"]["input_ids"] == a["validation"]["input_ids"]  # same held-out blocks
+    assert mq["counts"]["documents"]["train"] == 57  # round(0.25 * 228)
+    t_full, _ = split_documents_for_packing(240, 3, 1.0, 0.05)
+    t_q, _ = split_documents_for_packing(240, 3, 0.25, 0.05)
+    t_half, _ = split_documents_for_packing(240, 3, 0.5, 0.05)
+    assert set(t_q) < set(t_half) < set(t_full)
+    assert mq["artifact_key"] != ma["artifact_key"]
+
+    # the official code's bug: a full-data cache reused for a 25% run. Here it is refused.
+    with pytest.raises(ArtifactMismatchError):
+        pack_documents(corpus, tok, full, max_seq_length=L, seed=3, fraction=0.25, validation_fraction=0.05)
+    with pytest.raises(ArtifactMismatchError):
+        pack_documents(corpus, tok, full, max_seq_length=128, seed=3, validation_fraction=0.05)
+    stamp = (full / "manifest.json").stat().st_mtime_ns
+    pack_documents(corpus, tok, full, max_seq_length=L, seed=3, validation_fraction=0.05)  # same: reused
+    assert (full / "manifest.json").stat().st_mtime_ns == stamp
+
+
+def test_validation_blocks_exact(inputs):
+    base, corpus, tok, _ = inputs
+    out = pack_documents(corpus, tok, base / "vb", max_seq_length=L, seed=0, validation_blocks=7)
+    dd, m = load_packed(out)
+    assert len(dd["validation"]) == 7 and m["counts"]["blocks"]["validation"] == 7
+    assert m["counts"]["documents"]["train"] + m["counts"]["documents"]["validation"] == 240
+    with pytest.raises(ValueError, match="too small"):
+        pack_documents(corpus, tok, base / "vb2", max_seq_length=L, seed=0, validation_blocks=10**6)
+    assert not (base / "vb2").exists()
+
+
+def test_packer_carries_remainder_across_batches():
+    """group_texts drops a remainder per batch; the packer carries it (same blocks as one batch)."""
+    docs = [list(range(10 * k, 10 * k + n)) for k, n in enumerate([5, 0, 7, 3, 9, 4, 6])]
+    one = BlockPacker(6, cls_id=-1, sep_id=-2, separator_id=-3)
+    whole = one.add(docs)
+    many = BlockPacker(6, cls_id=-1, sep_id=-2, separator_id=-3)
+    parts = np.concatenate([many.add(docs[i:i + 2]) for i in range(0, len(docs), 2)])
+    assert whole.tolist() == parts.tolist()
+    # 34 tokens + 6 separators (the empty document gets none) = 40 -> 10 blocks of 4, none dropped
+    assert whole.shape == (10, 6) and one.counts()["dropped_tokens"] == 0
+    assert one.counts()["empty_documents"] == 1
+    assert whole[0].tolist() == [-1, 0, 1, 2, 3, -2] and whole[1].tolist() == [-1, 4, -3, 20, 21, -2]
