@@ -24,7 +24,7 @@ from taco.manifest import read_manifest, sha256_tree  # noqa: E402
 from taco.runlog import read_log  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-MAX_STEPS = 8
+MAX_STEPS = 6
 
 
 def _blocks(root: Path) -> Path:
@@ -50,7 +50,7 @@ def _blocks(root: Path) -> Path:
 def _args(blocks, output, state, *extra, until=MAX_STEPS):
     return ["--blocks", str(blocks), "--objective", "taco", "--size", "tiny", "--max-steps", str(MAX_STEPS),
             "--warmup-steps", "2", "--until", str(until), "--output", str(output), "--state-dir", str(state),
-            "--per-device-batch-size", "4", "--save-every", "3", "--logging-steps", "2", "--seed", "7",
+            "--per-device-batch-size", "4", "--save-every", "2", "--logging-steps", "2", "--seed", "7",
             "--device", "cpu", "--no-progress", "--tc-negatives", "8", *extra]
 
 
@@ -146,16 +146,16 @@ def test_sigterm_then_sigkill_resume_equals_uninterrupted(full, tmp_path):
     args = _args(blocks, out, state, "--debug-step-sleep", "0.4")
     with open(tmp_path / "run1.log", "w") as log:
         p = _spawn(args, log)
-        _wait_for_state(state, 1, p)  # first periodic state (step 3) is written
+        _wait_for_state(state, 1, p)  # first periodic state (step 2) is written
         p.send_signal(signal.SIGTERM)
         rc = p.wait(timeout=120)
     assert rc == train.EXIT_INTERRUPTED, (tmp_path / "run1.log").read_text()[-3000:]
     assert not out.exists()
     saved = max(s for s, _ in train.valid_states(state, read_manifest(out_full)["config_hash"]))
-    assert 3 <= saved < MAX_STEPS
+    assert 2 <= saved < MAX_STEPS
     with open(tmp_path / "run2.log", "w") as log:
         p = _spawn(args, log)
-        _wait_for_state(state, saved + 1, p)  # resumed and saved again (step 6)
+        _wait_for_state(state, saved + 1, p)  # resumed and saved again
         p.kill()  # SIGKILL: no chance to save
         p.wait(timeout=60)
     assert not out.exists()
@@ -196,7 +196,7 @@ def test_nonfinite_loss_stops_without_checkpoint(full, tmp_path, monkeypatch, ca
     def poisoned(self, *a, **kw):
         out = orig(self, *a, **kw)
         calls["n"] += 1
-        if calls["n"] >= 5:  # optimizer step 5 (no accumulation): TC becomes NaN
+        if calls["n"] >= 3:  # optimizer step 3 (no accumulation): TC becomes NaN
             out.tc_loss = out.tc_loss * float("nan")
             out.loss = out.mlm_loss + out.tc_loss
         return out
@@ -205,9 +205,9 @@ def test_nonfinite_loss_stops_without_checkpoint(full, tmp_path, monkeypatch, ca
     out, state = tmp_path / "out", tmp_path / "state"
     assert train.main(_args(blocks, out, state)) == train.EXIT_NONFINITE
     err = capsys.readouterr().err
-    assert "step 5" in err and "'tc'" in err
+    assert "step 3" in err and "'tc'" in err
     assert not out.exists()
     steps = sorted(int(p.name.split("-")[1]) for p in state.glob("checkpoint-*"))
-    assert steps == [3]  # the last good state only; nothing saved after the NaN
+    assert steps == [2]  # the last good state only; nothing saved after the NaN
     ev = [r for r in read_log(state / "logs") if r.get("event") == "nonfinite_loss"]
-    assert ev and ev[0]["step"] == 5 and ev[0]["component"] == "tc"
+    assert ev and ev[0]["step"] == 3 and ev[0]["component"] == "tc"

@@ -1,0 +1,128 @@
+"""`taco finetune`: metrics.json / predictions.tsv format, same seed -> same metrics, MNLI two dev
+splits, regression, errors before work. Tiny checkpoint on CPU, real GLUE subsets from shared/."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from taco import finetune  # noqa: E402
+from taco.manifest import build_manifest, sha256_file, write_manifest  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+if not SHARED.is_dir():
+    SHARED = Path("/work/shared/data")
+VOCAB_TXT = SHARED / "bert" / "vocab.txt"
+GLUE_DIR = SHARED / "glue"
+
+
+def _bert_tokenizer():
+    if not VOCAB_TXT.is_file():
+        pytest.skip(f"{VOCAB_TXT} absent: cannot build the BERT tokenizer")
+    from transformers import BertTokenizerFast
+
+    vocab = {}
+    for i, line in enumerate(VOCAB_TXT.read_text(encoding="utf-8").splitlines()):
+        vocab.setdefault(line, i)
+    tok = BertTokenizerFast(vocab=vocab, do_lower_case=True)
+    assert tok("the cat")["input_ids"] == [101, 1996, 4937, 102]
+    return tok
+
+
+def _checkpoint(path: Path, tok, vocab_size: int | None = None) -> Path:
+    from taco.modeling import TacoForPreTraining, bert_config
+
+    torch.manual_seed(0)
+    model = TacoForPreTraining(bert_config("tiny", vocab_size or len(tok)), objective="taco")
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    write_manifest(path, build_manifest("pretrain", {}, step=10, tokens_seen=1280, objective="taco", size="tiny",
+                                        size_preset="tiny", fraction=1.0, config_hash="x", parent_checkpoint=None,
+                                        wall_time_s=1.0))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    return _checkpoint(tmp_path_factory.mktemp("ft") / "step-10", _bert_tokenizer())
+
+
+def _ft(ckpt, out, task="rte", *extra, source="local"):
+    args = ["--checkpoint", str(ckpt), "--task", task, "--seed", "3", "--glue-source", source,
+            "--output", str(out), "--max-train-samples", "32", "--max-eval-samples", "32", "--epochs", "2",
+            "--max-length", "64", "--batch-size", "16", "--warmup-steps", "2", "--device", "cpu", "--no-progress", *extra]
+    if source == "local":
+        args += ["--glue-dir", str(GLUE_DIR)]
+    return finetune.main(args)
+
+
+def test_rte_metrics_format_and_same_seed_same_metrics(ckpt, tmp_path):
+    if not (GLUE_DIR / "RTE" / "train.tsv").is_file():
+        pytest.skip("shared GLUE RTE absent")
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _ft(ckpt, a) == 0 and _ft(ckpt, b) == 0
+    ma, mb = (json.loads((d / "metrics.json").read_text()) for d in (a, b))
+    for key in ("task", "seed", "size", "objective", "fraction", "step", "checkpoint",
+                "checkpoint_manifest_sha256", "report_rule", "reported_epoch", "epochs", "scores",
+                "degenerate", "n_dev", "wall_time_s", "hyperparameters"):
+        assert key in ma, key
+    assert ma["task"] == "rte" and ma["seed"] == 3 and ma["step"] == 10 and ma["objective"] == "taco"
+    assert ma["checkpoint_manifest_sha256"] == sha256_file(ckpt / "manifest.json")
+    assert ma["report_rule"] == "last" and ma["reported_epoch"] == 2 and len(ma["epochs"]) == 2
+    assert set(ma["scores"]) == {"rte"} and "accuracy" in ma["scores"]["rte"]
+    assert ma["n_dev"] == {"rte": 32} and isinstance(ma["degenerate"]["rte"], bool)
+    hp = ma["hyperparameters"]
+    assert hp["learning_rate"] == 5e-5 and hp["epochs"] == 2 and hp["batch_size"] == 16 and hp["max_length"] == 64
+    # same seed, same machine: same metrics and predictions
+    assert ma["epochs"] == mb["epochs"] and ma["scores"] == mb["scores"]
+    assert (a / "predictions.tsv").read_text() == (b / "predictions.tsv").read_text()
+    rows = list(csv.DictReader(open(a / "predictions.tsv"), delimiter="\t"))
+    assert len(rows) == 32 and set(rows[0]) == {"split", "idx", "prediction", "label"}
+    assert rows[0]["split"] == "validation" and rows[0]["idx"] == "0"
+    # never overwrite a result
+    assert _ft(ckpt, a) == 2
+
+
+def test_mnli_both_dev_splits_and_best_rule(ckpt, tmp_path):
+    out = tmp_path / "mnli"
+    assert _ft(ckpt, out, "mnli", "--report-rule", "best", source="synthetic") == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert set(m["scores"]) == {"mnli_m", "mnli_mm"} and set(m["n_dev"]) == {"mnli_m", "mnli_mm"}
+    assert all(set(e["scores"]) == {"mnli_m", "mnli_mm"} for e in m["epochs"])
+    assert m["report_rule"] == "best" and m["reported_epoch"] in (1, 2)
+    best = max(m["epochs"], key=lambda e: (sum(s["accuracy"] for s in e["scores"].values()), -e["epoch"]))
+    assert m["reported_epoch"] == best["epoch"]
+    splits = {r["split"] for r in csv.DictReader(open(out / "predictions.tsv"), delimiter="\t")}
+    assert splits == {"validation_matched", "validation_mismatched"}
+
+
+def test_stsb_regression(ckpt, tmp_path):
+    out = tmp_path / "stsb"
+    assert _ft(ckpt, out, "stsb", "--epochs", "1", source="synthetic") == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert set(m["scores"]["stsb"]) == {"pearson", "spearmanr"}
+    rows = list(csv.DictReader(open(out / "predictions.tsv"), delimiter="\t"))
+    float(rows[0]["prediction"]), float(rows[0]["label"])
+
+
+def test_errors_before_work(ckpt, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert _ft(tmp_path / "missing", out) == 2
+    (tmp_path / "nomanifest").mkdir()
+    assert _ft(tmp_path / "nomanifest", out) == 2
+    assert "manifest" in capsys.readouterr().err
+    assert _ft(ckpt, out, "squad") == 2
+    assert "unknown GLUE task" in capsys.readouterr().err
+    assert finetune.main(["--checkpoint", str(ckpt), "--task", "rte", "--glue-source", "local",
+                          "--output", str(out)]) == 2  # local without --glue-dir
+    # tokenizer (30522 tokens) and checkpoint vocabulary (256) disagree
+    bad = _checkpoint(tmp_path / "bad", _bert_tokenizer(), vocab_size=256)
+    assert _ft(bad, out) == 2
+    assert "disagree" in capsys.readouterr().err
+    assert not out.exists()
