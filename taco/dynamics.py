@@ -285,40 +285,6 @@ def bootstrap_summary(per_block: np.ndarray, seed: int, n_resamples: int = N_RES
     return out
 
 
-def _fallback_mask_tokens(input_ids, special_tokens_mask, attention_mask, mask_token_id, vocab_size,
-                          mlm_probability=0.15, generator=None):
-    """BERT masking (15 %, 80/10/10), used only while ``taco.objectives.mask_tokens`` is absent.
-
-    Args/returns as ``taco.objectives.mask_tokens``: (corrupted_ids, labels), LongTensors (B, L);
-    labels are -100 at positions not selected. Special tokens and padding are never selected.
-    """
-    import torch
-
-    kw = {"generator": generator, "device": input_ids.device}
-    eligible = ~special_tokens_mask.bool()
-    if attention_mask is not None:
-        eligible &= attention_mask.bool()
-    selected = (torch.rand(input_ids.shape, **kw) < mlm_probability) & eligible
-    labels = torch.where(selected, input_ids, torch.full_like(input_ids, -100))
-    r = torch.rand(input_ids.shape, **kw)
-    corrupted = input_ids.clone()
-    corrupted[selected & (r < 0.8)] = mask_token_id
-    randomise = selected & (r >= 0.8) & (r < 0.9)
-    random_ids = torch.randint(vocab_size, input_ids.shape, dtype=input_ids.dtype, **kw)
-    corrupted[randomise] = random_ids[randomise]
-    return corrupted, labels
-
-
-def _mask_tokens_impl():
-    """The shared ``taco.objectives.mask_tokens`` when present, else the private fallback."""
-    try:
-        from taco.objectives import mask_tokens  # type: ignore[attr-defined]
-
-        return mask_tokens, "taco.objectives.mask_tokens"
-    except ImportError:
-        return _fallback_mask_tokens, "taco.dynamics._fallback_mask_tokens"
-
-
 def sample_baseline_tokens(targets: np.ndarray, pool: np.ndarray, rng: np.random.Generator,
                            tries: int = 16) -> np.ndarray:
     """Random-token baseline ids: draws from ``pool`` (the sample's unigram distribution), != target.
@@ -402,7 +368,8 @@ def _resolve_device(name: str):
 
 def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *, split: str = "validation",
                      num_blocks: int = 64, max_pairs: int = 200_000, seed: int = 0, batch_size: int = 16,
-                     device: str = "auto", mlm_probability: float = 0.15) -> dict[str, Any]:
+                     device: str = "auto", mlm_probability: float = 0.15,
+                     n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     """All measures for one checkpoint (see the module docstring); returns the ``dynamics.json`` dict.
 
     Args:
@@ -415,6 +382,8 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         seed: fixes the block sample, the masking, the pairs, the baseline tokens and the bootstrap.
         batch_size: blocks per forward pass (does not change the numbers beyond float round-off).
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
+        mlm_probability: masking rate for the anchor-alignment pass.
+        n_resamples: bootstrap resamples per confidence interval.
     Raises:
         DynamicsInputError: see :func:`validate_inputs`; also if the split has fewer than 2 blocks
             with >= 2 valid tokens, or lacks an ``input_ids`` column.
@@ -452,7 +421,8 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     block_indices = block_indices[keep.numpy()]
     n = ids.shape[0]
 
-    mask_tokens, mask_impl = _mask_tokens_impl()
+    from taco.objectives import mask_tokens
+
     if tokenizer.mask_token_id is None:
         raise DynamicsInputError(f"{_tokenizer_dir(ck, bl)}: tokenizer has no mask token")
     dev = _resolve_device(device)
@@ -503,7 +473,7 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         per_block = context_similarity(reps, pairs)
         result[name] = {}
         for kind, values in per_block.items():
-            summary = bootstrap_summary(values, seed)
+            summary = bootstrap_summary(values, seed, n_resamples)
             summary["n_pairs"] = pairs_per_block * summary["n_blocks"] * (2 if kind == "gap" else 1)
             result[name][kind] = summary
 
@@ -531,7 +501,7 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     def _anchor(store):
         out = {}
         for k, v in store.items():
-            s = bootstrap_summary(np.asarray(v), seed)
+            s = bootstrap_summary(np.asarray(v), seed, n_resamples)
             s["n_positions"] = int(sum(c for c, x in zip(counts, v) if np.isfinite(x)))
             out[k] = s
         out["n_masked"] = int(sum(counts))  # positions replaced by [MASK]
@@ -565,8 +535,8 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     record.update({
         "ci": {"level": CI_LEVEL, "unit": "block",
                "method": f"bootstrap over blocks of per-block means (scipy.stats.bootstrap BCa, "
-                         f"percentile fallback), {N_RESAMPLES} resamples, rng seeded by seed"},
-        "masking": mask_impl,
+                         f"percentile fallback), {n_resamples} resamples, rng seeded by seed"},
+        "masking": "taco.objectives.mask_tokens",
         "representations": {"h": "hidden_states[-1] on the uncorrupted block",
                             "g": "hidden_states[-1] - hidden_states[0] on the uncorrupted block",
                             "anchor": "hidden_states[-1] at masked positions vs input word embeddings"},
@@ -611,6 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
     p.add_argument("--mlm-probability", type=float, default=0.15)
+    p.add_argument("--n-resamples", type=int, default=N_RESAMPLES, help="bootstrap resamples per CI")
     return p
 
 
@@ -622,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         record = compute_dynamics(args.checkpoint, args.blocks, split=args.split,
                                   num_blocks=args.num_blocks, max_pairs=args.max_pairs, seed=args.seed,
                                   batch_size=args.batch_size, device=args.device,
-                                  mlm_probability=args.mlm_probability)
+                                  mlm_probability=args.mlm_probability, n_resamples=args.n_resamples)
     except DynamicsInputError as exc:
         print(f"taco dynamics: error: {exc}", file=sys.stderr)
         return 2

@@ -134,24 +134,24 @@ def _format_steps(ax, max_step: float):
     from matplotlib.ticker import FuncFormatter
 
     if max_step >= 10_000:
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x else "0"))
     ax.set_xlabel("pre-training step")
     ax.grid(True, alpha=0.3)
 
 
-def _save(fig, out_dir: Path, name: str) -> list[Path]:
+def _save(fig, out_dir: Path, name: str, dpi: int = 200) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in ("png", "pdf"):
         target = out_dir / f"{name}.{ext}"
         tmp = out_dir / f".{name}.tmp-{os.getpid()}.{ext}"
-        fig.savefig(tmp, dpi=200, bbox_inches="tight", format=ext)
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=ext)
         os.replace(tmp, target)
         paths.append(target)
     return paths
 
 
-def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike) -> list[Path]:
+def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int = 200) -> list[Path]:
     """Intra, inter, gap vs steps for every objective (rows h and g); writes figure6.png/.pdf."""
     import matplotlib
 
@@ -178,12 +178,13 @@ def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike) -> list[P
     fig.suptitle("Learning dynamics: intra- and inter-context similarity (bands: 95% bootstrap CI over blocks)",
                  fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    paths = _save(fig, Path(out_dir), "figure6")
+    paths = _save(fig, Path(out_dir), "figure6", dpi)
     plt.close(fig)
     return paths
 
 
-def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective: str = "mlm") -> list[Path]:
+def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective: str = "mlm",
+            dpi: int = 200) -> list[Path]:
     """MLM's anchor alignment vs random baseline, and its h similarities, vs steps; figure2.png/.pdf.
 
     Raises:
@@ -194,11 +195,7 @@ def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    mlm = [r for r in records if r["objective"] == objective]
-    if not mlm:
-        raise PlotInputError(
-            f"no dynamics.json with objective {objective!r} among the {len(records)} input(s) "
-            f"({', '.join(sorted({r['objective'] for r in records}))}); figure 2 needs MLM checkpoints")
+    mlm = _require_objective(records, objective)
     groups = group_records(mlm)
     labels = _labels(list(groups))
     line_styles = ["-", "--", ":", "-."]
@@ -222,9 +219,20 @@ def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective
     name = OBJECTIVE_STYLE.get(objective, (objective,))[0]
     fig.suptitle(f"{name} learning dynamics (bands: 95% bootstrap CI over blocks)", fontsize=11)
     fig.tight_layout()
-    paths = _save(fig, Path(out_dir), "figure2")
+    paths = _save(fig, Path(out_dir), "figure2", dpi)
     plt.close(fig)
     return paths
+
+
+def _require_objective(records: list[dict[str, Any]], objective: str) -> list[dict[str, Any]]:
+    """The records of ``objective``; PlotInputError (listing what there is) if there are none."""
+    chosen = [r for r in records if r["objective"] == objective]
+    if not chosen:
+        raise PlotInputError(
+            f"no dynamics.json with objective {objective!r} among the {len(records)} input(s) "
+            f"(objectives: {', '.join(sorted({str(r['objective']) for r in records}))}); "
+            "figure 2 needs MLM checkpoints")
+    return chosen
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -232,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", nargs="+", required=True, help="dynamics.json files (any order)")
     p.add_argument("--output-dir", default="results", help="where figure6/figure2 .png/.pdf go")
     p.add_argument("--figure2-objective", default="mlm", help="objective shown in figure 2 (default mlm)")
+    p.add_argument("--dpi", type=int, default=200, help="PNG resolution (default 200)")
     return p
 
 
@@ -240,9 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         records = load_records(args.inputs)
-        if not any(r["objective"] == args.figure2_objective for r in records):
-            figure2(records, args.output_dir, args.figure2_objective)  # raises the named error
-        written = figure6(records, args.output_dir) + figure2(records, args.output_dir, args.figure2_objective)
+        _require_objective(records, args.figure2_objective)  # fail before writing anything
+        written = (figure6(records, args.output_dir, args.dpi)
+                   + figure2(records, args.output_dir, args.figure2_objective, args.dpi))
     except PlotInputError as exc:
         print(f"taco dynamics-figures: error: {exc}", file=sys.stderr)
         return 2

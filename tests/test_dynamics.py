@@ -166,7 +166,8 @@ def tiny(tmp_path_factory):
 
 def _run(ck, blocks, out, *extra):
     return dyn.main(["--checkpoint", str(ck), "--blocks", str(blocks), "--output", str(out),
-                     "--num-blocks", "8", "--max-pairs", "800", "--device", "cpu", *extra])
+                     "--num-blocks", "8", "--max-pairs", "800", "--device", "cpu", "--n-resamples", "999",
+                     *extra])
 
 
 def test_cli_end_to_end_and_reproducible(tiny, capsys):
@@ -186,6 +187,7 @@ def test_cli_end_to_end_and_reproducible(tiny, capsys):
         assert ra[rep]["gap"]["mean"] == pytest.approx(ra[rep]["intra"]["mean"] - ra[rep]["inter"]["mean"])
     an = ra["anchor_alignment"]
     assert an["n_masked"] > 0 and an["aligned"]["n_positions"] == an["n_masked"]
+    assert an["n_selected"] >= an["n_masked"] and ra["masking"] == "taco.objectives.mask_tokens"
     assert an["difference"]["mean"] == pytest.approx(an["aligned"]["mean"] - an["random_baseline"]["mean"])
     assert "anchor_alignment_head" in ra
     # no special or padding token counted: 30 body tokens per block, 25 in the odd (padded) blocks
@@ -264,7 +266,7 @@ def test_figures_from_fabricated_inputs(tmp_path):
             p.write_text(json.dumps(_fake_record(obj, step, v, 0.2, aligned=0.1 + step / 1e6)))
             paths.append(str(p))
     out = tmp_path / "results"
-    assert dynamics_plots.main(["--inputs", *paths, "--output-dir", str(out)]) == 0
+    assert dynamics_plots.main(["--inputs", *paths, "--output-dir", str(out), "--dpi", "60"]) == 0
     for name in ("figure6.png", "figure6.pdf", "figure2.png", "figure2.pdf"):
         assert (out / name).stat().st_size > 1000, name
 
