@@ -70,10 +70,10 @@ def test_tc_loss_matches_reference_value_and_gradient(B, L, H, K, tau):
     hidden, emb, mask, pos, neg, anchors = _case(B, L, H, K, seed=B * 100 + L)
     h1, e1 = hidden.clone().requires_grad_(), emb.clone().requires_grad_()
     h2, e2 = hidden.double().requires_grad_(), emb.double().requires_grad_()
-    # chunk_bytes=1 forces one anchor per chunk: chunking must not change the result
-    for chunk_bytes in (1, 2**20):
+    # both forward paths; chunk_bytes=1 forces one anchor per chunk: chunking must not change the result
+    for method, chunk_bytes in (("auto", None), ("chunked", 1), ("chunked", 2**20)):
         h1.grad = e1.grad = None
-        got = tc_loss(h1, e1, pos, neg, anchors, tau, chunk_bytes=chunk_bytes)
+        got = tc_loss(h1, e1, pos, neg, anchors, tau, chunk_bytes=chunk_bytes, method=method)
         got.backward()
         h2.grad = e2.grad = None
         want = reference_tc_loss(h2, e2, pos, neg, anchors, tau)
@@ -152,9 +152,10 @@ def test_saved_tensors_never_hold_gathered_negatives():
         saved.append((t.numel(), t.element_size()))
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = tc_loss(h, e, pos, neg, anchors, 0.07, chunk_bytes=64 * 1024)
-    loss.backward()
+    for method in ("sddmm", "chunked"):
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = tc_loss(h, e, pos, neg, anchors, 0.07, chunk_bytes=64 * 1024, method=method)
+        loss.backward()
     n_anchor = int(anchors.sum())
     biggest = max(n for n, _ in saved)
     assert biggest < n_anchor * K * H // 8, f"a saved tensor has {biggest} elements"
@@ -168,8 +169,13 @@ def test_gathered_dot_gradcheck():
     a = torch.randn(5, 3, dtype=torch.double, generator=g, requires_grad=True)
     keys = torch.randn(7, 3, dtype=torch.double, generator=g, requires_grad=True)
     idx = torch.randint(0, 7, (5, 4), generator=g)
-    assert torch.autograd.gradcheck(lambda x, y: GatheredDot.apply(x, y, idx, 2), (a, keys))
-    torch.testing.assert_close(gathered_dot(a, keys, idx), torch.einsum("nh,nkh->nk", a, keys[idx]))
+    for use_sddmm in (True, False):
+        assert torch.autograd.gradcheck(lambda x, y: GatheredDot.apply(x, y, idx, 2, use_sddmm), (a, keys))
+    want = torch.einsum("nh,nkh->nk", a, keys[idx])
+    for method in ("auto", "sddmm", "chunked"):
+        torch.testing.assert_close(gathered_dot(a, keys, idx, method=method), want)
+    with pytest.raises(ValueError, match="method"):
+        gathered_dot(a, keys, idx, method="dense")
 
 
 def test_errors():
