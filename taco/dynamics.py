@@ -317,14 +317,15 @@ def _tokenizer_dir(checkpoint: Path, blocks: Path) -> Path | None:
 
 
 def validate_inputs(checkpoint: str | os.PathLike, blocks: str | os.PathLike, split: str,
-                    num_blocks: int, max_pairs: int) -> dict[str, Any]:
+                    num_blocks: int, max_pairs: int, seed: int = 0) -> dict[str, Any]:
     """Check every input before any work; returns the checkpoint manifest.
 
     Raises:
         DynamicsInputError: the checkpoint directory, its ``manifest.json`` (or one of
             ``step/objective/size/fraction`` in it), ``config.json``, a tokenizer (in the checkpoint
             or ``<blocks>/tokenizer``), the blocks ``DatasetDict`` directory or its ``split`` is
-            missing, or ``num_blocks < 2`` / ``max_pairs < num_blocks``. The message names the path.
+            missing, or ``num_blocks < 2`` / ``max_pairs < num_blocks`` / ``seed < 0``. The message
+            names the path or option.
     """
     ck, bl = Path(checkpoint), Path(blocks)
     if not ck.is_dir():
@@ -341,8 +342,6 @@ def validate_inputs(checkpoint: str | os.PathLike, blocks: str | os.PathLike, sp
         raise DynamicsInputError(f"{mpath}: missing key(s) {', '.join(missing)}")
     if not (ck / "config.json").is_file():
         raise DynamicsInputError(f"{ck / 'config.json'}: missing; not a save_pretrained directory")
-    if _tokenizer_dir(ck, bl) is None:
-        raise DynamicsInputError(f"{ck}: no tokenizer files, and none in {bl / 'tokenizer'}")
     if not bl.is_dir():
         raise DynamicsInputError(f"{bl}: blocks directory does not exist")
     dd_json = bl / "dataset_dict.json"
@@ -351,10 +350,14 @@ def validate_inputs(checkpoint: str | os.PathLike, blocks: str | os.PathLike, sp
     splits = json.loads(dd_json.read_text()).get("splits", [])
     if split not in splits:
         raise DynamicsInputError(f"{bl}: split {split!r} missing (available: {', '.join(splits) or 'none'})")
+    if _tokenizer_dir(ck, bl) is None:
+        raise DynamicsInputError(f"{ck}: no tokenizer files, and none in {bl / 'tokenizer'}")
     if num_blocks < 2:
         raise DynamicsInputError(f"--num-blocks must be >= 2 (inter-context pairs), got {num_blocks}")
     if max_pairs < num_blocks:
         raise DynamicsInputError(f"--max-pairs ({max_pairs}) must be >= --num-blocks ({num_blocks})")
+    if seed < 0:
+        raise DynamicsInputError(f"--seed must be >= 0, got {seed}")
     return manifest
 
 
@@ -386,10 +389,10 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         n_resamples: bootstrap resamples per confidence interval.
     Raises:
         DynamicsInputError: see :func:`validate_inputs`; also if the split has fewer than 2 blocks
-            with >= 2 valid tokens, or lacks an ``input_ids`` column.
+            with >= 2 valid tokens, lacks an ``input_ids`` column, or its blocks differ in length.
     """
     t0 = time.time()
-    manifest = validate_inputs(checkpoint, blocks, split, num_blocks, max_pairs)
+    manifest = validate_inputs(checkpoint, blocks, split, num_blocks, max_pairs, seed)
     ck, bl = Path(checkpoint), Path(blocks)
 
     import datasets
@@ -397,6 +400,7 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from taco.manifest import code_version, package_versions, sha256_file
+    from taco.objectives import mask_tokens
 
     ds = datasets.load_from_disk(str(bl))[split]
     if "input_ids" not in ds.column_names:
@@ -407,7 +411,11 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         print(f"taco dynamics: {bl} [{split}] has {n_avail} blocks < --num-blocks {num_blocks}; using all",
               file=sys.stderr)
     block_indices = np.sort(np.random.default_rng([seed, 0]).choice(n_avail, size=n_take, replace=False))
-    ids = torch.tensor(ds.select(block_indices.tolist())["input_ids"], dtype=torch.long)  # (n, L)
+    rows = ds.select(block_indices.tolist())["input_ids"]
+    if len({len(r) for r in rows}) != 1:
+        raise DynamicsInputError(f"{bl} [{split}]: blocks of different lengths "
+                                 f"({sorted({len(r) for r in rows})}); expected packed max_seq_length blocks")
+    ids = torch.tensor(rows, dtype=torch.long)  # (n, L)
 
     tokenizer = AutoTokenizer.from_pretrained(str(_tokenizer_dir(ck, bl)))
     special_ids = sorted(set(tokenizer.all_special_ids))
@@ -420,8 +428,6 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     ids, attention, valid = ids[keep], attention[keep], valid[keep]
     block_indices = block_indices[keep.numpy()]
     n = ids.shape[0]
-
-    from taco.objectives import mask_tokens
 
     if tokenizer.mask_token_id is None:
         raise DynamicsInputError(f"{_tokenizer_dir(ck, bl)}: tokenizer has no mask token")
@@ -449,15 +455,15 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     encoder = model.base_model  # hidden states only: skip the (B, L, V) vocabulary projection
     h_blocks, g_blocks, m_h, m_t = [], [], [], []
     with torch.inference_mode():
-        for s in range(0, n, batch_size):
-            sl = slice(s, s + batch_size)
+        for start in range(0, n, batch_size):
+            sl = slice(start, start + batch_size)
             out = encoder(input_ids=ids[sl].to(dev), attention_mask=attention[sl].to(dev),
-                        output_hidden_states=True)
+                          output_hidden_states=True)
             h, e = out.hidden_states[-1], out.hidden_states[0]
             h_blocks += gather_valid(h, valid[sl].to(dev))
             g_blocks += gather_valid(h - e, valid[sl].to(dev))
             out = encoder(input_ids=corrupted[sl].to(dev), attention_mask=attention[sl].to(dev),
-                        output_hidden_states=True)
+                          output_hidden_states=True)
             hm = out.hidden_states[-1]
             sel = at_mask[sl].to(dev)
             for b in range(hm.shape[0]):
@@ -501,9 +507,9 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     def _anchor(store):
         out = {}
         for k, v in store.items():
-            s = bootstrap_summary(np.asarray(v), seed, n_resamples)
-            s["n_positions"] = int(sum(c for c, x in zip(counts, v) if np.isfinite(x)))
-            out[k] = s
+            summary = bootstrap_summary(np.asarray(v), seed, n_resamples)
+            summary["n_positions"] = int(sum(c for c, x in zip(counts, v) if np.isfinite(x)))
+            out[k] = summary
         out["n_masked"] = int(sum(counts))  # positions replaced by [MASK]
         out["n_selected"] = int((labels != -100).sum())  # all positions chosen by the masker
         return out
