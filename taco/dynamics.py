@@ -304,6 +304,23 @@ def sample_baseline_tokens(targets: np.ndarray, pool: np.ndarray, rng: np.random
     return out
 
 
+def anchor_cosines(reps, emb, targets: np.ndarray, baseline: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Anchor alignment (Section 2.2): cos(m_i, E[x_i]) and the baseline cos(m_i, E[y_i]).
+
+    Args:
+        reps: float tensor (M, H), last-layer states at the [MASK] positions.
+        emb: float tensor (V, H), the static word-embedding matrix.
+        targets: int array (M,), original ids x_i; baseline: int array (M,), random ids y_i.
+    Returns:
+        (aligned, random): float64 arrays (M,) of cosines.
+    """
+    import torch
+
+    aligned = cosine_rows(reps, emb[torch.as_tensor(targets)]).double().numpy()
+    random = cosine_rows(reps, emb[torch.as_tensor(baseline)]).double().numpy()
+    return aligned, random
+
+
 # --------------------------------------------------------------------------------------------------
 # Checkpoint / data handling
 # --------------------------------------------------------------------------------------------------
@@ -498,8 +515,7 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
                 for k in store:
                     store[k].append(np.nan)
                 continue
-            a = cosine_rows(reps, emb[torch.as_tensor(targets)]).double().numpy()
-            r = cosine_rows(reps, emb[torch.as_tensor(base)]).double().numpy()
+            a, r = anchor_cosines(reps, emb, targets, base)
             store["aligned"].append(a.mean())
             store["random_baseline"].append(r.mean())
             store["difference"].append((a - r).mean())
