@@ -69,7 +69,8 @@ Output (``dynamics.json``)
 ``anchor_alignment_head``, ``ci`` (method description), ``masking`` (which ``mask_tokens``),
 ``code_version``, ``packages``, ``wall_time_s``. Each statistic is
 ``{"mean", "ci_low", "ci_high", "n_pairs", "n_blocks"}`` (cosines, unitless, in [-1, 1]);
-anchor statistics carry ``n_positions`` instead of ``n_pairs``.
+``n_pairs`` of ``gap`` counts its intra plus inter pairs; anchor statistics carry ``n_positions``
+instead of ``n_pairs``. Values that cannot be computed (e.g. a CI from one block) are ``null``.
 """
 
 from __future__ import annotations
