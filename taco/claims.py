@@ -152,17 +152,37 @@ def pvalue_set(cmp, cfg: AnalysisConfig) -> dict[str, float]:
     """Named one-sided p-values of a :class:`taco.stats.Comparison` used by the rules."""
     d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
     pg, pl = cmp.p_greater, cmp.p_less
+    nan = math.nan
     return {
-        "gt_neg_margin": pg[-d], "lt_margin": pl[d], "gt_margin": pg[d], "lt_neg_margin": pl[-d],
-        "tost": max(pg[-d], pl[d]), "gt0": pg[0.0], "lt0": pl[0.0],
-        "lt_target_low": pl[t - m], "gt_target_high": pg[t + m],
+        "gt_neg_margin": pg.get(-d, nan), "lt_margin": pl.get(d, nan), "gt_margin": pg.get(d, nan),
+        "lt_neg_margin": pl.get(-d, nan), "tost": _max(pg.get(-d, nan), pl.get(d, nan)),
+        "gt0": pg.get(0.0, nan), "lt0": pl.get(0.0, nan),
+        "lt_target_low": pl.get(t - m, nan), "gt_target_high": pg.get(t + m, nan),
     }
 
 
-def shifts_for(cfg: AnalysisConfig) -> list[float]:
-    """Every null shift the rules need."""
+def _max(*xs: float) -> float:
+    """Largest value; nan if any is nan (a TOST p needs both tests)."""
+    return math.nan if any(not math.isfinite(x) for x in xs) else max(xs)
+
+
+def _min(*xs: float) -> float:
+    """Smallest finite value (nan if none)."""
+    f = [x for x in xs if math.isfinite(x)]
+    return min(f) if f else math.nan
+
+
+def tests_for(kind: str, cfg: AnalysisConfig) -> list[tuple[float, str]]:
+    """The one-sided permutation tests (shift, alternative) the rule of ``kind`` needs."""
     d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
-    return [0.0, d, -d, t - m, t + m]
+    if kind == "competitive" or (kind == "match" and cfg.match_rule == "non_inferiority"):
+        return [(-d, "greater"), (-d, "less")]
+    return {
+        "match": [(-d, "greater"), (d, "less"), (d, "greater"), (-d, "less")],
+        "improvement": [(0.0, "greater"), (t - m, "less"), (t + m, "greater")],
+        "below": [(0.0, "less"), (0.0, "greater"), (-d, "greater"), (d, "less")],
+        "not_better": [(d, "less"), (0.0, "greater")],
+    }[kind]
 
 
 def decide(kind: str, ci_low: float, ci_high: float, p: Mapping[str, float],
@@ -183,7 +203,7 @@ def decide(kind: str, ci_low: float, ci_high: float, p: Mapping[str, float],
         return INCONCLUSIVE, f"{ci} and p={ps:.3g} do not decide non-inferiority at margin {d}", ps, pa
     if kind == "match":
         ps = p["tost"]
-        pa = min(p["gt_margin"], p["lt_neg_margin"])
+        pa = _min(p["gt_margin"], p["lt_neg_margin"])
         if -d < lo and hi < d and ps <= a:
             return SUPPORTED, f"{ci} inside +-{d}, TOST p={ps:.3g}", ps, pa
         if lo > d and p["gt_margin"] <= a:
@@ -193,7 +213,7 @@ def decide(kind: str, ci_low: float, ci_high: float, p: Mapping[str, float],
         return INCONCLUSIVE, f"{ci}, TOST p={ps:.3g}: neither equivalence within +-{d} nor a difference beyond it shown", ps, pa
     if kind == "improvement":
         ps = p["gt0"]
-        pa = min(p["lt_target_low"], p["gt_target_high"])
+        pa = _min(p["lt_target_low"], p["gt_target_high"])
         if lo > 0 and ps <= a and hi >= t - m and lo <= t + m:
             return SUPPORTED, f"{ci} > 0 (p={ps:.3g}) and consistent with {t} +- {m}", ps, pa
         if hi < t - m and p["lt_target_low"] <= a:
@@ -203,7 +223,7 @@ def decide(kind: str, ci_low: float, ci_high: float, p: Mapping[str, float],
         return INCONCLUSIVE, f"{ci}, p(delta > 0)={ps:.3g}: neither an improvement of about {t} nor its absence shown", ps, pa
     if kind == "below":
         ps = p["lt0"]
-        pa = min(p["gt0"], p["tost"])
+        pa = _min(p["gt0"], p["tost"])
         if hi < 0 and ps <= a:
             return SUPPORTED, f"{ci} < 0, p={ps:.3g}", ps, pa
         if lo > 0 and p["gt0"] <= a:
@@ -320,7 +340,7 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
         notes.append(f"incomplete seeds excluded: A {ia}, B {ib}")
     rows = [row]
     if va and vb:
-        cmp = compare(va, vb, shifts=shifts_for(cfg), confidence_level=cfg.confidence_level,
+        cmp = compare(va, vb, one_sided=tests_for(claim.kind, cfg), confidence_level=cfg.confidence_level,
                       n_resamples=cfg.n_resamples, method=cfg.ci_method, seed=cfg.seed,
                       label=f"{claim.id}|avg|{';'.join(summary_keys)}")
         _fill(row, cmp, va, vb, sa, sb)
@@ -340,7 +360,8 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
         xb, ssb, _ = _samples(per_seed, cb, (key,))
         cmp = None
         if xa and xb:
-            cmp = compare(xa, xb, shifts=shifts_for(cfg), confidence_level=cfg.confidence_level,
+            cmp = compare(xa, xb, one_sided=tests_for(claim.kind, cfg) if claim.per_task else [],
+                          confidence_level=cfg.confidence_level,
                           n_resamples=cfg.n_resamples, method=cfg.ci_method, seed=cfg.seed,
                           label=f"{claim.id}|{key}")
             _fill(tr, cmp, xa, xb, ssa, ssb)

@@ -122,23 +122,25 @@ def _empty(ax, msg: str) -> None:
     ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, fontsize=9)
 
 
-def save(fig, out_dir: Path, name: str) -> list[Path]:
+def save(fig, out_dir: Path, name: str, dpi: int = 150) -> list[Path]:
     """Save ``name``.png and .pdf atomically (no timestamps in the files, so they are reproducible)."""
     paths = []
     for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Creator": None,
                                                             "Producer": None})):
         p = out_dir / f"{name}.{ext}"
         tmp = out_dir / f".{name}.tmp-{os.getpid()}.{ext}"
-        fig.savefig(tmp, dpi=150, metadata=meta, bbox_inches="tight")
+        fig.savefig(tmp, dpi=dpi, metadata=meta, bbox_inches="tight")
         os.replace(tmp, p)
         paths.append(p)
     plt.close(fig)
     return paths
 
 
-def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any]):
-    """Figure 5: average GLUE dev vs steps, TACO and MLM (small role, full data), published points overlaid."""
-    long = build_ablation(agg, cfg, paper_values)
+def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any],
+            long: pd.DataFrame | None = None):
+    """Figure 5: average GLUE dev vs steps, TACO and MLM (small role, full data), published points
+    overlaid. ``long``: the ablation table (:func:`taco.tables.build_ablation`) if already built."""
+    long = build_ablation(agg, cfg, paper_values) if long is None else long
     d = _steps_frame(long, "avg")
     size = cfg.roles.get("small")
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
@@ -183,9 +185,10 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     return fig
 
 
-def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any]):
+def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any],
+                    long: pd.DataFrame | None = None):
     """Ablation: average GLUE of TACO, concentrated TACO, MLM, MLM+TP vs steps, with CI bands."""
-    long = build_ablation(agg, cfg, paper_values)
+    long = build_ablation(agg, cfg, paper_values) if long is None else long
     d = _steps_frame(long, "avg")
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     drawn = False
@@ -256,16 +259,17 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
 
 
 def make_figures(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, out_dir: str | Path,
-                 paper_values: Mapping[str, Any] | None = None) -> list[Path]:
-    """Draw and save every figure into ``out_dir``; returns the written paths (PNG and PDF)."""
+                 paper_values: Mapping[str, Any] | None = None, dpi: int = 150) -> list[Path]:
+    """Draw and save every figure into ``out_dir`` (PNG at ``dpi``, and PDF); returns the paths."""
     pv = paper_values if paper_values is not None else load_paper_values()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     with plt.rc_context({"pdf.fonttype": 42, "svg.hashsalt": "taco", "font.size": 9}):
-        written += save(figure5(agg, cfg, pv), out, "figure5")
-        written += save(ablation_figure(agg, cfg, pv), out, "ablation")
-        written += save(data_efficiency_figure(agg, cfg, pv), out, "data_efficiency")
+        abl = build_ablation(agg, cfg, pv)
+        written += save(figure5(agg, cfg, pv, abl), out, "figure5", dpi)
+        written += save(ablation_figure(agg, cfg, pv, abl), out, "ablation", dpi)
+        written += save(data_efficiency_figure(agg, cfg, pv), out, "data_efficiency", dpi)
     return written
 
 
@@ -277,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--aggregate-dir", default="results/aggregate")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
     ap.add_argument("--output-dir", default="results")
+    ap.add_argument("--dpi", type=int, default=150, help="PNG resolution (default 150)")
     args = ap.parse_args(argv)
     t0 = time.time()
     try:
@@ -285,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
         print(f"taco figures: error: {exc}", file=sys.stderr)
         return 2
-    written = make_figures(agg, cfg, args.output_dir)
+    written = make_figures(agg, cfg, args.output_dir, dpi=args.dpi)
     man = build_manifest("figures", {"analysis": cfg.to_dict()}, inputs={"aggregate_dir": args.aggregate_dir},
                          outputs=[p.name for p in written], wall_time_s=round(time.time() - t0, 3))
     p = Path(args.output_dir) / "figures.manifest.json"

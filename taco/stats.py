@@ -238,24 +238,34 @@ class Comparison:
 
 
 def compare(a: Sequence[float], b: Sequence[float], *, shifts: Iterable[float] = (0.0,),
+            one_sided: Iterable[tuple[float, str]] | None = None,
             confidence_level: float = 0.95, n_resamples: int = 9999, method: str = "BCa",
             seed: int = 0, label: str = "") -> Comparison:
     """Compare two independent samples of per-seed values (e.g. GLUE averages of two cells).
 
-    Bootstrap CI of the difference of means (``scipy.stats.bootstrap`` on two samples), two-sided
-    and one-sided permutation tests at each ``shift`` (``scipy.stats.permutation_test``), Hedges' g.
-    Each call derives its generators from ``(seed, label)``.
+    Bootstrap CI of the difference of means (``scipy.stats.bootstrap`` on two samples), a
+    two-sided permutation test of delta = 0, one-sided permutation tests (``scipy.stats.
+    permutation_test``) and Hedges' g. One-sided tests: ``one_sided`` lists (shift, 'greater' |
+    'less') pairs; when None, both directions at every ``shift`` (and at 0). Each test derives its
+    generator from ``(seed, label, test)``, so results do not depend on which other tests ran.
     """
     a = np.asarray([x for x in a if math.isfinite(x)], float)
     b = np.asarray([x for x in b if math.isfinite(x)], float)
     low, high, used = bootstrap_ci((a, b), _mean_diff, confidence_level=confidence_level,
                                    n_resamples=n_resamples, method=method,
                                    rng=rng_for(seed, f"ci|{label}"))
-    shifts = sorted({float(s) for s in shifts} | {0.0})
-    pg = {s: permutation_pvalue(a, b, shift=s, alternative="greater", n_resamples=n_resamples,
-                                rng=rng_for(seed, f"pg{s}|{label}")) for s in shifts}
-    pl = {s: permutation_pvalue(a, b, shift=s, alternative="less", n_resamples=n_resamples,
-                                rng=rng_for(seed, f"pl{s}|{label}")) for s in shifts}
+    if one_sided is None:
+        one_sided = [(float(s), alt) for s in sorted({float(s) for s in shifts} | {0.0})
+                     for alt in ("greater", "less")]
+    pg: dict[float, float] = {}
+    pl: dict[float, float] = {}
+    for s, alt in one_sided:
+        s = float(s)
+        tag = "pg" if alt == "greater" else "pl"
+        if alt not in ("greater", "less"):
+            raise ValueError(f"one_sided alternative must be 'greater' or 'less', got {alt!r}")
+        (pg if alt == "greater" else pl)[s] = permutation_pvalue(
+            a, b, shift=s, alternative=alt, n_resamples=n_resamples, rng=rng_for(seed, f"{tag}{s}|{label}"))
     p2 = permutation_pvalue(a, b, alternative="two-sided", n_resamples=n_resamples,
                             rng=rng_for(seed, f"p2|{label}"))
     return Comparison(

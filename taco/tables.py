@@ -106,17 +106,17 @@ class TableBuilder:
         self.cells = agg["cells"]
         self.per_seed = agg["per_seed"]
         self.rows: list[dict[str, Any]] = []
+        self._cells = {(r["size"], r["objective"], round(float(r["fraction"]), 6), int(r["step"]), r["score_key"]): r
+                       for r in self.cells.to_dict("records")}
+        ps = self.per_seed
+        self._runs = {(size, obj, round(float(frac), 6), int(step)): g
+                      for (size, obj, frac, step), g in ps.groupby(["size", "objective", "fraction", "step"])}
 
-    def _cell_row(self, size, obj, frac, step, key) -> pd.Series | None:
-        c = self.cells
-        m = c[(c["size"] == size) & (c["objective"] == obj) & np.isclose(c["fraction"].astype(float), frac)
-              & (c["step"] == step) & (c["score_key"] == key)]
-        return None if m.empty else m.iloc[0]
+    def _cell_row(self, size, obj, frac, step, key) -> Mapping[str, Any] | None:
+        return self._cells.get((size, obj, round(float(frac), 6), int(step), key))
 
     def _avg(self, size, obj, frac, step, keys: Sequence[str]) -> dict[str, Any]:
-        ps = self.per_seed
-        sub = ps[(ps["size"] == size) & (ps["objective"] == obj) & np.isclose(ps["fraction"].astype(float), frac)
-                 & (ps["step"] == step)]
+        sub = self._runs.get((size, obj, round(float(frac), 6), int(step)), self.per_seed.iloc[:0])
         s = seed_averages(sub, keys)
         complete = s[np.isfinite(s["average"].astype(float))]
         # same label as taco.stats.glue_average_table, so the CI equals glue_average.csv's

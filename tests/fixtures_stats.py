@@ -140,11 +140,11 @@ def write_smoke_runs(root: Path, seeds: list[int], spec: dict[str, Any] | None =
 
 def build_aggregate(tmp: Path, spec: dict[str, Any], seeds: list[int],
                     skip: set[tuple[str, str, float, int]] = frozenset(),
-                    extra_paths: list[Path] | None = None) -> tuple[Path, Path]:
+                    extra_paths: list[Path] | None = None, spread: float = 0.5) -> tuple[Path, Path]:
     """Write runs for ``spec`` and run ``taco aggregate``; returns (aggregate dir, spec path)."""
     from taco.stats import main as aggregate_main
 
-    paths = write_smoke_runs(tmp / "runs", seeds, spec, skip=skip) + list(extra_paths or [])
+    paths = write_smoke_runs(tmp / "runs", seeds, spec, skip=skip, spread=spread) + list(extra_paths or [])
     spec_path = write_spec(tmp / "analysis.json", spec)
     lst = tmp / "inputs.txt"
     lst.write_text("\n".join(str(p) for p in paths) + "\n")

@@ -1,0 +1,107 @@
+"""taco.tables: the paper's Table 1 fed in as data reproduces its printed averages; n/a handling."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from fixtures_stats import build_aggregate, paper_table1_runs, smoke_spec, write_spec
+from taco.stats import main as aggregate_main
+from taco.tables import approach_label, budget_steps_from_name, load_paper_values, main
+
+PAPER_SPEC = {
+    "roles": {"small": "small", "base": None},
+    "budget_names": {"small": {"50k": 50000, "250k": 250000}},
+    "variants": [{"size": "small", "objective": "mlm", "fraction": 1.0, "budgets": ["250k"]},
+                 {"size": "small", "objective": "taco", "fraction": 1.0}],
+    "primary_metric": {"cola": "matthews_correlation", "stsb": "pearson"},
+    "n_resamples": 99,
+}
+
+
+@pytest.fixture(scope="module")
+def paper_tables(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("paper")
+    paths = paper_table1_runs(tmp / "runs")
+    spec = write_spec(tmp / "analysis.json", PAPER_SPEC)
+    assert aggregate_main(["--inputs", *map(str, paths), "--analysis", str(spec),
+                           "--output-dir", str(tmp / "agg")]) == 0
+    assert main(["--aggregate-dir", str(tmp / "agg"), "--analysis", str(spec), "--output-dir", str(tmp / "res")]) == 0
+    return tmp / "res"
+
+
+def test_table1_reproduces_printed_averages(paper_tables):
+    t1 = pd.read_csv(paper_tables / "table1.csv")
+    avg = t1[(t1.section == "dev") & (t1.column == "avg")].set_index("approach")
+    assert [round(avg.loc[a, "mean"], 1) for a in ("MLM-250k", "TACO-50k", "TACO-250k")] == [75.0, 74.9, 76.2]
+    assert (avg["paper"] == [75.0, 74.9, 76.2]).all()
+    assert (avg["diff"].abs() < 0.05).all()
+    # every per-task number equals the published one
+    dev = t1[(t1.section == "dev") & (t1.column != "avg")]
+    assert (dev["mean"] - dev["paper"]).abs().max() < 1e-9
+    md = (paper_tables / "table1.md").read_text()
+    assert "| dev | TACO-250k (ours, n=1) |" in md and "| 76.2 |" in md
+    tex = (paper_tables / "table1.tex").read_text()
+    assert r"\toprule" in tex and "76.2" in tex
+
+
+def test_table1_test_set_is_na_beside_published(paper_tables):
+    t1 = pd.read_csv(paper_tables / "table1.csv")
+    test = t1[t1.section == "test"]
+    assert test["mean"].isna().all() and test.n_seeds.eq(0).all()
+    assert test.note.str.contains("GLUE server").all()
+    assert test[test.column == "avg"].set_index("approach").loc["TACO-250k", "paper"] == 72.2
+
+
+def test_unknown_published_values_are_na(paper_tables):
+    for name in ("table2", "table3", "table4"):
+        df = pd.read_csv(paper_tables / f"{name}.csv")
+        assert df["paper"].isna().all(), name
+        assert (df["paper_source"] == "UNKNOWN (not published)").all()
+    t4 = pd.read_csv(paper_tables / "table4.csv")
+    cited = t4[t4.kind == "cited"]
+    assert set(cited.approach) == {"BERT-NCE (cited from Kong et al., ICLR 2020)",
+                                   "INFOWORD (cited from Kong et al., ICLR 2020)"}
+    assert cited["mean"].isna().all() and cited.note.str.contains("Kong et al., ICLR 2020").all()
+    md = (paper_tables / "table4.md").read_text()
+    assert "| dev | BERT-NCE (cited from Kong et al., ICLR 2020) | n/a |" in md
+    t3 = pd.read_csv(paper_tables / "table3.csv")  # base role null
+    assert t3["mean"].isna().all() and t3.note.str.contains("roles.base is null").all()
+
+
+def test_missing_budget_shows_na(tmp_path):
+    spec = smoke_spec(budget_names={"tiny": {"10k": 10, "250k": 60}, "tinybase": {"100k": 20, "250k": 40}},
+                      tasks=["mnli", "sst2", "rte"])
+    agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1, 2])
+    assert main(["--aggregate-dir", str(agg), "--analysis", str(spec_path), "--output-dir", str(tmp_path / "r")]) == 0
+    t1 = pd.read_csv(tmp_path / "r" / "table1.csv")
+    t50 = t1[(t1.section == "dev") & (t1.budget == "50k")]
+    assert len(t50) == 10 and t50["mean"].isna().all()
+    assert t50.note.str.contains("budget 50k not run").all()
+    md = (tmp_path / "r" / "table1.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| dev | TACO-50k (ours"))
+    assert row.count("n/a") == 10
+    # run budgets show the step they played, and the partial average is labelled
+    assert "TACO-250k [step 60]" in md and "Avg. (partial: MNLI-m, MNLI-mm, SST-2, RTE)" in md
+    avg = t1[(t1.section == "dev") & (t1.column == "avg") & (t1.budget == "250k")]
+    assert avg["diff"].isna().all() and avg.note.str.contains("not comparable").all()
+    # not fine-tuned tasks are n/a, not dropped
+    assert t1[(t1.column == "qqp") & (t1.section == "dev")]["mean"].isna().all()
+    t3 = pd.read_csv(tmp_path / "r" / "table3.csv")
+    assert t3[t3.budget == "500k"]["mean"].isna().all()
+    assert t3[t3.budget == "250k"]["mean"].notna().any()
+    abl = pd.read_csv(tmp_path / "r" / "ablation.csv")
+    pub = abl[(abl.column == "avg") & (abl.objective == "taco")].set_index("budget")["paper"]
+    assert pub["10k"] == pytest.approx(70.8) and pub["250k"] == pytest.approx(76.25)
+    assert math.isnan(abl[(abl.column == "avg") & (abl.objective == "mlm_tp")]["paper"].iloc[0])
+
+
+def test_helpers():
+    assert budget_steps_from_name("250k") == 250000 and budget_steps_from_name("1M") == 1_000_000
+    assert budget_steps_from_name("final") is None
+    assert approach_label("taco", "250k", 0.25, 60) == "TACO-250k (25% data) [step 60]"
+    assert approach_label("mlm", "250k", 1.0, 250000) == "MLM-250k"
+    pv = load_paper_values()
+    assert pv["table1_bert_small"]["dev"]["TACO-250k"]["avg"] == 76.2 and pv["table3_base"] is None
