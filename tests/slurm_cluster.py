@@ -17,7 +17,8 @@ Settings that matter (each one was needed to make it work on a container without
 - ``SelectType=select/cons_tres``: per-CPU/memory/GPU allocation, so several jobs share the node.
 - no accounting (``accounting_storage/none``): ``sacct`` has nothing to ask, so the executor's
   status check must use ``squeue`` (``--slurm-status-command squeue``), which needs finished jobs to
-  stay visible for a while: ``MinJobAge=300`` (the plugin wants >= 3 x its first status interval).
+  stay listed: ``MinJobAge`` (default 3600 here; the plugin wants >= 3 x its first status interval,
+  and the test reads every job's final state at its end).
 - ``Gres=gpu:N`` with a count-only ``gres.conf``: *fake* GPUs, so the profile's real ``--gpus=1``
   requests are scheduled as written (the jobs run on CPU; nothing opens a device).
 - ``KillWait``: seconds between SIGTERM and SIGKILL at a time limit or ``scancel`` (the runner saves
@@ -82,7 +83,7 @@ class LocalSlurm:
     """Start with :meth:`start`, stop with :meth:`stop` (or use as a context manager)."""
 
     def __init__(self, cpus: int | None = None, real_memory_mb: int = 16000, gpus: int = 2,
-                 min_job_age: int = 300, kill_wait: int = 30, workdir: str | os.PathLike | None = None,
+                 min_job_age: int = 3600, kill_wait: int = 30, workdir: str | os.PathLike | None = None,
                  partition: str = "debug"):
         self.cpus = cpus or os.cpu_count() or 1
         self.real_memory_mb = real_memory_mb

@@ -1,0 +1,258 @@
+"""The workflow on a real SLURM: a single-node cluster on localhost (tests/slurm_cluster.py).
+
+1. The smoke configuration, reduced (see ``REDUCTION``), runs through ``--executor slurm`` with the
+   SLURM profile (``workflow/profiles/slurm``; only the per-job sizes that cannot fit a 2-core test
+   node are scaled down, see ``TEST_NODE_SIZES``) and, with the identical configuration, locally.
+2. Evidence that the jobs went through SLURM: every non-local job has a SLURM job id in Snakemake's
+   log, a SLURM log file named after that id, and ``squeue --states=all`` (no accounting database:
+   MinJobAge=3600 keeps finished jobs listed) shows each id COMPLETED with the rule in its comment and the
+   profile's GPU request in its TRES.
+3. The fine-tuning metrics, the aggregates and the tables are the same numbers as the local run.
+4. A pre-training segment is cancelled (``scancel``: SIGTERM, then SIGKILL after KillWait) after it
+   saved an intermediate state; the profile's ``retries`` resubmit it as a new SLURM job, which
+   resumes from that state (its log says so), and the budget checkpoint equals the uninterrupted one
+   from step 1. Nothing that had finished is redone.
+
+Skips, with the reason, only where the SLURM/munge programs are not installed (``.ci/run``
+installs them with apt-get) or the test does not run as root.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from slurm_cluster import LocalSlurm, unavailable_reason  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+PROFILE = REPO / "workflow" / "profiles" / "slurm" / "config.v8+.yaml"
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+# The smoke grid, reduced so that both runs (SLURM and local) fit in a few minutes on 2 cores:
+# two variants (MLM, TACO) on all data instead of six runs, one GLUE-format task (SST-2) instead of
+# four, smaller fine-tuning subsets, no dynamics. The budgets (50, 100, 150), the seeds (1, 2), the model
+# and every recipe setting are those of configs/smoke.yaml. Both runs use this same derived file.
+REDUCTION = {
+    ("pretrain", "runs"): [{"size": "tiny", "variants": ["mlm", "taco"], "fractions": [1.0]}],
+    ("glue", "tasks"): ["sst2"],
+    ("finetune", "max_train_samples"): 128,
+    ("finetune", "max_eval_samples"): 128,
+    ("dynamics", "enabled"): False,
+}
+# The profile's per-job sizes are a real cluster's (8 CPUs per GPU, 64 GB, ...); the test node has
+# 4 CPU slots, 16 GB and 4 fake GPUs. Only these keys change; the GPU counts, every other setting and
+# every other key of the profile are used as they are.
+TEST_NODE_SIZES = {"cpus_per_gpu": 1, "mem_mb": 2000}
+# Poll sooner than the profile's 40 s (MinJobAge=3600 >= 3 x this, so squeue stays the status command).
+TEST_STATUS_INTERVAL = 3
+CANCEL_RUN = ("tiny", "mlm", "1.0", 150)  # the segment step-100 -> step-150 is cancelled mid-way
+SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (.+?)\)\.")
+
+
+def derived_config(tmp_path: Path) -> Path:
+    config = yaml.safe_load((REPO / "configs" / "smoke.yaml").read_text())
+    for (section, key), value in REDUCTION.items():
+        config[section][key] = value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def derived_profile(tmp_path: Path) -> Path:
+    profile = yaml.safe_load(PROFILE.read_text())
+    assert profile["executor"] == "slurm"
+    for rule in ("pretrain", "finetune", "dynamics"):
+        assert profile["set-resources"][rule]["gpu"] >= 1, rule
+        profile["set-resources"][rule].update(TEST_NODE_SIZES)
+    profile["default-resources"]["mem_mb"] = TEST_NODE_SIZES["mem_mb"]
+    profile["slurm-init-seconds-before-status-checks"] = TEST_STATUS_INTERVAL
+    folder = tmp_path / "profile"
+    folder.mkdir()
+    (folder / PROFILE.name).write_text(yaml.safe_dump(profile, sort_keys=False))
+    return folder
+
+
+def snakemake_cmd(workdir: Path, config: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+            "--directory", str(workdir), "--configfile", str(config), *extra]
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    e.pop("SLURM_CONF", None)
+    return e
+
+
+def run(cmd: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env())
+
+
+def squeue_all() -> dict[str, dict[str, str]]:
+    """SLURM job id -> state and comment for every job the controller still lists."""
+    out = subprocess.run(["squeue", "--states=all", "--noheader", "--format=%i|%T|%k"],
+                         capture_output=True, text=True, check=True).stdout
+    jobs = {}
+    for line in out.splitlines():
+        jobid, state, comment = line.strip().split("|", 2)
+        jobs[jobid] = {"state": state, "comment": comment}
+    return jobs
+
+
+def scontrol_job(jobid: str) -> str:
+    return subprocess.run(["scontrol", "show", "job", "-o", jobid], capture_output=True, text=True).stdout
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def result_numbers(results: Path) -> dict[str, object]:
+    """Every number the workflow reports, keyed by file: metrics (not timings), aggregates, tables."""
+    out: dict[str, object] = {}
+    for m in sorted((results / "finetune").rglob("metrics.json")):
+        data = json.loads(m.read_text())
+        out[str(m.relative_to(results))] = {"scores": data["scores"], "epochs": data["epochs"]}
+    for p in sorted((results / "aggregate").glob("*.csv")):
+        out[str(p.relative_to(results))] = read_csv(p)
+    for t in ("table1", "table2", "table3", "table4", "ablation"):
+        out[f"{t}.csv"] = read_csv(results / f"{t}.csv")
+    out["claims.csv"] = read_csv(results / "claims.csv")
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    why = unavailable_reason()
+    if why:
+        pytest.skip(why)
+    # MinJobAge: finished jobs stay in squeue for the whole test (the evidence is read at the end)
+    c = LocalSlurm(cpus=4, real_memory_mb=16000, gpus=4, min_job_age=3600, kill_wait=30,
+                   workdir=tmp_path_factory.mktemp("slurm-cluster"))
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path):
+    t0 = time.monotonic()
+    config = derived_config(tmp_path)
+    profile = derived_profile(tmp_path)
+    slurm_dir, local_dir = tmp_path / "slurm", tmp_path / "local"
+    slurm_dir.mkdir()
+    local_dir.mkdir()
+    results = Path(yaml.safe_load(config.read_text())["results_dir"])
+
+    # ---- 1. the same configuration through SLURM and locally (at the same time: 2 cores each way) ----
+    local = subprocess.Popen(snakemake_cmd(local_dir, config, "--cores", "2"), cwd=local_dir, env=env(),
+                             stdout=open(tmp_path / "local.log", "w"), stderr=subprocess.STDOUT)
+    out = run(snakemake_cmd(slurm_dir, config, "--workflow-profile", str(profile)), slurm_dir, timeout=900)
+    slurm_log = out.stdout + out.stderr
+    (tmp_path / "slurm.log").write_text(slurm_log)
+    assert out.returncode == 0, slurm_log[-6000:] + "\n" + cluster.logs()
+    assert local.wait(timeout=900) == 0, (tmp_path / "local.log").read_text()[-6000:]
+    t_runs = time.monotonic() - t0
+
+    # ---- 2. the jobs went through SLURM ----
+    submitted = SUBMITTED.findall(slurm_log)
+    assert submitted, "no SLURM job ids in Snakemake's log"
+    slurm_ids = [s for _, s, _ in submitted]
+    assert len(set(slurm_ids)) == len(slurm_ids)
+    queue = squeue_all()
+    by_rule: dict[str, list[str]] = {}
+    for _jobid, sid, logfile in submitted:
+        assert sid in queue, f"SLURM job {sid} unknown to squeue (MinJobAge too low?)"
+        assert queue[sid]["state"] == "COMPLETED", (sid, queue[sid])
+        rule = re.match(r"rule_([a-z_]+?)(?:_wildcards_|$)", queue[sid]["comment"]).group(1)
+        by_rule.setdefault(rule, []).append(sid)
+        log = Path(logfile)
+        assert log.name == f"{sid}.log" and log.is_file() and log.stat().st_size > 0, logfile
+    # every job but the local bookkeeping rule ran on SLURM: 6 segments, 2 x 3 x 1 x 2 fine-tunings
+    assert len(by_rule["pretrain"]) == 6, by_rule
+    assert len(by_rule["finetune"]) == 2 * 3 * 1 * 2, by_rule
+    assert {"corpus", "tokenizer", "pack", "aggregate", "tables", "figures", "claims"} <= set(by_rule)
+    assert "analysis_spec" not in by_rule  # a localrule
+    # the profile's GPU requests reached SLURM (fake GPUs on the test node)
+    assert re.search(r"gres[:/]gpu[:=]2", scontrol_job(by_rule["pretrain"][0])), scontrol_job(by_rule["pretrain"][0])
+    assert re.search(r"gres[:/]gpu[:=]1", scontrol_job(by_rule["finetune"][0])), scontrol_job(by_rule["finetune"][0])
+
+    # ---- 3. same numbers as the local run ----
+    slurm_numbers = result_numbers(slurm_dir / results)
+    local_numbers = result_numbers(local_dir / results)
+    assert slurm_numbers.keys() == local_numbers.keys()
+    assert len([k for k in slurm_numbers if k.endswith("metrics.json")]) == 12
+    for key in slurm_numbers:
+        assert slurm_numbers[key] == local_numbers[key], f"{key} differs between SLURM and local"
+
+    # ---- 4. scancel a pre-training segment mid-way; the retry resumes from its saved state ----
+    size, variant, fraction, step = CANCEL_RUN
+    rel = f"pretrain/{size}/{variant}/data-{fraction}/step-{step}"
+    ckpt = slurm_dir / results / rel
+    reference = tmp_path / "uninterrupted"
+    shutil.copytree(ckpt, reference)
+    shutil.rmtree(ckpt)
+    state_dir = slurm_dir / results / ".state" / rel
+    log_path = slurm_dir / results / "logs" / f"{rel}.log"
+    log_before = log_path.read_text()
+    earlier = {p: p.stat().st_mtime_ns for p in (slurm_dir / results / "pretrain").rglob("model.safetensors")
+               if p.parent != ckpt}
+    rerun_log = tmp_path / "rerun.log"
+    rerun = subprocess.Popen(
+        snakemake_cmd(slurm_dir, config, "--workflow-profile", str(profile), str(results / rel)),
+        cwd=slurm_dir, env=env(), stdout=open(rerun_log, "w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300
+        cancelled = None
+        while time.monotonic() < deadline and rerun.poll() is None:
+            states = sorted(state_dir.glob("checkpoint-*/taco_state.json"))
+            ids = SUBMITTED.findall(rerun_log.read_text())
+            if ids and any(100 < int(p.parent.name.split("-")[1]) < step for p in states):
+                cancelled = ids[0][1]
+                subprocess.run(["scancel", cancelled], check=True)
+                break
+            time.sleep(0.3)
+        assert cancelled, f"no intermediate state to cancel after:\n{rerun_log.read_text()[-4000:]}"
+        assert rerun.wait(timeout=400) == 0, rerun_log.read_text()[-6000:]
+    finally:
+        if rerun.poll() is None:
+            rerun.kill()
+    text = rerun_log.read_text()
+    ids = [s for _, s, _ in SUBMITTED.findall(text)]
+    assert len(ids) == 2 and ids[0] == cancelled, f"expected the cancelled job and one retry: {ids}\n{text[-4000:]}"
+    queue = squeue_all()
+    assert queue[cancelled]["state"] == "CANCELLED", queue.get(cancelled)
+    assert queue[ids[1]]["state"] == "COMPLETED", queue.get(ids[1])
+    assert "rule_pretrain" in queue[ids[1]]["comment"]
+    seg_log = log_path.read_text()[len(log_before):]
+    assert "SIGTERM received" in seg_log, seg_log[-3000:]
+    m = re.search(r"resuming from intermediate state .*?\(step (\d+)\)", seg_log)
+    assert m and 100 < int(m.group(1)) < step, seg_log[-3000:]
+    events = [json.loads(line) for line in (state_dir / "logs" / "train_log.jsonl").read_text().splitlines()
+              if line.strip()]
+    assert any(e.get("event") == "resume_state" and e.get("step") == int(m.group(1)) for e in events)
+    # the resumed segment ends where the uninterrupted one did
+    from safetensors.numpy import load_file
+
+    resumed, uninterrupted = load_file(ckpt / "model.safetensors"), load_file(reference / "model.safetensors")
+    assert resumed.keys() == uninterrupted.keys()
+    for name in resumed:
+        assert (resumed[name] == uninterrupted[name]).all(), f"{name} differs after resume"
+    assert json.loads((ckpt / "manifest.json").read_text())["step"] == step
+    # nothing that had finished was redone
+    for p, mtime in earlier.items():
+        assert p.stat().st_mtime_ns == mtime, f"{p} was rewritten"
+    print(f"SLURM and local runs: {t_runs:.0f} s; whole test: {time.monotonic() - t0:.0f} s")
