@@ -28,6 +28,14 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
     the data fraction of the paper's "25% data" runs (default 0.25).
 ``confidence_level``, ``n_resamples``, ``ci_method``, ``seed``, ``min_seeds``
     bootstrap / permutation settings and the fewest seeds per cell for a claim to be decidable.
+``budgets``, ``finetuned_budgets``
+    (written by the workflow) ``{size: [steps]}`` pre-trained and fine-tuned; when
+    ``finetuned_budgets`` is given, the expected cells are its steps (named or not).
+``missing_tasks``
+    (written by the workflow) ``{task: reason}`` for tasks that could not be fine-tuned; tables
+    print their columns as n/a with the reason.
+``seeds``
+    (written by the workflow) the fine-tuning seeds asked for; cells note the ones missing.
 
 Errors name the offending key (``AnalysisConfigError``, a ``ValueError``).
 """
@@ -102,6 +110,10 @@ DEFAULTS: dict[str, Any] = {
     "ci_method": "BCa",
     "seed": 0,
     "min_seeds": 3,
+    "budgets": None,
+    "finetuned_budgets": None,
+    "missing_tasks": {},
+    "seeds": None,
 }
 
 
@@ -138,6 +150,10 @@ class AnalysisConfig:
     ci_method: str = "BCa"
     seed: int = 0
     min_seeds: int = 3
+    budgets: dict[str, tuple[int, ...]] | None = None
+    finetuned_budgets: dict[str, tuple[int, ...]] | None = None
+    missing_tasks: dict[str, str] = field(default_factory=dict)
+    seeds: tuple[int, ...] | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- derived views -------------------------------------------------------------------------
@@ -165,11 +181,29 @@ class AnalysisConfig:
         return self.budget_names.get(size, {}).get(name)
 
     def variant_budgets(self, variant: Variant) -> dict[str, int]:
-        """Budget name -> step for one variant (its own list, else every budget of its size)."""
+        """Budget name -> step for one variant (its own list, else every named budget of its size)."""
         allb = self.budget_names.get(variant.size, {})
         if variant.budgets is None:
             return dict(allb)
         return {b: allb[b] for b in variant.budgets}
+
+    def variant_steps(self, variant: Variant) -> list[int]:
+        """Steps a variant was fine-tuned at: ``finetuned_budgets`` of its size when the spec has it
+        (restricted to the variant's own ``budgets`` list if any), else its named budgets."""
+        named = sorted(self.variant_budgets(variant).values())
+        if self.finetuned_budgets is not None and variant.size in self.finetuned_budgets:
+            ft = list(self.finetuned_budgets[variant.size])
+            return sorted(s for s in ft if variant.budgets is None or s in named)
+        return named
+
+    def size_steps(self, size: str | None) -> list[tuple[str, int]]:
+        """(budget name or '', step) for every named or fine-tuned step of ``size``, by step."""
+        if size is None:
+            return []
+        steps = dict((s, n) for n, s in self.budget_names.get(size, {}).items())
+        for s in (self.finetuned_budgets or {}).get(size, ()):
+            steps.setdefault(int(s), "")
+        return [(n, s) for s, n in sorted(steps.items())]
 
     def has_variant(self, size: str | None, objective: str, fraction: float) -> bool:
         """Whether the spec lists this variant as run."""
@@ -189,6 +223,11 @@ class AnalysisConfig:
                 for v in self.variants
             ],
             "tasks": list(self.tasks),
+            "budgets": None if self.budgets is None else {k: list(v) for k, v in self.budgets.items()},
+            "finetuned_budgets": None if self.finetuned_budgets is None
+            else {k: list(v) for k, v in self.finetuned_budgets.items()},
+            "missing_tasks": dict(self.missing_tasks),
+            "seeds": None if self.seeds is None else list(self.seeds),
             "primary_metric": dict(self.primary_metric),
             **{k: getattr(self, k) for k in (
                 "equivalence_margin", "match_rule", "improvement_target", "improvement_margin",
@@ -315,6 +354,31 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
     if len(set(tasks)) != len(tasks):
         raise _err("tasks", "a task is listed twice")
 
+    steps_by_size = {}
+    for key in ("budgets", "finetuned_budgets"):
+        val = raw[key]
+        if val is None:
+            steps_by_size[key] = None
+            continue
+        if not isinstance(val, Mapping):
+            raise _err(key, "expected a mapping size -> list of steps")
+        steps_by_size[key] = {}
+        for size, steps in val.items():
+            if not isinstance(steps, list) or any(
+                    isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in steps):
+                raise _err(f"{key}.{size}", f"expected a list of positive integer steps, got {steps!r}")
+            steps_by_size[key][str(size)] = tuple(int(x) for x in steps)
+    missing_tasks = raw["missing_tasks"] or {}
+    if not isinstance(missing_tasks, Mapping):
+        raise _err("missing_tasks", "expected a mapping task -> reason")
+    for t in missing_tasks:
+        if t not in TASK_SCORE_KEYS:
+            raise _err(f"missing_tasks.{t}", f"unknown task (known: {', '.join(TASK_SCORE_KEYS)})")
+    seeds = raw["seeds"]
+    if seeds is not None and (not isinstance(seeds, list) or any(
+            isinstance(x, bool) or not isinstance(x, int) for x in seeds)):
+        raise _err("seeds", f"expected a list of integer seeds, got {seeds!r}")
+
     match_rule = raw["match_rule"]
     if match_rule not in ("equivalence", "non_inferiority"):
         raise _err("match_rule", f"expected 'equivalence' or 'non_inferiority', got {match_rule!r}")
@@ -338,6 +402,10 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
         ci_method=ci_method,
         seed=_number(raw, "seed", 0, integer=True),
         min_seeds=_number(raw, "min_seeds", 2, integer=True),
+        budgets=steps_by_size["budgets"],
+        finetuned_budgets=steps_by_size["finetuned_budgets"],
+        missing_tasks={str(k): str(v) for k, v in missing_tasks.items()},
+        seeds=None if seeds is None else tuple(int(x) for x in seeds),
         raw=raw,
     )
 

@@ -145,10 +145,12 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     size = cfg.roles.get("small")
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     drawn = False
+    avg_label = d["column_label"].iloc[0] if not d.empty else ""
+    partial = avg_label.startswith("partial")
     for obj in ("taco", "mlm"):
         s = d[d["objective"] == obj]
-        drawn |= _plot_series(ax, s, f"{OBJ_LABELS[obj]} (ours, mean, {int(cfg.confidence_level * 100)}% CI)",
-                              STYLE[obj])
+        drawn |= _plot_series(ax, s, f"{OBJ_LABELS[obj]} (ours{', partial avg' if partial else ''}, mean, "
+                                     f"{int(cfg.confidence_level * 100)}% CI)", STYLE[obj])
         if size:
             _seed_dots(ax, agg["glue_average"], size, obj, 1.0, STYLE[obj]["color"])
     fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
@@ -176,9 +178,12 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     ax.set_xlabel("pre-training steps")
     ax.set_ylabel(f"average GLUE dev score ({UNIT})")
     _budget_axis(ax, cfg, size)
-    foot = ""
+    foot = []
+    if partial:
+        foot.append(f"ours: {avg_label}; the published points average all 9 scores: not directly comparable")
     if unplaced:
-        foot = "published points at budgets not run here (not drawn): " + ", ".join(unplaced)
+        foot.append("published points at budgets not run here (not drawn): " + ", ".join(unplaced))
+    foot = "\n".join(foot)
     if drawn:
         ax.legend(fontsize=7, loc="lower right")
     _finish(fig, ax, f"Figure 5: average GLUE vs pre-training steps (size {size!r}, full data)", foot)

@@ -154,11 +154,11 @@ def permutation_pvalue(a: Sequence[float], b: Sequence[float], *, shift: float =
     Under the shift model, testing H0: delta = shift is a permutation test on ``(a - shift, b)``
     (``scipy.stats.permutation_test``, independent samples; exact when ``n_resamples`` covers all
     partitions). ``alternative``: 'greater' (H1: delta > shift), 'less', 'two-sided'.
-    Returns nan if either sample has fewer than 1 value.
+    Returns nan if either sample has fewer than 2 values (scipy requires two or more).
     """
     a = np.asarray(a, dtype=float) - shift
     b = np.asarray(b, dtype=float)
-    if a.size < 1 or b.size < 1:
+    if a.size < 2 or b.size < 2:
         return math.nan
     res = sst.permutation_test((a, b), _mean_diff, permutation_type="independent", vectorized=True,
                                n_resamples=n_resamples, alternative=alternative, rng=rng)
@@ -330,7 +330,7 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
     degenerate flag, the source path. Duplicate runs (same cell, task, seed) raise InputError."""
     rows = []
     seen: dict[tuple, str] = {}
-    role_of = {v: k for k, v in cfg.roles.items() if v is not None}
+    role_of = _roles_of(cfg)
     for rec in records:
         path = rec["_path"]
         size, obj = str(rec["size"]), str(rec["objective"])
@@ -373,9 +373,28 @@ def expected_cells(cfg: AnalysisConfig) -> list[tuple[str, str, float, int]]:
     """(size, objective, fraction, step) cells the spec says were run (variants x their budgets)."""
     out = []
     for v in cfg.variants:
-        for _, step in sorted(cfg.variant_budgets(v).items(), key=lambda kv: kv[1]):
-            out.append((v.size, v.objective, round(v.fraction, 6), int(step)))
+        for step in cfg.variant_steps(v):
+            cell = (v.size, v.objective, round(v.fraction, 6), int(step))
+            if cell not in out:
+                out.append(cell)
     return out
+
+
+def _roles_of(cfg: AnalysisConfig) -> dict[str, str]:
+    """size -> the paper role(s) it plays (``small``, ``base`` or ``small,base``)."""
+    out: dict[str, list[str]] = {}
+    for role, size in cfg.roles.items():
+        if size is not None:
+            out.setdefault(size, []).append(role)
+    return {k: ",".join(v) for k, v in out.items()}
+
+
+def task_of(score_key: str) -> str:
+    """GLUE task of a score key (``mnli_mm`` -> ``mnli``)."""
+    for task, keys in TASK_SCORE_KEYS.items():
+        if score_key in keys:
+            return task
+    return score_key
 
 
 def _all_cells(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> list[tuple[tuple, bool]]:
@@ -390,7 +409,7 @@ def cell_table(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
     """Per-cell statistics of the primary metric, in points: one row per (size, objective, fraction,
     step, score key) over the spec's expected grid and every observed cell. Missing ones have
     n_seeds = 0 and a note; degenerate runs are counted (``n_degenerate``) and kept in the stats."""
-    role_of = {v: k for k, v in cfg.roles.items() if v is not None}
+    role_of = _roles_of(cfg)
     rows = []
     for (size, obj, frac, step), in_spec in _all_cells(per_seed, cfg):
         sub = per_seed[(per_seed["size"] == size) & (per_seed["objective"] == obj)
@@ -403,7 +422,12 @@ def cell_table(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
                              label=_key_str(size, obj, frac, step, key))
             note = []
             if summ["n"] == 0:
-                note.append("no runs (n/a)" if in_spec else "")
+                reason = cfg.missing_tasks.get(task_of(key))
+                note.append(f"task not fine-tuned: {reason}" if reason else "no runs (n/a)" if in_spec else "")
+            elif cfg.seeds is not None:
+                absent = [x for x in cfg.seeds if x not in set(s["seed"].tolist())]
+                if absent:
+                    note.append("missing seeds: " + ";".join(map(str, absent)))
             if not in_spec:
                 note.append("not in analysis spec")
             if key not in cfg.score_keys:
@@ -459,7 +483,7 @@ def glue_average_table(per_seed: pd.DataFrame, cfg: AnalysisConfig,
     over ``keys`` (default :func:`average_keys`). Every cell of the grid gets a cell row (n/a when
     no seed has all keys); ``covered_keys`` and ``partial`` say what the average covers."""
     keys = tuple(keys) if keys is not None else average_keys(cfg)
-    role_of = {v: k for k, v in cfg.roles.items() if v is not None}
+    role_of = _roles_of(cfg)
     label = average_label(keys)
     partial = tuple(keys) != GLUE_AVERAGE_KEYS
     seeds = seed_averages(per_seed, keys)

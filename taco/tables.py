@@ -77,10 +77,11 @@ def budget_steps_from_name(name: str) -> int | None:
 def approach_label(objective: str, budget: str, fraction: float = 1.0, step: int | None = None) -> str:
     """``TACO-250k``, with the data fraction when not 100% and the step when it differs from the
     budget name (``TACO-250k [step 60]``)."""
-    lab = f"{OBJ_LABELS.get(objective, objective)}-{budget}"
+    lab = f"{OBJ_LABELS.get(objective, objective)}-{budget}" if budget else \
+        f"{OBJ_LABELS.get(objective, objective)} @ step {step}"
     if not math.isclose(fraction, 1.0):
         lab += f" ({fmt_fraction(fraction)} data)"
-    if step is not None and budget_steps_from_name(budget) != step:
+    if budget and step is not None and budget_steps_from_name(budget) != step:
         lab += f" [step {step}]"
     return lab
 
@@ -157,7 +158,12 @@ class TableBuilder:
                 if akeys is None:
                     r = self._cell_row(size, objective, fraction, step, col)
                     if r is None or int(r["n_seeds"]) == 0:
-                        notes.append("not run" if col not in self.cfg.score_keys else "no runs")
+                        from taco.stats import task_of
+
+                        why = self.cfg.missing_tasks.get(task_of(col))
+                        notes.append(f"{KEY_LABELS.get(col, col)} not fine-tuned: {why}" if why else
+                                     f"{KEY_LABELS.get(col, col)} not fine-tuned (not in tasks)"
+                                     if col not in self.cfg.score_keys else "no runs")
                     else:
                         rec.update(n_seeds=int(r["n_seeds"]), mean=_nan(r["mean"]), std=_nan(r["std"]),
                                    ci_low=_nan(r["ci_low"]), ci_high=_nan(r["ci_high"]),
@@ -201,6 +207,14 @@ def _budget_note(cfg: AnalysisConfig, size: str | None, budget: str, role: str) 
     return step, ""
 
 
+def _step_note(cfg: AnalysisConfig, size: str | None, budget: str, step: int | None,
+               role: str) -> tuple[int | None, str]:
+    """Like :func:`_budget_note` for a step that may have no paper budget name."""
+    if budget or step is None:
+        return _budget_note(cfg, size, budget, role)
+    return step, ""
+
+
 def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
     """Table 1: BERT-small MLM-250k, TACO-50k, TACO-250k, GLUE dev (reproduced beside published)
     and test (published only: the test set needs the GLUE server)."""
@@ -233,19 +247,19 @@ def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     tb = TableBuilder(agg, cfg)
     size = cfg.roles.get("small")
     red = cfg.reduced_fraction
-    budgets: dict[str, int] = {}
+    steps: set[int] = set()
     for v in cfg.variants:
         if v.size == size and math.isclose(v.fraction, red) and v.objective in ("mlm", "taco"):
-            budgets.update(cfg.variant_budgets(v))
+            steps.update(cfg.variant_steps(v))
+    budgets = [(cfg.budget_name(size, st) or "", st) for st in sorted(steps)]
     if not budgets:
-        budgets = {"250k": cfg.budget_step(size, "250k")} if size else {"250k": None}
+        budgets = [("250k", cfg.budget_step(size, "250k"))]
     keys = tuple(k for k in TABLE2_KEYS)
     avg_keys = tuple(k for k in TABLE2_KEYS if k in cfg.score_keys)
-    for budget, step in sorted(budgets.items(), key=lambda kv: kv[1] or 0):
+    for budget, step in budgets:
         for obj in ("mlm", "taco"):
             for frac in (1.0, red):
-                note = ""
-                st, note = _budget_note(cfg, size, budget, "small")
+                st, note = _step_note(cfg, size, budget, step, "small")
                 if st is not None and not cfg.has_variant(size, obj, frac):
                     note = f"variant {obj} ({fmt_fraction(frac)} data) not in the analysis spec"
                 tb.add(table="table2", section="dev", label=approach_label(obj, budget, frac, st), size=size,
@@ -258,12 +272,12 @@ def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     """Table 3: the BERT-base role, MLM and TACO at each budget of that size (published: UNKNOWN)."""
     tb = TableBuilder(agg, cfg)
     size = cfg.roles.get("base")
-    budgets = sorted(cfg.budget_names.get(size, {}).items(), key=lambda kv: kv[1]) if size else []
+    budgets = cfg.size_steps(size)
     if not budgets:
         budgets = [(b, None) for b in ("100k", "250k", "500k")]
-    for budget, _ in budgets:
+    for budget, st in budgets:
         for obj in ("mlm", "taco"):
-            step, note = _budget_note(cfg, size, budget, "base")
+            step, note = _step_note(cfg, size, budget, st, "base")
             if step is not None and not cfg.has_variant(size, obj, 1.0):
                 note = f"variant {obj} not in the analysis spec"
             tb.add(table="table3", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
@@ -289,13 +303,12 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
            budget="", step=None, keys=GLUE_AVERAGE_KEYS, avg_keys=GLUE_AVERAGE_KEYS, paper=None,
            paper_source="", note="published Table 4 values UNKNOWN", ours_available=False,
            kind="published")
-    if size:
-        budget, step = max(cfg.budget_names[size].items(), key=lambda kv: kv[1])
+    if size and cfg.size_steps(size):
+        budget, step = cfg.size_steps(size)[-1]
         note = f"ours: {role} role (size {size!r}), largest budget"
         if role == "small":
             note += "; base role not run"
-        tb.add(table="table4", section="dev", label=f"TACO-{budget} ({role} role)" +
-               (f" [step {step}]" if budget_steps_from_name(budget) != step else ""),
+        tb.add(table="table4", section="dev", label=approach_label("taco", budget, 1.0, step) + f" ({role} role)",
                size=size, objective="taco", fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
                avg_keys=average_keys(cfg), paper=None, paper_source="", note=note)
     else:
@@ -315,11 +328,11 @@ def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) ->
     tb = TableBuilder(agg, cfg)
     size = cfg.roles.get("small")
     fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
-    budgets = sorted(cfg.budget_names.get(size, {}).items(), key=lambda kv: kv[1]) if size else [("250k", None)]
+    budgets = cfg.size_steps(size) or [("250k", None)]
     for obj in ABLATION_OBJECTIVES:
         pub = fig5.get({"taco": "TACO", "mlm": "MLM"}.get(obj, ""), {}) or {}
-        for budget, _ in budgets:
-            step, note = _budget_note(cfg, size, budget, "small")
+        for budget, st in budgets:
+            step, note = _step_note(cfg, size, budget, st, "small")
             if step is not None and not cfg.has_variant(size, obj, 1.0):
                 note = f"variant {obj} not in the analysis spec"
             p = pub.get(budget)

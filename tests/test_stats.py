@@ -262,3 +262,28 @@ def test_input_errors(tmp_path):
         per_seed_table(load_metrics([p]), cfg2)
     assert main(["--inputs", str(bad), "--output-dir", str(tmp_path / "o")]) == 2
     assert main(["--output-dir", str(tmp_path / "o")]) == 2
+
+
+def test_workflow_spec_keys(tmp_path):
+    """The keys the Snakemake workflow adds (budgets, finetuned_budgets, missing_tasks, seeds)."""
+    spec = dict(SMALL_SPEC, tasks=["sst2"], budgets={"tiny": [20, 40, 60]},
+                finetuned_budgets={"tiny": [20, 40, 60]}, missing_tasks={"rte": "not in the local data"},
+                seeds=[1, 2, 3])
+    cfg = validate_analysis(spec)
+    assert cfg.size_steps("tiny") == [("50k", 20), ("", 40), ("250k", 60)]
+    out, _ = build_aggregate(tmp_path, spec, seeds=[1, 2])
+    cells = pd.read_csv(out / "cells.csv", keep_default_na=False)
+    unnamed = cells[(cells.step == 40) & (cells.objective == "mlm")]
+    assert len(unnamed) == 1 and unnamed.budget.iloc[0] == "" and unnamed.n_seeds.iloc[0] == 0  # expected, not run
+    run = cells[(cells.step == 60) & (cells.objective == "mlm")].iloc[0]
+    assert "missing seeds: 3" in run.note
+    with pytest.raises(AnalysisConfigError, match="finetuned_budgets.tiny"):
+        validate_analysis(dict(spec, finetuned_budgets={"tiny": ["60"]}))
+    with pytest.raises(AnalysisConfigError, match="missing_tasks.glue9"):
+        validate_analysis(dict(spec, missing_tasks={"glue9": "x"}))
+
+
+def test_compare_with_one_seed_gives_nan_tests():
+    c = compare([1.0], [0.5, 0.7], n_resamples=99, label="one")
+    assert c.delta == pytest.approx(0.4)
+    assert math.isnan(c.p_two_sided) and math.isnan(c.ci_low) and math.isnan(c.hedges_g)
