@@ -503,10 +503,13 @@ def run(plan: Plan) -> int:
 
     t0 = time.time()
     a = plan.args
+    rank = int(os.environ.get("RANK", "0"))  # torchrun / accelerate launch: one process per GPU
     state_dir = plan.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
-    _clean_stale_tmp(plan.output)
+    if rank == 0:
+        _clean_stale_tmp(plan.output)
     runlog = RunLogCallback(state_dir / "logs", extra={"until": plan.until})
+    runlog._is_world_zero = rank == 0
 
     # where to start: newest valid scratch state of this run past the resume point, else the budget
     states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash) if plan.start_step < s <= plan.until]
@@ -518,8 +521,16 @@ def run(plan: Plan) -> int:
         runlog.write_event({"event": "resume_state", "step": step, "path": str(resume_ckpt)})
         print(f"taco pretrain: resuming from intermediate state {resume_ckpt} (step {step})", file=sys.stderr)
     elif plan.resume_from is not None:
-        resume_ckpt = _stage_budget(plan.resume_from, state_dir, plan.start_step, plan.config_hash)
-        runlog.write_event({"event": "resume_budget", "step": plan.start_step, "path": str(plan.resume_from)})
+        if rank == 0:
+            resume_ckpt = _stage_budget(plan.resume_from, state_dir, plan.start_step, plan.config_hash)
+            runlog.write_event({"event": "resume_budget", "step": plan.start_step, "path": str(plan.resume_from)})
+        else:  # torchrun: rank 0 stages the budget; the others wait for its marker
+            resume_ckpt = state_dir / f"checkpoint-{plan.start_step}"
+            deadline = time.time() + 1800
+            while not (resume_ckpt / STATE_MARKER).is_file():
+                if time.time() > deadline:
+                    raise RuntimeError(f"rank {rank}: {resume_ckpt} was not staged by rank 0")
+                time.sleep(1.0)
     current_step = int(_CKPT_RE.match(resume_ckpt.name).group(1)) if resume_ckpt else 0
 
     # SIGTERM: finish the current step, save a state, exit 143
@@ -574,6 +585,8 @@ def run(plan: Plan) -> int:
     finally:
         signal.signal(signal.SIGTERM, old_handler)
 
+    if rank != 0:  # rank 0 writes the budget checkpoint
+        return 0
     final = [(s, p) for s, p in valid_states(state_dir, plan.config_hash) if s == plan.until]
     if not final:
         raise RuntimeError(f"no complete state at step {plan.until} in {state_dir}")
