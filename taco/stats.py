@@ -44,9 +44,11 @@ from taco.analysis_config import (
     load_analysis,
 )
 
-try:  # the metrics module defines the same constant; prefer it when present
-    from taco.metrics import GLUE_AVERAGE_KEYS as _METRICS_KEYS  # type: ignore[attr-defined]
-except Exception:  # noqa: BLE001 - module absent or still being written
+try:  # taco.metrics defines the same nine keys (AVERAGE_KEYS); they must agree
+    from taco import metrics as _metrics
+
+    _METRICS_KEYS = getattr(_metrics, "GLUE_AVERAGE_KEYS", None) or getattr(_metrics, "AVERAGE_KEYS", None)
+except Exception:  # noqa: BLE001 - module absent or broken: this module does not depend on it
     _METRICS_KEYS = None
 
 #: the nine score keys of the paper's GLUE average, in the paper's column order (WNLI excluded)

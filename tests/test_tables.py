@@ -105,3 +105,16 @@ def test_helpers():
     assert approach_label("mlm", "250k", 1.0, 250000) == "MLM-250k"
     pv = load_paper_values()
     assert pv["table1_bert_small"]["dev"]["TACO-250k"]["avg"] == 76.2 and pv["table3_base"] is None
+
+
+def test_average_agrees_with_taco_metrics(paper_tables):
+    metrics = pytest.importorskip("taco.metrics")
+    from fixtures_stats import PAPER_TABLE1_DEV
+    from taco.stats import GLUE_AVERAGE_KEYS
+
+    assert tuple(metrics.AVERAGE_KEYS) == GLUE_AVERAGE_KEYS
+    t1 = pd.read_csv(paper_tables / "table1.csv")
+    avg = t1[(t1.section == "dev") & (t1.column == "avg")].set_index("approach")["mean"]
+    for name, row in PAPER_TABLE1_DEV.items():
+        ref = metrics.glue_average({k: v / 100 for k, v in row.items()})
+        assert not ref.is_partial and avg[name] == pytest.approx(100 * ref.value)
