@@ -15,7 +15,6 @@ from fixtures_stats import (
     PAPER_TABLE1_DEV,
     build_aggregate,
     seed_offset,
-    smoke_spec,
     write_cell,
     write_run,
     write_spec,
