@@ -43,10 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Fine-tune one checkpoint on one GLUE task with one seed.")
     p.add_argument("--checkpoint", required=True, help="budget checkpoint directory (taco pretrain output)")
     p.add_argument("--task", required=True, help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli")
-    p.add_argument("--seed", type=int, default=123, help="fine-tuning seed (official scripts: 123)")
+    p.add_argument("--seed", type=int, nargs="+", default=[123],
+                   help="fine-tuning seed(s) (official scripts: 123). Several seeds run one after the "
+                        "other in this process (saves the start-up cost on CPU); --output must then "
+                        "contain {seed}")
     p.add_argument("--glue-source", choices=("hub", "local", "synthetic"), default="hub")
     p.add_argument("--glue-dir", default=None, help="GLUE folder (needed for --glue-source local)")
-    p.add_argument("--output", required=True, help="result directory (metrics.json, predictions.tsv)")
+    p.add_argument("--output", required=True,
+                   help="result directory (metrics.json, predictions.tsv); may contain {seed}")
     p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--eval-batch-size", type=int, default=128)
@@ -345,11 +349,36 @@ def _json_default(obj):
         return str(obj)
 
 
+def per_seed_args(args: argparse.Namespace) -> list[argparse.Namespace]:
+    """One namespace per ``--seed``, with ``{seed}`` in ``--output`` filled in.
+
+    Raises UsageError if several seeds share one output directory or a seed repeats.
+    """
+    seeds = list(args.seed)
+    if len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seed: repeated seed in {seeds}")
+    if len(seeds) > 1 and "{seed}" not in args.output:
+        raise UsageError("--output must contain {seed} when several seeds are given "
+                         "(e.g. results/.../rte/seed-{seed})")
+    out = []
+    for seed in seeds:
+        one = argparse.Namespace(**vars(args))
+        one.seed = seed
+        one.output = args.output.replace("{seed}", str(seed))
+        out.append(one)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        facts = check_inputs(args)
-        return run(args, facts)
+        runs = per_seed_args(args)
+        facts = [check_inputs(a) for a in runs]  # every seed's input checked before any work starts
+        for a, f in zip(runs, facts):
+            status = run(a, f)
+            if status:
+                return status
+        return 0
     except (UsageError, FileNotFoundError, FileExistsError) as exc:
         print(f"taco finetune: error: {exc}", file=sys.stderr)
         return 2

@@ -126,3 +126,18 @@ def test_errors_before_work(ckpt, tmp_path, capsys):
     assert _ft(bad, out) == 2
     assert "disagree" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_several_seeds_in_one_process_equal_separate_runs(ckpt, tmp_path):
+    base = ["--checkpoint", str(ckpt), "--task", "stsb", "--glue-source", "synthetic",
+            "--max-train-samples", "32", "--max-eval-samples", "32", "--epochs", "1", "--max-length", "64",
+            "--batch-size", "16", "--warmup-steps", "2", "--device", "cpu", "--no-progress"]
+    assert finetune.main(base + ["--seed", "3", "4", "--output", str(tmp_path / "multi" / "seed-{seed}")]) == 0
+    assert finetune.main(base + ["--seed", "4", "--output", str(tmp_path / "single")]) == 0
+    multi = json.loads((tmp_path / "multi" / "seed-4" / "metrics.json").read_text())
+    single = json.loads((tmp_path / "single" / "metrics.json").read_text())
+    assert multi["seed"] == 4 and multi["scores"] == single["scores"] and multi["epochs"] == single["epochs"]
+    assert json.loads((tmp_path / "multi" / "seed-3" / "metrics.json").read_text())["seed"] == 3
+    # several seeds need {seed} in --output; checked before any work
+    assert finetune.main(base + ["--seed", "5", "6", "--output", str(tmp_path / "same")]) == 2
+    assert not (tmp_path / "same").exists()
