@@ -68,19 +68,7 @@ KNOWN_METRICS = ("accuracy", "f1", "matthews_correlation", "pearson", "spearmanr
 
 OBJECTIVES = ("mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp")
 
-#: default primary metric per score key (the paper does not say; CODE reports all of them)
-DEFAULT_PRIMARY_METRIC: dict[str, str] = {
-    "mnli_m": "accuracy",
-    "mnli_mm": "accuracy",
-    "qqp": "accuracy",
-    "qnli": "accuracy",
-    "sst2": "accuracy",
-    "cola": "matthews_correlation",
-    "stsb": "pearson",
-    "mrpc": "accuracy",
-    "rte": "accuracy",
-    "wnli": "accuracy",
-}
+from taco.metrics import DEFAULT_PRIMARY_METRIC  # noqa: E402  (the one definition)
 
 _SMALL_BUDGETS = {f"{k}k": k * 1000 for k in (10, 20, 30, 40, 50, 100, 150, 200, 250)}
 _BASE_BUDGETS = {f"{k}k": k * 1000 for k in (100, 250, 500)}

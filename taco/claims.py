@@ -44,12 +44,8 @@ equivalence); alpha = 1 - confidence_level; per-task families Holm-corrected. Ru
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,14 +54,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.report_cli import atomic_write_text, report_main
+from taco.analysis_config import AnalysisConfig
 from taco.stats import (
     average_keys,
     average_label,
     compare,
     fmt_fraction,
     holm,
-    read_aggregate,
     seed_averages,
 )
 from taco.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
@@ -468,40 +464,19 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+def _write_claims(agg, cfg, args) -> list[Path]:
+    df = evaluate_claims(agg, cfg)
+    out = Path(args.output_dir)
+    atomic_write_text(out / "claims.csv", df.to_csv(index=False, float_format="%.6g"))
+    atomic_write_text(out / "claims.md", render_markdown(df, cfg))
+    for r in df[df["level"] == "claim"].itertuples():
+        print(f"{r.claim_id}: {r.verdict}")
+    return [out / "claims.csv", out / "claims.md"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """``taco claims``: aggregate CSVs + analysis spec -> claims.csv and claims.md."""
-    from taco.manifest import build_manifest
-
-    ap = argparse.ArgumentParser(prog="taco claims", description=__doc__.split("\n")[0])
-    ap.add_argument("--aggregate-dir", default="results/aggregate")
-    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
-    ap.add_argument("--output-dir", default="results")
-    args = ap.parse_args(argv)
-    t0 = time.time()
-    try:
-        cfg = load_analysis(args.analysis)
-        agg = read_aggregate(args.aggregate_dir)
-    except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
-        print(f"taco claims: error: {exc}", file=sys.stderr)
-        return 2
-    df = evaluate_claims(agg, cfg)
-    out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out / "claims.csv", df.to_csv(index=False, float_format="%.6g"))
-    _atomic_write(out / "claims.md", render_markdown(df, cfg))
-    man = build_manifest("claims", {"analysis": cfg.to_dict()}, inputs={"aggregate_dir": args.aggregate_dir},
-                         outputs=["claims.csv", "claims.md"], wall_time_s=round(time.time() - t0, 3))
-    _atomic_write(out / "claims.manifest.json", json.dumps(man, indent=2, default=str) + "\n")
-    for r in df[df["level"] == "claim"].itertuples():
-        print(f"{r.claim_id}: {r.verdict}")
-    return 0
-
+    return report_main("claims", __doc__.split("\n")[0], _write_claims, argv)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -19,12 +19,9 @@ Units: GLUE points (x100).
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,8 +33,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from taco.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis  # noqa: E402
-from taco.stats import UNIT, fmt_fraction, read_aggregate  # noqa: E402
+from taco.report_cli import report_main
+from taco.analysis_config import AnalysisConfig  # noqa: E402
+from taco.stats import UNIT, fmt_fraction  # noqa: E402
 from taco.tables import (  # noqa: E402
     KEY_LABELS,
     OBJ_LABELS,
@@ -280,29 +278,11 @@ def make_figures(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, out_dir: 
 
 def main(argv: list[str] | None = None) -> int:
     """``taco figures``: aggregate CSVs + analysis spec -> figure5, ablation, data_efficiency (PNG, PDF)."""
-    from taco.manifest import build_manifest
-
-    ap = argparse.ArgumentParser(prog="taco figures", description=__doc__.split("\n")[0])
-    ap.add_argument("--aggregate-dir", default="results/aggregate")
-    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
-    ap.add_argument("--output-dir", default="results")
-    ap.add_argument("--dpi", type=int, default=150, help="PNG resolution (default 150)")
-    args = ap.parse_args(argv)
-    t0 = time.time()
-    try:
-        cfg = load_analysis(args.analysis)
-        agg = read_aggregate(args.aggregate_dir)
-    except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
-        print(f"taco figures: error: {exc}", file=sys.stderr)
-        return 2
-    written = make_figures(agg, cfg, args.output_dir, dpi=args.dpi)
-    man = build_manifest("figures", {"analysis": cfg.to_dict()}, inputs={"aggregate_dir": args.aggregate_dir},
-                         outputs=[p.name for p in written], wall_time_s=round(time.time() - t0, 3))
-    p = Path(args.output_dir) / "figures.manifest.json"
-    p.write_text(json.dumps(man, indent=2, default=str) + "\n")
-    print(f"taco figures: {len(written)} files -> {args.output_dir}")
-    return 0
-
+    return report_main(
+        "figures", __doc__.split("\n")[0],
+        lambda agg, cfg, args: make_figures(agg, cfg, args.output_dir, dpi=args.dpi), argv,
+        add_arguments=lambda ap: ap.add_argument("--dpi", type=int, default=150, help="PNG resolution"),
+    )
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -17,7 +17,6 @@ import argparse
 import csv
 import json
 import math
-import os
 import shutil
 import sys
 import tempfile
@@ -163,7 +162,6 @@ def _primary_value(scores: dict[str, dict[str, float]]) -> float:
 
 def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     import numpy as np
-    import torch
     from transformers import (AutoModelForSequenceClassification, DataCollatorWithPadding, Trainer,
                               TrainerCallback, TrainingArguments, set_seed)
 

@@ -102,7 +102,6 @@ def sample_negative_index(
         raise ValueError(f"number of negatives K must be a positive integer, got {k!r}")
     real = _check_mask(attention_mask)
     B, L = real.shape
-    device = real.device
     n_real = real.sum(1)  # (B,)
     if int((n_real > 0).sum()) < 2:
         raise ValueError(

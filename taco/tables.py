@@ -19,13 +19,10 @@ actually run, and the step is shown when it differs from the name.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import re
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -34,7 +31,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.report_cli import atomic_write_text, report_main
+from taco.analysis_config import AnalysisConfig
 from taco.stats import (
     GLUE_AVERAGE_KEYS,
     UNIT,
@@ -42,7 +40,6 @@ from taco.stats import (
     average_keys,
     average_label,
     fmt_fraction,
-    read_aggregate,
     seed_averages,
     summarize,
 )
@@ -447,12 +444,6 @@ def render_latex(long: pd.DataFrame, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def build_tables(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
                  paper_values: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
     """All five tables as long-form DataFrames (keys: table1, table2, table3, table4, ablation)."""
@@ -470,36 +461,15 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> lis
                           ("md", render_markdown(df, TITLES[name])),
                           ("tex", render_latex(df, TITLES[name]))):
             p = out / f"{name}.{ext}"
-            _atomic_write(p, text)
+            atomic_write_text(p, text)
             written.append(p)
     return written
 
 
 def main(argv: list[str] | None = None) -> int:
     """``taco tables``: aggregate CSVs + analysis spec -> table{1,2,3,4}/ablation .csv/.md/.tex."""
-    from taco.manifest import build_manifest, sha256_file
-
-    ap = argparse.ArgumentParser(prog="taco tables", description=__doc__.split("\n")[0])
-    ap.add_argument("--aggregate-dir", default="results/aggregate")
-    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
-    ap.add_argument("--output-dir", default="results")
-    args = ap.parse_args(argv)
-    t0 = time.time()
-    try:
-        cfg = load_analysis(args.analysis)
-        agg = read_aggregate(args.aggregate_dir)
-    except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
-        print(f"taco tables: error: {exc}", file=sys.stderr)
-        return 2
-    written = write_tables(build_tables(agg, cfg), args.output_dir)
-    man = build_manifest("tables", {"analysis": cfg.to_dict()},
-                         inputs={str(Path(args.aggregate_dir) / f): sha256_file(Path(args.aggregate_dir) / f)
-                                 for f in ("per_seed.csv", "cells.csv", "glue_average.csv")},
-                         outputs=[p.name for p in written], wall_time_s=round(time.time() - t0, 3))
-    _atomic_write(Path(args.output_dir) / "tables.manifest.json", json.dumps(man, indent=2, default=str) + "\n")
-    print(f"taco tables: {len(written)} files -> {args.output_dir}")
-    return 0
-
+    return report_main("tables", __doc__.split("\n")[0],
+                       lambda agg, cfg, args: write_tables(build_tables(agg, cfg), args.output_dir), argv)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

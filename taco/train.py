@@ -35,7 +35,6 @@ sampling use the global RNG, which the Trainer restores at the step where the st
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -493,7 +492,6 @@ def _training_arguments(plan: Plan, output_dir: Path):
 
 def run(plan: Plan) -> int:
     """Train the segment and write the budget checkpoint; returns the exit status."""
-    import torch
     from datasets import load_from_disk
     from transformers import AutoTokenizer, set_seed
 
