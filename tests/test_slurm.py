@@ -99,6 +99,18 @@ def run(cmd: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env())
 
 
+def job_stats(log: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table (rule -> planned jobs) from its log."""
+    block = log.split("Job stats:", 1)[1]
+    counts = {}
+    for line in block.splitlines()[3:]:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
 def squeue_all() -> dict[str, dict[str, str]]:
     """SLURM job id -> state and comment for every job the controller still lists."""
     out = subprocess.run(["squeue", "--states=all", "--noheader", "--format=%i|%T|%k"],
@@ -181,11 +193,13 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
         by_rule.setdefault(rule, []).append(sid)
         log = Path(logfile)
         assert log.name == f"{sid}.log" and log.is_file() and log.stat().st_size > 0, logfile
-    # every job but the local bookkeeping rule ran on SLURM: 6 segments, 2 x 3 x 1 x 2 fine-tunings
-    assert len(by_rule["pretrain"]) == 6, by_rule
-    assert len(by_rule["finetune"]) == 2 * 3 * 1 * 2, by_rule
-    assert {"corpus", "tokenizer", "pack", "aggregate", "tables", "figures", "claims"} <= set(by_rule)
-    assert "analysis_spec" not in by_rule  # a localrule
+    # every job Snakemake planned ran on SLURM, except the local bookkeeping rule and `all`
+    planned = job_stats(slurm_log)
+    assert planned.get("pretrain") == 6, planned  # 2 variants x 3 budget segments
+    assert planned.get("finetune", 0) >= 1, planned
+    assert {rule: len(ids) for rule, ids in by_rule.items()} == {
+        rule: n for rule, n in planned.items() if rule not in ("all", "analysis_spec")}, (planned, by_rule)
+    assert "analysis_spec" in planned and "analysis_spec" not in by_rule  # a localrule
     # the profile's GPU requests reached SLURM (fake GPUs on the test node)
     assert re.search(r"gres[:/]gpu[:=]2", scontrol_job(by_rule["pretrain"][0])), scontrol_job(by_rule["pretrain"][0])
     assert re.search(r"gres[:/]gpu[:=]1", scontrol_job(by_rule["finetune"][0])), scontrol_job(by_rule["finetune"][0])
