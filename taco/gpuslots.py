@@ -6,7 +6,8 @@ free slots out of N with exclusive ``fcntl.flock`` locks on ``<lock-dir>/gpu-<i>
 the kernel when the process ends, even on SIGKILL), runs CMD with ``CUDA_VISIBLE_DEVICES`` set to
 those devices, forwards SIGTERM/SIGINT to it, and exits with its status.
 
-If ``CUDA_VISIBLE_DEVICES`` is already set (e.g. by SLURM), slot i maps to its i-th entry.
+If ``CUDA_VISIBLE_DEVICES`` is already set, slot i maps to its i-th entry. Inside a SLURM job
+(``SLURM_JOB_ID`` set) the command runs as it is: SLURM has already given the job its own GPUs.
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not cmd:
         parser.error("no command given (taco gpu-slot --gpus N -- CMD ...)")
+    if os.environ.get("SLURM_JOB_ID"):
+        print(f"taco gpu-slot: inside SLURM job {os.environ['SLURM_JOB_ID']}: SLURM assigned the GPUs "
+              f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')})", file=sys.stderr)
+        return subprocess.call(cmd)
     try:
         slots, handles = acquire(args.gpus, args.need, args.lock_dir, timeout_s=args.timeout)
         env = dict(os.environ)

@@ -58,3 +58,14 @@ def test_cli_sets_cuda_visible_devices(tmp_path):
         capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"},
     )
     assert out.stdout.strip() == "0"
+
+
+def test_inside_slurm_the_command_runs_as_it_is(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "taco", "gpu-slot", "--gpus", "2", "--lock-dir", str(tmp_path), "--",
+         sys.executable, "-c", "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))"],
+        capture_output=True, text=True, check=True,
+        env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "42", "CUDA_VISIBLE_DEVICES": "3"},
+    )
+    assert out.stdout.strip() == "3"
+    assert not list(tmp_path.iterdir())  # no slot lock taken

@@ -14,11 +14,12 @@ USE_CONDA = any(
 )
 # With per-rule conda environments (--use-conda / --sdm conda) taco is imported from this workflow's
 # folder; otherwise from the environment that runs Snakemake (where `pip install -e .` put it).
-TACO = (
-    f"PYTHONPATH={workflow.basedir}${{PYTHONPATH:+:$PYTHONPATH}} python -m taco"
+PY = (
+    f"PYTHONPATH={workflow.basedir}${{PYTHONPATH:+:$PYTHONPATH}} python"
     if USE_CONDA
-    else f"{sys.executable} -m taco"
+    else sys.executable
 )
+TACO = f"{PY} -m taco"
 ENVS = {name: f"../../envs/{name}.yaml" for name in ("data", "train", "stats")}
 
 
@@ -192,10 +193,12 @@ def pretrain_args(wildcards):
 def pretrain_launcher(wildcards):
     n = size_cfg(wildcards.size)["num_gpus"]
     prefix = gpu_launch(n)
-    if GPUS and n > 1:
+    if (
+        n > 1
+    ):  # several GPUs in one job (local slots or a SLURM allocation): one process per GPU
         return (
             prefix
-            + f"{sys.executable} -m torch.distributed.run --standalone --nproc_per_node {n} -m taco"
+            + f"{PY} -m torch.distributed.run --standalone --nproc_per_node {n} -m taco"
         )
     return prefix + TACO
 
