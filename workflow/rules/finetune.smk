@@ -58,10 +58,9 @@ else:
             args=finetune_args,
             launcher=lambda w: gpu_launch(config["finetune"]["num_gpus"]) + TACO,
             seeds=" ".join(str(s) for s in FT_SEEDS),
-            outdir=lambda w, output: os.path.dirname(
-                os.path.dirname(output.metrics[0])
-            )
-            + "/seed-{seed}",
+            outdir=lambda w, output: os.path.join(
+                os.path.dirname(os.path.dirname(output.metrics[0])), "seed-{seed}"
+            ),
         shell:
             "OMP_NUM_THREADS={threads} {params.launcher} finetune --checkpoint {input.checkpoint} "
             "--task {wildcards.task} --seed {params.seeds} {params.args} --output {params.outdir} "
