@@ -93,15 +93,23 @@ def previous_budget(config: dict[str, Any], size: str, step: int) -> int | None:
     return None if i == 0 else b[i - 1]
 
 
-def finetune_budgets(config: dict[str, Any], size: str) -> list[int]:
-    """Budget steps of ``size`` that are fine-tuned (``finetune.budgets``)."""
+def finetune_budgets(config: dict[str, Any], size: str, fraction: float = 1.0) -> list[int]:
+    """Budget steps of ``size`` that are fine-tuned (``finetune.budgets``).
+
+    Runs on part of the data (fraction < 1) follow ``finetune.reduced_data_budgets``: "same" as
+    the full-data runs, or only the "last" of those.
+    """
     sel = config["finetune"]["budgets"]
     b = budgets(config, size)
-    if sel == "all":
-        return b
     if sel == "last":
-        return b[-1:]
-    return [s for s in b if s in set(sel.get(size, []))]
+        chosen = b[-1:]
+    elif sel == "all":
+        chosen = b
+    else:
+        chosen = [s for s in b if s in set(sel.get(size, []))]
+    if fraction < 1.0 and config["finetune"].get("reduced_data_budgets", "same") == "last":
+        return chosen[-1:]
+    return chosen
 
 
 def finetune_hyperparameters(config: dict[str, Any], size: str) -> dict[str, float]:
@@ -202,6 +210,17 @@ def effective_tasks(config: dict[str, Any], tasks_available: dict[str, str | Non
     return [t for t in tasks if tasks_available.get(t) is None]
 
 
+def _variant_spec(config: dict[str, Any], run: Run, names: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """One variant of the analysis spec; lists its fine-tuned budgets by name where they differ
+    from its size's (runs on part of the data with ``finetune.reduced_data_budgets: last``)."""
+    spec: dict[str, Any] = {"size": run.size, "objective": run.variant, "fraction": run.fraction}
+    steps = finetune_budgets(config, run.size, run.fraction)
+    if steps != finetune_budgets(config, run.size):
+        by_step = {s: n for n, s in names[run.size].items()}
+        spec["budgets"] = [by_step[s] for s in steps if s in by_step]
+    return spec
+
+
 def analysis_spec(config: dict[str, Any], tasks: list[str],
                   missing_tasks: dict[str, str] | None = None) -> dict[str, Any]:
     """The analysis spec consumed by ``taco aggregate/tables/figures/claims`` (JSON-serialisable)."""
@@ -213,7 +232,7 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
     return {
         "roles": dict(a["roles"]),
         "budget_names": names,
-        "variants": [{"size": r.size, "objective": r.variant, "fraction": r.fraction} for r in runs(config)],
+        "variants": [_variant_spec(config, r, names) for r in runs(config)],
         "budgets": {size: budgets(config, size) for size in config["pretrain"]["sizes"]},
         "finetuned_budgets": {size: finetune_budgets(config, size) for size in config["pretrain"]["sizes"]},
         "tasks": tasks,

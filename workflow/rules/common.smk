@@ -109,7 +109,7 @@ def pretrain_targets():
 def finetune_targets():
     out = []
     for r in RUNS:
-        for step in wc.finetune_budgets(config, r.size):
+        for step in wc.finetune_budgets(config, r.size, r.fraction):
             for task in TASKS:
                 for seed in config["finetune"]["seeds"]:
                     run_dir = f"{r.size}/{r.variant}/data-{r.fraction_str}/step-{step}"
