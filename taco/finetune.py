@@ -368,6 +368,8 @@ def per_seed_args(args: argparse.Namespace) -> list[argparse.Namespace]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from taco.data.glue import GlueFormatError
+
     args = build_parser().parse_args(argv)
     try:
         runs = per_seed_args(args)
@@ -377,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             if status:
                 return status
         return 0
-    except (UsageError, FileNotFoundError, FileExistsError) as exc:
+    except (UsageError, FileNotFoundError, FileExistsError, GlueFormatError) as exc:
         print(f"taco finetune: error: {exc}", file=sys.stderr)
         return 2
 

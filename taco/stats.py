@@ -571,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     """``taco aggregate``: metrics.json files -> per_seed.csv, cells.csv, glue_average.csv."""
     from taco.manifest import atomic_directory, build_manifest, sha256_file, write_manifest
 
-    ap = argparse.ArgumentParser(prog="taco aggregate", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="taco aggregate", description="Aggregate fine-tuning metrics.json files: per-seed rows, per-cell statistics with bootstrap CIs, GLUE averages.")
     ap.add_argument("--inputs", nargs="*", default=[], help="metrics.json files")
     ap.add_argument("--inputs-from", help="a file listing metrics.json paths, one per line")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")

@@ -645,9 +645,41 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
         write_manifest(tmp, manifest)
 
 
+def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
+    """Exclusive lock on the segment's state folder, so two trainers never share one.
+
+    A second ``taco pretrain`` of the same segment (e.g. a rerun while an orphan of a killed
+    Snakemake still trains) waits for the first to finish instead of racing it. Returns (the open
+    lock file, whether it had to wait). Only rank 0 of a distributed run takes the lock.
+    """
+    import fcntl
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        return None, False
+    output = Path(args.output)
+    state_dir = Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fh = open(state_dir / ".lock", "a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fh, False
+    except BlockingIOError:
+        print(f"taco pretrain: another process is training this segment ({state_dir} is locked); "
+              "waiting for it to finish", file=sys.stderr, flush=True)
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        return fh, True
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _lock_handle, waited = acquire_segment_lock(args)
+        if waited and (Path(args.output) / MANIFEST_NAME).is_file():
+            done = read_manifest(args.output)
+            if int(done.get("step", -1)) == args.until:
+                print(f"taco pretrain: {args.output} was finished by the other process (step {args.until})",
+                      file=sys.stderr)
+                return 0
         plan = make_plan(args)
     except (UsageError, FileNotFoundError, FileExistsError) as exc:
         print(f"taco pretrain: error: {exc}", file=sys.stderr)
