@@ -166,13 +166,16 @@ class TableBuilder:
                                    ci_low=_nan(r["ci_low"]), ci_high=_nan(r["ci_high"]),
                                    n_degenerate=int(r["n_degenerate"]))
                         if rec["n_degenerate"]:
-                            notes.append(f"{rec['n_degenerate']} degenerate run(s) included")
+                            notes.append(f"{KEY_LABELS.get(col, col)}: {rec['n_degenerate']} degenerate "
+                                         "run(s) included")
                 elif not akeys:
                     notes.append("no score key of the average was fine-tuned")
                 else:
                     s = self._avg(size, objective, fraction, step, akeys)
                     rec.update(n_seeds=s["n"], mean=s["mean"], std=s["std"], ci_low=s["ci_low"],
                                ci_high=s["ci_high"], n_degenerate=s["n_degenerate"])
+                    if s["n_degenerate"]:
+                        notes.append(f"average: {s['n_degenerate']} seed(s) with a degenerate run included")
                     if s["n"] == 0:
                         notes.append("no seed with every key of the average")
                     if s["n_incomplete"]:
@@ -444,6 +447,19 @@ def render_latex(long: pd.DataFrame, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: the paper's model size behind each table (its role in the analysis spec)
+TABLE_ROLES = {"table1": "small", "table2": "small", "table3": "base", "table4": "base", "ablation": "small"}
+
+
+def table_title(name: str, long: pd.DataFrame) -> str:
+    """The table's title; says which configured size played the paper's size when they differ."""
+    sizes = sorted({str(x) for x in long.get("size", pd.Series(dtype=str)) if x})
+    role = TABLE_ROLES[name]
+    if sizes and sizes != [role]:
+        return f"{TITLES[name]} [size run: {', '.join(sizes)}, in the role of BERT-{role}]"
+    return TITLES[name]
+
+
 def build_tables(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
                  paper_values: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
     """All five tables as long-form DataFrames (keys: table1, table2, table3, table4, ablation)."""
@@ -458,8 +474,8 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> lis
     written = []
     for name, df in tables.items():
         for ext, text in (("csv", df.to_csv(index=False, float_format="%.6g")),
-                          ("md", render_markdown(df, TITLES[name])),
-                          ("tex", render_latex(df, TITLES[name]))):
+                          ("md", render_markdown(df, table_title(name, df))),
+                          ("tex", render_latex(df, table_title(name, df)))):
             p = out / f"{name}.{ext}"
             atomic_write_text(p, text)
             written.append(p)
