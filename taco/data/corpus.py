@@ -55,7 +55,8 @@ class ArtifactMismatchError(FileExistsError):
     """An artifact exists at the output path but was made from other parameters or inputs."""
 
 
-def check_existing(output: str | os.PathLike, key: str, overwrite: bool = False) -> bool:
+def check_existing(output: str | os.PathLike, key: str, overwrite: bool = False,
+                   parameters: dict | None = None, inputs: dict | None = None) -> bool:
     """Decide what to do with an existing artifact directory before any work starts.
 
     Returns True when ``output`` holds a finished artifact whose manifest ``artifact_key`` equals
@@ -69,16 +70,23 @@ def check_existing(output: str | os.PathLike, key: str, overwrite: bool = False)
     if not output.exists():
         return False
     try:
-        found = read_manifest(output).get("artifact_key")
+        manifest = read_manifest(output)
     except FileNotFoundError:
-        found = None
+        manifest = {}
+    found = manifest.get("artifact_key")
     if found == key:
         return True
     if overwrite:
         return False
+    differ = []
+    for label, new, old in (("", parameters, manifest.get("parameters")), ("input ", inputs, manifest.get("inputs"))):
+        if new is not None and isinstance(old, dict):
+            differ += [f"{label}{k}: {old.get(k)!r} -> {new.get(k)!r}"
+                       for k in sorted(set(new) | set(old)) if old.get(k) != new.get(k)]
+    detail = f"; differing: {', '.join(differ)}" if differ else ""
     raise ArtifactMismatchError(
         f"{output} exists but was made {'by an unfinished run' if found is None else 'with other parameters or inputs'} "
-        f"(artifact_key {found} != {key}); remove it or pass --overwrite"
+        f"(artifact_key {found} != {key}{detail}); remove it or pass --overwrite"
     )
 
 

@@ -238,7 +238,7 @@ def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, outp
               "validation_fraction": validation_fraction, "validation_blocks": validation_blocks,
               "document_separator": document_separator}
     key = sha256_json({"kind": "packed", "parameters": params, "inputs": inputs, "format": 1})
-    if check_existing(output, key, overwrite):
+    if check_existing(output, key, overwrite, parameters=params, inputs=inputs):
         print(f"pack: {output} is up to date (artifact_key {key[:12]})", file=sys.stderr)
         return output
 
