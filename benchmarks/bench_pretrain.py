@@ -27,9 +27,7 @@ from pathlib import Path
 
 import torch
 
-VOCAB_TXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "bert" / "vocab.txt"
-if not VOCAB_TXT.is_file():
-    VOCAB_TXT = Path("/work/shared/data/bert/vocab.txt")
+VOCAB_TXT = Path(os.environ.get("TACO_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "bert" / "vocab.txt"
 
 
 def tokenizer():

@@ -673,6 +673,7 @@ def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        plan = make_plan(args)  # every check before any side effect
         _lock_handle, waited = acquire_segment_lock(args)
         if waited and (Path(args.output) / MANIFEST_NAME).is_file():
             done = read_manifest(args.output)
@@ -680,7 +681,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"taco pretrain: {args.output} was finished by the other process (step {args.until})",
                       file=sys.stderr)
                 return 0
-        plan = make_plan(args)
     except (UsageError, FileNotFoundError, FileExistsError) as exc:
         print(f"taco pretrain: error: {exc}", file=sys.stderr)
         return 2

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ torch = pytest.importorskip("torch")
 from taco import dynamics as dyn  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-VOCAB_TXT = Path("/work/shared/data/bert/vocab.txt")
+from shared_data import bert_tokenizer as _tokenizer  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,19 +122,6 @@ def test_baseline_tokens_differ_from_targets():
 # ---------------------------------------------------------------------------------------------
 # tiny checkpoint end to end
 # ---------------------------------------------------------------------------------------------
-
-
-def _tokenizer():
-    if not VOCAB_TXT.is_file():
-        pytest.skip(f"{VOCAB_TXT} absent: cannot build the BERT tokenizer")
-    from transformers import BertTokenizerFast
-
-    vocab = {}
-    for i, line in enumerate(VOCAB_TXT.read_text(encoding="utf-8").splitlines()):
-        vocab.setdefault(line, i)
-    tok = BertTokenizerFast(vocab=vocab, do_lower_case=True)
-    assert tok("the cat")["input_ids"] == [101, 1996, 4937, 102]
-    return tok
 
 
 @pytest.fixture(scope="module")

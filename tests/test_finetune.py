@@ -15,24 +15,8 @@ pytest.importorskip("transformers")
 from taco import finetune  # noqa: E402
 from taco.manifest import build_manifest, sha256_file, write_manifest  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-if not SHARED.is_dir():
-    SHARED = Path("/work/shared/data")
-VOCAB_TXT = SHARED / "bert" / "vocab.txt"
-GLUE_DIR = SHARED / "glue"
-
-
-def _bert_tokenizer():
-    if not VOCAB_TXT.is_file():
-        pytest.skip(f"{VOCAB_TXT} absent: cannot build the BERT tokenizer")
-    from transformers import BertTokenizerFast
-
-    vocab = {}
-    for i, line in enumerate(VOCAB_TXT.read_text(encoding="utf-8").splitlines()):
-        vocab.setdefault(line, i)
-    tok = BertTokenizerFast(vocab=vocab, do_lower_case=True)
-    assert tok("the cat")["input_ids"] == [101, 1996, 4937, 102]
-    return tok
+from shared_data import GLUE_DIR  # noqa: E402
+from shared_data import bert_tokenizer as _bert_tokenizer  # noqa: E402
 
 
 def _checkpoint(path: Path, tok, vocab_size: int | None = None) -> Path:

@@ -213,29 +213,26 @@ def test_nonfinite_loss_stops_without_checkpoint(full, tmp_path, monkeypatch, ca
     assert ev and ev[0]["step"] == 3 and ev[0]["component"] == "tc"
 
 
-def test_second_trainer_of_a_segment_waits_for_the_first(tmp_path):
+def test_second_trainer_of_a_segment_waits_for_the_first(full, tmp_path):
     """A rerun while an orphaned trainer still holds the segment waits, then accepts its result."""
     import subprocess
     import sys
     import time
 
-    from taco import train
-
-    out = tmp_path / "step-20"
-    state = tmp_path / ".state" / "step-20"
+    _, blocks, _ = full
+    out = tmp_path / "step-6"
+    state = tmp_path / ".state" / "step-6"
     state.mkdir(parents=True)
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, json, os, sys, time\n"
         f"fh = open({str(state / '.lock')!r}, 'a+'); fcntl.flock(fh, fcntl.LOCK_EX)\n"
         "print('locked', flush=True); time.sleep(2)\n"
-        f"os.makedirs({str(out)!r}); open(os.path.join({str(out)!r}, 'manifest.json'), 'w').write(json.dumps({{'step': 20}}))\n"
+        f"os.makedirs({str(out)!r}); open(os.path.join({str(out)!r}, 'manifest.json'), 'w').write(json.dumps({{'step': {MAX_STEPS}}}))\n"
     )], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
     t0 = time.monotonic()
-    status = train.main(["--blocks", str(tmp_path / "none"), "--objective", "mlm", "--size", "tiny",
-                         "--max-steps", "40", "--until", "20", "--output", str(out), "--state-dir", str(state)])
-    assert status == 0 and time.monotonic() - t0 > 1.0
+    assert train.main(_args(blocks, out, state)) == 0
+    assert time.monotonic() - t0 > 1.0
     holder.wait()
     # without a holder, an existing finished output is still refused (never modified)
-    assert train.main(["--blocks", str(tmp_path / "none"), "--objective", "mlm", "--size", "tiny",
-                       "--max-steps", "40", "--until", "20", "--output", str(out), "--state-dir", str(state)]) == 2
+    assert train.main(_args(blocks, out, state)) == 2
