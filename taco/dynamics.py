@@ -348,16 +348,11 @@ def validate_inputs(checkpoint: str | os.PathLike, blocks: str | os.PathLike, sp
     ck, bl = Path(checkpoint), Path(blocks)
     if not ck.is_dir():
         raise DynamicsInputError(f"{ck}: checkpoint directory does not exist")
+    from taco.manifest import read_json_record
+
     mpath = ck / "manifest.json"
-    if not mpath.is_file():
-        raise DynamicsInputError(f"{mpath}: checkpoint manifest missing (incomplete checkpoint?)")
-    try:
-        manifest = json.loads(mpath.read_text())
-    except json.JSONDecodeError as exc:
-        raise DynamicsInputError(f"{mpath}: not valid JSON ({exc})") from exc
-    missing = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
-    if missing:
-        raise DynamicsInputError(f"{mpath}: missing key(s) {', '.join(missing)}")
+    manifest = read_json_record(mpath, REQUIRED_MANIFEST_KEYS, DynamicsInputError,
+                                "checkpoint manifest (incomplete checkpoint?)")
     if not (ck / "config.json").is_file():
         raise DynamicsInputError(f"{ck / 'config.json'}: missing; not a save_pretrained directory")
     if not bl.is_dir():

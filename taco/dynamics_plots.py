@@ -19,12 +19,13 @@ two inputs for the same (objective, size, fraction, step); no MLM input (figure 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+from taco.manifest import read_json_record
 
 #: Okabe & Ito (2008) colour-blind-safe palette
 OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -55,15 +56,7 @@ def load_records(paths: list[str | os.PathLike]) -> list[dict[str, Any]]:
     records, seen = [], {}
     for p in paths:
         path = Path(p)
-        if not path.is_file():
-            raise PlotInputError(f"{path}: no such dynamics.json")
-        try:
-            rec = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise PlotInputError(f"{path}: not valid JSON ({exc})") from exc
-        missing = [k for k in REQUIRED_KEYS if k not in rec]
-        if missing:
-            raise PlotInputError(f"{path}: missing key(s) {', '.join(missing)}")
+        rec = read_json_record(path, REQUIRED_KEYS, PlotInputError, "dynamics.json")
         key = (rec["objective"], rec["size"], rec["fraction"], rec["step"])
         if key in seen:
             raise PlotInputError(f"{path} and {seen[key]}: both are {key} (objective, size, fraction, step)")

@@ -128,6 +128,28 @@ def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def read_json_record(path: str | os.PathLike, required: tuple[str, ...] | list[str],
+                     error: type[Exception] = ValueError, what: str = "JSON file") -> dict[str, Any]:
+    """Read a JSON object that must hold ``required`` keys; every problem names the file.
+
+    Raises ``error`` (a ValueError subclass of the caller's) for a missing file, invalid JSON, a
+    non-object or missing keys.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path}: no such {what}")
+    try:
+        rec = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(rec, dict):
+        raise error(f"{path}: expected a JSON object")
+    missing = [k for k in required if k not in rec]
+    if missing:
+        raise error(f"{path}: missing key(s) {', '.join(missing)}")
+    return rec
+
+
 @contextlib.contextmanager
 def atomic_directory(target: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary sibling directory that is renamed to ``target`` on success.
