@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sst
 
+from taco.manifest import read_json_record
 from taco.analysis_config import (
     AnalysisConfig,
     AnalysisConfigError,
@@ -303,15 +304,7 @@ def load_metrics(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         p = Path(p)
         if not p.is_file():
             raise FileNotFoundError(f"metrics file {p}: no such file")
-        try:
-            rec = json.loads(p.read_text())
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{p}: not valid JSON: {exc}") from None
-        if not isinstance(rec, Mapping):
-            raise InputError(f"{p}: expected a JSON object")
-        for f in REQUIRED_FIELDS:
-            if f not in rec:
-                raise InputError(f"{p}: missing field {f!r}")
+        rec = read_json_record(p, REQUIRED_FIELDS, InputError, "metrics file")
         if not isinstance(rec["scores"], Mapping) or not rec["scores"]:
             raise InputError(f"{p}: field 'scores' must be a non-empty mapping score_key -> metrics")
         for k, ms in rec["scores"].items():

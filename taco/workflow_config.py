@@ -120,6 +120,17 @@ def finetune_hyperparameters(config: dict[str, Any], size: str) -> dict[str, flo
     return hp
 
 
+def _required_path(config: dict[str, Any], key: str, value: str | None, because: str,
+                   exists, problem: str) -> str:
+    """A path setting that must be set (``because`` says why) and pass ``exists``; ConfigError names ``key``."""
+    path = substitute_root(value, config)
+    if not path:
+        raise ConfigError(f"{key}: {because} but no {key.rsplit('.', 1)[-1]} is set")
+    if not exists(path):
+        raise ConfigError(f"{key}: {path} {problem}")
+    return path
+
+
 def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] | None = None) -> None:
     """Semantic checks after JSON-schema validation. Raises ConfigError naming the key.
 
@@ -184,18 +195,12 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
                 raise ConfigError(f"corpus.paths: {p} does not exist")
     tok = config["tokenizer"]
     if tok["kind"] == "vocab":
-        vf = substitute_root(tok.get("vocab_file"), config)
-        if not vf:
-            raise ConfigError("tokenizer.vocab_file: tokenizer.kind is 'vocab' but no vocab_file is set")
-        if not os.path.isfile(vf):
-            raise ConfigError(f"tokenizer.vocab_file: {vf} does not exist")
+        _required_path(config, "tokenizer.vocab_file", tok.get("vocab_file"), "tokenizer.kind is 'vocab'",
+                       os.path.isfile, "does not exist")
     glue = config["glue"]
     if glue["source"] == "local":
-        d = substitute_root(glue.get("data_dir"), config)
-        if not d:
-            raise ConfigError("glue.data_dir: glue.source is 'local' but no data_dir is set")
-        if not os.path.isdir(d):
-            raise ConfigError(f"glue.data_dir: {d} is not a folder (expected the GLUE layout CoLA/, SST-2/, ...)")
+        d = _required_path(config, "glue.data_dir", glue.get("data_dir"), "glue.source is 'local'",
+                           os.path.isdir, "is not a folder (expected the GLUE layout CoLA/, SST-2/, ...)")
         if tasks_available is not None and not any(
             tasks_available.get(t) is None for t in glue["tasks"]
         ):

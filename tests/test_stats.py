@@ -254,7 +254,7 @@ def test_input_errors(tmp_path):
     rec = json.loads(p.read_text())
     del rec["step"]
     bad.write_text(json.dumps(rec))
-    with pytest.raises(InputError, match=r"bad\.json: missing field 'step'"):
+    with pytest.raises(InputError, match=r"bad\.json: missing key\(s\) step"):
         load_metrics([bad])
     cfg2 = validate_analysis(dict(SMALL_SPEC, primary_metric={"rte": "matthews_correlation"}))
     with pytest.raises(InputError, match="no 'matthews_correlation'"):
