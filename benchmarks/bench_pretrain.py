@@ -2,7 +2,7 @@
 
 - official: ``BertForMaskedLM`` + ``DataCollatorForLanguageModeling`` (mlm_probability 0.15): the
   vocabulary projection runs at every position (dense), as run_mlm.py in the TACO repo does;
-- ours: ``taco.modeling.TacoForPreTraining`` (objective ``mlm`` by default) + ``taco.collator.TacoCollator``:
+- ours: ``taco.model.modeling.TacoForPreTraining`` (objective ``mlm`` by default) + ``taco.model.collator.TacoCollator``:
   the projection runs only at the selected positions (sparse prediction).
 
 One measured step = collate one batch + forward + backward + AdamW step (what a training step of
@@ -69,8 +69,8 @@ def main(argv=None) -> int:
 
     from transformers import BertForMaskedLM, DataCollatorForLanguageModeling
 
-    from taco.collator import TacoCollator
-    from taco.modeling import TacoForPreTraining, bert_config
+    from taco.model.collator import TacoCollator
+    from taco.model.modeling import TacoForPreTraining, bert_config
 
     if a.threads:
         torch.set_num_threads(a.threads)

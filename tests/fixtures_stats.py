@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from taco.analysis_config import TASK_SCORE_KEYS
+from taco.report.analysis_config import TASK_SCORE_KEYS
 
 PAPER_TABLE1_DEV = {  # taco_tab1.png, validation set (GLUE points)
     "MLM-250k": dict(mnli_m=76.9, mnli_mm=77.4, qqp=85.7, qnli=86.2, sst2=89.0, cola=28.8, stsb=85.6, mrpc=85.9, rte=59.6),
@@ -142,7 +142,7 @@ def build_aggregate(tmp: Path, spec: dict[str, Any], seeds: list[int],
                     skip: set[tuple[str, str, float, int]] = frozenset(),
                     extra_paths: list[Path] | None = None, spread: float = 0.5) -> tuple[Path, Path]:
     """Write runs for ``spec`` and run ``taco aggregate``; returns (aggregate dir, spec path)."""
-    from taco.stats import main as aggregate_main
+    from taco.report.stats import main as aggregate_main
 
     paths = write_smoke_runs(tmp / "runs", seeds, spec, skip=skip, spread=spread) + list(extra_paths or [])
     spec_path = write_spec(tmp / "analysis.json", spec)

@@ -1,4 +1,4 @@
-"""taco.claims: verdicts from hand-built runs; too few seeds or unrun cells give inconclusive."""
+"""taco.report.claims: verdicts from hand-built runs; too few seeds or unrun cells give inconclusive."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from fixtures_stats import build_aggregate, smoke_spec
-from taco.analysis_config import validate_analysis
-from taco.claims import CLAIMS, INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, decide, main, rule_text
+from taco.report.analysis_config import validate_analysis
+from taco.report.claims import CLAIMS, INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, decide, main, rule_text
 
 TASKS = ["mnli", "sst2", "rte"]
 

@@ -1,4 +1,4 @@
-"""Tests for ``taco.dynamics`` and ``taco.dynamics_plots`` (issue 7: learning dynamics, Figures 2 and 6)."""
+"""Tests for ``taco.evaluation.dynamics`` and ``taco.report.dynamics_figures`` (issue 7: learning dynamics, Figures 2 and 6)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from taco import dynamics as dyn  # noqa: E402
+from taco.evaluation import dynamics as dyn  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from shared_data import bert_tokenizer as _tokenizer  # noqa: E402
@@ -182,7 +182,7 @@ def test_cli_end_to_end_and_reproducible(tiny, capsys):
         assert ra[rep]["gap"]["mean"] == pytest.approx(ra[rep]["intra"]["mean"] - ra[rep]["inter"]["mean"])
     an = ra["anchor_alignment"]
     assert an["n_masked"] > 0 and an["aligned"]["n_positions"] == an["n_masked"]
-    assert an["n_selected"] >= an["n_masked"] and ra["masking"] == "taco.objectives.mask_tokens"
+    assert an["n_selected"] >= an["n_masked"] and ra["masking"] == "taco.model.objectives.mask_tokens"
     assert an["difference"]["mean"] == pytest.approx(an["aligned"]["mean"] - an["random_baseline"]["mean"])
     assert "anchor_alignment_head" in ra
     # no special or padding token counted: 30 body tokens per block, 25 in the odd (padded) blocks
@@ -243,7 +243,7 @@ def _fake_record(objective, step, intra, inter, aligned=None):
 
 
 def test_figures_from_fabricated_inputs(tmp_path):
-    from taco import dynamics_plots
+    from taco.report import dynamics_figures as dynamics_plots
 
     paths = []
     for obj, intra in (("mlm", [0.6, 0.45, 0.35]), ("taco", [0.6, 0.55, 0.55]), ("mlm_tp", [0.6, 0.4, 0.3])):
@@ -259,7 +259,7 @@ def test_figures_from_fabricated_inputs(tmp_path):
 
 
 def test_figures_errors(tmp_path, capsys):
-    from taco import dynamics_plots
+    from taco.report import dynamics_figures as dynamics_plots
 
     p = tmp_path / "d.json"
     p.write_text(json.dumps(_fake_record("taco", 100, 0.5, 0.2)))

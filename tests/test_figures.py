@@ -1,9 +1,9 @@
-"""taco.figures: the three figures are written as non-empty PNG and PDF files."""
+"""taco.report.figures: the three figures are written as non-empty PNG and PDF files."""
 
 from __future__ import annotations
 
 from fixtures_stats import build_aggregate, smoke_spec
-from taco.figures import main
+from taco.report.figures import main
 
 SPEC = smoke_spec(
     budget_names={"tiny": {"10k": 10, "50k": 20, "250k": 60}, "tinybase": {"250k": 40}},
@@ -30,10 +30,10 @@ def test_figures_with_nothing_run(tmp_path):
     # base-size runs only: every small-role figure is empty but drawn, saying what is missing
     import matplotlib.pyplot as plt
 
-    from taco.figures import ablation_figure, data_efficiency_figure, figure5
-    from taco.stats import read_aggregate
-    from taco.analysis_config import load_analysis
-    from taco.tables import load_paper_values
+    from taco.report.figures import ablation_figure, data_efficiency_figure, figure5
+    from taco.report.stats import read_aggregate
+    from taco.report.analysis_config import load_analysis
+    from taco.report.tables import load_paper_values
 
     spec = dict(SPEC, variants=[{"size": "tinybase", "objective": "mlm", "fraction": 1.0}])
     agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1])

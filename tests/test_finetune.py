@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from taco import finetune  # noqa: E402
+from taco.evaluation import finetune  # noqa: E402
 from taco.manifest import build_manifest, sha256_file, write_manifest  # noqa: E402
 
 from shared_data import GLUE_DIR  # noqa: E402
@@ -20,7 +20,7 @@ from shared_data import bert_tokenizer as _bert_tokenizer  # noqa: E402
 
 
 def _checkpoint(path: Path, tok, vocab_size: int | None = None) -> Path:
-    from taco.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import TacoForPreTraining, bert_config
 
     torch.manual_seed(0)
     model = TacoForPreTraining(bert_config("tiny", vocab_size or len(tok)), objective="taco")

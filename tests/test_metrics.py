@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from taco.metrics import (AVERAGE_KEYS, DEFAULT_PRIMARY_METRIC, GlueAverage, compute_glue_metrics,
+from taco.evaluation.metrics import (AVERAGE_KEYS, DEFAULT_PRIMARY_METRIC, GlueAverage, compute_glue_metrics,
                           glue_average)
 
 

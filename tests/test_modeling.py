@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from transformers.utils import logging as hf_logging
 
-from taco.modeling import SIZES, TacoForPreTraining, bert_config
-from taco.objectives import OBJECTIVES, mask_tokens
+from taco.model.modeling import SIZES, TacoForPreTraining, bert_config
+from taco.model.objectives import OBJECTIVES, mask_tokens
 
 hf_logging.set_verbosity_error()
 V = 64
@@ -177,7 +177,7 @@ def test_save_pretrained_loads_as_plain_bert(tmp_path):
 def test_trainer_runs_with_collator(tmp_path):
     from transformers import BertTokenizerFast, Trainer, TrainingArguments
 
-    from taco.collator import TacoCollator
+    from taco.model.collator import TacoCollator
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]
     tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)})

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from taco.collator import TacoCollator
-from taco.objectives import OBJECTIVES, get_objective, mask_tokens, tc_anchor_mask
+from taco.model.collator import TacoCollator
+from taco.model.objectives import OBJECTIVES, get_objective, mask_tokens, tc_anchor_mask
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
 

@@ -1,4 +1,4 @@
-"""taco.stats and taco.analysis_config: statistics checked against numpy / scipy computed here."""
+"""taco.report.stats and taco.report.analysis_config: statistics checked against numpy / scipy computed here."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from fixtures_stats import (
     write_run,
     write_spec,
 )
-from taco.analysis_config import AnalysisConfigError, load_analysis, validate_analysis
-from taco.stats import (
+from taco.report.analysis_config import AnalysisConfigError, load_analysis, validate_analysis
+from taco.report.stats import (
     GLUE_AVERAGE_KEYS,
     InputError,
     compare,

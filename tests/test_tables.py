@@ -1,4 +1,4 @@
-"""taco.tables: the paper's Table 1 fed in as data reproduces its printed averages; n/a handling."""
+"""taco.report.tables: the paper's Table 1 fed in as data reproduces its printed averages; n/a handling."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from fixtures_stats import build_aggregate, paper_table1_runs, smoke_spec, write_spec
-from taco.stats import main as aggregate_main
-from taco.tables import approach_label, budget_steps_from_name, load_paper_values, main
+from taco.report.stats import main as aggregate_main
+from taco.report.tables import approach_label, budget_steps_from_name, load_paper_values, main
 
 PAPER_SPEC = {
     "roles": {"small": "small", "base": None},
@@ -108,9 +108,9 @@ def test_helpers():
 
 
 def test_average_agrees_with_taco_metrics(paper_tables):
-    metrics = pytest.importorskip("taco.metrics")
+    metrics = pytest.importorskip("taco.evaluation.metrics")
     from fixtures_stats import PAPER_TABLE1_DEV
-    from taco.stats import GLUE_AVERAGE_KEYS
+    from taco.report.stats import GLUE_AVERAGE_KEYS
 
     assert tuple(metrics.AVERAGE_KEYS) == GLUE_AVERAGE_KEYS
     t1 = pd.read_csv(paper_tables / "table1.csv")

@@ -19,9 +19,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 datasets = pytest.importorskip("datasets")
 
-from taco import train  # noqa: E402
+from taco.training import pretrain as train  # noqa: E402
 from taco.manifest import read_manifest, sha256_tree  # noqa: E402
-from taco.runlog import read_log  # noqa: E402
+from taco.training.runlog import read_log  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS = 6
@@ -187,7 +187,7 @@ def test_errors_before_work(full, tmp_path):
 
 
 def test_nonfinite_loss_stops_without_checkpoint(full, tmp_path, monkeypatch, capsys):
-    from taco import modeling
+    from taco.model import modeling
 
     root, blocks, _ = full
     orig = modeling.TacoForPreTraining.forward

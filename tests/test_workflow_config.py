@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from taco import workflow_config as wc
+from taco.workflow import config as wc
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -124,8 +124,8 @@ def test_smoke_dry_run_plans_every_stage():
 def test_workflow_names_equal_the_library_registries():
     """The schema/workflow lists must be the library's registries (no drift)."""
     from taco.data.glue import GLUE_TASKS
-    from taco.modeling import SIZES
-    from taco.objectives import OBJECTIVES
+    from taco.model.modeling import SIZES
+    from taco.model.objectives import OBJECTIVES
 
     assert set(wc.VARIANTS) == set(OBJECTIVES)
     assert set(wc.PRESETS) == set(SIZES)

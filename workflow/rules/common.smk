@@ -1,4 +1,4 @@
-# Input functions, wildcard constraints and config checks. Logic lives in taco.workflow_config.
+# Input functions, wildcard constraints and config checks. Logic lives in taco.workflow.config.
 
 import json
 import os
@@ -6,7 +6,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-from taco import workflow_config as wc
+from taco.workflow import config as wc
 
 R = config["results_dir"]
 USE_CONDA = any(

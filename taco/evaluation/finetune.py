@@ -153,7 +153,7 @@ def _degenerate(predictions, is_regression: bool) -> bool:
 
 
 def _primary_value(scores: dict[str, dict[str, float]]) -> float:
-    from taco.metrics import DEFAULT_PRIMARY_METRIC
+    from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC
 
     vals = [scores[k].get(DEFAULT_PRIMARY_METRIC.get(k, "accuracy"), float("nan")) for k in scores]
     vals = [v for v in vals if v is not None and not math.isnan(v)]
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
                               TrainerCallback, TrainingArguments, set_seed)
 
     from taco.data.glue import GLUE_TASKS, load_glue_task
-    from taco.metrics import DEFAULT_PRIMARY_METRIC, compute_glue_metrics
+    from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC, compute_glue_metrics
 
     t0 = time.time()
     task = GLUE_TASKS[args.task]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from taco.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -42,7 +42,7 @@ def report_main(
     ``produce(aggregate, cfg, args)`` returns the paths it wrote. Returns the exit status.
     """
     from taco.manifest import build_manifest, sha256_file
-    from taco.stats import AGGREGATE_FILES, read_aggregate
+    from taco.report.stats import AGGREGATE_FILES, read_aggregate
 
     ap = argparse.ArgumentParser(prog=f"taco {name}", description=description)
     ap.add_argument("--aggregate-dir", default="results/aggregate", help="output folder of `taco aggregate`")

@@ -24,9 +24,9 @@ from transformers import BertConfig
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.bert.modeling_bert import BertModel, BertOnlyMLMHead, BertPreTrainedModel
 
-from taco.losses import tc_loss
-from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective, tc_anchor_mask
-from taco.sampling import sample_negative_index, sample_positive_index
+from taco.model.losses import tc_loss
+from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective, tc_anchor_mask
+from taco.model.sampling import sample_negative_index, sample_positive_index
 
 __all__ = ["SIZES", "SIZE_PRESETS", "bert_config", "TacoForPreTraining", "TacoPreTrainingOutput"]
 
@@ -84,7 +84,7 @@ def _config_key(param: str) -> str:
 
 
 class TacoForPreTraining(BertPreTrainedModel):
-    """BERT encoder + MLM head, trained with one objective of :data:`taco.objectives.OBJECTIVES`.
+    """BERT encoder + MLM head, trained with one objective of :data:`taco.model.objectives.OBJECTIVES`.
 
     Args:
         config: a ``BertConfig`` (e.g. from :func:`bert_config`).
@@ -136,7 +136,7 @@ class TacoForPreTraining(BertPreTrainedModel):
     # --- objective ------------------------------------------------------------------------------
     @property
     def objective(self):
-        """The :class:`taco.objectives.Objective` this model trains with."""
+        """The :class:`taco.model.objectives.Objective` this model trains with."""
         return get_objective(self.config.taco_objective)
 
     @property

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.report_cli import atomic_write_text, report_main
-from taco.analysis_config import AnalysisConfig
-from taco.stats import (
+from taco.report.cli import atomic_write_text, report_main
+from taco.report.analysis_config import AnalysisConfig
+from taco.report.stats import (
     GLUE_AVERAGE_KEYS,
     UNIT,
     _key_str,
@@ -117,7 +117,7 @@ class TableBuilder:
         sub = self._runs.get((size, obj, round(float(frac), 6), int(step)), self.per_seed.iloc[:0])
         s = seed_averages(sub, keys)
         complete = s[np.isfinite(s["average"].astype(float))]
-        # same label as taco.stats.glue_average_table, so the CI equals glue_average.csv's
+        # same label as taco.report.stats.glue_average_table, so the CI equals glue_average.csv's
         out = summarize(complete["average"].tolist(), confidence_level=self.cfg.confidence_level,
                         n_resamples=self.cfg.n_resamples, method=self.cfg.ci_method, seed=self.cfg.seed,
                         label=_key_str(size, obj, frac, step, "avg|" + ";".join(keys)))
@@ -155,7 +155,7 @@ class TableBuilder:
                 if akeys is None:
                     r = self._cell_row(size, objective, fraction, step, col)
                     if r is None or int(r["n_seeds"]) == 0:
-                        from taco.stats import task_of
+                        from taco.report.stats import task_of
 
                         why = self.cfg.missing_tasks.get(task_of(col))
                         notes.append(f"{KEY_LABELS.get(col, col)} not fine-tuned: {why}" if why else

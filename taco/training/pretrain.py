@@ -176,7 +176,7 @@ def _resolve_precision(precision: str, device: str) -> str:
 
 def make_plan(args: argparse.Namespace) -> Plan:
     """Validate every input and decide the segment; raises UsageError/FileNotFoundError/FileExistsError."""
-    from taco.objectives import get_objective
+    from taco.model.objectives import get_objective
 
     try:
         get_objective(args.objective)
@@ -390,8 +390,8 @@ def _make_trainer_classes():
     import torch
     from transformers import Trainer, TrainerCallback
 
-    from taco.modeling import TacoForPreTraining
-    from taco.runlog import LossComponents, check_finite
+    from taco.model.modeling import TacoForPreTraining
+    from taco.training.runlog import LossComponents, check_finite
 
     class PretrainTrainer(Trainer):
         """Trainer that checks the loss components before backward and logs them."""
@@ -495,9 +495,9 @@ def run(plan: Plan) -> int:
     from datasets import load_from_disk
     from transformers import AutoTokenizer, set_seed
 
-    from taco.collator import TacoCollator
-    from taco.modeling import TacoForPreTraining, bert_config
-    from taco.runlog import NonFiniteLossError, RunLogCallback
+    from taco.model.collator import TacoCollator
+    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.training.runlog import NonFiniteLossError, RunLogCallback
 
     t0 = time.time()
     a = plan.args

@@ -155,9 +155,9 @@ def tc_loss(
         hidden: (B, L, H) last-layer hidden states h.
         embeddings: (B, L, H) embedding-layer output e (``hidden_states[0]``).
         positive_index: LongTensor (B, L), column of each anchor's positive in its own row; -1 = none
-            (from :func:`taco.sampling.sample_positive_index`).
+            (from :func:`taco.model.sampling.sample_positive_index`).
         negative_index: LongTensor (B, L, K), flat indices into B*L of each anchor's negatives
-            (from :func:`taco.sampling.sample_negative_index`).
+            (from :func:`taco.model.sampling.sample_negative_index`).
         anchor_mask: bool (B, L), positions that are anchors.
         temperature: tau > 0.
         chunk_bytes: bound on the temporary gather per chunk of the chunked path (``None``: automatic).

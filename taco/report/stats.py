@@ -38,15 +38,15 @@ import pandas as pd
 from scipy import stats as sst
 
 from taco.manifest import read_json_record
-from taco.analysis_config import (
+from taco.report.analysis_config import (
     AnalysisConfig,
     AnalysisConfigError,
     TASK_SCORE_KEYS,
     load_analysis,
 )
 
-try:  # taco.metrics defines the same nine keys (AVERAGE_KEYS); they must agree
-    from taco import metrics as _metrics
+try:  # taco.evaluation.metrics defines the same nine keys (AVERAGE_KEYS); they must agree
+    from taco.evaluation import metrics as _metrics
 
     _METRICS_KEYS = getattr(_metrics, "GLUE_AVERAGE_KEYS", None) or getattr(_metrics, "AVERAGE_KEYS", None)
 except Exception:  # noqa: BLE001 - module absent or broken: this module does not depend on it
@@ -55,7 +55,7 @@ except Exception:  # noqa: BLE001 - module absent or broken: this module does no
 #: the nine score keys of the paper's GLUE average, in the paper's column order (WNLI excluded)
 GLUE_AVERAGE_KEYS: tuple[str, ...] = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte")
 if _METRICS_KEYS is not None and tuple(_METRICS_KEYS) != GLUE_AVERAGE_KEYS:  # pragma: no cover
-    raise ImportError(f"taco.metrics.GLUE_AVERAGE_KEYS {tuple(_METRICS_KEYS)} differs from taco.stats'")
+    raise ImportError(f"taco.evaluation.metrics.GLUE_AVERAGE_KEYS {tuple(_METRICS_KEYS)} differs from taco.report.stats'")
 
 #: unit label written next to every aggregated number
 UNIT = "GLUE points (x100)"

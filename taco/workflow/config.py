@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-#: objectives known to the workflow (must equal ``taco.objectives.OBJECTIVES``; tested)
+#: objectives known to the workflow (must equal ``taco.model.objectives.OBJECTIVES``; tested)
 VARIANTS = ("mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp")
-#: model presets (must equal ``taco.modeling.SIZES``; tested)
+#: model presets (must equal ``taco.model.modeling.SIZES``; tested)
 PRESETS = ("tiny", "small", "base")
 #: GLUE task names (must equal ``taco.data.glue.GLUE_TASKS``; tested)
 TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")

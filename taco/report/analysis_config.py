@@ -63,12 +63,12 @@ TASK_SCORE_KEYS: dict[str, tuple[str, ...]] = {
     "wnli": ("wnli",),
 }
 
-#: metric names as ``taco.metrics.compute_glue_metrics`` writes them into metrics.json
+#: metric names as ``taco.evaluation.metrics.compute_glue_metrics`` writes them into metrics.json
 KNOWN_METRICS = ("accuracy", "f1", "matthews_correlation", "pearson", "spearmanr", "mean")
 
 OBJECTIVES = ("mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp")
 
-from taco.metrics import DEFAULT_PRIMARY_METRIC  # noqa: E402  (the one definition)
+from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC  # noqa: E402  (the one definition)
 
 _SMALL_BUDGETS = {f"{k}k": k * 1000 for k in (10, 20, 30, 40, 50, 100, 150, 200, 250)}
 _BASE_BUDGETS = {f"{k}k": k * 1000 for k in (100, 250, 500)}

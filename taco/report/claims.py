@@ -54,9 +54,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.report_cli import atomic_write_text, report_main
-from taco.analysis_config import AnalysisConfig
-from taco.stats import (
+from taco.report.cli import atomic_write_text, report_main
+from taco.report.analysis_config import AnalysisConfig
+from taco.report.stats import (
     average_keys,
     average_label,
     compare,
@@ -64,7 +64,7 @@ from taco.stats import (
     holm,
     seed_averages,
 )
-from taco.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
+from taco.report.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not supported", "inconclusive"
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)
@@ -145,7 +145,7 @@ def rule_text(kind: str, cfg: AnalysisConfig) -> str:
 
 
 def pvalue_set(cmp, cfg: AnalysisConfig) -> dict[str, float]:
-    """Named one-sided p-values of a :class:`taco.stats.Comparison` used by the rules."""
+    """Named one-sided p-values of a :class:`taco.report.stats.Comparison` used by the rules."""
     d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
     pg, pl = cmp.p_greater, cmp.p_less
     nan = math.nan
@@ -258,7 +258,7 @@ def _arm_cell(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> tuple[tuple | None
 
 
 def _paper_step(budget: str) -> int | None:
-    from taco.tables import budget_steps_from_name
+    from taco.report.tables import budget_steps_from_name
 
     return budget_steps_from_name(budget)
 

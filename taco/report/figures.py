@@ -9,7 +9,7 @@
 - ``data_efficiency.png/.pdf``: MLM and TACO on full vs reduced data, one panel per Table 2 score
   key plus their average, CIs as error bars.
 
-The figures plot exactly the numbers of the tables (:mod:`taco.tables` builds both). The x axis is
+The figures plot exactly the numbers of the tables (:mod:`taco.report.tables` builds both). The x axis is
 the pre-training step actually run; when the analysis spec maps the paper's budget names to other
 steps (a smoke run), the top axis names the paper budget each step plays, and a published point
 is drawn only at a budget that was run (the others are listed in the figure's footnote).
@@ -33,10 +33,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from taco.report_cli import report_main
-from taco.analysis_config import AnalysisConfig  # noqa: E402
-from taco.stats import UNIT, fmt_fraction  # noqa: E402
-from taco.tables import (  # noqa: E402
+from taco.report.cli import report_main
+from taco.report.analysis_config import AnalysisConfig  # noqa: E402
+from taco.report.stats import UNIT, fmt_fraction  # noqa: E402
+from taco.report.tables import (  # noqa: E402
     KEY_LABELS,
     OBJ_LABELS,
     TABLE2_KEYS,
@@ -100,7 +100,7 @@ def _budget_axis(ax, cfg: AnalysisConfig, size: str | None) -> None:
     if not size:
         return
     names = cfg.budget_names.get(size, {})
-    from taco.tables import budget_steps_from_name
+    from taco.report.tables import budget_steps_from_name
 
     if all(budget_steps_from_name(n) == s for n, s in names.items()):
         return
@@ -137,7 +137,7 @@ def save(fig, out_dir: Path, name: str, dpi: int = 150) -> list[Path]:
 def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any],
             long: pd.DataFrame | None = None):
     """Figure 5: average GLUE dev vs steps, TACO and MLM (small role, full data), published points
-    overlaid. ``long``: the ablation table (:func:`taco.tables.build_ablation`) if already built."""
+    overlaid. ``long``: the ablation table (:func:`taco.report.tables.build_ablation`) if already built."""
     long = build_ablation(agg, cfg, paper_values) if long is None else long
     d = _steps_frame(long, "avg")
     size = cfg.roles.get("small")
