@@ -60,7 +60,7 @@ def test_cli_sets_cuda_visible_devices(tmp_path):
     assert out.stdout.strip() == "0"
 
 
-def test_inside_slurm_the_command_runs_as_it_is(tmp_path):
+def test_a_job_that_sees_exactly_its_devices_runs_as_it_is(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "taco", "gpu-slot", "--gpus", "2", "--lock-dir", str(tmp_path), "--",
          sys.executable, "-c", "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))"],
@@ -69,3 +69,88 @@ def test_inside_slurm_the_command_runs_as_it_is(tmp_path):
     )
     assert out.stdout.strip() == "3"
     assert not list(tmp_path.iterdir())  # no slot lock taken
+
+
+# ---- inside a SLURM allocation (issue 11, item 5) ------------------------------------------------
+def _slot_cli(tmp_path, gpus, need, env_extra, code="import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))"):
+    env = {"PATH": "/usr/bin:/bin", **env_extra}
+    return subprocess.run(
+        [sys.executable, "-m", "taco", "gpu-slot", "--gpus", str(gpus), "--need", str(need), "--lock-dir",
+         str(tmp_path), "--", sys.executable, "-c", code],
+        capture_output=True, text=True, env=env,
+    )
+
+
+def test_decide_one_rule():
+    # a job of the SLURM executor sees exactly its devices: step aside, whatever --gpus says
+    assert gpuslots.decide(8, 1, "3").step_aside
+    assert gpuslots.decide(2, 4, "4,5,6,7").step_aside
+    # Snakemake inside `salloc --gpus=4`: slots map onto the inherited list
+    d = gpuslots.decide(4, 1, "4,5,6,7")
+    assert not d.step_aside and d.devices == ["4", "5", "6", "7"]
+    assert gpuslots.decide(2, 1, "4,5,6,7").devices == ["4", "5"]
+    # a bare machine
+    assert gpuslots.decide(3, 2, None).devices == ["0", "1", "2"]
+    assert gpuslots.decide(3, 2, "").devices == ["0", "1", "2"]
+    with pytest.raises(ValueError, match="exceeds the 2 device"):
+        gpuslots.decide(4, 1, "0,1")
+    with pytest.raises(ValueError, match="need=3"):
+        gpuslots.decide(2, 3, None)
+
+
+def test_jobs_in_an_allocation_get_distinct_inherited_devices(tmp_path):
+    """Snakemake in `salloc --gpus=4` (SLURM_JOB_ID set, 4 devices inherited): two concurrent local
+    jobs get two different devices of the allocation, not both GPU 0."""
+    env = {"SLURM_JOB_ID": "77", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "taco", "gpu-slot", "--gpus", "4", "--need", "1", "--lock-dir", str(tmp_path),
+         "--", sys.executable, "-c",
+         "import os, sys, time; print(os.environ['CUDA_VISIBLE_DEVICES'], flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin", **env})
+    try:
+        assert holder.stdout.readline().strip() == "4"
+        second = _slot_cli(tmp_path, 4, 2, env)
+        assert second.returncode == 0, second.stderr
+        assert second.stdout.strip() == "5,6"
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def test_gpus_beyond_the_inherited_devices_is_a_clear_error(tmp_path):
+    out = _slot_cli(tmp_path, 4, 1, {"SLURM_JOB_ID": "77", "CUDA_VISIBLE_DEVICES": "0,1"})
+    assert out.returncode == 2
+    assert "--gpus 4" in out.stderr and "CUDA_VISIBLE_DEVICES=0,1" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_killed_wrapper_leaves_its_slot_held_while_the_child_runs(tmp_path):
+    """kill -9 of the wrapper: the orphaned child still holds the slot (the lock fd is inherited), so
+    the next job is not given that device; once the child ends, the slot is free again."""
+    import os
+    import signal
+    import time
+
+    flag = tmp_path / "child-started"
+    wrapper = subprocess.Popen(
+        [sys.executable, "-m", "taco", "gpu-slot", "--gpus", "1", "--need", "1", "--lock-dir", str(tmp_path),
+         "--", sys.executable, "-c",
+         f"import os, sys; open({str(flag)!r}, 'w').write(str(os.getpid())); sys.stdin.read()"],
+        stdin=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+    deadline = time.time() + 30
+    while not (flag.is_file() and flag.read_text()):
+        assert time.time() < deadline and wrapper.poll() is None, "the child did not start"
+        time.sleep(0.05)
+    child_pid = int(flag.read_text())
+    os.kill(wrapper.pid, signal.SIGKILL)
+    wrapper.wait(timeout=30)
+    os.kill(child_pid, 0)  # the child runs on
+    assert gpuslots.try_acquire(1, 1, tmp_path) is None  # ... and its slot is not handed out
+    wrapper.stdin.close()  # the child reads EOF and exits
+    deadline = time.time() + 30
+    got = None
+    while got is None and time.time() < deadline:
+        got = gpuslots.try_acquire(1, 1, tmp_path)
+        time.sleep(0.05)
+    assert got is not None and got[0] == [0]
+    gpuslots.release(got[1])

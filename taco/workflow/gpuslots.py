@@ -1,13 +1,36 @@
-"""GPU slots for local multi-GPU boxes: each job gets its own CUDA_VISIBLE_DEVICES.
+"""GPU slots for local jobs: each job gets its own CUDA_VISIBLE_DEVICES.
 
 Snakemake's ``--resources gpu=N`` only *counts* GPUs; it does not say which device a job may use,
 so without this every job would land on GPU 0. ``taco gpu-slot --gpus N --need K -- CMD...`` takes K
-free slots out of N with exclusive ``fcntl.flock`` locks on ``<lock-dir>/gpu-<i>.lock`` (released by
-the kernel when the process ends, even on SIGKILL), runs CMD with ``CUDA_VISIBLE_DEVICES`` set to
-those devices, forwards SIGTERM/SIGINT to it, and exits with its status.
+free slots out of N with exclusive ``fcntl.flock`` locks, runs CMD with ``CUDA_VISIBLE_DEVICES`` set
+to those devices, forwards SIGTERM/SIGINT to it, and exits with its status.
 
-If ``CUDA_VISIBLE_DEVICES`` is already set, slot i maps to its i-th entry. Inside a SLURM job
-(``SLURM_JOB_ID`` set) the command runs as it is: SLURM has already given the job its own GPUs.
+One rule decides between the cases (:func:`decide`):
+
+- **Step aside** when the job already sees exactly the devices it needs: ``CUDA_VISIBLE_DEVICES``
+  is set and lists exactly K devices. That is a job submitted by the SLURM executor (``sbatch
+  --gpus=K`` gives each job its own K devices), so nothing is locked and CMD runs as it is.
+- **Take slots** otherwise. Slot i is device i on a bare machine, and the i-th entry of the
+  inherited ``CUDA_VISIBLE_DEVICES`` when one is set, as when Snakemake itself runs inside a
+  SLURM allocation (``salloc --gpus=4``: ``CUDA_VISIBLE_DEVICES=0,1,2,3``) and starts local jobs.
+  ``--gpus`` must not exceed the inherited list (a clear error, exit 2), and local jobs then never
+  share a device. Keep Snakemake's ``--resources gpu=`` equal to ``--gpus``: a job that needs all
+  of an allocation's devices steps aside without locking, so only that limit keeps others off them.
+
+Lock files are ``<lock-dir>/<host>-gpu-<device>.lock``, one per physical device (the inherited
+entry, not the slot index), so two allocations on one node with different devices never block each
+other, and several nodes can share one results folder.
+
+Killed wrapper (``kill -9``): the locks must live exactly as long as the job does. The locked files
+are inherited by CMD (``Popen(pass_fds=...)``): an ``flock`` lock belongs to the open file
+description, which the child shares, so the kernel releases it only when the wrapper *and* the
+child have exited (or closed it). A wrapper killed with ``kill -9`` therefore leaves a running
+child that still holds its slot; the next job waits for it instead of being given a busy device,
+and the child's work (a pre-training segment that runs on) is not lost. This was chosen over
+``PR_SET_PDEATHSIG`` (which would kill the child with the wrapper): that signal fires when the
+forking *thread* ends, reaches only the direct child (not the workers of ``torch.distributed.run``),
+and would throw away finished work. Programs that close inherited descriptors (``close_fds``)
+before their own children run keep the lock in the direct child only, which outlives them.
 """
 
 from __future__ import annotations
@@ -16,26 +39,82 @@ import argparse
 import fcntl
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 
-def try_acquire(num_gpus: int, need: int, lock_dir: str | os.PathLike) -> tuple[list[int], list[IO]] | None:
+def parse_visible(value: str | None) -> list[str] | None:
+    """The entries of a ``CUDA_VISIBLE_DEVICES`` value (None when unset or empty)."""
+    if value is None:
+        return None
+    devices = [d.strip() for d in value.split(",") if d.strip()]
+    return devices or None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What ``taco gpu-slot`` does: ``step_aside`` (run CMD as it is) or take slots of ``devices``."""
+
+    step_aside: bool
+    devices: list[str]  # slot i -> devices[i]; empty when stepping aside
+    reason: str
+
+
+def decide(num_gpus: int, need: int, parent_visible: str | None) -> Decision:
+    """Apply the module's one rule; raises ValueError for an impossible request.
+
+    Args:
+        num_gpus: slots of this machine (``--gpus``).
+        need: devices the job needs (``--need``), >= 1.
+        parent_visible: the inherited ``CUDA_VISIBLE_DEVICES`` (None if unset).
+    Raises:
+        ValueError: ``need`` < 1; ``need`` > ``num_gpus``; ``num_gpus`` exceeds the inherited list.
+    """
+    if need < 1:
+        raise ValueError(f"--need must be >= 1, got {need}")
+    inherited = parse_visible(parent_visible)
+    if inherited is not None and len(inherited) == need:
+        return Decision(True, [], f"the job already sees exactly its {need} device(s) "
+                                  f"(CUDA_VISIBLE_DEVICES={parent_visible})")
+    if not 1 <= need <= num_gpus:
+        raise ValueError(f"need={need} GPU slot(s) but the machine has gpus={num_gpus}")
+    if inherited is None:
+        return Decision(False, [str(i) for i in range(num_gpus)], "no inherited CUDA_VISIBLE_DEVICES")
+    if num_gpus > len(inherited):
+        raise ValueError(f"--gpus {num_gpus} (config key gpus) exceeds the {len(inherited)} device(s) this "
+                         f"process may use (CUDA_VISIBLE_DEVICES={parent_visible}); set gpus to at most "
+                         f"{len(inherited)}")
+    return Decision(False, inherited[:num_gpus],
+                    f"slots map onto the inherited CUDA_VISIBLE_DEVICES={parent_visible}")
+
+
+def _lock_path(lock_dir: str | os.PathLike, device: str) -> Path:
+    return Path(lock_dir) / f"{socket.gethostname()}-gpu-{device}.lock"
+
+
+def try_acquire(num_gpus: int, need: int, lock_dir: str | os.PathLike,
+                devices: list[str] | None = None) -> tuple[list[int], list[IO]] | None:
     """Try once to lock ``need`` free slots out of ``num_gpus``.
 
-    Returns (slot indices, open lock files that hold the locks) or None if fewer than ``need`` are
-    free (nothing is held then). Raises ValueError if ``need`` is not in 1..num_gpus.
+    Slot i locks the file of device ``devices[i]`` (default: ``str(i)``). Returns (slot indices,
+    open lock files that hold the locks) or None if fewer than ``need`` are free (nothing is held
+    then). Raises ValueError if ``need`` is not in 1..num_gpus or ``devices`` is shorter.
     """
     if not 1 <= need <= num_gpus:
         raise ValueError(f"need={need} GPU slot(s) but the machine has gpus={num_gpus}")
+    devices = [str(i) for i in range(num_gpus)] if devices is None else list(devices)
+    if len(devices) < num_gpus:
+        raise ValueError(f"{num_gpus} slots but only {len(devices)} devices ({devices})")
     Path(lock_dir).mkdir(parents=True, exist_ok=True)
     slots: list[int] = []
     handles: list[IO] = []
     for i in range(num_gpus):
-        fh = open(Path(lock_dir) / f"gpu-{i}.lock", "a+")
+        fh = open(_lock_path(lock_dir, devices[i]), "a+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -50,7 +129,7 @@ def try_acquire(num_gpus: int, need: int, lock_dir: str | os.PathLike) -> tuple[
 
 
 def release(handles: list[IO]) -> None:
-    """Release slot locks taken by :func:`try_acquire`."""
+    """Release slot locks taken by :func:`try_acquire` (only once no child shares them)."""
     for fh in handles:
         try:
             fcntl.flock(fh, fcntl.LOCK_UN)
@@ -59,11 +138,11 @@ def release(handles: list[IO]) -> None:
 
 
 def acquire(num_gpus: int, need: int, lock_dir: str | os.PathLike, poll_s: float = 1.0,
-            timeout_s: float | None = None) -> tuple[list[int], list[IO]]:
+            timeout_s: float | None = None, devices: list[str] | None = None) -> tuple[list[int], list[IO]]:
     """Block until ``need`` slots are free; TimeoutError after ``timeout_s`` seconds."""
     start = time.monotonic()
     while True:
-        got = try_acquire(num_gpus, need, lock_dir)
+        got = try_acquire(num_gpus, need, lock_dir, devices)
         if got is not None:
             return got
         if timeout_s is not None and time.monotonic() - start > timeout_s:
@@ -73,8 +152,8 @@ def acquire(num_gpus: int, need: int, lock_dir: str | os.PathLike, poll_s: float
 
 def visible_devices(slots: list[int], parent_visible: str | None) -> str:
     """CUDA_VISIBLE_DEVICES for ``slots``; slot i maps to the i-th entry of an inherited list."""
-    if parent_visible:
-        devices = [d.strip() for d in parent_visible.split(",") if d.strip()]
+    devices = parse_visible(parent_visible)
+    if devices is not None:
         if max(slots) >= len(devices):
             raise ValueError(f"slot {max(slots)} but CUDA_VISIBLE_DEVICES={parent_visible!r} lists {len(devices)}")
         return ",".join(devices[i] for i in slots)
@@ -84,7 +163,8 @@ def visible_devices(slots: list[int], parent_visible: str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="taco gpu-slot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gpus", type=int, required=True, help="GPUs on this machine")
+    parser.add_argument("--gpus", type=int, required=True,
+                        help="GPU slots (this machine's GPUs, or at most the inherited CUDA_VISIBLE_DEVICES)")
     parser.add_argument("--need", type=int, default=1, help="GPUs this job needs")
     parser.add_argument("--lock-dir", default="results/.gpu-slots", help="folder for slot lock files")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for free slots")
@@ -93,19 +173,23 @@ def main(argv: list[str] | None = None) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not cmd:
         parser.error("no command given (taco gpu-slot --gpus N -- CMD ...)")
-    if os.environ.get("SLURM_JOB_ID"):
-        print(f"taco gpu-slot: inside SLURM job {os.environ['SLURM_JOB_ID']}: SLURM assigned the GPUs "
-              f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')})", file=sys.stderr)
-        return subprocess.call(cmd)
+    parent_visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     try:
-        slots, handles = acquire(args.gpus, args.need, args.lock_dir, timeout_s=args.timeout)
-        env = dict(os.environ)
-        env["CUDA_VISIBLE_DEVICES"] = visible_devices(slots, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        decision = decide(args.gpus, args.need, parent_visible)
+        if decision.step_aside:
+            print(f"taco gpu-slot: {decision.reason}: running the command as it is", file=sys.stderr)
+            return subprocess.call(cmd)
+        slots, handles = acquire(args.gpus, args.need, args.lock_dir, timeout_s=args.timeout,
+                                 devices=decision.devices)
     except (ValueError, TimeoutError) as err:
-        print(f"taco gpu-slot: {err}", file=sys.stderr)
+        print(f"taco gpu-slot: error: {err}", file=sys.stderr)
         return 2
-    print(f"taco gpu-slot: slots {slots} -> CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}", file=sys.stderr)
-    proc = subprocess.Popen(cmd, env=env)
+    env = dict(os.environ)
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(decision.devices[i] for i in slots)
+    print(f"taco gpu-slot: slots {slots} -> CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} "
+          f"({decision.reason})", file=sys.stderr)
+    # the child shares the locked file descriptions: the locks outlive a wrapper killed with -9
+    proc = subprocess.Popen(cmd, env=env, pass_fds=[fh.fileno() for fh in handles])
 
     def forward(signum, _frame):
         proc.send_signal(signum)
