@@ -103,3 +103,17 @@ def test_hub_source_on_local_parquet(tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     assert m["parameters"]["hub"][0] == [str(wiki), "20231101.en", "train", None]
     assert len(m["hub_fingerprints"]) == 2
+
+
+def test_local_corpus_mixes_wikitext_and_latin1_books(tmp_path):
+    """WikiText files are detokenized, plain books are not; a Latin-1 book is read, not rejected."""
+    wiki = tmp_path / "wiki.txt"
+    wiki.write_text(" The well @-@ known ship , he said . \n \n", encoding="utf-8")
+    book = tmp_path / "book.txt"
+    # 0xE6 is "æ" in Latin-1 and not valid UTF-8 on its own; ' , ' must survive in a book
+    book.write_bytes(b"[C\xe6sar 1599]\n\nThey say ' so ' , and go .\r\n")
+    out = build_corpus("local", tmp_path / "c", paths=[wiki, book], wikitext_detokenize=True)
+    assert load_documents(out)["text"] == ["The well-known ship, he said.", "[C\u00e6sar 1599]",
+                                           "They say ' so ' , and go ."]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["local_files"] == {"latin1_files": ["book.txt"], "detokenized_files": ["wiki.txt"]}

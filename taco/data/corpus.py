@@ -11,7 +11,9 @@ Sources:
 - ``local``: plain-text files or folders (``*.txt``, ``*.tokens``, ``*.raw``, recursively, sorted);
   one document per blank-line-separated block (``blank_line``), per line (``line``), or per
   WikiText article (``wikitext_article``: a new document at each `` = Title = `` heading). Optional
-  WikiText detokenization and an ``<unk>`` policy (``taco.data.detokenize``).
+  WikiText detokenization (of the files that carry WikiText's escapes only, so books read next to
+  WikiText stay as written) and an ``<unk>`` policy (``taco.data.detokenize``). Files that are not
+  UTF-8 are read as Latin-1 (the Gutenberg selection, as NLTK reads it).
 - ``hub``: one or more ``datasets.load_dataset(id, config, split=..., revision=...)`` datasets,
   concatenated, their ``text`` column kept. Presets: ``paper`` (English Wikipedia + BookCorpus, as
   the paper; ids are settings) and ``wikitext103`` (WikiText-103 raw, smaller).
@@ -149,21 +151,59 @@ def local_input_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
     return files
 
 
+#: WikiText's in-number escapes; a file holding one of them is WikiText-tokenized
+_WIKITEXT_MARKERS = (" @-@ ", " @,@ ", " @.@ ")
+
+
+def read_text_file(path: str | os.PathLike) -> tuple[str, str]:
+    """Text of ``path`` and the encoding used: UTF-8, else Latin-1 (every byte sequence decodes).
+
+    Latin-1 is the fallback because the NLTK Project Gutenberg selection (``corpus/gutenberg/``) is
+    Latin-1 in two files and NLTK reads it so (``/work/shared/data/SOURCES.md``). Universal newlines:
+    CRLF becomes ``\\n``.
+    """
+    raw = Path(path).read_bytes().replace(b"\r\n", b"\n")
+    try:
+        return raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return raw.decode("latin-1"), "latin-1"
+
+
+def is_wikitext_tokenized(text: str) -> bool:
+    """True when ``text`` carries WikiText's number escapes (`` @-@ ``, `` @,@ ``, `` @.@ ``)."""
+    return any(m in text for m in _WIKITEXT_MARKERS)
+
+
 def read_local_documents(files: Sequence[Path], split_by: str = "blank_line",
-                         detokenize: bool = False, unk_policy: str = "drop") -> list[str]:
-    """Documents of the given files in order: split, then ``<unk>`` policy, then detokenized."""
+                         detokenize: bool = False, unk_policy: str = "drop",
+                         report: dict[str, Any] | None = None) -> list[str]:
+    """Documents of the given files in order: split, then ``<unk>`` policy, then detokenized.
+
+    ``detokenize`` applies the WikiText detokenizer only to files that are WikiText-tokenized
+    (``is_wikitext_tokenized``): plain prose read next to WikiText (the Gutenberg books) is kept as
+    written. Files that are not UTF-8 are read as Latin-1 (``read_text_file``). If ``report`` is a
+    dict it receives ``{"latin1_files": [...], "detokenized_files": [...]}`` (file names).
+    """
     if unk_policy not in UNK_POLICIES:
         raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
     docs: list[str] = []
+    latin1, detok = [], []
     for f in files:
-        text = Path(f).read_text(encoding="utf-8")  # universal newlines: CRLF -> \n
+        text, encoding = read_text_file(f)
+        if encoding != "utf-8":
+            latin1.append(Path(f).name)
+        detok_file = detokenize and is_wikitext_tokenized(text)
+        if detok_file:
+            detok.append(Path(f).name)
         for d in split_documents(text, split_by):
             d = apply_unk_policy(d, unk_policy)
-            if detokenize:
+            if detok_file:
                 d = wikitext_detokenize(d)
             d = d.strip()
             if d:
                 docs.append(d)
+    if report is not None:
+        report.update(latin1_files=latin1, detokenized_files=detok)
     return docs
 
 
@@ -256,8 +296,9 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
     else:
         specs = _hub_specs(hub_datasets, hub_configs, hub_splits, hub_revisions, hub_preset)
         params.update(hub=[list(s) for s in specs], text_column=hub_text_column)
+    # format 2: non-UTF-8 files read as Latin-1; detokenization only of WikiText-tokenized files
     key = sha256_json({"kind": "corpus", "parameters": params,
-                       "inputs": sorted(inputs.values()), "format": 1})
+                       "inputs": sorted(inputs.values()), "format": 2})
     if check_existing(output, key, overwrite):
         print(f"corpus: {output} is up to date (artifact_key {key[:12]})", file=sys.stderr)
         return output
@@ -271,7 +312,9 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
         ds = Dataset.from_dict({"text": generate_documents(num_documents, seed)},
                                features=Features({"text": Value("string")}))
     elif source == "local":
-        docs = read_local_documents(files, split_by, wikitext_detokenize, unk_policy)
+        read_report: dict[str, Any] = {}
+        docs = read_local_documents(files, split_by, wikitext_detokenize, unk_policy, report=read_report)
+        extra["local_files"] = read_report
         if not docs:
             raise ValueError(f"local corpus {list(map(str, files))}: no non-empty documents")
         ds = Dataset.from_dict({"text": docs}, features=Features({"text": Value("string")}))
