@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taco.evaluation.metrics import METRICS_BY_SCORE_KEY
+from taco.registry import METRICS_BY_SCORE_KEY
 
 #: default Hub dataset id of GLUE
 HUB_ID = "nyu-mll/glue"

@@ -25,12 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from taco.manifest import MANIFEST_NAME, atomic_directory, read_manifest, sha256_file
+from taco.registry import FINETUNE_HYPERPARAMETERS
 
-DEFAULTS_BY_SIZE = {  # size -> (learning rate, epochs), official scripts
-    "tiny": (5e-5, 4),
-    "small": (5e-5, 4),
-    "base": (3e-5, 6),
-}
 
 
 class UsageError(ValueError):
@@ -120,12 +116,12 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--max-length {args.max_length} exceeds the model's max_position_embeddings "
                          f"{config.max_position_embeddings}")
     size = manifest.get("size_preset") or manifest.get("size") or "small"
-    lr_default, epochs_default = DEFAULTS_BY_SIZE.get(size, DEFAULTS_BY_SIZE["small"])
+    defaults = FINETUNE_HYPERPARAMETERS.get(size, FINETUNE_HYPERPARAMETERS["small"])
     return {
         "checkpoint": ckpt, "manifest": manifest, "manifest_sha256": sha256_file(ckpt / MANIFEST_NAME),
         "tokenizer": tokenizer, "config": config, "size_preset": size,
-        "lr": args.lr if args.lr is not None else lr_default,
-        "epochs": args.epochs if args.epochs is not None else epochs_default,
+        "lr": args.lr if args.lr is not None else defaults["learning_rate"],
+        "epochs": args.epochs if args.epochs is not None else int(defaults["epochs"]),
     }
 
 

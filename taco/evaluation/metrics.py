@@ -16,7 +16,8 @@ others     ``accuracy`` (mnli matched/mismatched, qnli, rte, sst2, wnli)
 
 The paper's average (``glue_average``) is the plain mean of nine numbers, one per score key
 ``mnli_m, mnli_mm, qqp, qnli, sst2, cola, stsb, mrpc, rte`` (WNLI excluded); which metric is
-the number of a task is a setting (``DEFAULT_PRIMARY_METRIC``), since the paper does not say.
+the number of a task is a setting (``DEFAULT_PRIMARY_METRIC``: F1 for MRPC/QQP, Spearman for
+STS-B, the paper's most likely choice; see docs/metrics.md), since the paper does not say.
 """
 
 from __future__ import annotations
@@ -28,44 +29,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-#: metric names per *score key* (mnli has two score keys, both accuracy)
-METRICS_BY_SCORE_KEY: dict[str, tuple[str, ...]] = {
-    "cola": ("matthews_correlation",),
-    "sst2": ("accuracy",),
-    "mrpc": ("accuracy", "f1"),
-    "stsb": ("pearson", "spearmanr"),
-    "qqp": ("accuracy", "f1"),
-    "mnli": ("accuracy",),
-    "mnli_m": ("accuracy",),
-    "mnli_mm": ("accuracy",),
-    "qnli": ("accuracy",),
-    "rte": ("accuracy",),
-    "wnli": ("accuracy",),
-}
-
-#: every metric name this module can return
-ALL_METRICS = ("accuracy", "f1", "matthews_correlation", "pearson", "spearmanr")
-
-#: the nine score keys of the paper's GLUE average, in the paper's column order (WNLI excluded)
-AVERAGE_KEYS: tuple[str, ...] = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte")
-
-#: all score keys (the nine of the average plus wnli)
-SCORE_KEYS: tuple[str, ...] = AVERAGE_KEYS + ("wnli",)
-
-#: the number that stands for a score key in tables and the average (a setting: the paper does not
-#: say which metric it used for MRPC/QQP/STS-B; these are the common GLUE-leaderboard choices)
-DEFAULT_PRIMARY_METRIC: dict[str, str] = {
-    "mnli_m": "accuracy",
-    "mnli_mm": "accuracy",
-    "qqp": "accuracy",
-    "qnli": "accuracy",
-    "sst2": "accuracy",
-    "cola": "matthews_correlation",
-    "stsb": "pearson",
-    "mrpc": "accuracy",
-    "rte": "accuracy",
-    "wnli": "accuracy",
-}
+from taco.registry import (  # noqa: F401  (re-exported: defined once in taco.registry)
+    ALL_METRICS, AVERAGE_KEYS, DEFAULT_PRIMARY_METRIC, METRICS_BY_SCORE_KEY, SCORE_KEYS,
+)
 
 
 def metric_names(task_or_score_key: str) -> tuple[str, ...]:

@@ -27,15 +27,12 @@ from transformers.models.bert.modeling_bert import BertModel, BertOnlyMLMHead, B
 from taco.model.losses import tc_loss
 from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective, tc_anchor_mask
 from taco.model.sampling import sample_negative_index, sample_positive_index
+from taco.registry import PRESET_SHAPES
 
 __all__ = ["SIZES", "SIZE_PRESETS", "bert_config", "TacoForPreTraining", "TacoPreTrainingOutput"]
 
-#: name -> (layers, hidden, heads, intermediate). small/base as in the official code (FACTS.md).
-SIZE_PRESETS: dict[str, dict[str, int]] = {
-    "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
-    "small": dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
-    "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
-}
+#: name -> BERT shape (defined once in taco.registry)
+SIZE_PRESETS = PRESET_SHAPES
 SIZES: tuple[str, ...] = tuple(SIZE_PRESETS)
 
 

@@ -38,6 +38,7 @@ import pandas as pd
 from scipy import stats as sst
 
 from taco.manifest import read_json_record
+from taco.registry import AVERAGE_KEYS
 from taco.report.analysis_config import (
     AnalysisConfig,
     AnalysisConfigError,
@@ -45,17 +46,8 @@ from taco.report.analysis_config import (
     load_analysis,
 )
 
-try:  # taco.evaluation.metrics defines the same nine keys (AVERAGE_KEYS); they must agree
-    from taco.evaluation import metrics as _metrics
-
-    _METRICS_KEYS = getattr(_metrics, "GLUE_AVERAGE_KEYS", None) or getattr(_metrics, "AVERAGE_KEYS", None)
-except Exception:  # noqa: BLE001 - module absent or broken: this module does not depend on it
-    _METRICS_KEYS = None
-
-#: the nine score keys of the paper's GLUE average, in the paper's column order (WNLI excluded)
-GLUE_AVERAGE_KEYS: tuple[str, ...] = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte")
-if _METRICS_KEYS is not None and tuple(_METRICS_KEYS) != GLUE_AVERAGE_KEYS:  # pragma: no cover
-    raise ImportError(f"taco.evaluation.metrics.GLUE_AVERAGE_KEYS {tuple(_METRICS_KEYS)} differs from taco.report.stats'")
+#: the nine score keys of the paper's GLUE average (defined once in taco.registry)
+GLUE_AVERAGE_KEYS: tuple[str, ...] = AVERAGE_KEYS
 
 #: unit label written next to every aggregated number
 UNIT = "GLUE points (x100)"
@@ -284,16 +276,31 @@ def compare(a: Sequence[float], b: Sequence[float], *, shifts: Iterable[float] =
 # ---------------------------------------------------------------------------------------------
 # reading metrics.json
 # ---------------------------------------------------------------------------------------------
-def _metric_value(scores: Mapping[str, float], metric: str, path: str, key: str) -> float:
+#: value given to an undefined metric (``null`` in metrics.json, e.g. the Pearson / Spearman
+#: correlation of constant predictions): 0, the correlation of predictions that carry no
+#: information about the labels (and MCC's own convention for constant predictions, scikit-learn).
+#: The run is flagged degenerate and the tables say so.
+UNDEFINED_METRIC_VALUE = 0.0
+
+
+def _defined(v: Any) -> bool:
+    return v is not None and math.isfinite(float(v))
+
+
+def _metric_value(scores: Mapping[str, float | None], metric: str, path: str, key: str) -> tuple[float, bool]:
+    """(value on the 0-1 scale, whether an undefined metric was replaced by
+    :data:`UNDEFINED_METRIC_VALUE`); InputError when the metric is absent."""
     if metric == "mean":
-        vals = [float(v) for v in scores.values()]
+        vals = list(scores.values())
         if not vals:
             raise InputError(f"{path}: scores.{key} has no metrics")
-        return float(np.mean(vals))
+        undefined = not all(_defined(v) for v in vals)
+        return float(np.mean([float(v) if _defined(v) else UNDEFINED_METRIC_VALUE for v in vals])), undefined
     if metric not in scores:
         raise InputError(f"{path}: scores.{key} has no {metric!r} (the primary metric set for {key} "
                          f"in the analysis spec); it has {sorted(scores)}")
-    return float(scores[metric])
+    v = scores[metric]
+    return (float(v), False) if _defined(v) else (UNDEFINED_METRIC_VALUE, True)
 
 
 def load_metrics(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -310,9 +317,9 @@ def load_metrics(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         for k, ms in rec["scores"].items():
             if not isinstance(ms, Mapping):
                 raise InputError(f"{p}: scores.{k} must map metric -> value")
-            for m, v in ms.items():
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise InputError(f"{p}: scores.{k}.{m} is not a number: {v!r}")
+            for m, v in ms.items():  # null = undefined (e.g. correlation of constant predictions)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                    raise InputError(f"{p}: scores.{k}.{m} is not a number or null: {v!r}")
         rec = dict(rec)
         rec["_path"] = str(p)
         out.append(rec)
@@ -321,8 +328,10 @@ def load_metrics(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
 
 def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) -> pd.DataFrame:
     """One row per run and score key: identifiers, the budget name the step plays, every metric
-    (``metric_<name>``, 0-1), the primary metric name and its value in points (x100), the
-    degenerate flag, the source path. Duplicate runs (same cell, task, seed) raise InputError."""
+    (``metric_<name>``, 0-1; nan where undefined), the primary metric name and its value in points
+    (x100), the degenerate flag, the source path. An undefined primary metric (``null``) counts as
+    :data:`UNDEFINED_METRIC_VALUE` (0) and sets ``undefined_metric`` and ``degenerate``: it never
+    stops the aggregation. Duplicate runs (same cell, task, seed) raise InputError."""
     rows = []
     seen: dict[tuple, str] = {}
     role_of = _roles_of(cfg)
@@ -338,20 +347,22 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
         degenerate = rec.get("degenerate") or {}
         for key, metrics in rec["scores"].items():
             pm = cfg.primary_metric.get(key, "accuracy")
+            value, undefined = _metric_value(metrics, pm, path, key)
             row = {
                 "size": size, "role": role_of.get(size, ""), "objective": obj, "fraction": frac,
                 "step": step, "budget": cfg.budget_name(size, step) or "", "task": task, "seed": seed,
                 "score_key": key, "primary_metric": pm,
-                "value": 100.0 * _metric_value(metrics, pm, path, key),
-                "degenerate": bool(degenerate.get(key, False)),
+                "value": 100.0 * value,
+                "degenerate": bool(degenerate.get(key, False)) or undefined,
+                "undefined_metric": undefined,
                 "report_rule": rec.get("report_rule", ""), "reported_epoch": rec.get("reported_epoch", ""),
                 "path": path,
             }
             for m, v in metrics.items():
-                row[f"metric_{m}"] = float(v)
+                row[f"metric_{m}"] = float(v) if _defined(v) else math.nan
             rows.append(row)
     cols = ["size", "role", "objective", "fraction", "step", "budget", "task", "seed", "score_key",
-            "primary_metric", "value", "degenerate", "report_rule", "reported_epoch", "path"]
+            "primary_metric", "value", "degenerate", "undefined_metric", "report_rule", "reported_epoch", "path"]
     df = pd.DataFrame(rows, columns=cols + sorted({c for r in rows for c in r if c.startswith("metric_")}))
     df = df.sort_values(["size", "objective", "fraction", "step", "score_key", "seed"], kind="stable")
     return df.reset_index(drop=True)
@@ -360,7 +371,8 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
 # ---------------------------------------------------------------------------------------------
 # cells and averages
 # ---------------------------------------------------------------------------------------------
-def _key_str(size, obj, frac, step, extra="") -> str:
+def key_str(size, obj, frac, step, extra="") -> str:
+    """Stable text key of a cell (seeds its bootstrap stream): ``size|objective|fraction|step|extra``."""
     return f"{size}|{obj}|{float(frac):g}|{int(step)}|{extra}"
 
 
@@ -414,7 +426,7 @@ def cell_table(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
             s = sub[sub["score_key"] == key].sort_values("seed")
             summ = summarize(s["value"].tolist(), confidence_level=cfg.confidence_level,
                              n_resamples=cfg.n_resamples, method=cfg.ci_method, seed=cfg.seed,
-                             label=_key_str(size, obj, frac, step, key))
+                             label=key_str(size, obj, frac, step, key))
             note = []
             if summ["n"] == 0:
                 reason = cfg.missing_tasks.get(task_of(key))
@@ -429,6 +441,10 @@ def cell_table(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
                 note.append("task not in analysis spec")
             if int(s["degenerate"].sum()):
                 note.append(f"{int(s['degenerate'].sum())} degenerate run(s) kept")
+            n_undef = int(s["undefined_metric"].sum()) if "undefined_metric" in s else 0
+            if n_undef:
+                note.append(f"{n_undef} run(s) with an undefined {cfg.primary_metric.get(key, 'accuracy')} "
+                            "(constant predictions) counted as 0")
             rows.append({
                 "size": size, "role": role_of.get(size, ""), "objective": obj, "fraction": frac,
                 "step": step, "budget": cfg.budget_name(size, step) or "", "score_key": key,
@@ -436,7 +452,7 @@ def cell_table(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
                 "n_seeds": summ["n"], "seeds": ";".join(str(x) for x in s["seed"].tolist()),
                 **{k: summ[k] for k in ("mean", "std", "median", "min", "max", "ci_low", "ci_high", "ci_method")},
                 "confidence_level": cfg.confidence_level, "n_degenerate": int(s["degenerate"].sum()),
-                "in_spec": in_spec, "note": "; ".join(n for n in note if n),
+                "n_undefined": n_undef, "in_spec": in_spec, "note": "; ".join(n for n in note if n),
             })
     return pd.DataFrame(rows)
 
@@ -498,7 +514,7 @@ def glue_average_table(per_seed: pd.DataFrame, cfg: AnalysisConfig,
         complete = s[np.isfinite(s["average"].astype(float))]
         summ = summarize(complete["average"].tolist(), confidence_level=cfg.confidence_level,
                          n_resamples=cfg.n_resamples, method=cfg.ci_method, seed=cfg.seed,
-                         label=_key_str(size, obj, frac, step, "avg|" + ";".join(keys)))
+                         label=key_str(size, obj, frac, step, "avg|" + ";".join(keys)))
         note = []
         if summ["n"] == 0:
             note.append("no seed with every covered key (n/a)")

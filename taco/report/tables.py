@@ -31,12 +31,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from taco.registry import OBJECTIVE_LABELS, SCORE_KEY_LABELS
 from taco.report.cli import atomic_write_text, report_main
 from taco.report.analysis_config import AnalysisConfig
 from taco.report.stats import (
     GLUE_AVERAGE_KEYS,
     UNIT,
-    _key_str,
+    key_str,
     average_keys,
     average_label,
     fmt_fraction,
@@ -47,10 +48,8 @@ from taco.report.stats import (
 NA = "n/a"
 
 #: column headers as the paper prints them
-KEY_LABELS = {"mnli_m": "MNLI-m", "mnli_mm": "MNLI-mm", "qqp": "QQP", "qnli": "QNLI", "sst2": "SST-2",
-              "cola": "CoLA", "stsb": "STS-B", "mrpc": "MRPC", "rte": "RTE", "wnli": "WNLI"}
-OBJ_LABELS = {"mlm": "MLM", "taco": "TACO", "taco_concentrated": "TACO (concentrated)",
-              "taco_unmasked": "TACO (unmasked)", "mlm_tp": "MLM+TP"}
+KEY_LABELS = SCORE_KEY_LABELS
+OBJ_LABELS = OBJECTIVE_LABELS
 #: the four largest GLUE tasks, the columns of the paper's Table 2
 TABLE2_KEYS = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")
 TABLES = ("table1", "table2", "table3", "table4", "ablation")
@@ -120,7 +119,7 @@ class TableBuilder:
         # same label as taco.report.stats.glue_average_table, so the CI equals glue_average.csv's
         out = summarize(complete["average"].tolist(), confidence_level=self.cfg.confidence_level,
                         n_resamples=self.cfg.n_resamples, method=self.cfg.ci_method, seed=self.cfg.seed,
-                        label=_key_str(size, obj, frac, step, "avg|" + ";".join(keys)))
+                        label=key_str(size, obj, frac, step, "avg|" + ";".join(keys)))
         out["n_degenerate"] = int((complete["degenerate_keys"] != "").sum())
         out["n_incomplete"] = int(len(s) - len(complete))
         return out
@@ -168,6 +167,12 @@ class TableBuilder:
                         if rec["n_degenerate"]:
                             notes.append(f"{KEY_LABELS.get(col, col)}: {rec['n_degenerate']} degenerate "
                                          "run(s) included")
+                        n_undef = r.get("n_undefined", 0)
+                        n_undef = int(n_undef) if n_undef is not None and n_undef == n_undef else 0
+                        if n_undef:
+                            notes.append(f"{KEY_LABELS.get(col, col)}: {n_undef} run(s) with an undefined "
+                                         f"{r.get('primary_metric', 'metric')} (constant predictions) "
+                                         "counted as 0")
                 elif not akeys:
                     notes.append("no score key of the average was fine-tuned")
                 else:

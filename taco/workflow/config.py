@@ -11,19 +11,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-#: objectives known to the workflow (must equal ``taco.model.objectives.OBJECTIVES``; tested)
-VARIANTS = ("mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp")
-#: model presets (must equal ``taco.model.modeling.SIZES``; tested)
-PRESETS = ("tiny", "small", "base")
-#: GLUE task names (must equal ``taco.data.glue.GLUE_TASKS``; tested)
-TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
+from taco.registry import FINETUNE_HYPERPARAMETERS, GLUE_TASK_NAMES, OBJECTIVES, PRESETS, budget_name  # noqa: F401
 
-#: fine-tuning defaults of the official scripts, per model preset
-FINETUNE_DEFAULTS = {
-    "tiny": {"learning_rate": 5e-5, "epochs": 4},
-    "small": {"learning_rate": 5e-5, "epochs": 4},
-    "base": {"learning_rate": 3e-5, "epochs": 6},
-}
+#: names the workflow's wildcards and checks accept (defined once in taco.registry)
+VARIANTS = OBJECTIVES
+TASKS = GLUE_TASK_NAMES
 
 
 class ConfigError(ValueError):
@@ -46,14 +38,6 @@ class Run:
 def fraction_str(fraction: float) -> str:
     """The path form of a data fraction: 1.0 -> "1.0", 0.25 -> "0.25"."""
     return repr(float(fraction))
-
-
-def budget_name(step: int) -> str:
-    """Paper-style budget name: 250000 -> "250k", 1500 -> "1.5k", 60 -> "60"."""
-    if step >= 1000 and step % 100 == 0:
-        k = step / 1000
-        return f"{k:g}k"
-    return str(step)
 
 
 def substitute_root(value: str | None, config: dict[str, Any]) -> str | None:
@@ -115,7 +99,7 @@ def finetune_budgets(config: dict[str, Any], size: str, fraction: float = 1.0) -
 def finetune_hyperparameters(config: dict[str, Any], size: str) -> dict[str, float]:
     """Learning rate and epochs for fine-tuning checkpoints of ``size`` (by its preset)."""
     preset = config["pretrain"]["sizes"][size]["preset"]
-    hp = dict(FINETUNE_DEFAULTS[preset])
+    hp = dict(FINETUNE_HYPERPARAMETERS[preset])
     hp.update(config["finetune"].get("hyperparameters", {}).get(preset, {}))
     return hp
 
