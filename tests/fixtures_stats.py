@@ -18,22 +18,25 @@ PAPER_TABLE1_DEV = {  # taco_tab1.png, validation set (GLUE points)
     "TACO-250k": dict(mnli_m=77.9, mnli_mm=78.4, qqp=86.1, qnli=86.5, sst2=88.9, cola=34.2, stsb=86.1, mrpc=88.1, rte=59.5),
 }
 PAPER_TASKS = ["mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte"]
-PRIMARY = {"cola": "matthews_correlation", "stsb": "pearson"}
+#: the primary metric of each score key (the suite's defaults: F1 for MRPC/QQP, Spearman for STS-B)
+PRIMARY = {"cola": "matthews_correlation", "stsb": "spearmanr", "mrpc": "f1", "qqp": "f1"}
 
 
 def write_run(root: Path, *, size: str, objective: str, fraction: float, step: int, task: str, seed: int,
               scores: dict[str, float], degenerate: dict[str, bool] | None = None) -> Path:
     """Write one metrics.json; ``scores`` maps score key -> primary value on the 0-1 scale.
 
-    Every key also gets a second metric (f1 / spearmanr / accuracy) so that per_seed.csv has
-    several metric columns.
+    ``scores`` values are the key's primary metric (:data:`PRIMARY`); every key also gets a second
+    metric (value + 0.01: accuracy / pearson / f1) so that per_seed.csv has several metric columns
+    and a wrong metric choice shows as a 1-point shift.
     """
     d = root / size / objective / f"data-{fraction}" / f"step-{step}" / task / f"seed-{seed}"
     d.mkdir(parents=True, exist_ok=True)
     sc: dict[str, dict[str, float]] = {}
     for key, v in scores.items():
         pm = PRIMARY.get(key, "accuracy")
-        other = {"accuracy": "f1", "matthews_correlation": "accuracy", "pearson": "spearmanr"}[pm]
+        other = {"accuracy": "f1", "f1": "accuracy", "matthews_correlation": "accuracy",
+                 "spearmanr": "pearson"}[pm]
         sc[key] = {pm: v, other: min(1.0, v + 0.01)}
     rec: dict[str, Any] = {
         "task": task, "seed": seed, "size": size, "objective": objective, "fraction": fraction,
@@ -97,7 +100,6 @@ def smoke_spec(**over: Any) -> dict[str, Any]:
             {"size": "tinybase", "objective": "taco", "fraction": 1.0},
         ],
         "tasks": PAPER_TASKS,
-        "primary_metric": {"cola": "matthews_correlation", "stsb": "pearson"},
         "n_resamples": 199,
         "seed": 7,
     }

@@ -1,15 +1,18 @@
-"""taco.report.claims: verdicts from hand-built runs; too few seeds or unrun cells give inconclusive."""
+"""taco.report.claims: every rule decided on constructed scores whose right verdict is known."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sst
 
 from fixtures_stats import build_aggregate, smoke_spec
 from taco.report.analysis_config import validate_analysis
-from taco.report.claims import CLAIMS, INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, decide, main, rule_text
+from taco.report.claims import (CLAIMS, INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, VERDICTS, decide,
+                                decision_level, evaluate_claims, fewest_seeds, main, rule_text, seeds_for_power)
 
 TASKS = ["mnli", "sst2", "rte"]
 
@@ -25,83 +28,196 @@ def _run(tmp_path, spec, seeds, skip=frozenset(), spread=0.5):
 @pytest.fixture(scope="module")
 def five_seeds(tmp_path_factory):
     spec = smoke_spec(tasks=TASKS, n_resamples=99,
-                      budget_names={"tiny": {"50k": 20, "250k": 60}, "tinybase": {"100k": 20, "250k": 40, "500k": 80}})
+                      budget_names={"tiny": {"50k": 20, "150k": 40, "250k": 60},
+                                    "tinybase": {"100k": 20, "250k": 40, "500k": 80}})
     return _run(tmp_path_factory.mktemp("five"), spec, seeds=[1, 2, 3, 4, 5], spread=0.2)
 
 
 def test_every_claim_has_a_row(five_seeds):
     df, claims, out = five_seeds
     assert list(claims.index) == [c.id for c in CLAIMS]
-    assert set(claims.verdict) <= {SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE}
-    for col in ("effect", "ci_low", "ci_high", "test", "rule", "p_value", "reason"):
+    assert set(claims.verdict) <= set(VERDICTS)
+    for col in ("effect", "ci_low", "ci_high", "decision_ci_low", "test", "rule", "p_value", "reason"):
         assert claims[col].notna().all(), col
+    assert (claims.fewest_seeds == 3).all()  # 1 / C(6, 3) = 0.05 <= alpha; 1 / C(4, 2) = 1/6 is not
     md = (out / "claims.md").read_text()
-    assert "| C2: TACO-250k beats MLM-250k" in md and "Rule:" in md
+    assert "| C2: TACO-250k beats MLM-250k" in md and "Rule:" in md and "Fewest seeds" in md
+    assert "Not checked as claims: Figure 6" in md
 
 
 def test_verdicts_on_constructed_effects(five_seeds):
-    # fixture offsets: TACO +1.2, concentrated +0.4, MLM+TP +0.1 over MLM; a 4-point budget penalty at 50k
+    # fixture offsets over MLM: TACO +1.2, concentrated +0.4, MLM+TP +0.1; budget penalty 4 points at the
+    # first budget, falling linearly to 0 at the last (tiny: 20 -> 4, 40 -> 2, 60 -> 0; tinybase: 20 -> 4,
+    # 40 -> 8/3, 80 -> 0); 25% data -0.3. Seed offsets are the same in every cell, so the SD is tiny.
     _, claims, _ = five_seeds
+    assert claims.loc["C1", "effect"] == pytest.approx(1.2 - 4.0)  # TACO-50k vs MLM-250k: 2.8 worse
+    assert claims.loc["C1", "verdict"] == NOT_SUPPORTED
     assert claims.loc["C2", "effect"] == pytest.approx(1.2)
     assert claims.loc["C2", "verdict"] == SUPPORTED
-    assert claims.loc["C1", "effect"] == pytest.approx(1.2 - 4.0)  # TACO-50k vs MLM-250k
-    assert claims.loc["C1", "verdict"] == NOT_SUPPORTED
+    assert claims.loc["C3", "verdict"] == SUPPORTED  # 25% TACO is 0.9 above full MLM on every key
+    assert claims.loc["C4", "effect"] == pytest.approx(1.2 - 8 / 3, abs=1e-4)  # claims.csv keeps 6 digits
+    assert claims.loc["C4", "verdict"] == NOT_SUPPORTED
+    assert claims.loc["C4b", "effect"] == pytest.approx(1.2 - 4 + 8 / 3, abs=1e-4)  # -0.13: within the margin
+    assert claims.loc["C4b", "verdict"] == SUPPORTED
+    assert "equivalent within +-0.5" in claims.loc["C4b", "equivalence"]
     assert claims.loc["C5", "effect"] == pytest.approx(0.4 - 1.2)
     assert claims.loc["C5", "verdict"] == SUPPORTED
     assert claims.loc["C6", "verdict"] == SUPPORTED
-    assert claims.loc["C3", "verdict"] == SUPPORTED  # 25% TACO is 0.9 above full MLM: non-inferior
+    assert claims.loc["C7", "effect"] == pytest.approx(2.0)  # MLM+TP-250k is 2 points above 150k here
+    assert claims.loc["C7", "verdict"] == NOT_SUPPORTED
+    assert "fine-tuning variance only" in claims.loc["C7", "reason"]
     assert "partial GLUE avg" in claims.loc["C2", "scope"]  # 3 tasks -> 4 of 9 keys
 
 
-def test_per_task_rows_are_holm_corrected(five_seeds):
+def test_per_key_rows(five_seeds):
     df, _, _ = five_seeds
     c3 = df[(df.claim_id == "C3") & (df.level == "task")]
     assert list(c3.scope) == ["mnli_m", "mnli_mm", "sst2"]  # qqp, qnli not fine-tuned here
-    assert (c3.p_holm >= c3.p_value - 1e-12).all()
-    assert set(c3.verdict) == {SUPPORTED}
+    assert set(c3.verdict) == {SUPPORTED} and c3.p_holm.isna().all()  # intersection-union: no Holm
     detail = df[(df.claim_id == "C2") & (df.level == "task")]
     assert len(detail) == 4 and (detail.p_holm >= detail.p_value - 1e-12).all()
+
+
+def _per_seed(cells: dict[tuple, dict[str, list[float]]], degenerate=frozenset()) -> pd.DataFrame:
+    """A per_seed frame from {(size, objective, fraction, step): {score_key: [value per seed]}}."""
+    rows = []
+    for (size, obj, frac, step), keys in cells.items():
+        for key, vals in keys.items():
+            for seed, v in enumerate(vals, start=1):
+                rows.append(dict(size=size, objective=obj, fraction=frac, step=step, seed=seed, score_key=key,
+                                 value=v, degenerate=(obj, key, seed) in degenerate))
+    return pd.DataFrame(rows)
+
+
+CONSTRUCTED_SPEC = dict(
+    roles={"small": "s", "base": None}, budget_names={"s": {"50k": 50000, "150k": 150000, "250k": 250000}},
+    variants=[{"size": "s", "objective": o, "fraction": 1.0} for o in ("mlm", "taco", "mlm_tp")]
+    + [{"size": "s", "objective": "taco", "fraction": 0.25}],
+    tasks=["mnli", "qqp", "qnli", "sst2"], n_resamples=999, seed=1)
+NOISE = [0.0, 0.1, -0.1]  # per-seed noise: three seeds, complete separation of arms 1 point apart
+KEYS = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")
+
+
+def _cells(effects: dict[tuple, float]) -> dict:
+    return {(("s",) + cell): {k: [80.0 + e + n for n in NOISE] for k in KEYS} for cell, e in effects.items()}
+
+
+def test_taco_two_points_better_matches_and_beats():
+    """C1 (non-inferiority): TACO-50k two points above MLM-250k supports "matches" (it used to be
+    "not supported"); C2: an improvement of 3 points supports "beats by about 1.2" (it used to fail
+    above 1.8); C3 with three seeds is decidable (intersection-union, no Holm)."""
+    cfg = validate_analysis(CONSTRUCTED_SPEC)
+    ps = _per_seed(_cells({("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): 2.0, ("taco", 1.0, 250000): 3.0,
+                           ("taco", 0.25, 250000): 1.0, ("mlm_tp", 1.0, 250000): 0.2,
+                           ("mlm_tp", 1.0, 150000): 1.0}))
+    df = evaluate_claims({"per_seed": ps}, cfg)
+    c = df[df.level == "claim"].set_index("claim_id")
+    assert c.loc["C1", "effect"] == pytest.approx(2.0) and c.loc["C1", "verdict"] == SUPPORTED
+    assert "A better than B by more than 0.5" in c.loc["C1", "equivalence"]  # not equivalent: ahead
+    assert c.loc["C2", "effect"] == pytest.approx(3.0) and c.loc["C2", "verdict"] == SUPPORTED
+    assert c.loc["C3", "verdict"] == SUPPORTED and c.loc["C3", "n_a"] == 3
+    assert c.loc["C6", "verdict"] == SUPPORTED  # +0.2 < margin 0.5
+    assert c.loc["C7", "verdict"] == SUPPORTED  # MLM+TP-250k 0.8 below MLM+TP-150k
+    assert set(c.loc[["C4", "C4b"], "verdict"]) == {NOT_RUN} and c.loc["C5", "verdict"] == NOT_RUN
+    # three seeds at alpha 0.05: the exact permutation p can reach 1/20 = 0.05 and no lower
+    assert c.loc["C1", "p_value"] == pytest.approx(1 / 20)
+
+
+def test_improvement_too_small_and_key_failing_iut():
+    cfg = validate_analysis(CONSTRUCTED_SPEC)
+    cells = _cells({("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 250000): 0.1, ("taco", 0.25, 250000): 0.0})
+    cells[("s", "taco", 0.25, 250000)]["qqp"] = [78.0 + n for n in NOISE]  # 2 points worse on QQP only
+    df = evaluate_claims({"per_seed": _per_seed(cells)}, cfg)
+    c = df[df.level == "claim"].set_index("claim_id")
+    assert c.loc["C2", "verdict"] == NOT_SUPPORTED  # +0.1 is below 1.2 - 0.6
+    assert c.loc["C3", "verdict"] == NOT_SUPPORTED and "QQP" in c.loc["C3", "reason"]
+
+
+def test_decide_rules():
+    cfg = validate_analysis({})  # margin 0.5, alpha 0.05, improvement 1.2 - 0.6
+    assert decision_level(cfg) == pytest.approx(0.90)  # TOST / one-sided at alpha: the 1 - 2 alpha interval
+    ok = dict(gt_neg_margin=0.01, lt_margin=0.01, gt_margin=0.01, lt_neg_margin=0.9, tost=0.01,
+              gt0=0.01, lt0=0.9, gt_target_low=0.01, lt_target_low=0.9)
+    # match: non-inferiority by default; equivalence only as a detail
+    assert decide("match", -0.2, 0.3, ok, cfg)[0] == SUPPORTED
+    assert decide("match", 1.5, 2.5, ok, cfg)[0] == SUPPORTED  # two points better still "matches"
+    assert decide("match", -0.7, 0.3, ok, cfg)[0] == INCONCLUSIVE
+    assert decide("match", -1.5, -0.7, {**ok, "lt_neg_margin": 0.01}, cfg)[0] == NOT_SUPPORTED
+    assert decide("match", -0.2, 0.3, {**ok, "gt_neg_margin": 0.1}, cfg)[0] == INCONCLUSIVE  # test not significant
+    eq = validate_analysis({"match_rule": "equivalence"})
+    assert decide("match", -0.2, 0.3, ok, eq)[0] == SUPPORTED
+    assert decide("match", 0.6, 1.0, ok, eq)[0] == NOT_SUPPORTED
+    assert "non-inferiority" in rule_text("match", cfg) and "TOST" in rule_text("match", eq)
+    # competitive: per key, non-inferiority
+    assert decide("competitive", 0.6, 1.0, ok, cfg)[0] == SUPPORTED
+    # improvement of about 1.2: a larger one supports; one below 0.6 refutes
+    assert decide("improvement", 0.8, 1.5, ok, cfg)[0] == SUPPORTED
+    assert decide("improvement", 2.0, 3.0, ok, cfg)[0] == SUPPORTED
+    assert decide("improvement", 0.1, 0.4, {**ok, "lt_target_low": 0.01}, cfg)[0] == NOT_SUPPORTED
+    assert decide("improvement", 0.3, 1.5, ok, cfg)[0] == INCONCLUSIVE
+    # below
+    assert decide("below", -1.0, -0.2, {**ok, "lt0": 0.01}, cfg)[0] == SUPPORTED
+    assert decide("below", -0.2, 0.3, ok, cfg)[0] == NOT_SUPPORTED  # equivalent within the margin
+    assert decide("below", -0.8, 0.3, {**ok, "tost": 0.3}, cfg)[0] == INCONCLUSIVE
+    # not better (non-superiority at 0.5): the issue's three intervals
+    p = {**ok, "lt_margin": 0.01, "gt_margin": 0.9}
+    v, reason, _, _ = decide("not_better", 0.1, 0.4, p, cfg)
+    assert v == SUPPORTED and "small gain is itself significant" in reason
+    assert decide("not_better", 0.1, 0.8, {**p, "lt_margin": 0.3}, cfg)[0] == INCONCLUSIVE
+    assert decide("not_better", 0.6, 1.0, {**p, "lt_margin": 0.99, "gt_margin": 0.01}, cfg)[0] == NOT_SUPPORTED
+    assert decide("match", math.nan, math.nan, ok, cfg)[0] == INCONCLUSIVE
+
+
+def test_fewest_seeds_and_power():
+    cfg = validate_analysis({})
+    # smallest n with 1 / C(2n, n) <= alpha
+    assert fewest_seeds(cfg) == 3
+    assert fewest_seeds(validate_analysis({"confidence_level": 0.99})) == 5  # 1/70 > 0.01 >= 1/252
+    assert fewest_seeds(validate_analysis({"n_resamples": 10})) == 50  # randomised: p >= 1/11, never <= 0.05
+    a, b = [1.0, 1.4, 0.6, 1.2], [0.0, 0.3, -0.3, 0.2]
+    sp2 = (3 * np.var(a, ddof=1) + 3 * np.var(b, ddof=1)) / 6
+    z = sst.norm.ppf(0.95) + sst.norm.ppf(0.8)
+    want = math.ceil(2 * z * z * sp2 / (np.mean(a) - np.mean(b) - 0.6) ** 2)
+    assert seeds_for_power(a, b, 0.6, cfg) == max(3, want)
+    assert math.isnan(seeds_for_power([1.0], b, 0.0, cfg))
 
 
 def test_too_few_seeds_is_inconclusive(tmp_path):
     spec = smoke_spec(tasks=["sst2", "rte"], n_resamples=99, min_seeds=3,
                       budget_names={"tiny": {"50k": 20, "250k": 60}, "tinybase": {"250k": 40, "500k": 80}})
-    _, claims, _ = _run(tmp_path, spec, seeds=[1, 2])
-    assert (claims.verdict == INCONCLUSIVE).all()
+    _, claims, out = _run(tmp_path, spec, seeds=[1, 2])
+    assert claims.loc["C2", "verdict"] == INCONCLUSIVE
     assert claims.loc["C2", "reason"].startswith("too few seeds: A has 2, B has 2 (min_seeds = 3)")
     assert math.isfinite(claims.loc["C2", "effect"])  # the numbers are still reported
-    assert "budget 100k not run" in claims.loc["C4b", "reason"]
+    assert claims.loc["C4b", "verdict"] == NOT_RUN and "budget 100k not run" in claims.loc["C4b", "reason"]
+    assert claims.loc["C7", "verdict"] == NOT_RUN  # no 150k budget
+    assert set(claims.verdict) == {INCONCLUSIVE, NOT_RUN}
 
 
-def test_unrun_role_and_variant_are_inconclusive(tmp_path):
+def test_unrun_claims_are_not_run_in_the_summary(tmp_path):
     spec = smoke_spec(tasks=["sst2"], n_resamples=99, roles={"small": "tiny", "base": None},
                       budget_names={"tiny": {"250k": 60}, "tinybase": {"250k": 40}},
                       variants=[{"size": "tiny", "objective": "mlm", "fraction": 1.0},
                                 {"size": "tiny", "objective": "taco", "fraction": 1.0}])
-    _, claims, _ = _run(tmp_path, spec, seeds=[1, 2, 3])
+    _, claims, out = _run(tmp_path, spec, seeds=[1, 2, 3])
     assert "roles.base is null" in claims.loc["C4", "reason"]
     assert "budget 50k not run" in claims.loc["C1", "reason"]
     assert "variant MLM+TP-250k [step 60] not in the analysis spec" in claims.loc["C6", "reason"]
     assert "variant TACO-250k (25% data) [step 60] not in the analysis spec" in claims.loc["C3", "reason"]
-    assert (claims.loc[["C1", "C3", "C4", "C4b", "C5", "C6"], "verdict"] == INCONCLUSIVE).all()
+    assert (claims.loc[["C1", "C3", "C4", "C4b", "C5", "C6", "C7"], "verdict"] == NOT_RUN).all()
+    md = (out / "claims.md").read_text()
+    summary = [ln for ln in md.splitlines() if ln.startswith("| C4: ")][0]
+    assert summary.endswith("**not run** |")
 
 
-def test_decide_rules():
-    cfg = validate_analysis({})
-    ok = dict(gt_neg_margin=0.01, lt_margin=0.01, gt_margin=0.9, lt_neg_margin=0.9, tost=0.01,
-              gt0=0.01, lt0=0.9, lt_target_low=0.9, gt_target_high=0.9)
-    assert decide("match", -0.2, 0.3, ok, cfg)[0] == SUPPORTED
-    assert decide("match", -0.2, 0.6, ok, cfg)[0] == INCONCLUSIVE  # CI crosses the margin
-    assert decide("match", -0.2, 0.3, {**ok, "tost": 0.1}, cfg)[0] == INCONCLUSIVE  # test not significant
-    assert decide("match", 0.6, 1.0, {**ok, "gt_margin": 0.01}, cfg)[0] == NOT_SUPPORTED
-    assert decide("competitive", 0.6, 1.0, ok, cfg)[0] == SUPPORTED
-    assert decide("improvement", 0.8, 1.5, ok, cfg)[0] == SUPPORTED
-    assert decide("improvement", -0.3, 0.4, {**ok, "lt_target_low": 0.01}, cfg)[0] == NOT_SUPPORTED
-    assert decide("below", -1.0, -0.2, {**ok, "lt0": 0.01}, cfg)[0] == SUPPORTED
-    assert decide("below", -0.2, 0.3, ok, cfg)[0] == NOT_SUPPORTED  # equivalent within the margin
-    assert decide("not_better", -0.3, 0.4, ok, cfg)[0] == SUPPORTED
-    assert decide("not_better", 0.3, 1.4, ok, cfg)[0] == NOT_SUPPORTED
-    assert decide("match", math.nan, math.nan, ok, cfg)[0] == INCONCLUSIVE
-    ni = validate_analysis({"match_rule": "non_inferiority"})
-    assert decide("match", 0.6, 1.0, ok, ni)[0] == SUPPORTED
-    assert "non-inferiority" in rule_text("match", ni) and "equivalence" in rule_text("match", cfg)
+def test_degenerate_runs_are_named_in_the_claim_row():
+    cfg = validate_analysis(CONSTRUCTED_SPEC)
+    ps = _per_seed(_cells({("mlm", 1.0, 250000): 0.0, ("mlm_tp", 1.0, 250000): 0.2}),
+                   degenerate={("mlm_tp", "qqp", 2)})
+    df = evaluate_claims({"per_seed": ps}, cfg)
+    c6 = df[(df.level == "claim") & (df.claim_id == "C6")].iloc[0]
+    assert c6.n_degenerate == 1 and "1 seed(s) with a degenerate run" in c6.reason
+    from taco.report.claims import render_markdown
+
+    md = render_markdown(df, cfg)
+    assert "(from 1 seed(s) with degenerate runs)" in [ln for ln in md.splitlines() if ln.startswith("| C6: ")][0]

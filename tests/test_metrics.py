@@ -55,8 +55,9 @@ def test_metric_errors():
 
 def test_default_primary_metric():
     assert DEFAULT_PRIMARY_METRIC["cola"] == "matthews_correlation"
-    assert DEFAULT_PRIMARY_METRIC["stsb"] == "pearson"
-    assert DEFAULT_PRIMARY_METRIC["mrpc"] == "accuracy" and DEFAULT_PRIMARY_METRIC["qqp"] == "accuracy"
+    # the paper's metrics (docs/metrics.md): F1 for MRPC and QQP, Spearman for STS-B
+    assert DEFAULT_PRIMARY_METRIC["stsb"] == "spearmanr"
+    assert DEFAULT_PRIMARY_METRIC["mrpc"] == "f1" and DEFAULT_PRIMARY_METRIC["qqp"] == "f1"
     assert set(AVERAGE_KEYS) | {"wnli"} == set(DEFAULT_PRIMARY_METRIC)
 
 
@@ -77,12 +78,12 @@ def test_glue_average_partial_and_metric_dicts():
         "stsb": {"pearson": 0.8, "spearmanr": 0.7},
         "mrpc": {"accuracy": 0.75, "f1": 0.85},
     }
-    avg = glue_average(scores)
-    assert avg.value == pytest.approx((0.3 + 0.8 + 0.75) / 3)
+    avg = glue_average(scores)  # defaults: MCC, Spearman, F1
+    assert avg.value == pytest.approx((0.3 + 0.7 + 0.85) / 3)
     assert avg.is_partial and avg.covered_keys == ("cola", "stsb", "mrpc")
     assert "partial 3/9" in avg.label and "mnli_m" in avg.label
-    alt = glue_average(scores, primary={"mrpc": "f1", "stsb": "spearmanr"})
-    assert alt.value == pytest.approx((0.3 + 0.7 + 0.85) / 3)
+    alt = glue_average(scores, primary={"mrpc": "accuracy", "stsb": "pearson"})
+    assert alt.value == pytest.approx((0.3 + 0.8 + 0.75) / 3)
     with pytest.raises(ValueError, match="no metric 'matthews_correlation'"):
         glue_average({"cola": {"accuracy": 0.5}})
     with pytest.raises(ValueError, match="unknown GLUE score key"):

@@ -286,3 +286,37 @@ def test_compare_with_one_seed_gives_nan_tests():
     c = compare([1.0], [0.5, 0.7], n_resamples=99, label="one")
     assert c.delta == pytest.approx(0.4)
     assert math.isnan(c.p_two_sided) and math.isnan(c.ci_low) and math.isnan(c.hedges_g)
+
+
+def test_undefined_metric_counts_as_zero_and_is_flagged(tmp_path):
+    """A constant STS-B prediction has no correlation (null): aggregate must not crash (it used to
+    stop with 'scores.stsb.pearson is not a number: None'); the run counts as 0, flagged degenerate."""
+    from taco.report.tables import main as tables_main
+
+    spec = dict(SMALL_SPEC, tasks=["stsb", "rte"], variants=[SMALL_SPEC["variants"][0]])
+    paths = []
+    for seed, rho in ((1, 0.80), (2, None), (3, 0.70)):
+        p = write_run(tmp_path / "runs", size="tiny", objective="mlm", fraction=1.0, step=60, task="stsb",
+                      seed=seed, scores={"stsb": 0.5})
+        rec = json.loads(p.read_text())
+        rec["scores"]["stsb"] = {"pearson": None if rho is None else rho + 0.01, "spearmanr": rho}
+        p.write_text(json.dumps(rec))  # null, as finetune writes NaN; degenerate left False on purpose
+        paths.append(p)
+        paths.append(write_run(tmp_path / "runs", size="tiny", objective="mlm", fraction=1.0, step=60,
+                               task="rte", seed=seed, scores={"rte": 0.6}))
+    spec_path = write_spec(tmp_path / "analysis.json", spec)
+    out = tmp_path / "agg"
+    assert main(["--inputs", *map(str, paths), "--analysis", str(spec_path), "--output-dir", str(out)]) == 0
+    ps = pd.read_csv(out / "per_seed.csv")
+    st = ps[ps.score_key == "stsb"].set_index("seed")
+    assert st.loc[2, "value"] == 0.0 and bool(st.loc[2, "degenerate"]) and bool(st.loc[2, "undefined_metric"])
+    assert math.isnan(st.loc[2, "metric_spearmanr"])  # the CSV keeps the metric undefined
+    assert not st.loc[1, "undefined_metric"] and st.loc[1, "value"] == pytest.approx(80.0)
+    cells = pd.read_csv(out / "cells.csv")
+    c = cells[(cells.score_key == "stsb") & (cells.step == 60)].iloc[0]
+    assert c["mean"] == pytest.approx((80.0 + 0.0 + 70.0) / 3) and c.n_undefined == 1 and c.n_degenerate == 1
+    assert "undefined spearmanr (constant predictions) counted as 0" in c.note
+    assert tables_main(["--aggregate-dir", str(out), "--analysis", str(spec_path),
+                        "--output-dir", str(tmp_path / "res")]) == 0
+    md = (tmp_path / "res" / "ablation.md").read_text()
+    assert "STS-B: 1 run(s) with an undefined spearmanr (constant predictions) counted as 0" in md

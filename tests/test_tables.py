@@ -16,7 +16,6 @@ PAPER_SPEC = {
     "budget_names": {"small": {"50k": 50000, "250k": 250000}},
     "variants": [{"size": "small", "objective": "mlm", "fraction": 1.0, "budgets": ["250k"]},
                  {"size": "small", "objective": "taco", "fraction": 1.0}],
-    "primary_metric": {"cola": "matthews_correlation", "stsb": "pearson"},
     "n_resamples": 99,
 }
 
