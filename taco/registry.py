@@ -11,26 +11,91 @@ benchmark (Wang et al., 2019).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
 # ---- pre-training objectives (the run "variant" in paths is the objective name) ------------------
 
-#: every pre-training objective, in the order tables list them. The behaviour of each lives in
-#: ``taco.model.objectives.OBJECTIVES`` (keys equal this tuple; tested).
-OBJECTIVES: tuple[str, ...] = ("mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp")
+TcPositions = Literal["all", "masked", "unmasked"]
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One pre-training objective.
+
+    Attributes:
+        name: registry key (used in configs and output paths).
+        uses_tc: whether the token-alignment contrastive loss is added to MLM.
+        tc_positions: which real positions are TC anchors: ``"all"``, ``"masked"`` (MLM-selected),
+            ``"unmasked"`` (real, not selected); ``None`` when ``uses_tc`` is False.
+        uses_tp: whether the unselected real positions also predict their (uncorrupted) token.
+        description: one line for humans.
+        label: printed name in tables and figures (paper's wording); the name when empty.
+    """
+
+    name: str
+    uses_tc: bool
+    tc_positions: TcPositions | None
+    uses_tp: bool
+    description: str
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.uses_tc and self.tc_positions not in ("all", "masked", "unmasked"):
+            raise ValueError(f"objective {self.name!r}: tc_positions must be all/masked/unmasked")
+        if not self.uses_tc and self.tc_positions is not None:
+            raise ValueError(f"objective {self.name!r}: tc_positions given without TC")
+
+
+#: every pre-training objective, in the order tables list them. Adding one here is all it takes:
+#: the workflow, the schema checks, the model (``taco.model.objectives``) and the report read it.
+OBJECTIVE_SPECS: dict[str, Objective] = {
+    o.name: o
+    for o in (
+        Objective("mlm", False, None, False, "masked language modeling only (BERT)", "MLM"),
+        Objective("taco", True, "all", False, "MLM + token-alignment contrastive loss at all real positions",
+                  "TACO"),
+        Objective(
+            "taco_concentrated",
+            True,
+            "masked",
+            False,
+            "MLM + TC loss only at the MLM-selected positions (paper's concentrated TACO)",
+            "TACO (concentrated)",
+        ),
+        Objective(
+            "taco_unmasked",
+            True,
+            "unmasked",
+            False,
+            "MLM + TC loss only at real positions not selected by MLM (official code's third option)",
+            "TACO (unmasked)",
+        ),
+        Objective(
+            "mlm_tp",
+            False,
+            None,
+            True,
+            "extended MLM: MLM + token prediction at the other real positions (paper's MLM+TP)",
+            "MLM+TP",
+        ),
+    )
+}
+
+#: objective names (the run "variant" in paths and configs)
+OBJECTIVES: tuple[str, ...] = tuple(OBJECTIVE_SPECS)
 
 #: objectives that add the token-alignment contrastive (TC) loss: they need >= 2 sequences per
 #: device batch (negatives come from the other sequences; paper Sec. 3.2)
-TC_OBJECTIVES: tuple[str, ...] = ("taco", "taco_concentrated", "taco_unmasked")
+TC_OBJECTIVES: tuple[str, ...] = tuple(n for n, o in OBJECTIVE_SPECS.items() if o.uses_tc)
 
 #: the no-pre-training control: the same architecture from random initialisation (not an objective)
 CONTROL = "control"
 
 #: printed names (paper's wording)
 OBJECTIVE_LABELS: dict[str, str] = {
-    "mlm": "MLM",
-    "taco": "TACO",
-    "taco_concentrated": "TACO (concentrated)",
-    "taco_unmasked": "TACO (unmasked)",
-    "mlm_tp": "MLM+TP",
+    **{n: o.label or n for n, o in OBJECTIVE_SPECS.items()},
     CONTROL: "No pre-training",
 }
 
@@ -62,34 +127,126 @@ FINETUNE_HYPERPARAMETERS: dict[str, dict[str, float]] = {
 
 # ---- GLUE -------------------------------------------------------------------------------------------
 
-#: the GLUE tasks this suite knows (Hub config names), each with the score keys it contributes
-#: (MNLI has two dev sets). Formats and files: ``taco.data.glue.GLUE_TASKS``.
-TASK_SCORE_KEYS: dict[str, tuple[str, ...]] = {
-    "cola": ("cola",),
-    "sst2": ("sst2",),
-    "mrpc": ("mrpc",),
-    "stsb": ("stsb",),
-    "qqp": ("qqp",),
-    "mnli": ("mnli_m", "mnli_mm"),
-    "qnli": ("qnli",),
-    "rte": ("rte",),
-    "wnli": ("wnli",),
-}
-GLUE_TASK_NAMES: tuple[str, ...] = tuple(TASK_SCORE_KEYS)
+@dataclass(frozen=True)
+class GlueTask:
+    """One GLUE task: format, label space, splits and metrics.
 
-#: metric names computed per score key (GLUE paper; Hugging Face ``evaluate`` ``glue`` metric)
+    Attributes:
+        name: Hub config / task name (``sst2``).
+        dir_name: folder name in the original GLUE layout (``SST-2``).
+        text_fields: Hub column names of the text inputs (1 or 2).
+        num_labels: number of classes (1 for the regression task STS-B).
+        is_regression: True for STS-B (label is a float 0-5).
+        label_names: Hub ``ClassLabel`` names in id order (empty for STS-B).
+        dev_splits: names of the dev split(s) in the returned DatasetDict.
+        score_keys: one score key per dev split, same order (``mnli_m``, ``mnli_mm`` for MNLI).
+        metrics: metric names computed by ``taco.evaluation.metrics.compute_glue_metrics``.
+        train_file: local train file name; dev_files: local dev file per dev split.
+        local_columns: Hub column -> column name in the local file header, or index when the file
+            has no header (CoLA). ``label`` included.
+        local_num_fields: field count of a no-header file (CoLA: 4); None when a header exists.
+        local_labels: label string in the local file -> Hub id (None: float label).
+    """
+
+    name: str
+    dir_name: str
+    text_fields: tuple[str, ...]
+    num_labels: int
+    is_regression: bool
+    label_names: tuple[str, ...]
+    dev_splits: tuple[str, ...]
+    score_keys: tuple[str, ...]
+    metrics: tuple[str, ...]
+    train_file: str = "train.tsv"
+    dev_files: Mapping[str, str] = field(default_factory=lambda: {"validation": "dev.tsv"})
+    local_columns: Mapping[str, str | int] = field(default_factory=dict)
+    local_num_fields: int | None = None
+    local_labels: Mapping[str, int] | None = None
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """All splits ``load_glue_task`` returns: ``("train", *dev_splits)``."""
+        return ("train",) + self.dev_splits
+
+    @property
+    def score_key_of_split(self) -> dict[str, str]:
+        """Dev split name -> score key (``validation_matched`` -> ``mnli_m``)."""
+        return dict(zip(self.dev_splits, self.score_keys))
+
+    def features(self):
+        """``datasets.Features`` identical to the Hub dataset's (text strings, label, idx int32)."""
+        from datasets import ClassLabel, Features, Value
+
+        feats: dict[str, Any] = {f: Value("string") for f in self.text_fields}
+        feats["label"] = Value("float32") if self.is_regression else ClassLabel(names=list(self.label_names))
+        feats["idx"] = Value("int32")
+        return Features(feats)
+
+
+_BIN01 = {"0": 0, "1": 1}
+_ENT2 = {"entailment": 0, "not_entailment": 1}
+
+#: every GLUE task: format, labels, dev splits, score keys, metrics. Adding a task is one entry here
+#: (the loaders, the workflow, the metrics and the report read it).
+GLUE_TASK_SPECS: dict[str, GlueTask] = {
+    t.name: t
+    for t in [
+        GlueTask("cola", "CoLA", ("sentence",), 2, False, ("unacceptable", "acceptable"),
+                 ("validation",), ("cola",), ("matthews_correlation",),
+                 # source, label, original judgement, sentence; no header
+                 local_columns={"sentence": 3, "label": 1}, local_num_fields=4, local_labels=_BIN01),
+        GlueTask("sst2", "SST-2", ("sentence",), 2, False, ("negative", "positive"),
+                 ("validation",), ("sst2",), ("accuracy",),
+                 local_columns={"sentence": "sentence", "label": "label"}, local_labels=_BIN01),
+        GlueTask("mrpc", "MRPC", ("sentence1", "sentence2"), 2, False, ("not_equivalent", "equivalent"),
+                 ("validation",), ("mrpc",), ("accuracy", "f1"),
+                 local_columns={"sentence1": "#1 String", "sentence2": "#2 String", "label": "Quality"},
+                 local_labels=_BIN01),
+        GlueTask("stsb", "STS-B", ("sentence1", "sentence2"), 1, True, (),
+                 ("validation",), ("stsb",), ("pearson", "spearmanr"),
+                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "score"},
+                 local_labels=None),
+        GlueTask("qqp", "QQP", ("question1", "question2"), 2, False, ("not_duplicate", "duplicate"),
+                 ("validation",), ("qqp",), ("accuracy", "f1"),
+                 local_columns={"question1": "question1", "question2": "question2", "label": "is_duplicate"},
+                 local_labels=_BIN01),
+        GlueTask("mnli", "MNLI", ("premise", "hypothesis"), 3, False, ("entailment", "neutral", "contradiction"),
+                 ("validation_matched", "validation_mismatched"), ("mnli_m", "mnli_mm"),
+                 ("accuracy",),
+                 dev_files={"validation_matched": "dev_matched.tsv",
+                            "validation_mismatched": "dev_mismatched.tsv"},
+                 local_columns={"premise": "sentence1", "hypothesis": "sentence2", "label": "gold_label"},
+                 local_labels={"entailment": 0, "neutral": 1, "contradiction": 2}),
+        GlueTask("qnli", "QNLI", ("question", "sentence"), 2, False, ("entailment", "not_entailment"),
+                 ("validation",), ("qnli",), ("accuracy",),
+                 local_columns={"question": "question", "sentence": "sentence", "label": "label"},
+                 local_labels=_ENT2),
+        GlueTask("rte", "RTE", ("sentence1", "sentence2"), 2, False, ("entailment", "not_entailment"),
+                 ("validation",), ("rte",), ("accuracy",),
+                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
+                 local_labels=_ENT2),
+        # WNLI's GLUE files use 1 = entailment, as the Hub ClassLabel does
+        GlueTask("wnli", "WNLI", ("sentence1", "sentence2"), 2, False, ("not_entailment", "entailment"),
+                 ("validation",), ("wnli",), ("accuracy",),
+                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
+                 local_labels=_BIN01),
+    ]
+}
+
+#: task -> the score keys it contributes (MNLI has two dev sets)
+TASK_SCORE_KEYS: dict[str, tuple[str, ...]] = {n: t.score_keys for n, t in GLUE_TASK_SPECS.items()}
+GLUE_TASK_NAMES: tuple[str, ...] = tuple(GLUE_TASK_SPECS)
+
+#: task names in the paper's table order (tasks the paper does not print come last, WNLI among them)
+PAPER_TASK_ORDER: tuple[str, ...] = tuple(
+    sorted(GLUE_TASK_SPECS, key=lambda n: ("mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte").index(n)
+           if n in ("mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte") else 99)
+)
+
+#: metric names computed per task name and per score key (GLUE paper; HF ``evaluate`` ``glue``)
 METRICS_BY_SCORE_KEY: dict[str, tuple[str, ...]] = {
-    "cola": ("matthews_correlation",),
-    "sst2": ("accuracy",),
-    "mrpc": ("accuracy", "f1"),
-    "stsb": ("pearson", "spearmanr"),
-    "qqp": ("accuracy", "f1"),
-    "mnli": ("accuracy",),
-    "mnli_m": ("accuracy",),
-    "mnli_mm": ("accuracy",),
-    "qnli": ("accuracy",),
-    "rte": ("accuracy",),
-    "wnli": ("accuracy",),
+    **{n: t.metrics for n, t in GLUE_TASK_SPECS.items()},
+    **{k: t.metrics for t in GLUE_TASK_SPECS.values() for k in t.score_keys},
 }
 
 #: every metric name ``compute_glue_metrics`` can return; "mean" (analysis only) is the mean of all

@@ -1,4 +1,4 @@
-"""GLUE: the task registry and loaders from the Hub, a local GLUE folder, or the synthetic language.
+"""GLUE loaders from the Hub, a local GLUE folder, or the synthetic language (tasks: taco.registry).
 
 ``load_glue_task(task, source, data_dir=None)`` returns a ``datasets.DatasetDict`` with the splits
 ``train`` and the dev split(s) (``validation``, or ``validation_matched`` and
@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taco.registry import METRICS_BY_SCORE_KEY
+from taco.registry import GLUE_TASK_SPECS, PAPER_TASK_ORDER, GlueTask  # noqa: F401  (re-exported)
 
 #: default Hub dataset id of GLUE
 HUB_ID = "nyu-mll/glue"
@@ -42,112 +41,11 @@ class GlueFormatError(ValueError):
     """A GLUE TSV row that cannot be read (wrong field count, unknown label); names file and line."""
 
 
-@dataclass(frozen=True)
-class GlueTask:
-    """One GLUE task: format, label space, splits and metrics.
-
-    Attributes:
-        name: Hub config / task name (``sst2``).
-        dir_name: folder name in the original GLUE layout (``SST-2``).
-        text_fields: Hub column names of the text inputs (1 or 2).
-        num_labels: number of classes (1 for the regression task STS-B).
-        is_regression: True for STS-B (label is a float 0-5).
-        label_names: Hub ``ClassLabel`` names in id order (empty for STS-B).
-        dev_splits: names of the dev split(s) in the returned DatasetDict.
-        score_keys: one score key per dev split, same order (``mnli_m``, ``mnli_mm`` for MNLI).
-        metrics: metric names computed by ``taco.evaluation.metrics.compute_glue_metrics``.
-        train_file: local train file name; dev_files: local dev file per dev split.
-        local_columns: Hub column -> column name in the local file header, or index when the file
-            has no header (CoLA). ``label`` included.
-        local_num_fields: field count of a no-header file (CoLA: 4); None when a header exists.
-        local_labels: label string in the local file -> Hub id (None: float label).
-    """
-
-    name: str
-    dir_name: str
-    text_fields: tuple[str, ...]
-    num_labels: int
-    is_regression: bool
-    label_names: tuple[str, ...]
-    dev_splits: tuple[str, ...]
-    score_keys: tuple[str, ...]
-    metrics: tuple[str, ...]
-    train_file: str = "train.tsv"
-    dev_files: Mapping[str, str] = field(default_factory=lambda: {"validation": "dev.tsv"})
-    local_columns: Mapping[str, str | int] = field(default_factory=dict)
-    local_num_fields: int | None = None
-    local_labels: Mapping[str, int] | None = None
-
-    @property
-    def splits(self) -> tuple[str, ...]:
-        """All splits ``load_glue_task`` returns: ``("train", *dev_splits)``."""
-        return ("train",) + self.dev_splits
-
-    @property
-    def score_key_of_split(self) -> dict[str, str]:
-        """Dev split name -> score key (``validation_matched`` -> ``mnli_m``)."""
-        return dict(zip(self.dev_splits, self.score_keys))
-
-    def features(self):
-        """``datasets.Features`` identical to the Hub dataset's (text strings, label, idx int32)."""
-        from datasets import ClassLabel, Features, Value
-
-        feats: dict[str, Any] = {f: Value("string") for f in self.text_fields}
-        feats["label"] = Value("float32") if self.is_regression else ClassLabel(names=list(self.label_names))
-        feats["idx"] = Value("int32")
-        return Features(feats)
-
-
-_BIN01 = {"0": 0, "1": 1}
-_ENT2 = {"entailment": 0, "not_entailment": 1}
-
-GLUE_TASKS: dict[str, GlueTask] = {
-    t.name: t
-    for t in [
-        GlueTask("cola", "CoLA", ("sentence",), 2, False, ("unacceptable", "acceptable"),
-                 ("validation",), ("cola",), METRICS_BY_SCORE_KEY["cola"],
-                 # source, label, original judgement, sentence; no header
-                 local_columns={"sentence": 3, "label": 1}, local_num_fields=4, local_labels=_BIN01),
-        GlueTask("sst2", "SST-2", ("sentence",), 2, False, ("negative", "positive"),
-                 ("validation",), ("sst2",), METRICS_BY_SCORE_KEY["sst2"],
-                 local_columns={"sentence": "sentence", "label": "label"}, local_labels=_BIN01),
-        GlueTask("mrpc", "MRPC", ("sentence1", "sentence2"), 2, False, ("not_equivalent", "equivalent"),
-                 ("validation",), ("mrpc",), METRICS_BY_SCORE_KEY["mrpc"],
-                 local_columns={"sentence1": "#1 String", "sentence2": "#2 String", "label": "Quality"},
-                 local_labels=_BIN01),
-        GlueTask("stsb", "STS-B", ("sentence1", "sentence2"), 1, True, (),
-                 ("validation",), ("stsb",), METRICS_BY_SCORE_KEY["stsb"],
-                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "score"},
-                 local_labels=None),
-        GlueTask("qqp", "QQP", ("question1", "question2"), 2, False, ("not_duplicate", "duplicate"),
-                 ("validation",), ("qqp",), METRICS_BY_SCORE_KEY["qqp"],
-                 local_columns={"question1": "question1", "question2": "question2", "label": "is_duplicate"},
-                 local_labels=_BIN01),
-        GlueTask("mnli", "MNLI", ("premise", "hypothesis"), 3, False, ("entailment", "neutral", "contradiction"),
-                 ("validation_matched", "validation_mismatched"), ("mnli_m", "mnli_mm"),
-                 METRICS_BY_SCORE_KEY["mnli"],
-                 dev_files={"validation_matched": "dev_matched.tsv",
-                            "validation_mismatched": "dev_mismatched.tsv"},
-                 local_columns={"premise": "sentence1", "hypothesis": "sentence2", "label": "gold_label"},
-                 local_labels={"entailment": 0, "neutral": 1, "contradiction": 2}),
-        GlueTask("qnli", "QNLI", ("question", "sentence"), 2, False, ("entailment", "not_entailment"),
-                 ("validation",), ("qnli",), METRICS_BY_SCORE_KEY["qnli"],
-                 local_columns={"question": "question", "sentence": "sentence", "label": "label"},
-                 local_labels=_ENT2),
-        GlueTask("rte", "RTE", ("sentence1", "sentence2"), 2, False, ("entailment", "not_entailment"),
-                 ("validation",), ("rte",), METRICS_BY_SCORE_KEY["rte"],
-                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
-                 local_labels=_ENT2),
-        # WNLI's GLUE files use 1 = entailment, as the Hub ClassLabel does
-        GlueTask("wnli", "WNLI", ("sentence1", "sentence2"), 2, False, ("not_entailment", "entailment"),
-                 ("validation",), ("wnli",), METRICS_BY_SCORE_KEY["wnli"],
-                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
-                 local_labels=_BIN01),
-    ]
-}
+#: name -> task definition (defined once in taco.registry)
+GLUE_TASKS: dict[str, GlueTask] = GLUE_TASK_SPECS
 
 #: task names in the paper's table order (WNLI last, outside the average)
-TASK_NAMES: tuple[str, ...] = ("mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte", "wnli")
+TASK_NAMES: tuple[str, ...] = PAPER_TASK_ORDER
 
 
 def get_task(task: str) -> GlueTask:

@@ -33,6 +33,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
+from taco.registry import GLUE_TASK_SPECS
+
 # --------------------------------------------------------------------------------------------
 # Lexicon (each entry a lemma: its two synonymous surface forms)
 
@@ -597,14 +599,12 @@ def build_glue_task(task: str, seed: int = 0, num_train: int | None = None,
                     num_dev: int | None = None) -> dict[str, list[dict]]:
     """Rows of the synthetic task ``task``: split -> list of {text fields..., "label"}.
 
-    Splits are those of ``taco.data.glue.GLUE_TASKS[task]`` (``train`` plus the dev split(s)).
+    Splits are those of ``taco.registry.GLUE_TASK_SPECS[task]`` (``train`` plus the dev split(s)).
     Labels use the Hub ids of the real task (STS-B: float 0-5). Each split is drawn from its own
     stream seeded by (task, split, seed), so changing ``num_train`` leaves dev unchanged.
     Sizes default to ``DEFAULT_SIZES[task]``.
     """
-    from taco.data.glue import get_task
-
-    t = get_task(task)
+    t = GLUE_TASK_SPECS[task]
     n_train, n_dev = DEFAULT_SIZES[task]
     n_train = n_train if num_train is None else num_train
     n_dev = n_dev if num_dev is None else num_dev

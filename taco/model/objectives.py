@@ -21,9 +21,9 @@ K = 50 negatives, MLM probability 0.15.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
-
 import torch
+
+from taco.registry import OBJECTIVE_SPECS, Objective
 
 __all__ = [
     "Objective",
@@ -34,63 +34,8 @@ __all__ = [
     "DEFAULT_OBJECTIVE_PARAMS",
 ]
 
-TcPositions = Literal["all", "masked", "unmasked"]
-
-
-@dataclass(frozen=True)
-class Objective:
-    """One pre-training objective.
-
-    Attributes:
-        name: registry key (used in configs and output paths).
-        uses_tc: whether the token-alignment contrastive loss is added to MLM.
-        tc_positions: which real positions are TC anchors: ``"all"``, ``"masked"`` (MLM-selected),
-            ``"unmasked"`` (real, not selected); ``None`` when ``uses_tc`` is False.
-        uses_tp: whether the unselected real positions also predict their (uncorrupted) token.
-        description: one line for humans.
-    """
-
-    name: str
-    uses_tc: bool
-    tc_positions: TcPositions | None
-    uses_tp: bool
-    description: str
-
-    def __post_init__(self) -> None:
-        if self.uses_tc and self.tc_positions not in ("all", "masked", "unmasked"):
-            raise ValueError(f"objective {self.name!r}: tc_positions must be all/masked/unmasked")
-        if not self.uses_tc and self.tc_positions is not None:
-            raise ValueError(f"objective {self.name!r}: tc_positions given without TC")
-
-
-OBJECTIVES: dict[str, Objective] = {
-    o.name: o
-    for o in (
-        Objective("mlm", False, None, False, "masked language modeling only (BERT)"),
-        Objective("taco", True, "all", False, "MLM + token-alignment contrastive loss at all real positions"),
-        Objective(
-            "taco_concentrated",
-            True,
-            "masked",
-            False,
-            "MLM + TC loss only at the MLM-selected positions (paper's concentrated TACO)",
-        ),
-        Objective(
-            "taco_unmasked",
-            True,
-            "unmasked",
-            False,
-            "MLM + TC loss only at real positions not selected by MLM (official code's third option)",
-        ),
-        Objective(
-            "mlm_tp",
-            False,
-            None,
-            True,
-            "extended MLM: MLM + token prediction at the other real positions (paper's MLM+TP)",
-        ),
-    )
-}
+#: name -> Objective (defined once, as data, in taco.registry)
+OBJECTIVES: dict[str, Objective] = OBJECTIVE_SPECS
 
 #: Hyper-parameters of the objectives and their defaults (paper / official code).
 DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int] = {

@@ -11,7 +11,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from taco.registry import FINETUNE_HYPERPARAMETERS, GLUE_TASK_NAMES, OBJECTIVES, PRESETS, budget_name  # noqa: F401
+from taco.registry import (  # noqa: F401
+    FINETUNE_HYPERPARAMETERS, GLUE_TASK_NAMES, OBJECTIVES, PRESETS, TC_OBJECTIVES, budget_name,
+)
 
 #: names the workflow's wildcards and checks accept (defined once in taco.registry)
 VARIANTS = OBJECTIVES
@@ -115,12 +117,31 @@ def _required_path(config: dict[str, Any], key: str, value: str | None, because:
     return path
 
 
+def _check_results_dir(results_dir: str | None) -> None:
+    """``results_dir`` must be a folder or creatable as one: neither it nor a parent an existing file."""
+    if not results_dir:
+        return  # the schema's default fills it in
+    path = os.path.abspath(results_dir)
+    while True:
+        if os.path.exists(path):
+            if not os.path.isdir(path):
+                what = "is" if path == os.path.abspath(results_dir) else f"lies under {path}, which is"
+                raise ConfigError(f"results_dir: {results_dir} {what} an existing file, not a folder; "
+                                  "choose another results_dir or move the file away")
+            return
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        path = parent
+
+
 def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] | None = None) -> None:
     """Semantic checks after JSON-schema validation. Raises ConfigError naming the key.
 
     ``tasks_available`` (task -> None if present, else the reason it is absent) comes from
     ``taco.data.glue.available_local_tasks`` for a local GLUE folder; all-absent is an error.
     """
+    _check_results_dir(config.get("results_dir"))
     pre = config["pretrain"]
     sizes = pre["sizes"]
     if not pre["runs"]:
@@ -146,6 +167,13 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"{key}.budgets: budget {b[-1]} is beyond max_steps={s['max_steps']}")
         if s.get("warmup_steps", 0) >= s["max_steps"]:
             raise ConfigError(f"{key}.warmup_steps: {s['warmup_steps']} >= max_steps={s['max_steps']}")
+    for i, entry in enumerate(pre["runs"]):
+        tc_variants = [v for v in entry["variants"] if v in TC_OBJECTIVES]
+        batch = sizes[entry["size"]].get("per_device_batch_size")
+        if tc_variants and batch is not None and batch < 2:
+            raise ConfigError(f"pretrain.sizes.{entry['size']}.per_device_batch_size: {batch}, but "
+                              f"pretrain.runs[{i}] trains {', '.join(tc_variants)} with the TC loss, whose "
+                              "negatives come from the other sequences of the device batch: it needs >= 2")
     if pre["tc"]["window"] % 2 == 0:
         raise ConfigError(f"pretrain.tc.window: the positive window W must be odd, got {pre['tc']['window']}")
     sel = config["finetune"]["budgets"]
@@ -182,6 +210,9 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
         _required_path(config, "tokenizer.vocab_file", tok.get("vocab_file"), "tokenizer.kind is 'vocab'",
                        os.path.isfile, "does not exist")
     glue = config["glue"]
+    for i, t in enumerate(glue["tasks"]):
+        if t not in TASKS:
+            raise ConfigError(f"glue.tasks[{i}]: unknown GLUE task {t!r}; valid: {', '.join(TASKS)}")
     if glue["source"] == "local":
         d = _required_path(config, "glue.data_dir", glue.get("data_dir"), "glue.source is 'local'",
                            os.path.isdir, "is not a folder (expected the GLUE layout CoLA/, SST-2/, ...)")

@@ -1,0 +1,133 @@
+"""One fact, one place: the registry is the only list of objectives, presets and GLUE tasks.
+
+The tests add an objective and a GLUE task by editing ``taco/registry.py`` alone (in a copy of the
+package) and show that the workflow's checks, the model, the metrics and the report accept them.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from taco import registry
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _copy_with_registry_edit(tmp_path: Path, old: str, new: str) -> Path:
+    """A copy of the ``taco`` package whose registry.py has ``old`` replaced by ``new`` (once)."""
+    dst = tmp_path / "pkg"
+    shutil.copytree(REPO / "taco", dst / "taco", ignore=shutil.ignore_patterns("__pycache__"))
+    reg = dst / "taco" / "registry.py"
+    text = reg.read_text()
+    assert text.count(old) == 1, old
+    reg.write_text(text.replace(old, new))
+    return dst
+
+
+def _run(pkg: Path, code: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], cwd=pkg, capture_output=True, text=True,
+                         timeout=300, env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_no_other_module_lists_the_objectives_presets_or_tasks():
+    """No module besides the registry spells out the full list of objective, preset or task names."""
+    lists = {
+        "objectives": set(registry.OBJECTIVES),
+        "presets": set(registry.PRESETS),
+        "tasks": set(registry.GLUE_TASK_NAMES),
+    }
+    offenders = []
+    for path in (REPO / "taco").rglob("*.py"):
+        if path.name == "registry.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                names = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                for what, full in lists.items():
+                    if full <= names:
+                        offenders.append(f"{path.relative_to(REPO)}:{node.lineno} lists the {what}")
+    assert not offenders, offenders
+    schema = (REPO / "workflow/schemas/config.schema.yaml").read_text()
+    # the schema repeats none of them as enums (taco.workflow.config checks names against the registry)
+    assert "enum: [mlm" not in schema and "enum: [cola" not in schema and "enum: [tiny" not in schema
+
+
+def test_adding_an_objective_is_one_registry_entry(tmp_path):
+    """A new objective (TC at MLM-selected positions plus token prediction) added in registry.py only."""
+    old = '''            "MLM+TP",
+        ),
+    )
+}'''
+    new = '''            "MLM+TP",
+        ),
+        Objective("taco_tp", True, "all", True, "TACO plus token prediction (test-only)", "TACO+TP"),
+    )
+}'''
+    pkg = _copy_with_registry_edit(tmp_path, old, new)
+    smoke = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    code = f"""
+import json, copy, torch
+from snakemake.utils import validate
+from taco.workflow import config as wc
+from taco.model.objectives import get_objective
+from taco.model.modeling import TacoForPreTraining, bert_config
+from taco.report.analysis_config import validate_analysis
+from taco.registry import OBJECTIVE_LABELS
+cfg = {smoke!r}
+cfg["pretrain"]["runs"][0]["variants"].append("taco_tp")
+validate(cfg, {str(REPO / "workflow/schemas/config.schema.yaml")!r})
+wc.check_config(cfg)
+spec = wc.analysis_spec(cfg, ["sst2"])
+validate_analysis(spec)
+obj = get_objective("taco_tp")
+torch.manual_seed(0)
+model = TacoForPreTraining(bert_config("tiny", vocab_size=100), objective="taco_tp").eval()
+ids = torch.randint(5, 100, (4, 16))
+labels = torch.full_like(ids, -100); labels[:, 3] = ids[:, 3]
+out = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels, original_input_ids=ids)
+print(json.dumps({{"tc": out.tc_loss is not None, "tp": out.tp_loss is not None,
+                  "loss": float(out.loss), "label": OBJECTIVE_LABELS["taco_tp"],
+                  "runs": [r.variant for r in wc.runs(cfg)]}}))
+"""
+    res = _run(pkg, code)
+    assert res["tc"] and res["tp"] and res["loss"] > 0
+    assert res["label"] == "TACO+TP" and "taco_tp" in res["runs"]
+
+
+def test_adding_a_glue_task_is_one_registry_entry(tmp_path):
+    """A new GLUE-format task (AX-like NLI copy of RTE) added in registry.py only."""
+    old = "        # WNLI's GLUE files use 1 = entailment, as the Hub ClassLabel does\n"
+    new = ('        GlueTask("rte2", "RTE2", ("sentence1", "sentence2"), 2, False, ("entailment", "not_entailment"),\n'
+           '                 ("validation",), ("rte2",), ("accuracy",),\n'
+           '                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},\n'
+           '                 local_labels=_ENT2),\n' + old)
+    pkg = _copy_with_registry_edit(tmp_path, old, new)
+    (tmp_path / "glue" / "RTE2").mkdir(parents=True)
+    rows = ["index\tsentence1\tsentence2\tlabel"] + [
+        f"{i}\tA man walks {i}.\tA person moves.\t{'entailment' if i % 2 else 'not_entailment'}" for i in range(6)]
+    for split in ("train", "dev"):
+        (tmp_path / "glue" / "RTE2" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+    code = f"""
+import json
+from taco.data.glue import load_glue_task
+from taco.evaluation.metrics import compute_glue_metrics
+from taco.workflow import config as wc
+from taco.registry import TASK_SCORE_KEYS
+ds = load_glue_task("rte2", "local", data_dir={str(tmp_path / "glue")!r})
+m = compute_glue_metrics("rte2", [0, 1, 0], [0, 1, 1])
+print(json.dumps({{"train": len(ds["train"]), "labels": ds["train"]["label"][:2], "metrics": m,
+                  "keys": TASK_SCORE_KEYS["rte2"], "known": "rte2" in wc.TASKS}}))
+"""
+    res = _run(pkg, code)
+    assert res["train"] == 6 and res["labels"] == [1, 0]
+    assert res["keys"] == ["rte2"] and res["known"]
+    assert abs(res["metrics"]["accuracy"] - 2 / 3) < 1e-12
