@@ -4,7 +4,7 @@ Source: Fu et al. (ACL 2022), Section 2.2 ("How does embedding anchor affect the
 of MLM?", Figure 2) and the learning-dynamics paragraph of Section 4 (Figure 6: "the Cosine
 similarity among contextualized representations of tokens in the same context (intra-context) and
 different contexts (inter-context)"). The paper does not publish how the pairs were chosen, how many,
-nor the Figure 6 values (``FACTS.md``: UNKNOWN); the choices below are ours and are recorded in the
+nor the Figure 6 values (``docs/paper-facts.md``: UNKNOWN); the choices below are ours and are recorded in the
 output so that every number can be regenerated.
 
 Measures (for one checkpoint, on a seed-fixed sample of held-out packed blocks)

@@ -1,6 +1,6 @@
 """Token-alignment contrastive (TC) loss, memory-bounded.
 
-Paper (Fu et al. 2022, Eq. 5-10) and official code (FACTS.md, "TC loss as the official code
+Paper (Fu et al. 2022, Eq. 5-10) and official code (docs/paper-facts.md, "TC loss as the official code
 computes it"):
 
     g_j   = h_j - e_j                      (h: last layer, e: ``hidden_states[0]``, lambda = 1)

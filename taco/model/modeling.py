@@ -223,7 +223,7 @@ class TacoForPreTraining(BertPreTrainedModel):
                 tp_loss = _masked_mean(ce, ~is_mlm)
                 loss = loss + cfg.taco_tp_weight * tp_loss
             if need_tc:
-                embeddings = outputs.hidden_states[0]  # embedding-layer output e (FACTS.md)
+                embeddings = outputs.hidden_states[0]  # embedding-layer output e (docs/paper-facts.md)
                 anchors = tc_anchor_mask(obj, attention_mask, labels)
                 pos = sample_positive_index(attention_mask, cfg.taco_tc_window, generator)
                 neg = sample_negative_index(attention_mask, cfg.taco_tc_num_negatives, generator)

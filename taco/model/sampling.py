@@ -6,7 +6,7 @@ the batch. The official code draws the positive offset uniformly from +-1..+-flo
 it falls off the sequence, a random other position of the same sequence; negatives are uniform
 with replacement over all positions of the other sequences.
 
-Differences from the official code (its defects, see FACTS.md): padding is never a positive or a
+Differences from the official code (its defects, see docs/paper-facts.md): padding is never a positive or a
 negative here, sampling is vectorised on the tensors' device (no Python loop over B or L), and every
 draw comes from an optional ``torch.Generator`` so a batch's samples are reproducible.
 """
