@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from taco.data.corpus import ArtifactMismatchError, build_corpus, load_documents, main, split_documents
+from pathlib import Path
+
+import numpy as np
+
+from taco.data.corpus import (ArtifactMismatchError, build_corpus, document_ids, load_documents, main,
+                              split_documents)
+from taco.data.corpus_store import CorpusFileError, CorpusReader
 from taco.data.detokenize import apply_unk_policy, wikitext_detokenize
 from taco.data.synthetic import generate_documents
 
@@ -99,10 +105,71 @@ def test_hub_source_on_local_parquet(tmp_path):
     out = build_corpus("hub", tmp_path / "hub", hub_datasets=[str(wiki), str(books)],
                        hub_configs=["20231101.en", "none"], hub_splits=["train"],
                        cache_dir=str(tmp_path / "cache"))
-    assert load_documents(out)["text"] == ["alpha doc", "gamma doc", "book one", "book two"]
+    # the Hub cache files are read in place (no copy): empty rows stay, the packer skips them
+    assert load_documents(out)["text"] == ["alpha doc", "  ", "gamma doc", "book one", "book two"]
     m = json.loads((out / "manifest.json").read_text())
     assert m["parameters"]["hub"][0] == [str(wiki), "20231101.en", "train", None]
     assert len(m["hub_fingerprints"]) == 2
+    assert [p["in_place"] for p in m["parts"]] == [True, True]
+    assert all(f["path"].startswith(str((tmp_path / "cache").resolve())) for p in m["parts"] for f in p["files"])
+    assert m["counts"]["bytes_in_artifact"] == 0 and not any((out / "data").iterdir())
+    assert document_ids(out).tolist() == [0, 1, 2, 3, 4]
+    # BookCorpus-like sentence rows: documents are spans of span_rows contiguous rows
+    spans = build_corpus("hub", tmp_path / "hub2", hub_datasets=[str(wiki), str(books)],
+                         hub_configs=["20231101.en", "none"], hub_rows=["document", "sentence"], span_rows=2,
+                         cache_dir=str(tmp_path / "cache"))
+    assert document_ids(spans).tolist() == [0, 1, 2, 3, 3]
+    # a changed cache file is caught before anything reads it
+    cache_file = Path(m["parts"][1]["files"][0]["path"])
+    cache_file.write_bytes(cache_file.read_bytes()[:-40])
+    with pytest.raises(CorpusFileError, match=str(cache_file)):
+        CorpusReader(out)
+
+
+def test_sentence_rows_spans(tmp_path):
+    src = tmp_path / "book.txt"
+    src.write_text("".join(f"sentence {i} .\n" for i in range(10)))
+    out = build_corpus("local", tmp_path / "c", paths=[src], split_by="line", rows="sentence", span_rows=4)
+    reader = CorpusReader(out)
+    starts, stops = reader.documents()
+    assert starts.tolist() == [0, 4, 8] and stops.tolist() == [4, 8, 10]
+    assert document_ids(out).tolist() == [i // 4 for i in range(10)]
+    assert reader.texts(np.arange(3, 6)) == ["sentence 3 .", "sentence 4 .", "sentence 5 ."]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["counts"] == {**m["counts"], "rows": 10, "documents": 3}
+    with pytest.raises(ArtifactMismatchError, match="span_rows"):
+        build_corpus("local", out, paths=[src], split_by="line", rows="sentence", span_rows=5)
+
+
+def test_local_workers_same_artifact(shared_data, tmp_path):
+    """Files read by 2 worker processes give the same text file, byte for byte, as 1."""
+    src = shared_data / "corpus" / "wikitext-2"
+    a = build_corpus("local", tmp_path / "a", paths=[src / "valid.txt", src / "test.txt"], workers=1)
+    b = build_corpus("local", tmp_path / "b", paths=[src / "valid.txt", src / "test.txt"], workers=2)
+    assert (a / "data" / "text.arrow").read_bytes() == (b / "data" / "text.arrow").read_bytes()
+    assert len(load_documents(a)) > 1000
+
+
+def test_bad_parquet_shard_named(tmp_path, capsys):
+    """A truncated shard or one without the text column stops the step naming the shard."""
+    from datasets import Dataset
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i in range(3):
+        Dataset.from_dict({"text": [f"doc {i} {j}" for j in range(50)]}).to_parquet(str(shards / f"s{i}.parquet"))
+    ok = build_corpus("local", tmp_path / "ok", paths=[shards])
+    assert load_documents(ok)["text"][:2] == ["doc 0 0", "doc 0 1"] and len(load_documents(ok)) == 150
+    bad = shards / "s1.parquet"
+    bad.write_bytes(bad.read_bytes()[:100])
+    with pytest.raises(CorpusFileError, match="s1.parquet"):
+        build_corpus("local", tmp_path / "o1", paths=[shards])
+    assert not (tmp_path / "o1").exists()
+    Dataset.from_dict({"body": ["x"]}).to_parquet(str(bad))
+    assert main(["--source", "local", "--paths", str(shards), "--output", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err
+    assert "s1.parquet" in err and "no text column 'text'" in err
+    assert not (tmp_path / "o2").exists()
 
 
 def test_local_corpus_mixes_wikitext_and_latin1_books(tmp_path):

@@ -118,3 +118,102 @@ def test_packer_carries_remainder_across_batches():
     assert whole.shape == (10, 6) and one.counts()["dropped_tokens"] == 0
     assert one.counts()["empty_documents"] == 1
     assert whole[0].tolist() == [-1, 0, 1, 2, 3, -2] and whole[1].tolist() == [-1, 4, -3, 20, 21, -2]
+
+
+# ------------------------------------------------------------------ workers, spans, bad shards
+
+SPAN = 10
+
+
+@pytest.fixture(scope="module")
+def sentences(shared_data, tmp_path_factory):
+    """A sentence-per-row corpus (600 rows, spans of 10) whose rows say their own number."""
+    base = tmp_path_factory.mktemp("sent")
+    src = base / "book.txt"
+    src.write_text("".join(f"row {i} says the cat sat on the mat .\n" for i in range(600)))
+    corpus = build_corpus("local", base / "corpus", paths=[src], split_by="line", rows="sentence", span_rows=SPAN)
+    tok = build_tokenizer("vocab", base / "tok", vocab_file=shared_data / "bert" / "vocab.txt")
+    return base, corpus, tok
+
+
+def _row_numbers(tok_dir, blocks):
+    """Row numbers in packed order, read back from the text (independent of the packer's bookkeeping)."""
+    import re
+
+    tok = load_tokenizer(tok_dir)
+    body = np.asarray(blocks)[:, 1:-1].ravel().tolist()  # the stream: blocks are consecutive cuts of it
+    return [int(m) for m in re.findall(r"row (\d+) says", tok.decode(body))]
+
+
+def _adjacent_share(rows):
+    return float(np.mean(np.diff(rows) == 1))
+
+
+def test_subset_keeps_sentence_neighbours(sentences):
+    """Issue 12.2: drawing the 25% in whole spans keeps neighbouring rows adjacent sentences as
+    often as the full data does; drawing rows (the old way) would make it about 0.25."""
+    base, corpus, tok = sentences
+    shares = {}
+    for frac in (1.0, 0.5, 0.25):
+        out = pack_documents(corpus, tok, base / f"f{frac}", max_seq_length=L, seed=1, fraction=frac,
+                             validation_fraction=0.1)
+        dd, m = load_packed(out)
+        rows = _row_numbers(tok, dd["train"]["input_ids"])
+        assert len(rows) > 100
+        shares[frac] = _adjacent_share(rows)
+        assert m["counts"]["documents"]["train"] == round(frac * 54)  # 60 spans, 6 for validation
+    # within a span all 9 neighbours are adjacent; at most the 1 boundary per span is not
+    assert all(s >= 1 - 1 / SPAN - 0.02 for s in shares.values()), shares
+    assert max(shares.values()) - min(shares.values()) <= 1 / SPAN, shares
+    # the old draw, rows at random, computed independently: neighbours rarely adjacent
+    rng = np.random.default_rng(1)
+    rows_drawn = np.sort(rng.permutation(600)[:150])
+    assert _adjacent_share(rows_drawn) < 0.4
+
+
+def test_validation_whole_spans_in_corpus_order(sentences):
+    base, corpus, tok = sentences
+    out = pack_documents(corpus, tok, base / "vb", max_seq_length=L, seed=5, validation_blocks=6)
+    dd, m = load_packed(out)
+    rows = _row_numbers(tok, dd["validation"]["input_ids"])
+    assert rows == sorted(rows)  # corpus order
+    spans = sorted({r // SPAN for r in rows})
+    complete = [s for s in spans[:-1]]  # every span but possibly the last (cut at 6 blocks) is whole
+    for s in complete:
+        assert [r for r in rows if r // SPAN == s] == list(range(s * SPAN, (s + 1) * SPAN))
+    assert len(dd["validation"]) == 6 and m["counts"]["documents"]["validation"] == len(spans)
+    # train does not touch a validation span
+    assert not {r // SPAN for r in _row_numbers(tok, dd["train"]["input_ids"])} & set(spans)
+
+
+def test_blocks_identical_for_any_workers(inputs, monkeypatch):
+    """Issue 16: byte-identical blocks with 1 or 2 worker processes and any chunk size."""
+    from taco.data import packing
+
+    base, corpus, tok, _ = inputs
+    monkeypatch.setattr(packing, "WRITE_BLOCKS", 16)  # several record batches
+    a = pack_documents(corpus, tok, base / "w1", max_seq_length=L, seed=3, fraction=0.5, validation_blocks=5,
+                       workers=1, chunk_rows=7)
+    b = pack_documents(corpus, tok, base / "w2", max_seq_length=L, seed=3, fraction=0.5, validation_blocks=5,
+                       workers=2, chunk_rows=50)
+    for split in ("train", "validation"):
+        assert (a / split / "data-00000-of-00001.arrow").read_bytes() == (b / split / "data-00000-of-00001.arrow").read_bytes()
+    assert json.loads((a / "manifest.json").read_text())["artifact_key"] == \
+        json.loads((b / "manifest.json").read_text())["artifact_key"]
+
+
+def test_bad_corpus_file_stops_before_output(inputs, tmp_path, capsys):
+    """A corpus file that was truncated after `taco corpus` stops pack, naming it; no output."""
+    import shutil
+
+    from taco.data.packing import main
+
+    _, corpus, tok, _ = inputs
+    broken = tmp_path / "corpus"
+    shutil.copytree(corpus, broken)
+    data = broken / "data" / "text.arrow"
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    rc = main(["--corpus", str(broken), "--tokenizer", str(tok), "--output", str(tmp_path / "out"),
+               "--max-seq-length", str(L)])
+    assert rc == 2 and str(data) in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -1,9 +1,15 @@
 """Materialize a pre-training corpus as a *documents artifact*.
 
-A documents artifact is a directory written by ``datasets.Dataset.save_to_disk`` with one string
-column ``text`` (one row per document, empty documents removed) plus ``manifest.json``
-(``kind: "corpus"``, the source and its parameters, sha256 of every input file, document and
-character counts, and ``artifact_key``: a hash of everything that determines the content).
+A corpus artifact is a directory with ``manifest.json`` (``kind: "corpus"``, the source and its
+parameters, sha256 of every input file, row/document/character counts, ``artifact_key``: a hash of
+everything that determines the content) and its text as **parts** (``taco.data.corpus_store``):
+Arrow files of one string column, in corpus order, each row with a document id. A Hub dataset's
+own cache files are read in place (no second copy of the corpus; their sha256 is recorded), local
+and synthetic text is written once into ``data/``. A row is a document, or, for a sentence-per-row
+source (``rojagtap/bookcorpus``), one sentence of a document made of ``span_rows`` contiguous rows
+(``--rows sentence`` / ``--hub-rows sentence``; setting ``corpus.span_rows``, default 50, about one
+Wikipedia article's worth). ``load_documents`` gives the rows as a ``datasets.Dataset``,
+``CorpusReader`` the rows and document ranges.
 
 Sources:
 
@@ -32,13 +38,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from taco.data.corpus_store import (DEFAULT_SPAN_ROWS, FORMAT, ROW_KINDS, CorpusFileError, CorpusReader,
+                                    check_parquet_shard, file_records, iter_parquet_texts, rows_per_document,
+                                    write_text_file)
 from taco.data.detokenize import UNK_POLICIES, apply_unk_policy, wikitext_detokenize
+from taco.data.parallel import Progress, WorkerPool
 from taco.manifest import (atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json,
                            write_manifest)
 
 SOURCES = ("synthetic", "local", "hub")
 SPLIT_BY = ("blank_line", "line", "wikitext_article")
-LOCAL_SUFFIXES = (".txt", ".tokens", ".raw")
+LOCAL_SUFFIXES = (".txt", ".tokens", ".raw", ".parquet")
 
 #: Hub presets: name -> list of (dataset id, config, split, revision). Not reachable from this
 #: machine, so they are settings: override them with --hub-dataset/--hub-config/--hub-split.
@@ -49,6 +59,8 @@ HUB_PRESETS: dict[str, list[tuple[str, str | None, str, str | None]]] = {
               ("bookcorpus/bookcorpus", "plain_text", "train", "refs/convert/parquet")],
     "wikitext103": [("Salesforce/wikitext", "wikitext-103-raw-v1", "train", None)],
 }
+#: what one row of each preset dataset is (BookCorpus: one sentence)
+HUB_PRESET_ROWS: dict[str, list[str]] = {"paper": ["document", "sentence"], "wikitext103": ["sentence"]}
 
 _WIKITEXT_TITLE = re.compile(r"^ ?= [^=].* = ?$")
 
@@ -234,20 +246,32 @@ def _hub_specs(datasets_: Sequence[str] | None, configs: Sequence[str | None] | 
     return list(HUB_PRESETS[preset])
 
 
+def _hub_dataset(spec, text_column: str, cache_dir: str | None, num_proc: int | None):
+    """``datasets.load_dataset`` of one spec; ValueError naming the dataset and its first cache
+    file when ``text_column`` is absent."""
+    from datasets import load_dataset
+
+    ds_id, config, split, revision = spec
+    ds = load_dataset(ds_id, config, split=split, revision=revision, cache_dir=cache_dir, num_proc=num_proc)
+    if text_column not in ds.column_names:
+        shard = ds.cache_files[0]["filename"] if ds.cache_files else "(in memory)"
+        raise ValueError(f"{ds_id} ({config}, {split}), shard {shard}: no text column {text_column!r} "
+                         f"(has {ds.column_names}); set --hub-text-column")
+    return ds
+
+
 def load_hub_documents(specs: Sequence[tuple[str, str | None, str, str | None]], text_column: str = "text",
                        cache_dir: str | None = None, num_proc: int | None = None):
     """Concatenate the ``text_column`` of each Hub dataset (as ``text``), empty texts removed.
 
-    Returns ``(datasets.Dataset, [fingerprint per spec])``.
+    Returns ``(datasets.Dataset, [fingerprint per spec])``. (``build_corpus`` does not use this:
+    it reads the Hub's cache files in place; kept for callers that want one in-memory view.)
     """
-    from datasets import concatenate_datasets, load_dataset
+    from datasets import concatenate_datasets
 
     parts, fingerprints = [], []
-    for ds_id, config, split, revision in specs:
-        ds = load_dataset(ds_id, config, split=split, revision=revision, cache_dir=cache_dir, num_proc=num_proc)
-        if text_column not in ds.column_names:
-            raise ValueError(f"{ds_id} ({config}, {split}) has no column {text_column!r} (has {ds.column_names})")
-        ds = ds.select_columns([text_column])
+    for spec in specs:
+        ds = _hub_dataset(spec, text_column, cache_dir, num_proc).select_columns([text_column])
         if text_column != "text":
             ds = ds.rename_column(text_column, "text")
         fingerprints.append(ds._fingerprint)
@@ -260,25 +284,106 @@ def load_hub_documents(specs: Sequence[tuple[str, str | None, str, str | None]],
 # ------------------------------------------------------------------------------------ build
 
 
+def _local_file_documents(task: tuple) -> tuple[list[str], dict[str, Any]]:
+    """Worker: the documents of one local input file (text: split/unk/detokenize; parquet: rows)."""
+    f, split_by, detokenize, unk_policy, text_column = task
+    if Path(f).suffix == ".parquet":
+        docs = [t.strip() for batch in iter_parquet_texts(f, text_column) for t in batch]
+        return [d for d in docs if d], {}
+    report: dict[str, Any] = {}
+    return read_local_documents([Path(f)], split_by, detokenize, unk_policy, report=report), report
+
+
+def _local_part(files: Sequence[Path], data_dir: Path, split_by: str, detokenize: bool, unk_policy: str,
+                text_column: str, rows_per_doc: int, workers: int) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """Write the local documents to ``data_dir/text.arrow`` (files read by ``workers`` processes,
+    in order, a few files in memory at a time). Returns (part, read report, characters)."""
+    report: dict[str, list] = {"latin1_files": [], "detokenized_files": []}
+    progress = Progress("corpus local", total_documents=len(files), unit="files")
+    rows_done = [0]
+
+    def batches():
+        tasks = [(str(f), split_by, detokenize, unk_policy, text_column) for f in files]
+        with WorkerPool(workers) as pool:
+            for docs, rep in pool.map(_local_file_documents, tasks):
+                for k, v in rep.items():
+                    report.setdefault(k, []).extend(v)
+                rows_done[0] += len(docs)
+                progress.update(1)
+                for i in range(0, len(docs), 10_000):
+                    yield docs[i:i + 10_000]
+
+    rows, chars = write_text_file(data_dir / "text.arrow", batches())
+    progress.finish()
+    if rows == 0:
+        raise ValueError(f"local corpus {list(map(str, files))}: no non-empty documents")
+    part = {"name": "local", "column": "text", "rows": rows, "rows_per_document": rows_per_doc, "in_place": False,
+            "files": file_records([data_dir / "text.arrow"], "text", relative_to=data_dir.parent)}
+    return part, report, chars
+
+
+def _hub_parts(specs, row_kinds: Sequence[str], span_rows: int, text_column: str, data_dir: Path,
+               cache_dir: str | None, num_proc: int | None, threads: int) -> tuple[list[dict], list[str]]:
+    """One part per Hub dataset: its cache files referenced in place (no copy) when the loaded
+    dataset is a plain concatenation of them, else its text column written to ``data_dir``."""
+    parts, fingerprints = [], []
+    for i, (spec, kind) in enumerate(zip(specs, row_kinds)):
+        ds = _hub_dataset(spec, text_column, cache_dir, num_proc)
+        fingerprints.append(ds._fingerprint)
+        files = [f["filename"] for f in ds.cache_files]
+        part = {"name": spec[0], "config": spec[1], "split": spec[2], "rows_per_document": rows_per_document(kind, span_rows)}
+        if files and ds._indices is None:
+            records = file_records(files, text_column, threads=threads)
+            if sum(r["rows"] for r in records) != len(ds):
+                raise ValueError(f"{spec[0]}: cache files hold {sum(r['rows'] for r in records)} rows, "
+                                 f"the dataset {len(ds)}")
+            part.update(column=text_column, rows=len(ds), in_place=True, files=records)
+        else:  # in memory or re-indexed: write the text column once
+            path = data_dir / f"hub-{i:02d}.arrow"
+            col = ds.select_columns([text_column])
+            write_text_file(path, ([t or "" for t in col[j:j + 10_000][text_column]]
+                                   for j in range(0, len(col), 10_000)))
+            part.update(column="text", rows=len(ds), in_place=False,
+                        files=file_records([path], "text", relative_to=data_dir.parent))
+        print(f"corpus hub: {spec[0]}: {len(ds):,} rows, {len(part['files'])} files "
+              f"{'read in place' if part['in_place'] else 'copied'}", file=sys.stderr, flush=True)
+        parts.append(part)
+    return parts, fingerprints
+
+
 def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str | os.PathLike] | None = None,
                  split_by: str = "blank_line", wikitext_detokenize: bool = False, unk_policy: str = "drop",
+                 rows: str = "document", text_column: str = "text",
                  hub_datasets: Sequence[str] | None = None, hub_configs: Sequence[str | None] | None = None,
                  hub_splits: Sequence[str] | None = None, hub_revisions: Sequence[str | None] | None = None,
+                 hub_rows: Sequence[str] | None = None,
                  hub_preset: str = "paper", hub_text_column: str = "text", cache_dir: str | None = None,
                  num_proc: int | None = None, num_documents: int = 4000, seed: int = 0,
-                 overwrite: bool = False) -> Path:
-    """Build (or reuse) the documents artifact at ``output``; returns its path.
+                 span_rows: int = DEFAULT_SPAN_ROWS, workers: int = 1, overwrite: bool = False) -> Path:
+    """Build (or reuse) the corpus artifact at ``output``; returns its path.
 
-    Errors (bad source/options, missing files) are raised before any work starts. An existing
-    ``output`` made with the same parameters and inputs is reused; one made otherwise raises
-    ``ArtifactMismatchError`` unless ``overwrite``. Written atomically.
+    Args (besides the source's own, see the module docstring):
+        rows / hub_rows: what one row is, ``document`` or ``sentence`` (local: one value; hub: one
+            per dataset or one for all; presets say ``sentence`` for BookCorpus). Sentence rows are
+            grouped into documents of ``span_rows`` contiguous rows (``taco.data.corpus_store``).
+        text_column: the text column of local ``*.parquet`` shards.
+        workers: processes reading local files; ``num_proc`` of ``load_dataset`` and hashing
+            threads for the Hub (default: ``workers``).
+
+    Errors (bad source/options, missing files, unreadable parquet shards: CorpusFileError naming
+    the shard) are raised before any work starts. An existing ``output`` made with the same
+    parameters and inputs is reused; one made otherwise raises ``ArtifactMismatchError`` unless
+    ``overwrite``. Written atomically: a failure leaves no artifact.
     """
     t0 = time.time()
     output = Path(output)
     if source not in SOURCES:
         raise ValueError(f"unknown corpus source {source!r}; expected one of {SOURCES}")
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {workers}")
     params: dict[str, Any] = {"source": source}
     inputs: dict[str, Any] = {}
+    rpd = rows_per_document(rows, span_rows)
     if source == "synthetic":
         if num_documents < 1:
             raise ValueError(f"--num-documents must be >= 1, got {num_documents}")
@@ -289,59 +394,89 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
         if unk_policy not in UNK_POLICIES:
             raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
         files = local_input_files(paths or [])
+        for f in files:  # a bad shard stops the step here, named, before any work
+            if f.suffix == ".parquet":
+                check_parquet_shard(f, text_column)
         params.update(split_by=split_by, wikitext_detokenize=bool(wikitext_detokenize), unk_policy=unk_policy)
+        if rows != "document":
+            params.update(rows=rows, span_rows=span_rows)
+        if any(f.suffix == ".parquet" for f in files):
+            params["text_column"] = text_column
         inputs = {str(f): sha256_file(f) for f in files}
         # the key depends on file contents and order, not on where the files lie
         params["input_order"] = [f.name for f in files]
     else:
         specs = _hub_specs(hub_datasets, hub_configs, hub_splits, hub_revisions, hub_preset)
-        params.update(hub=[list(s) for s in specs], text_column=hub_text_column)
+        kinds = list(hub_rows or []) or (HUB_PRESET_ROWS.get(hub_preset, []) if not hub_datasets else [])
+        kinds = kinds or ["document"]
+        if len(kinds) == 1:
+            kinds = kinds * len(specs)
+        if len(kinds) != len(specs):
+            raise ValueError(f"--hub-rows given {len(kinds)} times for {len(specs)} Hub datasets")
+        for k in kinds:
+            rows_per_document(k, span_rows)
+        params.update(hub=[list(s) for s in specs], text_column=hub_text_column, hub_rows=kinds)
+        if "sentence" in kinds:
+            params["span_rows"] = span_rows
     # format 2: non-UTF-8 files read as Latin-1; detokenization only of WikiText-tokenized files
+    # format 3: parts read in place, document ids (rows_per_document), empty Hub rows kept
     key = sha256_json({"kind": "corpus", "parameters": params,
-                       "inputs": sorted(inputs.values()), "format": 2})
-    if check_existing(output, key, overwrite):
+                       "inputs": sorted(inputs.values()), "format": FORMAT})
+    if check_existing(output, key, overwrite, parameters=params):
         print(f"corpus: {output} is up to date (artifact_key {key[:12]})", file=sys.stderr)
         return output
 
-    from datasets import Dataset, Features, Value
-
     extra: dict[str, Any] = {}
-    if source == "synthetic":
-        from taco.data.synthetic import generate_documents
-
-        ds = Dataset.from_dict({"text": generate_documents(num_documents, seed)},
-                               features=Features({"text": Value("string")}))
-    elif source == "local":
-        read_report: dict[str, Any] = {}
-        docs = read_local_documents(files, split_by, wikitext_detokenize, unk_policy, report=read_report)
-        extra["local_files"] = read_report
-        if not docs:
-            raise ValueError(f"local corpus {list(map(str, files))}: no non-empty documents")
-        ds = Dataset.from_dict({"text": docs}, features=Features({"text": Value("string")}))
-    else:
-        ds, fps = load_hub_documents(specs, hub_text_column, cache_dir=cache_dir, num_proc=num_proc)
-        extra["hub_fingerprints"] = fps
-    n_chars = sum(len(t) for t in ds["text"]) if len(ds) < 5_000_000 else None
+    n_chars: int | None = None
     with atomic_directory(output, overwrite=True) as tmp:
-        ds.save_to_disk(str(tmp))
+        data_dir = tmp / "data"
+        data_dir.mkdir()
+        if source == "synthetic":
+            from taco.data.synthetic import generate_documents
+
+            docs = generate_documents(num_documents, seed)
+            _, n_chars = write_text_file(data_dir / "text.arrow", [docs])
+            parts = [{"name": "synthetic", "column": "text", "rows": len(docs), "rows_per_document": 1,
+                      "in_place": False, "files": file_records([data_dir / "text.arrow"], "text", relative_to=tmp)}]
+        elif source == "local":
+            part, extra["local_files"], n_chars = _local_part(
+                files, data_dir, split_by, wikitext_detokenize, unk_policy, text_column, rpd, workers)
+            parts = [part]
+        else:
+            parts, extra["hub_fingerprints"] = _hub_parts(
+                specs, kinds, span_rows, hub_text_column, data_dir, cache_dir,
+                num_proc if num_proc is not None else (workers if workers > 1 else None), workers)
+        n_rows = sum(p["rows"] for p in parts)
+        n_docs = sum(-(-p["rows"] // p["rows_per_document"]) for p in parts)
         write_manifest(tmp, build_manifest(
-            "corpus", params, inputs, source=source, artifact_key=key,
-            counts={"documents": len(ds), "characters": n_chars},
+            "corpus", params, inputs, source=source, artifact_key=key, format=FORMAT, parts=parts,
+            counts={"rows": n_rows, "documents": n_docs, "characters": n_chars,
+                    "bytes_in_artifact": sum(f["bytes"] for p in parts if not p["in_place"] for f in p["files"]),
+                    "bytes_in_place": sum(f["bytes"] for p in parts if p["in_place"] for f in p["files"])},
             wall_time_s=round(time.time() - t0, 3), **extra))
     return output
 
 
 def load_documents(corpus_dir: str | os.PathLike):
-    """The ``datasets.Dataset`` (column ``text``) of a documents artifact; checks its manifest."""
-    from datasets import load_from_disk
+    """The rows of a corpus artifact as one ``datasets.Dataset`` with column ``text``, memory-mapped
+    from its parts in place (``Dataset.from_file``; nothing copied). Empty Hub rows are included.
 
-    manifest = read_manifest(corpus_dir)
-    if manifest.get("kind") != "corpus":
-        raise ValueError(f"{corpus_dir}: manifest kind is {manifest.get('kind')!r}, expected 'corpus'")
-    ds = load_from_disk(str(corpus_dir))
-    if "text" not in ds.column_names:
-        raise ValueError(f"{corpus_dir}: no 'text' column (has {ds.column_names})")
-    return ds
+    Raises ValueError for a directory that is not a corpus artifact (format >= 3) and
+    CorpusFileError naming a missing or unreadable file.
+    """
+    from datasets import Dataset, concatenate_datasets
+
+    reader = CorpusReader(corpus_dir)
+    parts = []
+    for path, _, _, column, _ in reader.files:
+        ds = Dataset.from_file(str(path)).select_columns([column])
+        parts.append(ds.rename_column(column, "text") if column != "text" else ds)
+    return parts[0] if len(parts) == 1 else concatenate_datasets(parts)
+
+
+def document_ids(corpus_dir: str | os.PathLike):
+    """The document id of every row (int64 array, ``num_rows``), see ``taco.data.corpus_store``."""
+    return CorpusReader(corpus_dir, check=False).document_ids()
 
 
 # ------------------------------------------------------------------------------------ CLI
@@ -360,6 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--split-by", choices=SPLIT_BY, default="blank_line")
     g.add_argument("--wikitext-detokenize", action="store_true")
     g.add_argument("--unk-policy", choices=UNK_POLICIES, default="drop")
+    g.add_argument("--rows", choices=ROW_KINDS, default="document",
+                   help="what one document of the input is: a document, or a sentence (grouped in spans)")
+    g.add_argument("--text-column", default="text", help="text column of *.parquet inputs")
     g = p.add_argument_group("hub (each option repeatable or one value for all datasets)")
     g.add_argument("--hub-preset", choices=sorted(HUB_PRESETS), default="paper",
                    help="used when no --hub-dataset is given")
@@ -369,7 +507,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--hub-revision", action="extend", nargs="+", default=[])
     g.add_argument("--hub-text-column", default="text")
     g.add_argument("--cache-dir", default=None)
-    g.add_argument("--num-proc", type=int, default=None)
+    g.add_argument("--hub-rows", action="extend", nargs="+", choices=ROW_KINDS, default=[],
+                   help="per dataset: a row is a document or a sentence (preset paper: document sentence)")
+    g.add_argument("--num-proc", type=int, default=None, help="load_dataset num_proc (default: --workers)")
+    p.add_argument("--span-rows", type=int, default=DEFAULT_SPAN_ROWS,
+                   help="sentences per document span for sentence rows (about one article)")
+    p.add_argument("--workers", type=int, default=1, help="processes (the job's threads)")
     return p
 
 
@@ -382,7 +525,9 @@ def main(argv: list[str] | None = None) -> int:
             hub_datasets=args.hub_dataset, hub_configs=args.hub_config, hub_splits=args.hub_split,
             hub_revisions=args.hub_revision, hub_preset=args.hub_preset,
             hub_text_column=args.hub_text_column, cache_dir=args.cache_dir, num_proc=args.num_proc,
-            num_documents=args.num_documents, seed=args.seed, overwrite=args.overwrite)
+            num_documents=args.num_documents, seed=args.seed, overwrite=args.overwrite,
+            rows=args.rows, text_column=args.text_column, hub_rows=args.hub_rows,
+            span_rows=args.span_rows, workers=args.workers)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"taco corpus: error: {e}", file=sys.stderr)
         return 2

@@ -1,55 +1,81 @@
 """Tokenize documents and pack the token stream into ``[CLS] ... [SEP]`` blocks.
 
-Algorithm (deterministic in ``seed``):
+Algorithm (deterministic in the data ``seed``; the same blocks, byte for byte, whatever the
+number of workers or the chunk size):
 
-1. Documents (a ``taco corpus`` artifact, N rows) are put in the order of
+1. The corpus's **documents** (``taco.data.corpus_store``: a Wikipedia article, or a span of
+   ``span_rows`` contiguous BookCorpus sentences; N of them) are put in the order of
    ``numpy.random.default_rng(seed).permutation(N)``.
 2. Validation: the first documents of that order, either ``ceil(validation_fraction * N)`` of them
-   or (``validation_blocks``) as many as are needed to fill exactly that many blocks. The
-   validation split therefore does not depend on ``fraction``: the 25% and the full run are
-   evaluated on the same blocks.
-3. Train: the first ``round(fraction * M)`` of the M remaining documents, so the 25% set is a
-   subset (a prefix) of the full set and of every larger fraction with the same seed.
-4. Each split's documents, in corpus order, are tokenized with the fast tokenizer (batched, no
-   special tokens), each non-empty document followed by ``[SEP]`` (``document_separator="sep"``)
-   or nothing (``"none"``), into **one continuous stream**. The stream is cut into chunks of
-   ``max_seq_length - 2`` tokens, each framed ``[CLS] chunk [SEP]``. Unlike run_mlm's
-   ``group_texts`` (which drops a remainder in every batch of 1000 examples) only the final
-   remainder (< ``max_seq_length - 2`` tokens) is dropped.
+   or (``validation_blocks``) as few as fill that many blocks. They are packed as whole documents
+   **in corpus order** (sorted), so a validation block is a stretch of contiguous text. The split
+   does not depend on ``fraction``: the 25% and the full run are evaluated on the same blocks.
+3. Train: the first ``round(fraction * M)`` of the M remaining documents in that order, packed in
+   corpus order. The subset is drawn in whole documents and spans, so the share of packed
+   neighbouring rows that are adjacent sentences is the same for every fraction; the 25% set is a
+   subset of every larger fraction's. The subset depends on the data seed only (``taco pack
+   --seed``, the configuration's top-level ``seed``): pre-training seeds never redraw it.
+4. Each document's rows are tokenized with the fast tokenizer (no special tokens) and concatenated;
+   each non-empty document is followed by ``[SEP]`` (``document_separator="sep"``) or nothing
+   (``"none"``), into **one continuous stream**, cut into chunks of ``max_seq_length - 2`` tokens,
+   each framed ``[CLS] chunk [SEP]``. Unlike run_mlm's ``group_texts`` (which drops a remainder in
+   every batch of 1000 examples) only the final remainder is dropped.
 
-Output (``save_to_disk`` DatasetDict, atomically): splits ``train`` and ``validation``, column
-``input_ids`` (``List(int32)``, each exactly ``max_seq_length`` ids); the tokenizer copied into
-``<output>/tokenizer/``; ``manifest.json`` with the source, counts (documents, tokens, blocks,
-dropped tokens), sha256 of the inputs (corpus data files, tokenizer hash), max length, fraction,
-seed and ``artifact_key``. An existing output made with other parameters or inputs is refused
-(``ArtifactMismatchError``), never reused: the official code's full-data cache reused for a 25%
-run cannot happen here.
+Parallelism: ``workers`` spawned processes tokenize chunks of ``chunk_rows`` rows (each worker's
+tokenizer limited to one thread; spawned, never forked after the Rust tokenizer started threads);
+the main process receives the chunks' token streams **in order**, packs and writes them. At most
+``2 * workers`` chunks are in flight. ``workers=1`` tokenizes in the main process, one thread.
 
-Memory: tokens are streamed through in chunks of documents and blocks are written to an Arrow file
-as they are made, so memory holds one chunk, not the corpus.
+Memory: bounded by ``chunk_rows`` and ``workers`` (a few chunks of text and token ids per
+process), plus four 8-byte integers per corpus document for the draw (document ranges, order,
+selection; ~0.26 GB for the ~8M documents of the paper's corpus). Disk: the blocks are written
+once, straight into the ``save_to_disk`` layout (no scratch copy); see ``taco.data.disk``.
+
+Output (a ``datasets.DatasetDict`` directory, atomically): splits ``train`` and ``validation``,
+column ``input_ids`` (``List(int32)``, each exactly ``max_seq_length`` ids); the tokenizer copied
+into ``<output>/tokenizer/``; ``manifest.json`` with the source, counts (documents, rows, tokens,
+blocks, dropped tokens), sha256 of the inputs (the corpus files, tokenizer hash), max length,
+fraction, seed and ``artifact_key``. An existing output made with other parameters or inputs is
+refused (``ArtifactMismatchError``), never reused: the official code's full-data cache reused for
+a 25% run cannot happen here. Every corpus file is checked (size, rows; sha256 with
+``hash_inputs``) before any output is written: a bad shard stops the step with its name.
+
+Progress: a line in the job's log every 30 s per split (documents and tokens done, tokens/s, time
+left; ``taco.data.parallel.Progress``).
 
 CLI: ``taco pack --corpus DIR --tokenizer DIR --max-seq-length 256 --fraction 1.0 --seed 0
-[--validation-fraction F | --validation-blocks N] --output DIR``.
+[--validation-fraction F | --validation-blocks N] [--workers N] --output DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
+import json
 import math
 import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from taco.manifest import atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json, sha256_tree, write_manifest
+from taco.data.parallel import Progress, WorkerPool
+from taco.manifest import atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json, write_manifest
 
 SEPARATORS = ("sep", "none")
-CHUNK_DOCUMENTS = 2000
+#: rows per tokenization task (a worker's unit of work)
+CHUNK_ROWS = 2000
+CHUNK_DOCUMENTS = CHUNK_ROWS  # the name benchmarks used
+#: blocks per Arrow record batch written (1000 x 256 x 4 bytes = 1 MB)
+WRITE_BLOCKS = 1000
+#: the data file of each split, as ``Dataset.save_to_disk`` names a single shard
+SHARD_NAME = "data-00000-of-00001.arrow"
 
 
 def split_documents_for_packing(num_documents: int, seed: int = 0, fraction: float = 1.0,
@@ -57,8 +83,10 @@ def split_documents_for_packing(num_documents: int, seed: int = 0, fraction: flo
                                 num_validation: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Document indices ``(train, validation)`` (each sorted ascending) as the packer selects them.
 
-    ``num_validation`` (if given) overrides ``validation_fraction``. The train set of a smaller
-    ``fraction`` is a subset of that of a larger one (same seed, same validation).
+    Documents are the corpus's documents and sentence spans (``CorpusReader.documents``), never
+    single sentence rows. ``num_validation`` (if given) overrides ``validation_fraction``. The
+    train set of a smaller ``fraction`` is a subset of that of a larger one (same seed, same
+    validation). Depends on ``(num_documents, seed, fraction, validation size)`` only.
 
     Raises ValueError for a fraction outside (0, 1] or a validation set that leaves no train doc.
     """
@@ -77,13 +105,15 @@ def split_documents_for_packing(num_documents: int, seed: int = 0, fraction: flo
 
 
 class BlockPacker:
-    """Turn batches of token-id lists into full ``[CLS] ... [SEP]`` blocks across batch borders.
+    """Turn a token stream, fed in pieces, into full ``[CLS] ... [SEP]`` blocks across piece borders.
 
-    ``add(list_of_id_lists)`` returns an (n, max_seq_length) int32 array of the blocks completed so
-    far (n may be 0); a remainder shorter than ``max_seq_length - 2`` is carried to the next call.
+    ``add_stream(stream)`` (int32 ids, separators already in place) returns an
+    (n, max_seq_length) int32 array of the blocks completed so far (n may be 0); a remainder
+    shorter than ``max_seq_length - 2`` is carried to the next call. ``add(list_of_id_lists)``
+    does the same for documents given as id lists (separator after each non-empty one).
     ``carry`` holds what would be dropped at the end. Counts: ``documents``, ``empty_documents``,
     ``tokens`` (document tokens, separators excluded), ``stream_tokens`` (with separators),
-    ``blocks``.
+    ``blocks``; ``max_blocks`` stops at that many blocks (the rest counts as dropped).
     """
 
     def __init__(self, max_seq_length: int, cls_id: int, sep_id: int, separator_id: int | None,
@@ -95,6 +125,7 @@ class BlockPacker:
         self.max_blocks = max_blocks
         self.carry = np.zeros(0, dtype=np.int32)
         self.documents = self.empty_documents = self.tokens = self.stream_tokens = self.blocks = 0
+        self.overflow = 0
 
     @property
     def full(self) -> bool:
@@ -102,16 +133,20 @@ class BlockPacker:
 
     def add(self, id_lists: Sequence[Sequence[int]]) -> np.ndarray:
         lengths = np.fromiter((len(x) for x in id_lists), dtype=np.int64, count=len(id_lists))
-        total = int(lengths.sum())
-        flat = np.fromiter((i for x in id_lists for i in x), dtype=np.int32, count=total)
-        self.documents += len(id_lists)
-        self.empty_documents += int((lengths == 0).sum())
-        self.tokens += total
-        if self.separator_id is not None:
-            ends = np.cumsum(lengths)[lengths > 0]
-            flat = np.insert(flat, ends, np.int32(self.separator_id))
-        self.stream_tokens += len(flat)
-        stream = np.concatenate([self.carry, flat]) if len(self.carry) else flat
+        flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=np.int32, count=int(lengths.sum()))
+        stream = _with_separators(flat, lengths, self.separator_id)
+        return self.add_stream(stream, documents=len(id_lists), empty=int((lengths == 0).sum()),
+                               tokens=int(lengths.sum()))
+
+    def add_stream(self, stream: np.ndarray, documents: int = 0, empty: int = 0, tokens: int = 0) -> np.ndarray:
+        self.documents += documents
+        self.empty_documents += empty
+        self.tokens += tokens
+        self.stream_tokens += len(stream)
+        if self.full:
+            self.overflow += len(stream)
+            return np.empty((0, self.length), dtype=np.int32)
+        stream = np.concatenate([self.carry, stream]) if len(self.carry) else np.asarray(stream, dtype=np.int32)
         n = len(stream) // self.body
         if self.max_blocks is not None:
             n = min(n, self.max_blocks - self.blocks)
@@ -126,14 +161,28 @@ class BlockPacker:
     def counts(self) -> dict[str, int]:
         return {"documents": self.documents, "empty_documents": self.empty_documents, "tokens": self.tokens,
                 "stream_tokens": self.stream_tokens, "blocks": self.blocks,
-                "dropped_tokens": len(self.carry)}
+                "dropped_tokens": len(self.carry) + self.overflow}
+
+
+def _with_separators(flat: np.ndarray, doc_tokens: np.ndarray, separator_id: int | None) -> np.ndarray:
+    """``flat`` with ``separator_id`` after each document that has tokens (None: unchanged)."""
+    if separator_id is None:
+        return flat
+    ends = np.cumsum(doc_tokens)[doc_tokens > 0]
+    return np.insert(flat, ends, np.int32(separator_id))
 
 
 def _encoder(tokenizer):
     """A copy of the fast tokenizer's backend with truncation and padding off."""
     from tokenizers import Tokenizer
 
-    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    return _backend_from_json(tokenizer.backend_tokenizer.to_str())
+
+
+def _backend_from_json(tokenizer_json: str):
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer_json)
     backend.no_truncation()
     backend.no_padding()
     return backend
@@ -145,6 +194,72 @@ def encode(backend, texts: Sequence[str]) -> list[list[int]]:
     return [e.ids for e in fn(list(texts), add_special_tokens=False)]
 
 
+# ------------------------------------------------------------------------------------ workers
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_encoder(corpus_dir: str, tokenizer_json: str, separator_id: int | None) -> None:
+    """Per-process state of a tokenizing worker: the corpus reader and its own tokenizer."""
+    from taco.data.corpus_store import CorpusReader
+
+    _WORKER.update(reader=CorpusReader(corpus_dir, check=False), backend=_backend_from_json(tokenizer_json),
+                   separator_id=separator_id)
+
+
+def encode_documents(task: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """Worker: the token stream of whole documents (row ranges ``[starts[i], stops[i])``).
+
+    Rows of a document are tokenized and concatenated; the separator follows each document that
+    has tokens. Returns ``{"stream": int32 array, "document_stream": stream tokens per document,
+    "documents", "empty_documents", "tokens", "rows"}``.
+    """
+    starts, stops = task
+    reader, backend, sep = _WORKER["reader"], _WORKER["backend"], _WORKER["separator_id"]
+    n_rows = stops - starts
+    first = np.repeat(starts - np.concatenate([[0], np.cumsum(n_rows)[:-1]]), n_rows)
+    rows = first + np.arange(int(n_rows.sum()), dtype=np.int64)
+    ids = encode(backend, reader.texts(rows))
+    row_tokens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(row_tokens.sum()))
+    doc_tokens = np.add.reduceat(row_tokens, np.cumsum(n_rows) - n_rows) if len(ids) else row_tokens
+    stream = _with_separators(flat, doc_tokens, sep)
+    return {"stream": stream, "document_stream": doc_tokens + (doc_tokens > 0 if sep is not None else 0),
+            "documents": len(starts), "empty_documents": int((doc_tokens == 0).sum()),
+            "tokens": int(row_tokens.sum()), "rows": len(rows)}
+
+
+def _tasks(starts: np.ndarray, stops: np.ndarray, chunk_rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Consecutive groups of whole documents of about ``chunk_rows`` rows each (>= 1 document)."""
+    cum = np.cumsum(stops - starts)
+    cuts = np.unique(np.searchsorted(cum, np.arange(chunk_rows, int(cum[-1]) if len(cum) else 0, chunk_rows),
+                                     side="left") + 1)
+    bounds = [0, *[int(c) for c in cuts if 0 < c < len(starts)], len(starts)]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if b > a:
+            yield starts[a:b], stops[a:b]
+
+
+class DocumentEncoder:
+    """Tokenizes documents of a corpus in ``workers`` processes; chunks come back in order."""
+
+    def __init__(self, corpus: str | os.PathLike, tokenizer_json: str, separator_id: int | None,
+                 workers: int = 1, chunk_rows: int = CHUNK_ROWS):
+        if chunk_rows < 1:
+            raise ValueError(f"--chunk-rows must be >= 1, got {chunk_rows}")
+        self.chunk_rows = chunk_rows
+        self.pool = WorkerPool(workers, _init_encoder, (str(corpus), tokenizer_json, separator_id))
+
+    def chunks(self, starts: np.ndarray, stops: np.ndarray) -> Iterator[dict[str, Any]]:
+        return self.pool.map(encode_documents, _tasks(starts, stops, self.chunk_rows))
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+# ------------------------------------------------------------------------------------ steps
+
+
 def _blocks_table(blocks: np.ndarray):
     import pyarrow as pa
 
@@ -153,163 +268,210 @@ def _blocks_table(blocks: np.ndarray):
     return pa.table({"input_ids": pa.ListArray.from_arrays(offsets, pa.array(blocks.ravel()))})
 
 
-def _pack_split(texts_of, doc_ids: Iterable[int], backend, packer: BlockPacker, writer,
-                chunk: int = CHUNK_DOCUMENTS) -> int:
-    """Pack documents ``doc_ids`` (in that order) until done or the packer is full.
-
-    Returns how many documents were consumed.
-    """
-    doc_ids = list(doc_ids)
-    used = 0
-    for start in range(0, len(doc_ids), chunk):
-        if packer.full:
-            break
-        ids = doc_ids[start:start + chunk]
-        encoded = encode(backend, texts_of(ids))
-        if packer.max_blocks is not None:
-            # feed one document at a time near the end so we know where the last block ends
-            for k, e in enumerate(encoded):
-                blocks = packer.add([e])
-                if len(blocks):
-                    writer.write_table(_blocks_table(blocks))
-                used += 1
-                if packer.full:
-                    return used
-            continue
-        blocks = packer.add(encoded)
-        if len(blocks):
-            writer.write_table(_blocks_table(blocks))
-        used += len(ids)
-    return used
-
-
-def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, output: str | os.PathLike, *,
-                   max_seq_length: int = 256, fraction: float = 1.0, seed: int = 0,
-                   validation_fraction: float | None = 0.01, validation_blocks: int | None = None,
-                   document_separator: str = "sep", hash_inputs: bool = True,
-                   overwrite: bool = False) -> Path:
-    """Build (or reuse) a packed-blocks artifact; returns ``output``. See the module docstring.
-
-    Args:
-        corpus: a ``taco corpus`` documents artifact.
-        tokenizer: a ``taco tokenizer`` (or any fast BERT-style ``save_pretrained``) directory.
-        max_seq_length: block length in tokens, [CLS] and [SEP] included (paper: 256).
-        fraction: share of the non-validation documents used for train (paper variant: 0.25).
-        seed: drives the document order (validation choice and fraction subset).
-        validation_fraction / validation_blocks: size of the held-out split (blocks wins if set).
-        document_separator: ``sep`` puts [SEP] after every document in the stream; ``none``.
-        hash_inputs: sha256 of the corpus data files (else its manifest's artifact_key only).
-
-    Raises:
-        ValueError: bad parameters, a tokenizer that is not fast / lacks special tokens, an empty
-            train or validation split. ArtifactMismatchError: see ``check_existing``.
-    """
-    from datasets import DatasetDict, Features, List, Value, load_from_disk
-    from datasets.arrow_writer import ArrowWriter
-
-    from taco.data.corpus import check_existing, load_documents
-    from taco.data.tokenizer import load_tokenizer, tokenizer_hash
-
-    t0 = time.time()
-    output = Path(output)
+def check_arguments(max_seq_length: int, fraction: float, validation_fraction: float | None,
+                    validation_blocks: int | None, document_separator: str, workers: int) -> float | None:
+    """Step 1: reject bad parameters before any work; returns the validation fraction in force
+    (None when ``validation_blocks`` decides). Raises ValueError naming the option."""
     if document_separator not in SEPARATORS:
         raise ValueError(f"unknown --document-separator {document_separator!r}; expected one of {SEPARATORS}")
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"--fraction must be in (0, 1], got {fraction}")
     if max_seq_length < 3:
         raise ValueError(f"--max-seq-length must be >= 3, got {max_seq_length}")
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {workers}")
     if validation_blocks is not None:
         if validation_blocks < 1:
             raise ValueError(f"--validation-blocks must be >= 1, got {validation_blocks}")
-        validation_fraction = None
-    elif validation_fraction is None or not 0.0 < validation_fraction < 1.0:
+        return None
+    if validation_fraction is None or not 0.0 < validation_fraction < 1.0:
         raise ValueError(f"--validation-fraction must be in (0, 1), got {validation_fraction}")
-    corpus_manifest = read_manifest(corpus)
-    tok = load_tokenizer(tokenizer)
-    tok_hash = tokenizer_hash(tok)
+    return validation_fraction
+
+
+def pack_inputs(corpus: str | os.PathLike, tok, hash_inputs: bool, threads: int = 1):
+    """Step 2: open the corpus (every file checked: a bad shard raises CorpusFileError naming it,
+    before any output) and describe the inputs that determine the blocks. Returns (reader, inputs)."""
+    from taco.data.corpus_store import CorpusReader
+    from taco.data.tokenizer import tokenizer_hash
+
+    reader = CorpusReader(corpus)
     inputs: dict[str, Any] = {
-        "corpus_artifact_key": corpus_manifest.get("artifact_key"),
+        "corpus_artifact_key": reader.manifest.get("artifact_key"),
         "corpus_manifest_sha256": sha256_file(Path(corpus) / "manifest.json"),
-        "tokenizer_hash": tok_hash,
+        "tokenizer_hash": tokenizer_hash(tok),
     }
-    if hash_inputs:
-        inputs["corpus_data_sha256"] = sha256_tree(corpus)
+    if hash_inputs:  # re-hash the text files (in place too) against the corpus manifest
+        inputs["corpus_data_sha256"] = sha256_json(reader.verify_hashes(threads))
+    return reader, inputs
+
+
+def choose_validation(encoder: DocumentEncoder, starts: np.ndarray, stops: np.ndarray, seed: int,
+                      validation_blocks: int, body: int) -> np.ndarray:
+    """Step 3 (``validation_blocks``): the shortest prefix of the seed's document order whose
+    token stream fills ``validation_blocks`` blocks; its document indices, sorted (corpus order).
+
+    Raises ValueError when the whole corpus cannot fill them.
+    """
+    order = np.random.default_rng(seed).permutation(len(starts))
+    need, have, taken = validation_blocks * body, 0, 0
+    step = max(64, encoder.chunk_rows)
+    progress = Progress("pack validation (choosing)", total_documents=None)
+    while taken < len(order) and have < need:
+        batch = order[taken:taken + step]
+        lengths = np.concatenate([c["document_stream"] for c in encoder.chunks(starts[batch], stops[batch])])
+        cum = have + np.cumsum(lengths)
+        k = int(np.searchsorted(cum, need, side="left"))  # first document that completes the need
+        if k < len(batch):
+            return np.sort(order[:taken + k + 1])
+        have, taken = int(cum[-1]), taken + len(batch)
+        progress.update(len(batch), int(lengths.sum()))
+    raise ValueError(f"corpus too small for {validation_blocks} validation blocks "
+                     f"({have // body} possible from all {len(order)} documents)")
+
+
+def pack_split(encoder: DocumentEncoder, starts: np.ndarray, stops: np.ndarray, packer: BlockPacker,
+               split_dir: Path, label: str) -> None:
+    """Step 4: tokenize the documents ``[starts[i], stops[i])`` (corpus order) in the workers,
+    pack the stream and write the blocks to ``split_dir/data-00000-of-00001.arrow`` as they come."""
+    from datasets import Features, List, Value
+    from datasets.arrow_writer import ArrowWriter
+
+    split_dir.mkdir(parents=True)
+    progress = Progress(label, total_documents=len(starts))
+    pending: list[np.ndarray] = []  # blocks not yet written: written in record batches of
+    n_pending = 0                    # exactly WRITE_BLOCKS, so the file's bytes depend on the blocks only
+    with ArrowWriter(features=Features({"input_ids": List(Value("int32"))}), path=str(split_dir / SHARD_NAME)) as w:
+        for chunk in encoder.chunks(starts, stops):
+            blocks = packer.add_stream(chunk["stream"], chunk["documents"], chunk["empty_documents"], chunk["tokens"])
+            if len(blocks):
+                pending.append(blocks)
+                n_pending += len(blocks)
+            if n_pending >= WRITE_BLOCKS:
+                ready = np.concatenate(pending)
+                k = len(ready) // WRITE_BLOCKS * WRITE_BLOCKS
+                for i in range(0, k, WRITE_BLOCKS):
+                    w.write_table(_blocks_table(ready[i:i + WRITE_BLOCKS]))
+                pending, n_pending = [ready[k:]], len(ready) - k
+            progress.update(chunk["documents"], chunk["tokens"])
+        if n_pending:
+            w.write_table(_blocks_table(np.concatenate(pending)))
+        w.finalize()
+    progress.finish()
+
+
+def finish_split_dir(split_dir: Path) -> None:
+    """Step 5: the ``state.json`` and ``dataset_info.json`` that ``Dataset.save_to_disk`` writes
+    beside its shard (same keys), so ``load_from_disk`` reads the blocks where they were written."""
+    from datasets import Dataset
+
+    ds = Dataset.from_file(str(split_dir / SHARD_NAME))
+    state = {"_data_files": [{"filename": SHARD_NAME}], "_fingerprint": ds._fingerprint, "_format_columns": None,
+             "_format_kwargs": {}, "_format_type": None, "_output_all_columns": False, "_split": None}
+    (split_dir / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
+    info = asdict(ds.info)
+    (split_dir / "dataset_info.json").write_text(json.dumps({k: info[k] for k in sorted(info)}, indent=2),
+                                                 encoding="utf-8")
+    del ds
+
+
+def _ids_sha256(ids: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(ids, dtype=np.int64).tobytes()).hexdigest()
+
+
+def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, output: str | os.PathLike, *,
+                   max_seq_length: int = 256, fraction: float = 1.0, seed: int = 0,
+                   validation_fraction: float | None = 0.01, validation_blocks: int | None = None,
+                   document_separator: str = "sep", hash_inputs: bool = True, workers: int = 1,
+                   chunk_rows: int = CHUNK_ROWS, overwrite: bool = False) -> Path:
+    """Build (or reuse) a packed-blocks artifact; returns ``output``. See the module docstring.
+
+    Args:
+        corpus: a ``taco corpus`` artifact (format 3: documents and sentence spans).
+        tokenizer: a ``taco tokenizer`` (or any fast BERT-style ``save_pretrained``) directory.
+        max_seq_length: block length in tokens, [CLS] and [SEP] included (paper: 256).
+        fraction: share of the non-validation documents used for train (paper variant: 0.25).
+        seed: the data seed; drives the document order (validation choice and fraction subset).
+        validation_fraction / validation_blocks: size of the held-out split (blocks wins if set).
+        document_separator: ``sep`` puts [SEP] after every document in the stream; ``none``.
+        hash_inputs: re-hash the corpus's text files against its manifest (else sizes and rows only).
+        workers: tokenizing processes (the job's threads); the output does not depend on it.
+        chunk_rows: rows per tokenization task; bounds memory; the output does not depend on it.
+
+    Raises:
+        ValueError: bad parameters, a tokenizer that is not fast / lacks special tokens, an empty
+            train or validation split. CorpusFileError (a ValueError): a corpus file that is
+            missing, truncated or changed, named. ArtifactMismatchError: see ``check_existing``.
+            All before anything is written to ``output``.
+    """
+    from datasets import load_from_disk
+
+    from taco.data.corpus import check_existing
+    from taco.data.tokenizer import load_tokenizer
+
+    t0 = time.time()
+    output = Path(output)
+    validation_fraction = check_arguments(max_seq_length, fraction, validation_fraction, validation_blocks,
+                                          document_separator, workers)
+    tok = load_tokenizer(tokenizer)
+    reader, inputs = pack_inputs(corpus, tok, hash_inputs, threads=workers)
     params = {"max_seq_length": max_seq_length, "fraction": fraction, "seed": seed,
               "validation_fraction": validation_fraction, "validation_blocks": validation_blocks,
               "document_separator": document_separator}
-    key = sha256_json({"kind": "packed", "parameters": params, "inputs": inputs, "format": 1})
+    key = sha256_json({"kind": "packed", "parameters": params, "inputs": inputs, "format": 2})
     if check_existing(output, key, overwrite, parameters=params, inputs=inputs):
         print(f"pack: {output} is up to date (artifact_key {key[:12]})", file=sys.stderr)
         return output
 
-    docs = load_documents(corpus)
-    n_docs = len(docs)
-    backend = _encoder(tok)
+    starts, stops = reader.documents()
+    n_docs = len(starts)
     sep_id, cls_id = tok.sep_token_id, tok.cls_token_id
     separator = sep_id if document_separator == "sep" else None
-    features = Features({"input_ids": List(Value("int32"))})
-
-    def texts_of(ids):
-        return docs.select(ids)["text"]
-
-    with atomic_directory(output, overwrite=True) as tmp:
-        scratch = tmp / "_scratch"
-        scratch.mkdir()
-        # validation first: its documents come first in the seed's order
-        val_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator, max_blocks=validation_blocks)
-        perm = np.random.default_rng(seed).permutation(n_docs)
-        with ArrowWriter(features=features, path=str(scratch / "validation.arrow")) as w:
+    encoder = DocumentEncoder(corpus, tok.backend_tokenizer.to_str(), separator, workers, chunk_rows)
+    try:
+        with atomic_directory(output, overwrite=True) as tmp:
             if validation_blocks is not None:
-                n_val = _pack_split(texts_of, perm, backend, val_packer, w)
-                if not val_packer.full:
-                    raise ValueError(f"corpus too small for {validation_blocks} validation blocks "
-                                     f"({val_packer.blocks} possible)")
-                val_ids = np.sort(perm[:n_val])
+                val_ids = choose_validation(encoder, starts, stops, seed, validation_blocks, max_seq_length - 2)
             else:
-                train_ids, val_ids = split_documents_for_packing(n_docs, seed, fraction, validation_fraction)
-                _pack_split(texts_of, val_ids.tolist(), backend, val_packer, w)
-            w.finalize()
-        if validation_blocks is not None:
+                _, val_ids = split_documents_for_packing(n_docs, seed, fraction, validation_fraction)
             train_ids, _ = split_documents_for_packing(n_docs, seed, fraction, num_validation=len(val_ids))
-        if val_packer.blocks == 0:
-            raise ValueError(f"validation split has no full block of {max_seq_length} tokens; "
-                             "raise --validation-fraction or use --validation-blocks")
-        train_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator)
-        with ArrowWriter(features=features, path=str(scratch / "train.arrow")) as w:
-            _pack_split(texts_of, train_ids.tolist(), backend, train_packer, w)
-            w.finalize()
-        if train_packer.blocks == 0:
-            raise ValueError(f"train split has no full block of {max_seq_length} tokens "
-                             f"({train_packer.tokens} tokens in {len(train_ids)} documents)")
-        from datasets import Dataset
-
-        dd = DatasetDict({"train": Dataset.from_file(str(scratch / "train.arrow")),
-                          "validation": Dataset.from_file(str(scratch / "validation.arrow"))})
-        data_dir = tmp / "_data"
-        dd.save_to_disk(str(data_dir))
-        del dd
-        shutil.rmtree(scratch)
-        for entry in data_dir.iterdir():  # the DatasetDict at the artifact's top level
-            os.replace(entry, tmp / entry.name)
-        data_dir.rmdir()
-        shutil.copytree(tokenizer, tmp / "tokenizer")
-        counts = {
-            "documents_total": n_docs,
-            "documents": {"train": len(train_ids), "validation": int(len(val_ids))},
-            "tokens": {"train": train_packer.tokens, "validation": val_packer.tokens},
-            "stream_tokens": {"train": train_packer.stream_tokens, "validation": val_packer.stream_tokens},
-            "blocks": {"train": train_packer.blocks, "validation": val_packer.blocks},
-            "dropped_tokens": {"train": len(train_packer.carry), "validation": len(val_packer.carry)},
-            "empty_documents": {"train": train_packer.empty_documents, "validation": val_packer.empty_documents},
-        }
-        write_manifest(tmp, build_manifest(
-            "packed", params, inputs, artifact_key=key,
-            source={"corpus": str(corpus), "source": corpus_manifest.get("source"),
-                    "parameters": corpus_manifest.get("parameters")},
-            counts=counts, tokenizer_hash=tok_hash, max_seq_length=max_seq_length, fraction=fraction,
-            seed=seed, train_documents_sha256=sha256_json(train_ids.tolist()),
-            validation_documents_sha256=sha256_json(val_ids.tolist()),
-            wall_time_s=round(time.time() - t0, 3)))
+            val_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator, max_blocks=validation_blocks)
+            pack_split(encoder, starts[val_ids], stops[val_ids], val_packer, tmp / "validation", "pack validation")
+            if val_packer.blocks == 0:
+                raise ValueError(f"validation split has no full block of {max_seq_length} tokens; "
+                                 "raise --validation-fraction or use --validation-blocks")
+            train_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator)
+            pack_split(encoder, starts[train_ids], stops[train_ids], train_packer, tmp / "train", "pack train")
+            if train_packer.blocks == 0:
+                raise ValueError(f"train split has no full block of {max_seq_length} tokens "
+                                 f"({train_packer.tokens} tokens in {len(train_ids)} documents)")
+            for split in ("train", "validation"):
+                finish_split_dir(tmp / split)
+            (tmp / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "validation"]}), encoding="utf-8")
+            shutil.copytree(tokenizer, tmp / "tokenizer")
+            tc, vc = train_packer.counts(), val_packer.counts()
+            counts = {
+                "documents_total": n_docs,
+                "rows_total": reader.num_rows,
+                "documents": {"train": len(train_ids), "validation": int(len(val_ids))},
+                "rows": {"train": int((stops[train_ids] - starts[train_ids]).sum()),
+                         "validation": int((stops[val_ids] - starts[val_ids]).sum())},
+                "tokens": {"train": tc["tokens"], "validation": vc["tokens"]},
+                "stream_tokens": {"train": tc["stream_tokens"], "validation": vc["stream_tokens"]},
+                "blocks": {"train": tc["blocks"], "validation": vc["blocks"]},
+                "dropped_tokens": {"train": tc["dropped_tokens"], "validation": vc["dropped_tokens"]},
+                "empty_documents": {"train": tc["empty_documents"], "validation": vc["empty_documents"]},
+            }
+            write_manifest(tmp, build_manifest(
+                "packed", params, inputs, artifact_key=key,
+                source={"corpus": str(corpus), "source": reader.manifest.get("source"),
+                        "parameters": reader.manifest.get("parameters")},
+                counts=counts, tokenizer_hash=inputs["tokenizer_hash"], max_seq_length=max_seq_length,
+                fraction=fraction, seed=seed, workers=workers,
+                train_documents_sha256=_ids_sha256(train_ids), validation_documents_sha256=_ids_sha256(val_ids),
+                wall_time_s=round(time.time() - t0, 3)))
+    finally:
+        encoder.close()
     # sanity: the artifact loads as a DatasetDict
     load_from_disk(str(output))
     return output
@@ -327,18 +489,20 @@ def load_packed(path: str | os.PathLike):
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="taco pack", description=__doc__.split("\n")[0])
-    p.add_argument("--corpus", required=True, help="documents artifact (taco corpus)")
+    p.add_argument("--corpus", required=True, help="corpus artifact (taco corpus)")
     p.add_argument("--tokenizer", required=True, help="tokenizer directory (taco tokenizer)")
     p.add_argument("--output", required=True)
     p.add_argument("--max-seq-length", type=int, default=256)
     p.add_argument("--fraction", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the data seed (validation choice and subset)")
     v = p.add_mutually_exclusive_group()
     v.add_argument("--validation-fraction", type=float, default=None, help="share of documents (default 0.01)")
     v.add_argument("--validation-blocks", type=int, default=None, help="exact number of validation blocks")
     p.add_argument("--document-separator", choices=SEPARATORS, default="sep")
+    p.add_argument("--workers", type=int, default=1, help="tokenizing processes (the job's threads)")
+    p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per tokenization task")
     p.add_argument("--no-hash-inputs", dest="hash_inputs", action="store_false",
-                   help="skip the sha256 of the corpus data files (record its artifact_key only)")
+                   help="skip re-hashing the corpus files (sizes and row counts are still checked)")
     p.add_argument("--overwrite", action="store_true")
     return p
 
@@ -351,7 +515,8 @@ def main(argv: list[str] | None = None) -> int:
             fraction=args.fraction, seed=args.seed,
             validation_fraction=0.01 if args.validation_fraction is None else args.validation_fraction,
             validation_blocks=args.validation_blocks, document_separator=args.document_separator,
-            hash_inputs=args.hash_inputs, overwrite=args.overwrite)
+            hash_inputs=args.hash_inputs, workers=args.workers, chunk_rows=args.chunk_rows,
+            overwrite=args.overwrite)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"taco pack: error: {e}", file=sys.stderr)
         return 2

@@ -148,6 +148,7 @@ def build_tokenizer(kind: str, output: str | os.PathLike, *, corpus: str | os.Pa
     ``ArtifactMismatchError`` unless ``overwrite``.
     """
     from taco.data.corpus import check_existing, load_documents
+    from taco.data.parallel import Progress
 
     t0 = time.time()
     output = Path(output)
@@ -185,8 +186,16 @@ def build_tokenizer(kind: str, output: str | os.PathLike, *, corpus: str | os.Pa
         tok = AutoTokenizer.from_pretrained(str(hub_id))
     else:
         docs = load_documents(corpus)
-        batches = (docs[i:i + 1000]["text"] for i in range(0, len(docs), 1000))
-        tok = train_tokenizer(batches, vocab_size, lowercase, min_frequency, model_max_length)
+        progress = Progress("tokenizer train: reading", total_documents=len(docs), unit="rows")
+
+        def batches():  # empty Hub rows (kept in place) are skipped
+            for i in range(0, len(docs), 1000):
+                texts = docs[i:i + 1000]["text"]
+                progress.update(len(texts))
+                yield [t for t in texts if t and t.strip()]
+
+        tok = train_tokenizer(batches(), vocab_size, lowercase, min_frequency, model_max_length)
+        progress.finish()
     check_tokenizer(tok)
     with atomic_directory(output, overwrite=True) as tmp:
         tok.save_pretrained(str(tmp))
@@ -217,12 +226,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-frequency", type=int, default=2, help="kind train")
     p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--model-max-length", type=int, default=512)
+    p.add_argument("--workers", type=int, default=None,
+                   help="threads of the Rust WordPiece trainer (RAYON_NUM_THREADS; default: all cores)")
     p.add_argument("--overwrite", action="store_true")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.workers is not None:
+        if args.workers < 1:
+            print(f"taco tokenizer: error: --workers must be >= 1, got {args.workers}", file=sys.stderr)
+            return 2
+        os.environ["RAYON_NUM_THREADS"] = str(args.workers)  # before the trainer starts its pool
     try:
         out = build_tokenizer(args.kind, args.output, corpus=args.corpus, vocab_file=args.vocab_file,
                               hub_id=args.hub_id, vocab_size=args.vocab_size, lowercase=args.lowercase,
