@@ -47,3 +47,76 @@ def test_figures_with_nothing_run(tmp_path):
 
 def test_missing_aggregate_is_an_error(tmp_path):
     assert main(["--aggregate-dir", str(tmp_path / "nope"), "--output-dir", str(tmp_path)]) == 2
+
+
+def _frames(tmp_path, spec, seeds=(1, 2, 3)):
+    from taco.report.analysis_config import load_analysis
+    from taco.report.stats import read_aggregate
+    from taco.report.tables import load_paper_values
+
+    agg, spec_path = build_aggregate(tmp_path, spec, seeds=list(seeds))
+    return read_aggregate(agg), load_analysis(spec_path), load_paper_values()
+
+
+def test_one_style_per_variant_in_every_figure():
+    from taco.registry import CONTROL, OBJECTIVES
+    from taco.report import dynamics_figures, figures
+    from taco.report.style import VARIANT_STYLE
+
+    variants = list(OBJECTIVES) + [CONTROL]
+    assert set(VARIANT_STYLE) == set(variants)
+    assert len({VARIANT_STYLE[v]["color"] for v in variants}) == len(variants)  # one colour each
+    assert len({VARIANT_STYLE[v]["marker"] for v in variants}) == len(variants)
+    groups = [(v, "small", 1.0) for v in variants]
+    dyn = dynamics_figures._styles(groups)
+    for v in variants:  # Figures 2/6 and 5/ablation/data efficiency agree (TACO was blue vs vermillion)
+        assert figures.STYLE[v]["color"] == dyn[(v, "small", 1.0)][0] == dynamics_figures.OBJECTIVE_STYLE[v][1]
+    assert figures.STYLE["taco"]["color"] == "#0072B2" and figures.STYLE["mlm"]["color"] == "#D55E00"
+    again = dynamics_figures._styles([("taco", "small", 1.0), ("taco", "base", 1.0)])
+    assert again[("taco", "base", 1.0)][0] == VARIANT_STYLE["taco"]["color"]  # repeated: same colour
+
+
+def test_figure5_legend_outside_and_reference_line_labelled(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from taco.report.figures import figure5
+    from taco.report.style import VARIANT_STYLE
+
+    frames, cfg, pv = _frames(tmp_path, SPEC)
+    fig = figure5(frames, cfg, pv)
+    ax = fig.axes[0]
+    leg = ax.get_legend()
+    labels = [t.get_text() for t in leg.get_texts()]
+    assert any("MLM-250k level (paper, dashed)" in lab for lab in labels)
+    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert dashed and dashed[0].get_label() in labels
+    taco_line = [ln for ln in ax.get_lines() if ln.get_label().startswith("TACO (ours")][0]
+    assert taco_line.get_color() == VARIANT_STYLE["taco"]["color"]
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    assert leg.get_window_extent(r).x0 >= ax.get_window_extent(r).x1  # right of the axes: covers no point
+    plt.close(fig)
+
+
+def test_data_efficiency_panels_only_for_what_was_run(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from taco.report.figures import data_efficiency_figure, data_efficiency_panels
+    from taco.report.tables import build_table2
+
+    frames, cfg, pv = _frames(tmp_path / "a", SPEC)  # mnli, sst2, rte fine-tuned; 25% runs at 250k
+    panels = data_efficiency_panels(build_table2(frames, cfg, pv), cfg)
+    assert [c for c, _ in panels] == ["mnli_m", "mnli_mm", "sst2", "avg"]  # no QQP / QNLI panels
+    assert panels[-1][1] == "average of MNLI-m, MNLI-mm, SST-2 (3 of the 5 Table 2 scores)"
+    fig = data_efficiency_figure(frames, cfg, pv)
+    assert len(fig.axes) == 4
+    plt.close(fig)
+    one = dict(SPEC, tasks=["sst2"])  # one score: no "average" of it
+    frames, cfg, pv = _frames(tmp_path / "b", one)
+    assert [c for c, _ in data_efficiency_panels(build_table2(frames, cfg, pv), cfg)] == ["sst2"]
+    full_only = dict(SPEC, variants=[v for v in SPEC["variants"] if v["fraction"] == 1.0])
+    frames, cfg, pv = _frames(tmp_path / "c", full_only)  # the 25% comparison was not run
+    fig = data_efficiency_figure(frames, cfg, pv)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any("not run in this configuration" in t for t in texts)
+    plt.close(fig)

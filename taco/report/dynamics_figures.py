@@ -9,8 +9,9 @@
   cos(h_masked, E[original token]), against the random-token baseline; (b) intra- and
   inter-context similarity of ``h`` over steps.
 
-Colours are the Okabe-Ito palette (colour-blind safe); every line also differs by marker and
-line style, so the figures survive greyscale printing. Units: cosine similarity (unitless).
+Colours: one per variant, the same as in every other figure (:mod:`taco.report.style`, Okabe-Ito,
+colour-blind safe); every line also differs by marker and line style, so the figures survive
+greyscale printing. Units: cosine similarity (unitless).
 
 Errors (exit 2, message names the file): an input that is missing, not JSON, or lacks a key;
 two inputs for the same (objective, size, fraction, step); no MLM input (figure 2 needs one).
@@ -27,15 +28,12 @@ from typing import Any
 
 from taco.manifest import read_json_record
 
-#: Okabe & Ito (2008) colour-blind-safe palette
-OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
-OBJECTIVE_STYLE = {  # objective -> (label, colour, marker, linestyle)
-    "mlm": ("MLM", "#0072B2", "o", "-"),
-    "taco": ("TACO", "#D55E00", "s", "-"),
-    "taco_concentrated": ("TACO (concentrated)", "#009E73", "^", "--"),
-    "taco_unmasked": ("TACO (unmasked only)", "#CC79A7", "v", "-."),
-    "mlm_tp": ("MLM+TP", "#E69F00", "D", ":"),
-}
+from taco.report.style import OKABE_ITO as _PALETTE, SPARE_COLOURS, VARIANT_STYLE, variant_label  # noqa: E402
+
+OKABE_ITO = list(_PALETTE.values())
+#: objective -> (label, colour, marker, linestyle), from the suite-wide style map (taco.report.style)
+OBJECTIVE_STYLE = {v: (variant_label(v), st["color"], st["marker"], st["linestyle"])
+                   for v, st in VARIANT_STYLE.items()}
 EXTRA_MARKERS = ["P", "X", "*", "h"]
 REQUIRED_KEYS = ("step", "objective", "size", "fraction", "h", "g", "anchor_alignment")
 MEASURES = (("intra", "intra-context"), ("inter", "inter-context"), ("gap", "gap (intra - inter)"))
@@ -88,14 +86,18 @@ def _labels(keys: list[tuple]) -> dict[tuple, str]:
 
 
 def _styles(keys: list[tuple]) -> dict[tuple, tuple[str, str, str]]:
-    """(colour, marker, linestyle) per group: by objective, distinct for repeated objectives."""
+    """(colour, marker, linestyle) per group: the variant's colour always (taco.report.style); a
+    repeated objective (another size or data fraction) keeps its colour and gets another marker and
+    line style; an objective without a style gets a colour no variant uses."""
     out, used = {}, defaultdict(int)
-    spare = iter(c for c in OKABE_ITO if c not in {s[1] for s in OBJECTIVE_STYLE.values()})
+    spare = iter(SPARE_COLOURS)
     for k in keys:
-        if k[0] in OBJECTIVE_STYLE and used[k[0]] == 0:
+        if k[0] in OBJECTIVE_STYLE:
             _, c, m, ls = OBJECTIVE_STYLE[k[0]]
+            if used[k[0]]:
+                m, ls = EXTRA_MARKERS[used[k[0]] % len(EXTRA_MARKERS)], ["--", "-.", ":", "-"][used[k[0]] % 4]
         else:
-            c = next(spare, OKABE_ITO[len(out) % len(OKABE_ITO)])
+            c = next(spare, OKABE_ITO[-1])
             m, ls = EXTRA_MARKERS[len(out) % len(EXTRA_MARKERS)], ["-", "--", "-.", ":"][len(out) % 4]
         used[k[0]] += 1
         out[k] = (c, m, ls)
@@ -193,16 +195,18 @@ def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective
     labels = _labels(list(groups))
     line_styles = ["-", "--", ":", "-."]
     max_step = max(r["step"] for r in mlm)
+    # the variant's own colour for its measurements, a colour no variant uses for the baselines
+    own = OBJECTIVE_STYLE.get(objective, (None, OKABE_ITO[-1]))[1]
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 4))
     for gi, (key, recs) in enumerate(groups.items()):
         ls = line_styles[gi % len(line_styles)]
         suffix = f" [{labels[key]}]" if len(groups) > 1 else ""
-        _plot_line(ax_a, recs, lambda r: r["anchor_alignment"]["aligned"], OKABE_ITO[0], "o", ls,
+        _plot_line(ax_a, recs, lambda r: r["anchor_alignment"]["aligned"], own, "o", ls,
                    "masked state vs its token's embedding (anchor)" + suffix)
-        _plot_line(ax_a, recs, lambda r: r["anchor_alignment"]["random_baseline"], OKABE_ITO[4], "s", ls,
+        _plot_line(ax_a, recs, lambda r: r["anchor_alignment"]["random_baseline"], SPARE_COLOURS[0], "s", ls,
                    "masked state vs a random token's embedding" + suffix)
-        _plot_line(ax_b, recs, lambda r: r["h"]["intra"], OKABE_ITO[1], "^", ls, "intra-context" + suffix)
-        _plot_line(ax_b, recs, lambda r: r["h"]["inter"], OKABE_ITO[2], "v", ls, "inter-context" + suffix)
+        _plot_line(ax_b, recs, lambda r: r["h"]["intra"], own, "^", ls, "intra-context" + suffix)
+        _plot_line(ax_b, recs, lambda r: r["h"]["inter"], SPARE_COLOURS[0], "v", ls, "inter-context" + suffix)
     ax_a.set_title("(a) anchor alignment at masked positions", fontsize=10)
     ax_b.set_title("(b) similarity of last-layer representations", fontsize=10)
     for ax in (ax_a, ax_b):

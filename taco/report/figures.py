@@ -13,7 +13,8 @@ The figures plot exactly the numbers of the tables (:mod:`taco.report.tables` bu
 the pre-training step actually run; when the analysis spec maps the paper's budget names to other
 steps (a smoke run), the top axis names the paper budget each step plays, and a published point
 is drawn only at a budget that was run (the others are listed in the figure's footnote).
-Colours: Okabe-Ito (colour-blind safe), with distinct markers and line styles as well.
+Colours: one per variant for every figure (:mod:`taco.report.style`, Okabe-Ito, colour-blind safe),
+with distinct markers and line styles as well.
 Units: GLUE points (x100).
 """
 
@@ -36,6 +37,7 @@ import pandas as pd  # noqa: E402
 from taco.report.cli import report_main
 from taco.report.analysis_config import AnalysisConfig  # noqa: E402
 from taco.report.stats import UNIT, fmt_fraction  # noqa: E402
+from taco.report.style import VARIANT_STYLE  # noqa: E402
 from taco.report.tables import (  # noqa: E402
     KEY_LABELS,
     OBJ_LABELS,
@@ -45,16 +47,8 @@ from taco.report.tables import (  # noqa: E402
     load_paper_values,
 )
 
-#: Okabe & Ito (2008) colour-blind-safe palette
-OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73", "purple": "#CC79A7",
-             "orange": "#E69F00", "sky": "#56B4E9", "yellow": "#F0E442", "black": "#000000"}
-STYLE = {
-    "taco": dict(color=OKABE_ITO["blue"], marker="^", linestyle="-"),
-    "mlm": dict(color=OKABE_ITO["vermillion"], marker="x", linestyle="-"),
-    "taco_concentrated": dict(color=OKABE_ITO["green"], marker="s", linestyle="--"),
-    "mlm_tp": dict(color=OKABE_ITO["purple"], marker="o", linestyle=":"),
-    "taco_unmasked": dict(color=OKABE_ITO["orange"], marker="D", linestyle="-."),
-}
+#: one style per variant, shared with the dynamics figures (taco.report.style)
+STYLE = VARIANT_STYLE
 FIGURES = ("figure5", "ablation", "data_efficiency")
 
 
@@ -145,6 +139,10 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     drawn = False
     avg_label = d["column_label"].iloc[0] if not d.empty else ""
     partial = avg_label.startswith("partial")
+    if not np.isfinite(d[d["objective"].isin(["taco", "mlm"])]["mean"].astype(float)).any():
+        plt.close(fig)
+        return placeholder_figure("Figure 5", f"no TACO or MLM run of the small role (size {size!r}) on full "
+                                              "data has a GLUE average (see ablation.md)")
     for obj in ("taco", "mlm"):
         s = d[d["objective"] == obj]
         drawn |= _plot_series(ax, s, f"{OBJ_LABELS[obj]} (ours{', partial avg' if partial else ''}, mean, "
@@ -155,7 +153,7 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     unplaced = []
     for obj, key in (("taco", "TACO"), ("mlm", "MLM")):
         pts = fig5.get(key) or {}
-        xs, ys = [], []
+        xs, ys, names = [], [], []
         for budget, v in pts.items():
             step = cfg.budget_step(size, budget)
             if step is None:
@@ -163,13 +161,16 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
                 continue
             xs.append(step)
             ys.append(100.0 * v)
+            names.append(budget)
         if xs:
             st = STYLE[obj]
             ax.scatter(xs, ys, marker=st["marker"] if st["marker"] != "x" else "X", s=70,
                        facecolors="none", edgecolors=st["color"], linewidths=1.2, zorder=3,
                        label=f"{OBJ_LABELS[obj]} (paper, Figure 5)")
             if obj == "mlm":
-                ax.axhline(ys[-1], color=st["color"], linestyle="--", linewidth=1, alpha=0.8)
+                ref = xs.index(max(xs))  # the paper's MLM-250k level, as its Figure 5 draws it
+                ax.axhline(ys[ref], color=st["color"], linestyle="--", linewidth=1, alpha=0.8,
+                           label=f"{OBJ_LABELS[obj]}-{names[ref]} level (paper, dashed)")
             drawn = True
     if not drawn:
         _empty(ax, "no TACO / MLM runs of the small role")
@@ -182,8 +183,8 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     if unplaced:
         foot.append("published points at budgets not run here (not drawn): " + ", ".join(unplaced))
     foot = "\n".join(foot)
-    if drawn:
-        ax.legend(fontsize=7, loc="lower right")
+    if drawn:  # outside the axes, right of them: never over the curves' last points
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     _finish(fig, ax, f"Figure 5: average GLUE vs pre-training steps (size {size!r}, full data)", foot)
     return fig
 
@@ -202,7 +203,9 @@ def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_
         if not ok:
             missing.append(OBJ_LABELS[obj])
     if not drawn:
-        _empty(ax, "no ablation runs")
+        plt.close(fig)
+        return placeholder_figure("Ablation", "no TACO, concentrated TACO, MLM or MLM+TP run of the small role "
+                                              "has a GLUE average (see ablation.md)")
     else:
         ax.legend(fontsize=8, loc="lower right")
     ax.set_xlabel("pre-training steps")
@@ -216,40 +219,78 @@ def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_
     return fig
 
 
+def placeholder_figure(title: str, reason: str):
+    """A clearly labelled image for a figure with nothing to show (the workflow declares the file,
+    so it must exist): the title and "not run in this configuration" with the reason."""
+    fig, ax = plt.subplots(figsize=(6.4, 2.4))
+    ax.set_axis_off()
+    ax.text(0.5, 0.62, f"{title}:\nnot run in this configuration", ha="center", va="center",
+            transform=ax.transAxes, fontsize=11, weight="bold")
+    ax.text(0.5, 0.22, reason, ha="center", va="center", transform=ax.transAxes, fontsize=8, wrap=True)
+    return fig
+
+
+DATA_EFFICIENCY_ARMS = (("mlm", 1.0), ("mlm", None), ("taco", 1.0), ("taco", None))
+
+
+def data_efficiency_panels(long: pd.DataFrame, cfg: AnalysisConfig) -> list[tuple[str, str]]:
+    """(column, panel title) of the panels with something to show: a Table 2 score key where some
+    reduced-data arm has a number, and the average only when it covers two or more scores (its
+    title names them)."""
+    red = cfg.reduced_fraction
+    have = long[np.isfinite(long["mean"].astype(float))
+                & np.isclose(long["fraction"].astype(float), red)]
+    panels = [(k, KEY_LABELS.get(k, k)) for k in TABLE2_KEYS if k in set(have["column"])]
+    covered = [k for k in TABLE2_KEYS if k in cfg.score_keys]
+    if "avg" in set(have["column"]) and len(covered) >= 2:
+        panels.append(("avg", "average of " + ", ".join(KEY_LABELS.get(k, k) for k in covered)
+                       + (f" ({len(covered)} of the {len(TABLE2_KEYS)} Table 2 scores)"
+                          if len(covered) < len(TABLE2_KEYS) else "")))
+    return panels
+
+
 def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
                            paper_values: Mapping[str, Any]):
-    """Data efficiency: MLM and TACO, full vs reduced data, per Table 2 score key and their average."""
+    """Data efficiency: MLM and TACO, full vs reduced data, one panel per Table 2 score key with a
+    reduced-data result and their average (titled with the scores it covers; drawn only when it
+    covers two or more). With no reduced-data result at all, a placeholder saying so."""
     long = build_table2(agg, cfg, paper_values)
-    cols = list(TABLE2_KEYS) + ["avg"]
-    fig, axes = plt.subplots(2, 3, figsize=(11, 6.5), sharex=True)
     red = cfg.reduced_fraction
+    panels = data_efficiency_panels(long, cfg)
+    if not panels:
+        return placeholder_figure(
+            "Data efficiency", f"no MLM / TACO run on {fmt_fraction(red)} of the data has a fine-tuning "
+            "result for MNLI, QQP, QNLI or SST-2 (see table2.md)")
+    ncol = min(3, len(panels))
+    nrow = math.ceil(len(panels) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.7 * ncol, 3.4 * nrow + 0.6), squeeze=False)
     handles = {}
     run = long[long["step"].astype(str) != ""]
     budgets = sorted({(int(r.step), r.budget) for r in run.itertuples()}) or [(0, "250k")]
     pos = {step: i for i, (step, _) in enumerate(budgets)}
-    for ax, col in zip(axes.flat, cols):
+    for ax, (col, title) in zip(axes.flat, panels):
         d = _steps_frame(long, col)
         d["step"] = d["step"].map(pos).astype(float)  # evenly spaced budgets, labelled with steps
-        drawn = False
-        for j, (obj, frac) in enumerate((("mlm", 1.0), ("mlm", red), ("taco", 1.0), ("taco", red))):
+        for j, (obj, frac) in enumerate(DATA_EFFICIENCY_ARMS):
+            frac = red if frac is None else frac
             s = d[(d["objective"] == obj) & np.isclose(d["fraction"].astype(float), frac)]
             st = dict(STYLE[obj])
-            if not math.isclose(frac, 1.0):
+            if not math.isclose(frac, 1.0):  # same colour as the variant, hollow marker, dashed
                 st["linestyle"] = "--"
-                st["marker"] = {"^": "v", "x": "P"}.get(st["marker"], st["marker"])
-            ok = _plot_series(ax, s, f"{OBJ_LABELS[obj]}, {fmt_fraction(frac)} data", st, band=False,
-                              xoffset=(j - 1.5) * 0.12)
-            drawn |= ok
-        if not drawn:
-            _empty(ax, "not run")
-        ax.set_title(KEY_LABELS.get(col, "average of these scores" if col == "avg" else col), fontsize=9)
+                st["markerfacecolor"] = "none"
+            _plot_series(ax, s, f"{OBJ_LABELS[obj]}, {fmt_fraction(frac)} data", st, band=False,
+                         xoffset=(j - 1.5) * 0.12)
+        ax.set_title(title, fontsize=9, wrap=True)
         ax.grid(True, alpha=0.3, axis="y")
         ax.set_xticks(range(len(budgets)), [f"{b}\n(step {st})" if b else f"step {st}" for st, b in budgets])
         ax.set_xlim(-0.6, len(budgets) - 0.4)
         for h, l in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(l, h)
-    for ax in axes[-1]:
-        ax.set_xlabel("pre-training budget (steps run)")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.remove()  # no empty panels
+    for ax in axes.flat:
+        if ax.figure is not None:  # removed panels have none
+            ax.set_xlabel("pre-training budget (steps run)", fontsize=8)
     for ax in axes[:, 0]:
         ax.set_ylabel(f"dev score ({UNIT})")
     if handles:
@@ -257,7 +298,7 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
                    bbox_to_anchor=(0.5, -0.02))
     fig.suptitle(f"Data efficiency: {fmt_fraction(red)} vs full pre-training data "
                  f"(small role; bars: {int(cfg.confidence_level * 100)}% bootstrap CI)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig
 
 
@@ -276,12 +317,23 @@ def make_figures(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, out_dir: 
     return written
 
 
+def _add_arguments(ap) -> None:
+    ap.add_argument("--dpi", type=int, default=150, help="PNG resolution")
+
+
+def build_parser():
+    """The command line of ``taco figures``."""
+    from taco.report.cli import report_parser
+
+    return report_parser("figures", __doc__.split("\n")[0], _add_arguments)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``taco figures``: aggregate CSVs + analysis spec -> figure5, ablation, data_efficiency (PNG, PDF)."""
     return report_main(
         "figures", __doc__.split("\n")[0],
         lambda agg, cfg, args: make_figures(agg, cfg, args.output_dir, dpi=args.dpi), argv,
-        add_arguments=lambda ap: ap.add_argument("--dpi", type=int, default=150, help="PNG resolution"),
+        add_arguments=_add_arguments,
     )
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,49 @@
+"""One colour, marker and line style per pre-training variant, for every figure of the suite.
+
+``figures`` (Figure 5, ablation, data efficiency) and ``dynamics_figures`` (Figures 2 and 6) both
+take their styles from :data:`VARIANT_STYLE`, so TACO is the same blue everywhere. Colours: Okabe &
+Ito (2008), colour-blind safe; markers and line styles differ as well, so the figures survive
+greyscale printing. Includes the no-pre-training control (``taco.registry.CONTROL``). Torch-free
+and matplotlib-free (plain strings / tuples that matplotlib accepts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taco.registry import CONTROL, OBJECTIVE_LABELS
+
+#: Okabe & Ito (2008) colour-blind-safe palette
+OKABE_ITO: dict[str, str] = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73",
+                             "purple": "#CC79A7", "orange": "#E69F00", "sky": "#56B4E9",
+                             "yellow": "#F0E442", "black": "#000000"}
+
+#: variant (objective name, or the control) -> matplotlib style of its line
+VARIANT_STYLE: dict[str, dict[str, Any]] = {
+    "taco": dict(color=OKABE_ITO["blue"], marker="^", linestyle="-"),
+    "mlm": dict(color=OKABE_ITO["vermillion"], marker="o", linestyle="-"),
+    "taco_concentrated": dict(color=OKABE_ITO["green"], marker="s", linestyle="--"),
+    "mlm_tp": dict(color=OKABE_ITO["purple"], marker="D", linestyle=":"),
+    "taco_unmasked": dict(color=OKABE_ITO["orange"], marker="v", linestyle="-."),
+    CONTROL: dict(color=OKABE_ITO["black"], marker="X", linestyle=(0, (3, 1, 1, 1, 1, 1))),
+}
+
+#: colours left for series that are not variants (e.g. Figure 2's baselines)
+SPARE_COLOURS: tuple[str, ...] = (OKABE_ITO["sky"], OKABE_ITO["yellow"])
+
+
+def variant_style(variant: str) -> dict[str, Any]:
+    """A copy of the style of ``variant`` (``color``, ``marker``, ``linestyle``).
+
+    Raises:
+        KeyError: naming the variant and the known ones, for a variant without a style.
+    """
+    try:
+        return dict(VARIANT_STYLE[variant])
+    except KeyError:
+        raise KeyError(f"no figure style for variant {variant!r} (known: {', '.join(VARIANT_STYLE)})") from None
+
+
+def variant_label(variant: str) -> str:
+    """Printed name of a variant (``taco.registry.OBJECTIVE_LABELS``; the name itself if unknown)."""
+    return OBJECTIVE_LABELS.get(variant, variant)
