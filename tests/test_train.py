@@ -99,7 +99,12 @@ def test_budget_checkpoint_layout_and_logs(full):
     assert logs and all(k in logs[-1] for k in ("loss", "mlm_loss", "tc_loss", "learning_rate", "grad_norm",
                                                 "tokens_per_s", "step_time_s"))
     assert list((out.parent / "state" / "logs" / "tensorboard").glob("events.out.tfevents*"))
-    assert not list((out.parent / "state").glob("checkpoint-*"))
+    # intermediate states removed; the final one kept, its files hard links of the budget's (no copy)
+    kept = sorted((out.parent / "state").glob("checkpoint-*"))
+    assert [p.name for p in kept] == [f"checkpoint-{MAX_STEPS}"]
+    assert m["retained_state"] == str(kept[0].resolve())
+    assert os.stat(kept[0] / "model.safetensors").st_ino == os.stat(out / "model.safetensors").st_ino
+    assert os.stat(kept[0] / "optimizer.pt").st_ino == os.stat(ts / "optimizer.pt").st_ino
 
 
 def test_segments_equal_one_run_and_budget_untouched(full):
@@ -236,3 +241,115 @@ def test_second_trainer_of_a_segment_waits_for_the_first(full, tmp_path):
     holder.wait()
     # without a holder, an existing finished output is still refused (never modified)
     assert train.main(_args(blocks, out, state)) == 2
+
+
+# ---- no lost compute, bad input named (issue 11, items 4 and 6) ----------------------------------------
+def _train_events(state: Path) -> list[str]:
+    return [r["event"] for r in read_log(state / "logs")]
+
+
+def test_finished_segment_deleted_as_incomplete_is_exported_again_not_retrained(full, tmp_path):
+    """kill -9 of Snakemake while the trainer runs on and finishes: the next `snakemake`
+    (rerun-incomplete) deletes the budget and reruns the same command, which must export the kept
+    final state instead of training the segment again."""
+    import shutil
+
+    root, blocks, out_full = full
+    out, state = tmp_path / "step-3", tmp_path / ".state" / "step-3"
+    assert train.main(_args(blocks, out, state, until=3)) == 0
+    first = _weights(out)
+    first_manifest = read_manifest(out)
+    assert _train_events(state).count("train_begin") == 1
+    shutil.rmtree(out)  # what Snakemake does with an incomplete output before rerunning the job
+    assert train.main(_args(blocks, out, state, until=3)) == 0
+    events = _train_events(state)
+    assert events.count("train_begin") == 1 and events.count("reexport") == 1  # no second training
+    assert events[-2:] == ["resume_state", "reexport"]
+    second = _weights(out)
+    assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
+    m = read_manifest(out)
+    assert m["step"] == 3 and m["model_sha256"] == first_manifest["model_sha256"]
+    assert m["config_hash"] == first_manifest["config_hash"]
+    assert json.loads((out / "trainer_state" / "trainer_state.json").read_text())["global_step"] == 3
+    # the next segment continues it exactly and then drops the state its parent kept
+    nxt, nxt_state = tmp_path / f"step-{MAX_STEPS}", tmp_path / ".state" / f"step-{MAX_STEPS}"
+    assert train.main(_args(blocks, nxt, nxt_state, "--resume-from", str(out))) == 0
+    assert not (state / "checkpoint-3").exists() and (out / "model.safetensors").is_file()
+    assert _max_diff(out_full, nxt) <= 1e-6
+
+
+def test_kept_final_state_of_another_parent_is_not_exported(full, tmp_path):
+    """A kept final state continues one parent (by its weights' sha256): with another parent it is
+    stale, and the segment trains."""
+    root, blocks, out_full = full
+    out, state = tmp_path / f"step-{MAX_STEPS}", tmp_path / "state"
+    assert train.main(_args(blocks, out, state, until=MAX_STEPS)) == 0  # from scratch: lineage None
+    marker = json.loads((state / f"checkpoint-{MAX_STEPS}" / train.STATE_MARKER).read_text())
+    assert marker["parent_lineage"] is None
+    cfg = marker["config_hash"]
+    assert [s for s, _ in train.valid_states(state, cfg, None)] == [MAX_STEPS]
+    assert train.valid_states(state, cfg, "0" * 64) == []
+
+
+def test_tc_objective_needs_two_sequences_per_device_batch(full, tmp_path, capsys):
+    root, blocks, _ = full
+    for objective in ("taco", "taco_concentrated", "taco_unmasked"):
+        args = _args(blocks, tmp_path / "x", tmp_path / "st", "--per-device-batch-size", "1")
+        args[args.index("--objective") + 1] = objective
+        assert train.main(args) == 2
+        err = capsys.readouterr().err
+        assert "--per-device-batch-size 1" in err and "TC loss" in err and objective in err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "st").exists()
+    # MLM has no TC loss: one sequence per device batch is a valid plan
+    args = _args(blocks, tmp_path / "x", tmp_path / "st", "--per-device-batch-size", "1")
+    args[args.index("--objective") + 1] = "mlm"
+    assert train.make_plan(train.build_parser().parse_args(args)).args.per_device_batch_size == 1
+
+
+def test_no_space_while_saving_a_state_names_the_path_and_keeps_the_earlier_state(full, tmp_path, monkeypatch,
+                                                                                  capsys):
+    import errno
+
+    from transformers import Trainer
+
+    root, blocks, out_full = full
+    out, state = tmp_path / "out", tmp_path / "state"
+    orig = Trainer._save_optimizer_and_scheduler
+
+    def full_disk(self, output_dir):
+        if Path(output_dir).name == "checkpoint-4":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return orig(self, output_dir)
+
+    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", full_disk)
+    assert train.main(_args(blocks, out, state)) == train.EXIT_NO_SPACE
+    err = capsys.readouterr().err
+    assert "no space left on device" in err and str(state / "checkpoint-4") in err
+    assert str(state / "checkpoint-2") in err  # the state that stays valid is named
+    assert not out.exists() and not (state / "checkpoint-4").exists()  # the half-written save is removed
+    cfg = read_manifest(out_full)["config_hash"]
+    assert [s for s, _ in train.valid_states(state, cfg)] == [2]
+    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", orig)
+    assert train.main(_args(blocks, out, state)) == 0
+    events = [r for r in read_log(state / "logs") if r["event"] == "resume_state"]
+    assert [e["step"] for e in events] == [2]
+    assert _max_diff(out_full, out) <= 1e-6
+
+
+def test_no_space_while_writing_the_budget_keeps_the_final_state(full, tmp_path, monkeypatch, capsys):
+    import errno
+
+    root, blocks, _ = full
+    out, state = tmp_path / "step-2", tmp_path / "state"
+
+    def full_disk(directory, manifest):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(train, "write_manifest", full_disk)
+    assert train.main(_args(blocks, out, state, until=2)) == train.EXIT_NO_SPACE
+    err = capsys.readouterr().err
+    assert "no space left on device" in err and str(out) in err
+    assert not out.exists() and not list(tmp_path.glob("step-2.tmp-*"))
+    monkeypatch.undo()
+    assert train.main(_args(blocks, out, state, until=2)) == 0
+    assert _train_events(state).count("train_begin") == 1  # exported again, not retrained

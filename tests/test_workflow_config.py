@@ -162,5 +162,6 @@ def test_results_dir_that_is_a_file_is_a_config_error(smoke, tmp_path):
     # the same through Snakemake: the key, not a NotADirectoryError traceback
     out = dry_run(REPO / "configs/smoke.yaml", "--config", f"results_dir={blocker}")
     assert out.returncode != 0
-    assert "results_dir:" in out.stderr and "existing file" in out.stderr
-    assert "NotADirectoryError" not in out.stderr and "Traceback" not in out.stderr
+    text = out.stdout + out.stderr
+    assert "results_dir:" in text and "existing file" in text
+    assert "NotADirectoryError" not in text and "Traceback" not in text

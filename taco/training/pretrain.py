@@ -23,8 +23,22 @@ Outputs
 the same segment resumes from the newest valid state there (a state is valid once its
 ``taco_state.json`` marker exists and its config hash matches). On SIGTERM (SLURM time limit,
 preemption) the segment finishes the current optimizer step, saves a state and exits with status
-143, so a retry continues from there. After the budget checkpoint is written the scratch
-checkpoints are removed.
+143, so a retry continues from there. A state also records the parent budget's weights
+(``model_sha256`` of its manifest): states that continue another parent (one retrained since) are
+ignored.
+
+After the budget checkpoint is written the intermediate scratch checkpoints are removed, but the
+final state (step ``--until``) is kept: the budget's files are hard links of it (no extra space on
+one file system, a copy otherwise), and the manifest names it (``retained_state``). If Snakemake is
+killed (``kill -9``) while the trainer runs on and finishes, the next ``snakemake`` (profile:
+``rerun-incomplete``) deletes the budget as incomplete and reruns this command: it finds the final
+state of exactly this segment (same config hash, step and parent manifest) and exports it again,
+without training (event ``reexport`` in ``logs/train_log.jsonl``). The next segment, which starts
+only once this budget is accepted, removes the retained state of its parent.
+
+Exit status: 0 done; 2 bad input (before any work); 3 non-finite loss; 4 no space left on device
+while saving (the path is named, the half-written save removed, earlier states stay valid); 143
+interrupted by SIGTERM with a state saved.
 
 Exactness on resume: the data order comes from the Trainer's seedable sampler (seed + epoch) and
 its data-position skip; the MLM masking of each batch draws from a generator seeded by
@@ -35,6 +49,7 @@ sampling use the global RNG, which the Trainer restores at the step where the st
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import re
@@ -56,6 +71,7 @@ from taco.manifest import (
     sha256_tree,
     write_manifest,
 )
+from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 
 KIND = "pretrain"
 TRAINER_STATE_DIR = "trainer_state"
@@ -67,9 +83,8 @@ _TRAINER_FILE_RE = re.compile(r"^(rng_state(_\d+)?\.pth|optimizer.*\.(pt|bin)|sc
 _CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
 EXIT_INTERRUPTED = 143  # 128 + SIGTERM: state saved, rerun to continue
 EXIT_NONFINITE = 3
+EXIT_NO_SPACE = 4  # no space left on device while saving a state or the budget; earlier states stay valid
 
-DEFAULT_MAX_STEPS = {"tiny": 1000, "small": 250_000, "base": 500_000}
-DEFAULT_WARMUP = {"tiny": 10, "small": 2_500, "base": 10_000}
 
 
 class UsageError(ValueError):
@@ -86,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
         "budget checkpoint --output atomically. Resumable: rerun the same command after a kill.",
     )
     p.add_argument("--blocks", required=True, help="packed blocks directory (taco pack output)")
-    p.add_argument("--objective", required=True, help="mlm, taco, taco_concentrated, taco_unmasked, mlm_tp")
-    p.add_argument("--size", required=True, choices=("tiny", "small", "base"), help="model size preset")
+    p.add_argument("--objective", required=True, help="pre-training objective: " + ", ".join(OBJECTIVES))
+    p.add_argument("--size", required=True, choices=PRESETS, help="model size preset")
     p.add_argument("--size-name", default=None, help="size label recorded in the manifest (default: --size)")
     p.add_argument("--max-steps", type=int, default=None,
                    help="steps of the FULL run (defines the LR schedule); default 250k small, 500k base")
@@ -148,6 +163,9 @@ class Plan:
     hash_inputs: dict[str, Any]
     blocks_manifest_sha256: str | None
     parent_manifest: dict[str, Any] | None = None
+    #: identity of the parent's weights (its manifest's model_sha256; None from scratch): the states of
+    #: this segment continue exactly that parent
+    parent_lineage: str | None = None
     parent_manifest_sha256: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -174,26 +192,61 @@ def _resolve_precision(precision: str, device: str) -> str:
     return precision
 
 
-def make_plan(args: argparse.Namespace) -> Plan:
-    """Validate every input and decide the segment; raises UsageError/FileNotFoundError/FileExistsError."""
+@dataclass(frozen=True)
+class _Schedule:
+    max_steps: int
+    warmup_steps: int
+    until: int
+
+
+@dataclass(frozen=True)
+class _BlocksInfo:
+    seq_len: int
+    vocab_size: int
+    fraction: float
+    manifest_sha256: str | None
+    tree_sha256: str  # the blocks' identity in the config hash (manifest hash, else the file tree's)
+
+
+@dataclass(frozen=True)
+class _Parent:
+    resume_from: Path | None = None
+    start_step: int = 0
+    manifest: dict[str, Any] | None = None
+    manifest_sha256: str | None = None
+
+
+def _check_schedule(args: argparse.Namespace) -> _Schedule:
+    """Step 1: objective, schedule and batch settings (no file is read)."""
     from taco.model.objectives import get_objective
 
     try:
-        get_objective(args.objective)
+        objective = get_objective(args.objective)
     except ValueError as exc:
         raise UsageError(f"--objective: {exc}") from None
     size = args.size
-    max_steps = args.max_steps if args.max_steps is not None else DEFAULT_MAX_STEPS[size]
-    warmup = args.warmup_steps if args.warmup_steps is not None else DEFAULT_WARMUP[size]
+    max_steps = args.max_steps if args.max_steps is not None else PRETRAIN_SCHEDULE[size]["max_steps"]
+    warmup = args.warmup_steps if args.warmup_steps is not None else PRETRAIN_SCHEDULE[size]["warmup_steps"]
     until = args.until if args.until is not None else max_steps
     for name, value, minimum in (("--max-steps", max_steps, 1), ("--warmup-steps", warmup, 0),
                                  ("--until", until, 1), ("--per-device-batch-size", args.per_device_batch_size, 1),
                                  ("--grad-accum", args.grad_accum, 1), ("--logging-steps", args.logging_steps, 1),
                                  ("--save-every", args.save_every, 0), ("--keep-states", args.keep_states, 1)):
         if value < minimum:
+    if objective.uses_tc and args.per_device_batch_size < 2:
+        raise UsageError(f"--per-device-batch-size {args.per_device_batch_size}: objective {args.objective!r} "
+                         "uses the TC loss, whose negatives come from the other sequences of the device batch; "
+                         "it needs >= 2 sequences per device batch")
             raise UsageError(f"{name} must be >= {minimum}, got {value}")
     if until > max_steps:
+    if args.tc_window < 3 or args.tc_window % 2 == 0:
+        raise UsageError(f"--tc-window must be odd and >= 3, got {args.tc_window}")
+    return _Schedule(max_steps, warmup, until)
         raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
+
+def _inspect_blocks(args: argparse.Namespace) -> _BlocksInfo:
+    """Step 2: the packed blocks (a datasets folder with a tokenizer): sequence length, vocabulary,
+    one global batch at least, data fraction."""
 
     blocks = Path(args.blocks)
     if not blocks.is_dir():
@@ -236,70 +289,107 @@ def make_plan(args: argparse.Namespace) -> Plan:
         raise UsageError(f"--fraction {args.fraction} disagrees with the blocks manifest ({fraction_manifest})")
     fraction = args.fraction if args.fraction is not None else (fraction_manifest if fraction_manifest is not None
                                                                   else 1.0)
-    precision = _resolve_precision(args.precision, args.device)
+    return _BlocksInfo(seq_len, vocab_size, fraction, blocks_manifest_sha,
+                       blocks_manifest_sha or sha256_tree(blocks))
 
-    objective_params = dict(
+
+def _objective_params(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(
         tc_weight=args.tc_weight, tc_temperature=args.tc_temperature, tc_window=args.tc_window,
         tc_num_negatives=args.tc_negatives, tp_weight=args.tp_weight, mlm_probability=args.mlm_probability,
     )
-    if args.tc_window < 3 or args.tc_window % 2 == 0:
-        raise UsageError(f"--tc-window must be odd and >= 3, got {args.tc_window}")
-    # everything that changes the weights of the full run (not --until, paths, logging, saving)
-    hash_inputs = {
-        "objective": args.objective, "size": size, "objective_params": objective_params,
-        "vocab_size": vocab_size, "seq_len": seq_len, "max_steps": max_steps, "warmup_steps": warmup,
-        "lr": args.lr, "weight_decay": args.weight_decay, "max_grad_norm": args.max_grad_norm,
-        "per_device_batch_size": args.per_device_batch_size, "grad_accum": args.grad_accum,
-        "world_size": world, "seed": args.seed, "precision": precision,
-        "blocks": blocks_manifest_sha or sha256_tree(blocks),
-        "scheduler": "linear", "optimizer": "adamw_torch",
+
+
+def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, precision: str) -> dict[str, Any]:
+    """Step 3: everything that changes the weights of the full run (not --until, paths, logging, saving)."""
+    return {
+        "objective": args.objective, "size": args.size, "objective_params": _objective_params(args),
+        "vocab_size": info.vocab_size, "seq_len": info.seq_len, "max_steps": sched.max_steps,
+        "warmup_steps": sched.warmup_steps, "lr": args.lr, "weight_decay": args.weight_decay,
+        "max_grad_norm": args.max_grad_norm, "per_device_batch_size": args.per_device_batch_size,
+        "grad_accum": args.grad_accum, "world_size": int(os.environ.get("WORLD_SIZE", "1")), "seed": args.seed,
+        "precision": precision, "blocks": info.tree_sha256, "scheduler": "linear", "optimizer": "adamw_torch",
     }
-    config_hash = sha256_json(hash_inputs)
+
+def _check_output(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Step 4: the budget checkpoint must not exist yet; the state folder lies outside it."""
 
     output = Path(args.output)
     if output.exists():
         raise FileExistsError(f"--output {output} exists; a finished budget checkpoint is never modified")
     state_dir = Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
     if state_dir.resolve() == output.resolve() or output.resolve() in state_dir.resolve().parents:
+    return output, state_dir
+
+
+def _check_parent(args: argparse.Namespace, until: int, config_hash: str,
+                  hash_inputs: dict[str, Any]) -> _Parent:
+    """Step 5: the previous budget checkpoint (``--resume-from``) continues this very run."""
+    if not args.resume_from:
+        return _Parent()
+    resume_from = Path(args.resume_from)
+    if not resume_from.is_dir():
+        raise FileNotFoundError(f"--resume-from {resume_from}: no such checkpoint directory")
+    parent_manifest = read_manifest(resume_from)  # FileNotFoundError names the directory
+    parent_sha = sha256_file(resume_from / MANIFEST_NAME)
+    if parent_manifest.get("kind") != KIND or "step" not in parent_manifest:
+        raise UsageError(f"--resume-from {resume_from}: not a `taco pretrain` budget checkpoint")
+    if not (resume_from / TRAINER_STATE_DIR / "trainer_state.json").is_file():
+        raise FileNotFoundError(f"--resume-from {resume_from}: no {TRAINER_STATE_DIR}/trainer_state.json "
+                                "(incomplete checkpoint)")
+    start_step = int(parent_manifest["step"])
+    if until <= start_step:
+        raise UsageError(f"budgets must increase: --until {until} <= step {start_step} of --resume-from "
+                         f"{resume_from}")
+    if parent_manifest.get("config_hash") != config_hash:
+        diff = {k: (parent_manifest.get("hash_inputs", {}).get(k), v) for k, v in hash_inputs.items()
+                if parent_manifest.get("hash_inputs", {}).get(k) != v}
+        raise UsageError(f"--resume-from {resume_from} was trained with different settings (config hash "
+                         f"differs; checkpoint vs now: {diff}); a segment must continue the same run")
+    return _Parent(resume_from, start_step, parent_manifest, parent_sha)
+
         raise UsageError("--state-dir must be outside --output")
 
-    resume_from, start_step, parent_manifest, parent_sha = None, 0, None, None
-    if args.resume_from:
-        resume_from = Path(args.resume_from)
-        if not resume_from.is_dir():
-            raise FileNotFoundError(f"--resume-from {resume_from}: no such checkpoint directory")
-        parent_manifest = read_manifest(resume_from)  # FileNotFoundError names the directory
-        parent_sha = sha256_file(resume_from / MANIFEST_NAME)
-        if parent_manifest.get("kind") != KIND or "step" not in parent_manifest:
-            raise UsageError(f"--resume-from {resume_from}: not a `taco pretrain` budget checkpoint")
-        if not (resume_from / TRAINER_STATE_DIR / "trainer_state.json").is_file():
-            raise FileNotFoundError(f"--resume-from {resume_from}: no {TRAINER_STATE_DIR}/trainer_state.json "
-                                    "(incomplete checkpoint)")
-        start_step = int(parent_manifest["step"])
-        if until <= start_step:
-            raise UsageError(f"budgets must increase: --until {until} <= step {start_step} of --resume-from "
-                             f"{resume_from}")
-        if parent_manifest.get("config_hash") != config_hash:
-            diff = {k: (parent_manifest.get("hash_inputs", {}).get(k), v) for k, v in hash_inputs.items()
-                    if parent_manifest.get("hash_inputs", {}).get(k) != v}
-            raise UsageError(f"--resume-from {resume_from} was trained with different settings (config hash "
-                             f"differs; checkpoint vs now: {diff}); a segment must continue the same run")
+def make_plan(args: argparse.Namespace) -> Plan:
+    """Validate every input and decide the segment, in five named steps, before any side effect.
+    Raises UsageError (bad setting), FileNotFoundError (missing input) or FileExistsError (the
+    budget checkpoint exists); the CLI turns each into exit status 2.
+    """
+    sched = _check_schedule(args)
+    info = _inspect_blocks(args)
+    precision = _resolve_precision(args.precision, args.device)
+    hash_inputs = _hash_inputs(args, sched, info, precision)
+    config_hash = sha256_json(hash_inputs)
+    output, state_dir = _check_output(args)
+    parent = _check_parent(args, sched.until, config_hash, hash_inputs)
 
     return Plan(
-        args=args, blocks=blocks, output=output, state_dir=state_dir, resume_from=resume_from,
-        start_step=start_step, until=until, max_steps=max_steps, warmup_steps=warmup, precision=precision,
-        fraction=fraction, size_name=args.size_name or size, seq_len=seq_len, vocab_size=vocab_size,
-        objective_params=objective_params, config_hash=config_hash, hash_inputs=hash_inputs,
-        blocks_manifest_sha256=blocks_manifest_sha, parent_manifest=parent_manifest,
-        parent_manifest_sha256=parent_sha,
+        args=args, blocks=Path(args.blocks), output=output, state_dir=state_dir, resume_from=parent.resume_from,
+        start_step=parent.start_step, until=sched.until, max_steps=sched.max_steps,
+        warmup_steps=sched.warmup_steps, precision=precision, fraction=info.fraction,
+        size_name=args.size_name or args.size, seq_len=info.seq_len, vocab_size=info.vocab_size,
+        objective_params=_objective_params(args), config_hash=config_hash, hash_inputs=hash_inputs,
+        blocks_manifest_sha256=info.manifest_sha256, parent_manifest=parent.manifest,
+        parent_manifest_sha256=parent.manifest_sha256,
+        parent_lineage=((parent.manifest or {}).get("model_sha256") or parent.manifest_sha256)
+        if parent.resume_from else None,
     )
 
 
 # ------------------------------------------------------------------------------------------------
 # scratch states
 # ------------------------------------------------------------------------------------------------
-def valid_states(state_dir: Path, config_hash: str) -> list[tuple[int, Path]]:
-    """``(step, path)`` of the complete states in ``state_dir`` of this run, ascending by step."""
+_ANY = object()
+
+
+def valid_states(state_dir: Path, config_hash: str, parent_lineage: Any = _ANY) -> list[tuple[int, Path]]:
+    """``(step, path)`` of the complete states in ``state_dir`` of this run, ascending by step.
+
+    A state is complete once its ``taco_state.json`` marker exists (written after the Trainer's
+    save) with this ``config_hash`` and its own step. Given ``parent_lineage`` (``Plan.parent_lineage``:
+    the ``model_sha256`` of the ``--resume-from`` budget, None for a segment from scratch), only
+    states that continue that very parent count: a parent retrained since makes them stale.
+    """
     out = []
     if not state_dir.is_dir():
         return out
@@ -313,6 +403,8 @@ def valid_states(state_dir: Path, config_hash: str) -> list[tuple[int, Path]]:
         except (OSError, ValueError):
             continue  # written by a killed save: ignore
         if info.get("config_hash") != config_hash or int(info.get("step", -1)) != int(m.group(1)):
+        if parent_lineage is not _ANY and info.get("parent_lineage") != parent_lineage:
+            continue
             continue
         if not (p / "trainer_state.json").is_file() or not any(p.glob("model*.safetensors")):
             continue
@@ -320,14 +412,16 @@ def valid_states(state_dir: Path, config_hash: str) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def _write_marker(ckpt: Path, step: int, config_hash: str, wall_time_s: float, source: str) -> None:
+def _write_marker(ckpt: Path, step: int, config_hash: str, wall_time_s: float, source: str,
+                  parent_lineage: str | None = None) -> None:
     tmp = ckpt / (STATE_MARKER + ".tmp")
     tmp.write_text(json.dumps({"step": step, "config_hash": config_hash, "segment_wall_time_s": wall_time_s,
-                               "source": source}, indent=2))
+                               "source": source, "parent_lineage": parent_lineage}, indent=2))
     os.replace(tmp, ckpt / STATE_MARKER)
 
 
-def _stage_budget(budget: Path, state_dir: Path, step: int, config_hash: str) -> Path:
+def _stage_budget(budget: Path, state_dir: Path, step: int, config_hash: str,
+                  parent_lineage: str | None = None) -> Path:
     """Copy a budget checkpoint into ``state_dir/checkpoint-<step>`` in the Trainer's layout."""
     target = state_dir / f"checkpoint-{step}"
     if target.exists():
@@ -342,7 +436,7 @@ def _stage_budget(budget: Path, state_dir: Path, step: int, config_hash: str) ->
     for f in (budget / TRAINER_STATE_DIR).iterdir():
         if f.is_file():
             shutil.copy2(f, tmp / f.name)
-    _write_marker(tmp, step, config_hash, 0.0, f"budget:{budget}")
+    _write_marker(tmp, step, config_hash, 0.0, f"budget:{budget}", parent_lineage)
     os.replace(tmp, target)
     return target
 
@@ -445,7 +539,7 @@ def _make_trainer_classes():
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if state.is_world_process_zero and ckpt.is_dir():
                 _write_marker(ckpt, state.global_step, self.plan.config_hash,
-                              self.wall_before + time.time() - self.t0, "trainer")
+                              self.wall_before + time.time() - self.t0, "trainer", self.plan.parent_lineage)
             if state.global_step >= self.plan.until or self.stop_requested:
                 control.should_training_stop = True
                 self.stopped_by_signal = self.stop_requested and state.global_step < self.plan.until
@@ -510,17 +604,24 @@ def run(plan: Plan) -> int:
     runlog._is_world_zero = rank == 0
 
     # where to start: newest valid scratch state of this run past the resume point, else the budget
-    states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash) if plan.start_step < s <= plan.until]
+    states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage)
+              if plan.start_step < s <= plan.until]
     resume_ckpt: Path | None = None
     wall_before = 0.0
     if states:
         step, resume_ckpt = states[-1]
         wall_before = float(json.loads((resume_ckpt / STATE_MARKER).read_text()).get("segment_wall_time_s", 0.0))
         runlog.write_event({"event": "resume_state", "step": step, "path": str(resume_ckpt)})
-        print(f"taco pretrain: resuming from intermediate state {resume_ckpt} (step {step})", file=sys.stderr)
+        if step == plan.until:
+            runlog.write_event({"event": "reexport", "step": step, "path": str(resume_ckpt)})
+            print(f"taco pretrain: the final state of this segment is in {resume_ckpt} (step {step}, same "
+                  "settings and parent): exporting it again, no training", file=sys.stderr)
+        else:
+            print(f"taco pretrain: resuming from intermediate state {resume_ckpt} (step {step})", file=sys.stderr)
     elif plan.resume_from is not None:
         if rank == 0:
-            resume_ckpt = _stage_budget(plan.resume_from, state_dir, plan.start_step, plan.config_hash)
+            resume_ckpt = _stage_budget(plan.resume_from, state_dir, plan.start_step, plan.config_hash,
+                                        plan.parent_lineage)
             runlog.write_event({"event": "resume_budget", "step": plan.start_step, "path": str(plan.resume_from)})
         else:  # torchrun: rank 0 stages the budget; the others wait for its marker
             resume_ckpt = state_dir / f"checkpoint-{plan.start_step}"
@@ -585,17 +686,48 @@ def run(plan: Plan) -> int:
 
     if rank != 0:  # rank 0 writes the budget checkpoint
         return 0
-    final = [(s, p) for s, p in valid_states(state_dir, plan.config_hash) if s == plan.until]
+    final = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage)
+             if s == plan.until]
     if not final:
         raise RuntimeError(f"no complete state at step {plan.until} in {state_dir}")
-    export_budget(plan, final[-1][1], t0, wall_before)
-    # the budget is the new resume point: drop the scratch checkpoints (keep logs/)
-    for _, p in valid_states(state_dir, plan.config_hash):
-        shutil.rmtree(p, ignore_errors=True)
+    final_ckpt = final[-1][1]
+    export_budget(plan, final_ckpt, t0, wall_before)
+    # the budget is the new resume point: drop the intermediate scratch checkpoints (keep logs/) but
+    # keep the final one (hard links of the budget's files, no extra space): if Snakemake is killed
+    # now and deletes the budget as incomplete, the next run exports it again instead of training
     for p in state_dir.glob("checkpoint-*"):
-        shutil.rmtree(p, ignore_errors=True)
+        if p != final_ckpt:
+            shutil.rmtree(p, ignore_errors=True)
+    _drop_retained_parent_state(plan)
     print(f"taco pretrain: wrote {plan.output} (step {plan.until})", file=sys.stderr)
     return 0
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    """Hard-link ``src`` to ``dest`` (same file system), else copy it."""
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+
+
+def _drop_retained_parent_state(plan: Plan) -> None:
+    """Remove the final state the parent segment kept (``retained_state`` in its manifest).
+
+    This segment was scheduled only after the parent budget had been accepted as finished, so its
+    retained state is no longer needed. Only a folder whose marker names the parent's step and this
+    run's config hash is removed.
+    """
+    retained = (plan.parent_manifest or {}).get("retained_state")
+    if not retained:
+        return
+    path = Path(retained)
+    try:
+        info = json.loads((path / STATE_MARKER).read_text())
+    except (OSError, ValueError):
+        return
+    if info.get("config_hash") == plan.config_hash and int(info.get("step", -1)) == plan.start_step:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None:
@@ -612,7 +744,7 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
             if not f.is_file() or f.name == STATE_MARKER:
                 continue
             dest = tmp / TRAINER_STATE_DIR / f.name if _TRAINER_FILE_RE.match(f.name) else tmp / f.name
-            shutil.copy2(f, dest)
+            _link_or_copy(f, dest)
         log = plan.state_dir / "logs" / "train_log.jsonl"
         if log.is_file():
             shutil.copy2(log, tmp / "train_log.jsonl")
@@ -646,6 +778,7 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
 
 
 def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
+            retained_state=str(ckpt.resolve()),
     """Exclusive lock on the segment's state folder, so two trainers never share one.
 
     A second ``taco pretrain`` of the same segment (e.g. a rerun while an orphan of a killed
@@ -684,7 +817,30 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, FileNotFoundError, FileExistsError) as exc:
         print(f"taco pretrain: error: {exc}", file=sys.stderr)
         return 2
-    return run(plan)
+    try:
+        return run(plan)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        return _report_no_space(plan, exc)
+
+
+def _report_no_space(plan: Plan, exc: OSError) -> int:
+    """A save ran out of disk space (ENOSPC): remove what it left half-written, name the path, keep
+    the earlier states (their markers were written after complete saves, so they stay valid)."""
+    partial = [p for p in sorted(plan.state_dir.glob("checkpoint-*")) + sorted(plan.state_dir.glob(".staging-*"))
+               if p.is_dir() and not (p / STATE_MARKER).is_file()]
+    where = exc.filename or (partial[-1] if partial else plan.output)
+    if int(os.environ.get("RANK", "0")) == 0:
+        for p in partial:
+            shutil.rmtree(p, ignore_errors=True)
+    kept = valid_states(plan.state_dir, plan.config_hash, plan.parent_lineage)
+    resume = (f"the newest complete state, {kept[-1][1]} (step {kept[-1][0]}), stays valid" if kept else
+              f"no complete state of this segment yet; a rerun starts from "
+              f"{plan.resume_from or 'scratch'}")
+    print(f"taco pretrain: error: no space left on device (ENOSPC) while saving {where}; the incomplete save "
+          f"was removed; {resume}. Free space and rerun the same command.", file=sys.stderr)
+    return EXIT_NO_SPACE
 
 
 if __name__ == "__main__":  # pragma: no cover
