@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import platform
 import shutil
@@ -108,13 +109,49 @@ def build_manifest(kind: str, parameters: Mapping[str, Any], inputs: Mapping[str
     }
 
 
+def finite_or_null(obj: Any) -> Any:
+    """``obj`` with every NaN/inf float (also numpy/torch 0-d scalars) replaced by ``None``.
+
+    Strict JSON has no NaN; an undefined number (e.g. the Pearson correlation of constant
+    predictions) is written as ``null``. Dicts, lists and tuples are converted recursively.
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {k: finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_null(v) for v in obj]
+    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
+        return finite_or_null(obj.item())
+    return obj
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary sibling and a rename (never half-written).
+
+    The parent folder is created. An OSError (e.g. ENOSPC) leaves any earlier file at ``path``
+    intact and removes the temporary file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, sort_keys: bool = False) -> Path:
+    """Write ``obj`` as indented strict JSON (NaN/inf -> null, other objects via ``str``) atomically."""
+    text = json.dumps(finite_or_null(obj), indent=2, sort_keys=sort_keys, default=str, allow_nan=False)
+    return atomic_write_text(path, text + "\n")
+
+
 def write_manifest(directory: str | os.PathLike, manifest: Mapping[str, Any]) -> Path:
     """Write ``manifest.json`` into ``directory`` (atomically: temp file then rename)."""
-    path = Path(directory) / MANIFEST_NAME
-    tmp = path.with_suffix(f".json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
-    return path
+    return atomic_write_json(Path(directory) / MANIFEST_NAME, manifest, sort_keys=True)
 
 
 def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:

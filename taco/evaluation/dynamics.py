@@ -567,24 +567,11 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     return record
 
 
-def _finite_or_none(obj):
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite_or_none(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite_or_none(v) for v in obj]
-    return obj
-
-
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
-    """Write ``obj`` as JSON to ``path`` via a temp file and ``os.replace`` (NaN -> null)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(_finite_or_none(obj), indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
+    """Write ``obj`` as JSON to ``path`` atomically, NaN -> null (``taco.manifest.atomic_write_json``)."""
+    from taco.manifest import atomic_write_json
+
+    return atomic_write_json(path, obj)
 
 
 def build_parser() -> argparse.ArgumentParser:

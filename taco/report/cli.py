@@ -19,15 +19,20 @@ from typing import Any
 
 import pandas as pd
 
+from taco.manifest import atomic_write_text  # noqa: F401  (re-exported for the report commands)
 from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary sibling and a rename (never half-written)."""
-    path = Path(path)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+def report_parser(name: str, description: str,
+                  add_arguments: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``taco <name>``: ``--aggregate-dir --analysis --output-dir`` plus ``add_arguments``."""
+    ap = argparse.ArgumentParser(prog=f"taco {name}", description=description)
+    ap.add_argument("--aggregate-dir", default="results/aggregate", help="output folder of `taco aggregate`")
+    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
+    ap.add_argument("--output-dir", default="results")
+    if add_arguments is not None:
+        add_arguments(ap)
+    return ap
 
 
 def report_main(
@@ -44,13 +49,7 @@ def report_main(
     from taco.manifest import build_manifest, sha256_file
     from taco.report.stats import AGGREGATE_FILES, read_aggregate
 
-    ap = argparse.ArgumentParser(prog=f"taco {name}", description=description)
-    ap.add_argument("--aggregate-dir", default="results/aggregate", help="output folder of `taco aggregate`")
-    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
-    ap.add_argument("--output-dir", default="results")
-    if add_arguments is not None:
-        add_arguments(ap)
-    args = ap.parse_args(argv)
+    args = report_parser(name, description, add_arguments).parse_args(argv)
     t0 = time.time()
     try:
         cfg = load_analysis(args.analysis)
