@@ -87,8 +87,7 @@ EXIT_NO_SPACE = 4  # no space left on device while saving a state or the budget;
 
 
 
-class UsageError(ValueError):
-    """Bad input found before any work starts (the CLI exits 2)."""
+from taco.errors import UsageError  # noqa: E402,F401  (one definition, re-exported)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -163,10 +162,10 @@ class Plan:
     hash_inputs: dict[str, Any]
     blocks_manifest_sha256: str | None
     parent_manifest: dict[str, Any] | None = None
+    parent_manifest_sha256: str | None = None
     #: identity of the parent's weights (its manifest's model_sha256; None from scratch): the states of
     #: this segment continue exactly that parent
     parent_lineage: str | None = None
-    parent_manifest_sha256: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -233,21 +232,21 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
                                  ("--grad-accum", args.grad_accum, 1), ("--logging-steps", args.logging_steps, 1),
                                  ("--save-every", args.save_every, 0), ("--keep-states", args.keep_states, 1)):
         if value < minimum:
+            raise UsageError(f"{name} must be >= {minimum}, got {value}")
     if objective.uses_tc and args.per_device_batch_size < 2:
         raise UsageError(f"--per-device-batch-size {args.per_device_batch_size}: objective {args.objective!r} "
                          "uses the TC loss, whose negatives come from the other sequences of the device batch; "
                          "it needs >= 2 sequences per device batch")
-            raise UsageError(f"{name} must be >= {minimum}, got {value}")
     if until > max_steps:
+        raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
     if args.tc_window < 3 or args.tc_window % 2 == 0:
         raise UsageError(f"--tc-window must be odd and >= 3, got {args.tc_window}")
     return _Schedule(max_steps, warmup, until)
-        raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
+
 
 def _inspect_blocks(args: argparse.Namespace) -> _BlocksInfo:
     """Step 2: the packed blocks (a datasets folder with a tokenizer): sequence length, vocabulary,
     one global batch at least, data fraction."""
-
     blocks = Path(args.blocks)
     if not blocks.is_dir():
         raise FileNotFoundError(f"--blocks {blocks}: no such directory")
@@ -311,14 +310,15 @@ def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, 
         "precision": precision, "blocks": info.tree_sha256, "scheduler": "linear", "optimizer": "adamw_torch",
     }
 
+
 def _check_output(args: argparse.Namespace) -> tuple[Path, Path]:
     """Step 4: the budget checkpoint must not exist yet; the state folder lies outside it."""
-
     output = Path(args.output)
     if output.exists():
         raise FileExistsError(f"--output {output} exists; a finished budget checkpoint is never modified")
     state_dir = Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
     if state_dir.resolve() == output.resolve() or output.resolve() in state_dir.resolve().parents:
+        raise UsageError("--state-dir must be outside --output")
     return output, state_dir
 
 
@@ -348,10 +348,10 @@ def _check_parent(args: argparse.Namespace, until: int, config_hash: str,
                          f"differs; checkpoint vs now: {diff}); a segment must continue the same run")
     return _Parent(resume_from, start_step, parent_manifest, parent_sha)
 
-        raise UsageError("--state-dir must be outside --output")
 
 def make_plan(args: argparse.Namespace) -> Plan:
     """Validate every input and decide the segment, in five named steps, before any side effect.
+
     Raises UsageError (bad setting), FileNotFoundError (missing input) or FileExistsError (the
     budget checkpoint exists); the CLI turns each into exit status 2.
     """
@@ -362,7 +362,6 @@ def make_plan(args: argparse.Namespace) -> Plan:
     config_hash = sha256_json(hash_inputs)
     output, state_dir = _check_output(args)
     parent = _check_parent(args, sched.until, config_hash, hash_inputs)
-
     return Plan(
         args=args, blocks=Path(args.blocks), output=output, state_dir=state_dir, resume_from=parent.resume_from,
         start_step=parent.start_step, until=sched.until, max_steps=sched.max_steps,
@@ -403,8 +402,8 @@ def valid_states(state_dir: Path, config_hash: str, parent_lineage: Any = _ANY) 
         except (OSError, ValueError):
             continue  # written by a killed save: ignore
         if info.get("config_hash") != config_hash or int(info.get("step", -1)) != int(m.group(1)):
-        if parent_lineage is not _ANY and info.get("parent_lineage") != parent_lineage:
             continue
+        if parent_lineage is not _ANY and info.get("parent_lineage") != parent_lineage:
             continue
         if not (p / "trainer_state.json").is_file() or not any(p.glob("model*.safetensors")):
             continue
@@ -772,13 +771,13 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
             global_batch_size=a.per_device_batch_size * a.grad_accum * world,
             wall_time_s=round(seg_wall, 3),
             total_wall_time_s=round(parent_total + seg_wall, 3),
+            retained_state=str(ckpt.resolve()),
             model_sha256=sha256_file(tmp / "model.safetensors") if (tmp / "model.safetensors").is_file() else None,
         )
         write_manifest(tmp, manifest)
 
 
 def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
-            retained_state=str(ckpt.resolve()),
     """Exclusive lock on the segment's state folder, so two trainers never share one.
 
     A second ``taco pretrain`` of the same segment (e.g. a rerun while an orphan of a killed
