@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tokenizer": ("taco.data.tokenizer", "build or train the WordPiece tokenizer (save_pretrained dir)"),
     "pack": ("taco.data.packing", "tokenize and pack documents into [CLS] ... [SEP] blocks"),
     "pretrain": ("taco.training.pretrain", "pre-train one segment up to a budget (resumable)"),
+    "init": ("taco.training.control", "write the no-pre-training control (random init, step 0)"),
     "finetune": ("taco.evaluation.finetune", "fine-tune one checkpoint on one GLUE task with one seed"),
     "dynamics": ("taco.evaluation.dynamics", "representation similarity dynamics of one checkpoint"),
     "dynamics-figures": ("taco.report.dynamics_figures", "figures 2 and 6 from dynamics.json files"),

@@ -590,7 +590,7 @@ def run(plan: Plan) -> int:
 
     from taco.model.collator import TacoCollator
     from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.training.runlog import NonFiniteLossError, RunLogCallback
+    from taco.training.runlog import NonFiniteLossError, ProgressCallback, RunLogCallback
 
     t0 = time.time()
     a = plan.args
@@ -660,7 +660,8 @@ def run(plan: Plan) -> int:
             runlog.tokens_per_step = tokens_per_step
             trainer = PretrainTrainer(
                 model=model, args=targs, train_dataset=train, data_collator=collator,
-                processing_class=tokenizer, callbacks=[control_cb, runlog], tokens_per_step=tokens_per_step,
+                processing_class=tokenizer, tokens_per_step=tokens_per_step,
+                callbacks=[control_cb, runlog, ProgressCallback(f"pretrain {a.objective}", plan.until)],
             )
             try:
                 trainer.train(resume_from_checkpoint=str(resume_ckpt) if resume_ckpt else None)
@@ -753,9 +754,15 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
         inputs = {"blocks": str(plan.blocks), "blocks_manifest_sha256": plan.blocks_manifest_sha256}
         if plan.resume_from is not None:
             inputs["parent_manifest_sha256"] = plan.parent_manifest_sha256
+        from taco.training.validation import validate_checkpoint
+
+        # held-out MLM loss/accuracy (and TC loss) with the fixed validation masks -> eval.json
+        validation = validate_checkpoint(tmp, plan.blocks, plan.until, mlm_probability=a.mlm_probability,
+                                         device=a.device)
         manifest = build_manifest(
             KIND, parameters, inputs,
             step=plan.until,
+            validation=validation,
             tokens_seen=plan.until * tokens_per_step,
             objective=a.objective,
             objective_params=plan.objective_params,

@@ -171,6 +171,79 @@ class RunLogCallback(TrainerCallback):
             self._writer = None
 
 
+def format_duration(seconds: float) -> str:
+    """``3725.0`` -> ``"1h02m"``, ``125`` -> ``"2m05s"``, ``9.4`` -> ``"9s"`` (``"?"`` if not finite)."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "?"
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+class ProgressCallback(TrainerCallback):
+    """One human-readable progress line per Trainer log event, on stderr (the job's log file).
+
+    ``<label>: step 120/800 (15%) | loss 7.1234 (mlm 7.1, tc 0.51) | 14.8 examples/s | elapsed 2m10s,
+    left ~11m20s``. Examples per second and the time left come from the wall time since the previous
+    line (so they reflect the current load, data loading included); the time left is
+    ``(target - step) x seconds per step``, ``target`` being ``target_step`` (a segment's budget) or
+    the Trainer's ``max_steps``. At most one line per ``min_interval_s`` seconds (the first and the
+    last log events are always printed). Nothing is printed on processes other than world rank 0.
+    """
+
+    def __init__(self, label: str, target_step: int | None = None, min_interval_s: float = 10.0, stream=None):
+        self.label = label
+        self.target_step = target_step
+        self.min_interval_s = float(min_interval_s)
+        self.stream = stream
+        self._t0: float | None = None
+        self._last_t: float | None = None
+        self._last_step = 0
+        self._last_print: float | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._t0 = self._last_t = time.perf_counter()
+        self._last_step = state.global_step
+
+    def line(self, step: int, target: int, logs: dict[str, Any], examples_per_step: int, now: float) -> str:
+        """The progress line for ``step`` of ``target`` (also used by tests)."""
+        dt = now - (self._last_t if self._last_t is not None else now)
+        dsteps = step - self._last_step
+        sec_per_step = dt / dsteps if dsteps > 0 else math.nan
+        parts = [f"{self.label}: step {step}/{target} ({100.0 * step / max(target, 1):.0f}%)"]
+        if "loss" in logs:
+            comps = ", ".join(f"{k[:-5]} {float(logs[k]):.4g}" for k in ("mlm_loss", "tc_loss", "tp_loss")
+                              if k in logs and logs[k] is not None)
+            parts.append(f"loss {float(logs['loss']):.4f}" + (f" ({comps})" if comps else ""))
+        if "eval_loss" in logs:
+            parts.append(f"eval loss {float(logs['eval_loss']):.4f}")
+        if math.isfinite(sec_per_step) and sec_per_step > 0:
+            parts.append(f"{examples_per_step / sec_per_step:.1f} examples/s")
+        elapsed = now - (self._t0 if self._t0 is not None else now)
+        left = (target - step) * sec_per_step if math.isfinite(sec_per_step) else math.nan
+        parts.append(f"elapsed {format_duration(elapsed)}, left ~{format_duration(left)}")
+        return " | ".join(parts)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        import sys
+
+        if not state.is_world_process_zero or not logs:
+            return
+        now = time.perf_counter()
+        target = int(self.target_step or state.max_steps or 0)
+        final = state.global_step >= target
+        if (self._last_print is not None and not final and now - self._last_print < self.min_interval_s):
+            return
+        examples_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+        print(self.line(state.global_step, target, dict(logs), examples_per_step, now),
+              file=self.stream or sys.stderr, flush=True)
+        self._last_print = self._last_t = now
+        self._last_step = state.global_step
+
+
 def _jsonable(obj: Any) -> Any:
     try:
         return float(obj)

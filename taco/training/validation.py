@@ -1,0 +1,150 @@
+"""Held-out losses of a pre-training checkpoint on the validation blocks (``eval.json``).
+
+Every budget checkpoint written by ``taco pretrain`` (and the no-pre-training control written by
+``taco init``) carries ``eval.json`` and a ``validation`` entry in its manifest:
+
+- ``mlm_loss``: mean cross-entropy (nats) over every MLM-selected position of the validation blocks
+  (token-weighted, i.e. the sum over blocks divided by the number of selected positions);
+- ``mlm_accuracy``: share of those positions whose arg-max prediction is the original token
+  (0-1; ties broken by ``torch.argmax``);
+- ``tc_loss``: for objectives with a TC term (``taco``, ``taco_concentrated``, ``taco_unmasked``), the
+  mean over evaluation batches of the InfoNCE TC loss (Eq. 2 of the paper, as
+  :func:`taco.model.losses.tc_loss` computes it in training); ``None`` otherwise.
+
+The masks are the same for every variant and every budget: the 80/10/10 corruption of batch ``i``
+draws from ``torch.Generator().manual_seed(mask_seed + i)``, independent of the training seed and
+of what ran before, and the TC positives/negatives draw from a generator seeded with
+``mask_seed + 1_000_003 + i``. Dropout is off (``model.eval()``). So two checkpoints evaluated on
+the same blocks directory with the same ``mask_seed`` see identical inputs and targets, and their
+numbers compare directly. Source of the corruption: :func:`taco.model.objectives.mask_tokens`
+(BERT's 80/10/10 rule, as ``transformers.DataCollatorForLanguageModeling``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+EVAL_NAME = "eval.json"
+#: generator seed of the validation masks (a constant, so every checkpoint sees the same masks)
+MASK_SEED = 20240601
+VALIDATION_SPLIT = "validation"
+
+
+def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_probability: float = 0.15,
+                        batch_size: int = 16, mask_seed: int = MASK_SEED,
+                        max_blocks: int | None = None) -> dict[str, Any]:
+    """MLM loss and accuracy (and TC loss for TC objectives) of ``model`` on the validation blocks.
+
+    Args:
+        model: a :class:`taco.model.modeling.TacoForPreTraining` (any device; evaluated in place, left
+            in eval mode).
+        blocks: a ``taco pack`` output with a ``validation`` split (LongTensor rows of length L).
+        tokenizer: the blocks' tokenizer (mask / pad / special ids).
+        mlm_probability: selection probability of the masks (paper: 0.15).
+        batch_size: evaluation batch size (does not change the masks of a block only if unchanged:
+            keep it fixed to compare checkpoints; recorded in the result).
+        mask_seed: seed of the mask and TC-sampling generators (recorded).
+        max_blocks: evaluate only the first N validation blocks (None: all).
+
+    Returns a JSON-serialisable dict: ``mlm_loss`` (nats), ``mlm_accuracy`` (0-1), ``tc_loss`` (nats
+    or None), ``n_blocks``, ``n_masked_tokens``, ``seq_len``, ``batch_size``, ``mask_seed``,
+    ``mlm_probability``, ``objective``.
+
+    Raises ValueError if the blocks have no non-empty ``validation`` split (``taco pack
+    --validation-blocks 0``), naming the directory.
+    """
+    import torch
+    import torch.nn.functional as F
+    from datasets import load_from_disk
+
+    from taco.model.collator import TacoCollator
+
+    blocks = Path(blocks)
+    ds = load_from_disk(str(blocks))
+    if VALIDATION_SPLIT not in ds or len(ds[VALIDATION_SPLIT]) == 0:
+        raise ValueError(f"{blocks}: no non-empty '{VALIDATION_SPLIT}' split to evaluate on "
+                         "(pack with --validation-blocks N > 0)")
+    val = ds[VALIDATION_SPLIT].select_columns(["input_ids"])
+    if max_blocks is not None:
+        val = val.select(range(min(max_blocks, len(val))))
+    rows = [list(r) for r in val["input_ids"]]
+    collator = TacoCollator(tokenizer, mlm_probability=mlm_probability)
+    device = next(model.parameters()).device
+    uses_tc = bool(model.objective.uses_tc)
+    was_training = model.training
+    model.eval()
+    ce_sum, n_sel, n_correct = 0.0, 0, 0
+    tc_values: list[float] = []
+    with torch.no_grad():
+        for i, start in enumerate(range(0, len(rows), batch_size)):
+            collator.generator = torch.Generator().manual_seed(mask_seed + i)
+            batch = collator([{"input_ids": r} for r in rows[start:start + batch_size]])
+            batch = {k: v.to(device) for k, v in batch.items()}
+            tc_gen = None
+            if uses_tc:
+                tc_gen = torch.Generator(device=device).manual_seed(mask_seed + 1_000_003 + i)
+            out = model(**batch, output_hidden_states=True, generator=tc_gen)
+            selected = batch["labels"] != -100  # (B, L)
+            logits = model.cls(out.hidden_states[-1][selected]).float()  # (P, V)
+            targets = batch["labels"][selected]  # (P,)
+            ce_sum += float(F.cross_entropy(logits, targets, reduction="sum"))
+            n_correct += int((logits.argmax(-1) == targets).sum())
+            n_sel += int(selected.sum())
+            if uses_tc and out.tc_loss is not None:
+                tc_values.append(float(out.tc_loss))
+    if was_training:
+        model.train()
+    return {
+        "mlm_loss": ce_sum / n_sel if n_sel else math.nan,
+        "mlm_accuracy": n_correct / n_sel if n_sel else math.nan,
+        "tc_loss": (sum(tc_values) / len(tc_values)) if tc_values else None,
+        "n_blocks": len(rows),
+        "n_masked_tokens": n_sel,
+        "seq_len": len(rows[0]) if rows else 0,
+        "batch_size": batch_size,
+        "mask_seed": mask_seed,
+        "mlm_probability": mlm_probability,
+        "objective": model.objective.name,
+    }
+
+
+def evaluate_checkpoint_dir(checkpoint: str | Path, blocks: str | Path, *, mlm_probability: float = 0.15,
+                            device: str = "cpu", **kwargs: Any) -> dict[str, Any]:
+    """Load a pre-training checkpoint directory (weights + tokenizer) and evaluate it (see above)."""
+    from transformers import AutoTokenizer
+
+    from taco.model.modeling import TacoForPreTraining
+
+    checkpoint = Path(checkpoint)
+    model = TacoForPreTraining.from_pretrained(str(checkpoint)).to(device)
+    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
+    return evaluate_validation(model, blocks, tokenizer, mlm_probability=mlm_probability, **kwargs)
+
+
+def write_eval(checkpoint: str | Path, result: dict[str, Any], step: int) -> Path:
+    """Write ``eval.json`` (``result`` plus ``step``) into ``checkpoint``; returns its path."""
+    path = Path(checkpoint) / EVAL_NAME
+    path.write_text(json.dumps({"step": int(step), **result}, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def validate_checkpoint(checkpoint: str | Path, blocks: str | Path, step: int, *, mlm_probability: float = 0.15,
+                        device: str = "auto") -> dict[str, Any]:
+    """Evaluate the checkpoint directory on ``blocks``' validation split and write its ``eval.json``.
+
+    ``device``: ``auto`` (CUDA when visible, else CPU) or ``cpu``. Returns the result (see
+    :func:`evaluate_validation`), or ``{"skipped": reason}`` without writing a file when the blocks
+    have no validation split, so a checkpoint of such blocks is still written.
+    """
+    import torch
+
+    dev = "cuda" if device == "auto" and torch.cuda.is_available() else "cpu"
+    try:
+        result = evaluate_checkpoint_dir(checkpoint, blocks, mlm_probability=mlm_probability, device=dev)
+    except ValueError as exc:
+        return {"skipped": str(exc)}
+    write_eval(checkpoint, result, step)
+    return {"step": int(step), **result}
