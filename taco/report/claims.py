@@ -82,7 +82,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sst
 
-from taco.report.cli import atomic_write_text, report_main
+from taco.report.cli import atomic_write_text, report_main, report_parser
 from taco.report.analysis_config import AnalysisConfig
 from taco.report.stats import (
     average_keys,
@@ -695,6 +695,11 @@ def _write_claims(agg, cfg, args) -> list[Path]:
     for r in df[df["level"] == "claim"].itertuples():
         print(f"{r.claim_id}: {r.verdict}")
     return [out / "claims.csv", out / "claims.md"]
+
+
+def build_parser():
+    """The command line of ``taco claims``."""
+    return report_parser("claims", __doc__.split("\n")[0])
 
 
 def main(argv: list[str] | None = None) -> int:

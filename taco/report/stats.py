@@ -576,16 +576,21 @@ def read_input_list(path: str | Path) -> list[str]:
     return [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``taco aggregate``: metrics.json files -> per_seed.csv, cells.csv, glue_average.csv."""
-    from taco.manifest import atomic_directory, build_manifest, sha256_file, write_manifest
-
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``taco aggregate``."""
     ap = argparse.ArgumentParser(prog="taco aggregate", description="Aggregate fine-tuning metrics.json files: per-seed rows, per-cell statistics with bootstrap CIs, GLUE averages.")
     ap.add_argument("--inputs", nargs="*", default=[], help="metrics.json files")
     ap.add_argument("--inputs-from", help="a file listing metrics.json paths, one per line")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
     ap.add_argument("--output-dir", default="results/aggregate")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``taco aggregate``: metrics.json files -> per_seed.csv, cells.csv, glue_average.csv."""
+    from taco.manifest import atomic_directory, build_manifest, sha256_file, write_manifest
+
+    args = build_parser().parse_args(argv)
     t0 = time.time()
     try:
         cfg = load_analysis(args.analysis)

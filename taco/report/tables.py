@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from taco.registry import OBJECTIVE_LABELS, SCORE_KEY_LABELS
-from taco.report.cli import atomic_write_text, report_main
+from taco.report.cli import atomic_write_text, report_main, report_parser
 from taco.report.analysis_config import AnalysisConfig
 from taco.report.stats import (
     GLUE_AVERAGE_KEYS,
@@ -485,6 +485,11 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> lis
             atomic_write_text(p, text)
             written.append(p)
     return written
+
+
+def build_parser():
+    """The command line of ``taco tables``."""
+    return report_parser("tables", __doc__.split("\n")[0])
 
 
 def main(argv: list[str] | None = None) -> int:

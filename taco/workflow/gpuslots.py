@@ -160,7 +160,8 @@ def visible_devices(slots: list[int], parent_visible: str | None) -> str:
     return ",".join(str(i) for i in slots)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``taco gpu-slot``."""
     parser = argparse.ArgumentParser(prog="taco gpu-slot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gpus", type=int, required=True,
@@ -169,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lock-dir", default="results/.gpu-slots", help="folder for slot lock files")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for free slots")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not cmd:

@@ -3,6 +3,7 @@
 
 localrules:
     analysis_spec,
+    aggregate_inputs,
 
 
 rule analysis_spec:
@@ -16,9 +17,21 @@ rule analysis_spec:
         write_json(output[0], params.spec, log[0])
 
 
+# The metrics.json files, one per line: the paper's grid has ~3000, more than one command line holds.
+rule aggregate_inputs:
+    input:
+        finetune_targets(),
+    output:
+        f"{R}/aggregate_inputs.txt",
+    log:
+        f"{R}/logs/analysis/aggregate_inputs.log",
+    run:
+        write_lines(output[0], list(input), log[0])
+
+
 rule aggregate:
     input:
-        metrics=finetune_targets(),
+        metrics_list=f"{R}/aggregate_inputs.txt",
         spec=f"{R}/analysis.json",
     output:
         per_seed=f"{R}/aggregate/per_seed.csv",
@@ -28,24 +41,25 @@ rule aggregate:
         f"{R}/logs/analysis/aggregate.log",
     conda:
         ENVS["stats"]
+    resources:
+        launch=CMD.launch("aggregate"),
     params:
-        taco=TACO,
-        outdir=lambda w, output: os.path.dirname(output.cells),
+        args=CMD.args("aggregate"),
+        paths=CMD.paths("aggregate"),
     shell:
-        "{params.taco} aggregate --inputs {input.metrics} --analysis {input.spec} "
-        "--output-dir {params.outdir} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
 
 rule dynamics:
     input:
-        checkpoint=f"{R}/pretrain/{{size}}/{{variant}}/data-{{fraction}}/step-{{step}}",
+        checkpoint=f"{R}/pretrain/{RUN}",
         blocks=path_data("blocks", "data-1.0"),
     output:
-        f"{R}/dynamics/{{size}}/{{variant}}/data-{{fraction}}/step-{{step}}/dynamics.json",
+        f"{R}/dynamics/{RUN}/dynamics.json",
     log:
-        f"{R}/logs/dynamics/{{size}}/{{variant}}/data-{{fraction}}/step-{{step}}.log",
+        f"{R}/logs/dynamics/{RUN}.log",
     benchmark:
-        f"{R}/benchmarks/dynamics/{{size}}/{{variant}}/data-{{fraction}}/step-{{step}}.tsv"
+        f"{R}/benchmarks/dynamics/{RUN}.tsv"
     conda:
         ENVS["train"]
     threads: 2
@@ -53,12 +67,9 @@ rule dynamics:
         gpu=0,
         mem_mb=8000,
         runtime=60,
+        launch=CMD.launch("dynamics", omp=True),
     params:
-        taco=TACO,
-        num_blocks=config["dynamics"]["num_blocks"],
-        max_pairs=config["dynamics"]["max_pairs"],
-        seed=config["seed"],
+        args=CMD.args("dynamics"),
+        paths=CMD.paths("dynamics"),
     shell:
-        "OMP_NUM_THREADS={threads} {params.taco} dynamics --checkpoint {input.checkpoint} --blocks {input.blocks} "
-        "--num-blocks {params.num_blocks} --max-pairs {params.max_pairs} --seed {params.seed} "
-        "--output {output} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

@@ -7,6 +7,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 from taco.workflow import config as wc
+from taco.workflow.commands import RUN_PATH, Commands, run_path
 
 R = config["results_dir"]
 USE_CONDA = any(
@@ -14,12 +15,12 @@ USE_CONDA = any(
 )
 # With per-rule conda environments (--use-conda / --sdm conda) taco is imported from this workflow's
 # folder; otherwise from the environment that runs Snakemake (where `pip install -e .` put it).
-PY = (
-    f"PYTHONPATH={workflow.basedir}${{PYTHONPATH:+:$PYTHONPATH}} python"
-    if USE_CONDA
-    else sys.executable
+PYTHON = (
+    ["env", f"PYTHONPATH={workflow.basedir}", "python"] if USE_CONDA else [sys.executable]
 )
-TACO = f"{PY} -m taco"
+# Every rule's command line (taco.workflow.commands): params.args hold what changes a result,
+# resources.launch/settings what does not, params.paths the job's files.
+CMD = Commands(config, python=PYTHON)
 ENVS = {name: f"../../envs/{name}.yaml" for name in ("data", "train", "stats")}
 
 
@@ -73,8 +74,12 @@ def path_data(*parts):
     return os.path.join(R, "data", *parts)
 
 
+# the path of one budget checkpoint of one run, below pretrain/, finetune/, dynamics/, logs/, ...
+RUN = RUN_PATH
+
+
 def ckpt_dir(size, variant, fraction, step):
-    return f"{R}/pretrain/{size}/{variant}/data-{fraction}/step-{step}"
+    return f"{R}/pretrain/{run_path(size, variant, fraction, step)}"
 
 
 def size_cfg(size):
@@ -87,15 +92,6 @@ def parent_checkpoint(wildcards):
     if prev is None:
         return []
     return ckpt_dir(wildcards.size, wildcards.variant, wildcards.fraction, prev)
-
-
-def gpu_launch(num_gpus, nproc=1):
-    """Command prefix giving the job its own GPU slot(s) (CUDA_VISIBLE_DEVICES) on a local box."""
-    if not GPUS or not num_gpus:
-        return ""
-    return (
-        f"{TACO} gpu-slot --gpus {GPUS} --need {num_gpus} --lock-dir {R}/.gpu-slots -- "
-    )
 
 
 def pretrain_targets():
@@ -112,10 +108,8 @@ def finetune_targets():
         for step in wc.finetune_budgets(config, r.size, r.fraction):
             for task in TASKS:
                 for seed in config["finetune"]["seeds"]:
-                    run_dir = f"{r.size}/{r.variant}/data-{r.fraction_str}/step-{step}"
-                    out.append(
-                        f"{R}/finetune/{run_dir}/{task}/seed-{seed}/metrics.json"
-                    )
+                    run = run_path(r.size, r.variant, r.fraction_str, step)
+                    out.append(f"{R}/finetune/{run}/{task}/seed-{seed}/metrics.json")
     return out
 
 
@@ -123,7 +117,7 @@ def dynamics_targets():
     if not config["dynamics"]["enabled"]:
         return []
     return [
-        f"{R}/dynamics/{r.size}/{r.variant}/data-{r.fraction_str}/step-{s}/dynamics.json"
+        f"{R}/dynamics/{run_path(r.size, r.variant, r.fraction_str, s)}/dynamics.json"
         for r in RUNS
         if r.variant in config["dynamics"]["variants"] and r.fraction == 1.0
         for s in wc.budgets(config, r.size)
@@ -144,86 +138,17 @@ def all_targets():
     return out
 
 
-# ---- command-line arguments of the taco commands, from the config ----
-
-
-def corpus_args():
-    c = config["corpus"]
-    if c["source"] == "synthetic":
-        return f"--source synthetic --num-documents {c['num_documents']} --seed {config['seed']}"
-    if c["source"] == "local":
-        paths = " ".join(wc.substitute_root(p, config) for p in c["paths"])
-        args = f"--source local --paths {paths} --split-by {c['split_by']} --unk-policy {c['unk_policy']}"
-        return args + (" --wikitext-detokenize" if c["wikitext_detokenize"] else "")
-    specs = " ".join(
-        f"{d['name']}:{d.get('config') or ''}:{d.get('split', 'train')}"
-        for d in c["hub_datasets"]
-    )
-    return f"--source hub --hub-datasets {specs}"
-
-
-def tokenizer_args():
-    t = config["tokenizer"]
-    args = f"--kind {t['kind']}" + (
-        " --lowercase" if t["lowercase"] else " --no-lowercase"
-    )
-    if t["kind"] == "vocab":
-        return args + f" --vocab-file {wc.substitute_root(t['vocab_file'], config)}"
-    if t["kind"] == "hub":
-        return args + f" --hub-id {t['hub_id']}"
-    return args + f" --vocab-size {t['vocab_size']}"
-
-
-def pretrain_args(wildcards):
-    s = size_cfg(wildcards.size)
-    pre = config["pretrain"]
-    tc = pre["tc"]
-    return (
-        f"--size {s['preset']} --size-name {wildcards.size} --objective {wildcards.variant} "
-        f"--max-steps {s['max_steps']} --warmup-steps {s['warmup_steps']} "
-        f"--per-device-batch-size {s['per_device_batch_size']} --grad-accum {s['grad_accum']} "
-        f"--lr {s['learning_rate']} --weight-decay {s['weight_decay']} "
-        f"--mlm-probability {pre['mlm_probability']} --tc-weight {tc['weight']} "
-        f"--tc-temperature {tc['temperature']} --tc-window {tc['window']} --tc-negatives {tc['negatives']} "
-        f"--save-every {s['save_every']} --precision {s['precision']} "
-        f"--logging-steps {pre['logging_steps']} --seed {config['seed']}"
-    )
-
-
-def pretrain_launcher(wildcards):
-    n = size_cfg(wildcards.size)["num_gpus"]
-    prefix = gpu_launch(n)
-    if (
-        n > 1
-    ):  # several GPUs in one job (local slots or a SLURM allocation): one process per GPU
-        return (
-            prefix
-            + f"{PY} -m torch.distributed.run --standalone --nproc_per_node {n} -m taco"
-        )
-    return prefix + TACO
-
-
-def finetune_args(wildcards):
-    ft = config["finetune"]
-    hp = wc.finetune_hyperparameters(config, wildcards.size)
-    g = config["glue"]
-    args = (
-        f"--glue-source {g['source']} --max-length {ft['max_length']} --batch-size {ft['batch_size']} "
-        f"--lr {hp['learning_rate']} --epochs {hp['epochs']} --warmup-steps {ft['warmup_steps']} "
-        f"--report-rule {ft['report_rule']}"
-    )
-    if g["source"] == "local":
-        args += f" --glue-dir {wc.substitute_root(g['data_dir'], config)}"
-    if ft["max_train_samples"]:
-        args += f" --max-train-samples {ft['max_train_samples']}"
-    if ft["max_eval_samples"]:
-        args += f" --max-eval-samples {ft['max_eval_samples']}"
-    return args
-
-
 def write_json(path, obj, log):
     """Write ``obj`` as JSON to ``path`` (used by local bookkeeping rules)."""
     with open(path, "w") as fh:
         json.dump(obj, fh, indent=2, sort_keys=True)
     with open(log, "w") as fh:
         fh.write(f"wrote {path}\n")
+
+
+def write_lines(path, lines, log):
+    """Write one path per line to ``path`` (the input list of `taco aggregate --inputs-from`)."""
+    with open(path, "w") as fh:
+        fh.writelines(f"{line}\n" for line in lines)
+    with open(log, "w") as fh:
+        fh.write(f"wrote {path} ({len(lines)} lines)\n")

@@ -1,4 +1,4 @@
-# corpus -> tokenizer -> packed blocks (one per data fraction)
+# corpus -> tokenizer -> packed blocks (one per data fraction). Command lines: taco.workflow.commands.
 
 
 rule corpus:
@@ -10,11 +10,13 @@ rule corpus:
         f"{R}/benchmarks/data/corpus.tsv"
     conda:
         ENVS["data"]
+    resources:
+        launch=CMD.launch("corpus"),
     params:
-        taco=TACO,
-        args=corpus_args(),
+        args=CMD.args("corpus"),
+        paths=CMD.paths("corpus"),
     shell:
-        "{params.taco} corpus {params.args} --output {output} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
 
 rule tokenizer:
@@ -26,11 +28,13 @@ rule tokenizer:
         f"{R}/logs/data/tokenizer.log",
     conda:
         ENVS["data"]
+    resources:
+        launch=CMD.launch("tokenizer"),
     params:
-        taco=TACO,
-        args=tokenizer_args(),
+        args=CMD.args("tokenizer"),
+        paths=CMD.paths("tokenizer"),
     shell:
-        "{params.taco} tokenizer --corpus {input.corpus} {params.args} --output {output} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
 
 rule pack:
@@ -45,12 +49,10 @@ rule pack:
         f"{R}/benchmarks/data/pack-data-{{fraction}}.tsv"
     conda:
         ENVS["data"]
+    resources:
+        launch=CMD.launch("pack"),
     params:
-        taco=TACO,
-        max_len=config["max_seq_length"],
-        val=config["validation_blocks"],
-        seed=config["seed"],
+        args=CMD.args("pack"),
+        paths=CMD.paths("pack"),
     shell:
-        "{params.taco} pack --corpus {input.corpus} --tokenizer {input.tokenizer} "
-        "--max-seq-length {params.max_len} --fraction {wildcards.fraction} --seed {params.seed} "
-        "--validation-blocks {params.val} --output {output} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

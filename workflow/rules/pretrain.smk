@@ -1,6 +1,8 @@
 # One pre-training segment per budget, chained: step-B resumes from step-A (the previous budget).
 # Resumable state lives in {R}/.state/ (not a declared output), so Snakemake's cleanup of a killed
 # job cannot delete it, and a rerun resumes from the newest state there.
+# params hold what changes the weights; logging, state saving, threads, memory, time and GPU slots
+# are resources, so changing them re-runs nothing (taco.workflow.commands).
 
 
 rule pretrain:
@@ -8,11 +10,11 @@ rule pretrain:
         blocks=path_data("blocks", "data-{fraction}"),
         parent=parent_checkpoint,
     output:
-        directory(f"{R}/pretrain/{{size}}/{{variant}}/data-{{fraction}}/step-{{step}}"),
+        directory(f"{R}/pretrain/{RUN}"),
     log:
-        f"{R}/logs/pretrain/{{size}}/{{variant}}/data-{{fraction}}/step-{{step}}.log",
+        f"{R}/logs/pretrain/{RUN}.log",
     benchmark:
-        f"{R}/benchmarks/pretrain/{{size}}/{{variant}}/data-{{fraction}}/step-{{step}}.tsv"
+        f"{R}/benchmarks/pretrain/{RUN}.tsv"
     conda:
         ENVS["train"]
     threads: lambda w: size_cfg(w.size)["threads"]
@@ -20,12 +22,10 @@ rule pretrain:
         gpu=lambda w: size_cfg(w.size)["num_gpus"] if GPUS else 0,
         mem_mb=lambda w: size_cfg(w.size)["mem_mb"],
         runtime=lambda w: size_cfg(w.size)["runtime"],
+        launch=CMD.launch("pretrain", omp=True),
+        settings=CMD.settings("pretrain"),
     params:
-        args=pretrain_args,
-        launcher=pretrain_launcher,
-        resume=lambda w, input: f"--resume-from {input.parent}" if input.parent else "",
-        state=f"{R}/.state/pretrain/{{size}}/{{variant}}/data-{{fraction}}/step-{{step}}",
+        args=CMD.args("pretrain"),
+        paths=CMD.paths("pretrain"),
     shell:
-        "OMP_NUM_THREADS={threads} {params.launcher} pretrain --blocks {input.blocks} {params.args} "
-        "--until {wildcards.step} {params.resume} --state-dir {params.state} --output {output} "
-        ">> {log} 2>&1"
+        "{resources.launch} {params.args} {resources.settings} {params.paths} >> {log:q} 2>&1"

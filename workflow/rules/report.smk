@@ -22,12 +22,13 @@ rule tables:
         f"{R}/logs/report/tables.log",
     conda:
         ENVS["stats"]
+    resources:
+        launch=CMD.launch("tables"),
     params:
-        taco=TACO,
-        aggdir=lambda w, input: os.path.dirname(input.cells),
-        outdir=lambda w, output: os.path.dirname(output[0]),
+        args=CMD.args("tables"),
+        paths=CMD.paths("tables"),
     shell:
-        "{params.taco} tables --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {params.outdir} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
 
 rule figures:
@@ -43,12 +44,13 @@ rule figures:
         f"{R}/logs/report/figures.log",
     conda:
         ENVS["stats"]
+    resources:
+        launch=CMD.launch("figures"),
     params:
-        taco=TACO,
-        aggdir=lambda w, input: os.path.dirname(input.cells),
-        outdir=lambda w, output: os.path.dirname(output[0]),
+        args=CMD.args("figures"),
+        paths=CMD.paths("figures"),
     shell:
-        "{params.taco} figures --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {params.outdir} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
 
 rule claims:
@@ -61,12 +63,13 @@ rule claims:
         f"{R}/logs/report/claims.log",
     conda:
         ENVS["stats"]
+    resources:
+        launch=CMD.launch("claims"),
     params:
-        taco=TACO,
-        aggdir=lambda w, input: os.path.dirname(input.cells),
-        outdir=lambda w, output: os.path.dirname(output[0]),
+        args=CMD.args("claims"),
+        paths=CMD.paths("claims"),
     shell:
-        "{params.taco} claims --aggregate-dir {params.aggdir} --analysis {input.spec} --output-dir {params.outdir} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
 
 rule dynamics_figures:
@@ -86,8 +89,10 @@ rule dynamics_figures:
         f"{R}/logs/report/dynamics_figures.log",
     conda:
         ENVS["stats"]
+    resources:
+        launch=CMD.launch("dynamics_figures"),
     params:
-        taco=TACO,
-        outdir=lambda w, output: os.path.dirname(output[0]),
+        args=CMD.args("dynamics_figures"),
+        paths=CMD.paths("dynamics_figures"),
     shell:
-        "{params.taco} dynamics-figures --inputs {input} --output-dir {params.outdir} > {log} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

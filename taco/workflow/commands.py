@@ -1,0 +1,286 @@
+"""Every rule's command line, built in one place from the validated config and the job's wildcards.
+
+The ``.smk`` rules never format command-line options themselves: each rule's shell is
+
+    {resources.launch} {params.args} [{resources.settings}] {params.paths} > {log} 2>&1
+
+and every part comes from :class:`Commands`, as a list of strings quoted with :func:`shlex.join`
+only at the very end (a value with a space or a quote stays one argument). The parts differ in
+what Snakemake does when they change:
+
+``args`` (``params.args``)
+    What changes the result: the module that runs (``-m taco pretrain``, or
+    ``-m torch.distributed.run --nproc_per_node N -m taco pretrain``) and the config values it
+    takes. Params are one of Snakemake's rerun triggers, so a finished job is redone when one of
+    these changes ("Params have changed").
+``settings`` (``resources.settings``)
+    Options of the command that change no result (``--logging-steps``, ``--save-every``).
+    Resources are no rerun trigger: changing them re-runs nothing.
+``launch`` (``resources.launch``)
+    How and where the job runs, none of which changes a result: ``OMP_NUM_THREADS`` (the rule's
+    threads), the GPU-slot wrapper of a local GPU box (config ``gpus``, ``*.num_gpus`` of jobs that
+    run one process), and the Python interpreter (this environment's, or the rule's conda
+    environment's with this checkout on ``PYTHONPATH``).
+``paths`` (``params.paths``)
+    The job's input and output paths. A param function of ``input``/``output``: Snakemake follows
+    files through its own input and output triggers and does not compare these as params.
+
+Settings that change no result and therefore stay out of ``params`` (tested by
+``tests/test_rerun.py``): ``pretrain.logging_steps``, ``pretrain.sizes.<size>.{save_every, threads,
+mem_mb, runtime}``, ``finetune.{threads, mem_mb, runtime, num_gpus, seeds_per_job}``, ``gpus`` and the
+interpreter. ``pretrain.sizes.<size>.num_gpus`` is result-changing: it sets the number of processes
+and so the global batch (``per_device_batch_size x grad_accum x num_gpus``).
+
+A Hub dataset without a config (``config: null``) is passed as the token ``none`` to
+``--hub-config`` (an empty shell word would vanish); ``taco corpus`` reads ``none`` as no config.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from taco.workflow import config as wc
+
+#: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
+#: ``logs/...`` and ``benchmarks/...`` (Snakemake wildcards).
+RUN_PATH = "{size}/{variant}/data-{fraction}/step-{step}"
+#: ``--hub-config`` value of a Hub dataset without a config (``config: null``).
+NO_HUB_CONFIG = "none"
+
+
+def run_path(size: str, variant: str, fraction: str, step: int | str) -> str:
+    """``RUN_PATH`` filled in: ``small/taco/data-1.0/step-10000``."""
+    return RUN_PATH.format(size=size, variant=variant, fraction=fraction, step=step)
+
+
+def _s(value: Any) -> str:
+    """A config value as one command-line word (floats keep their exact repr)."""
+    return str(value)
+
+
+def _files(value: Any) -> list[str]:
+    """Snakemake's input/output (a path, a list of paths, or a named list) as a list of str."""
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    return [os.fspath(v) for v in value]
+
+
+class Commands:
+    """The command of every rule for one validated config (see the module docstring).
+
+    Args:
+        config: the validated config (schema defaults filled in).
+        python: the interpreter, as a list of words (default: this one). With per-rule conda
+            environments: ``["env", "PYTHONPATH=<checkout>", "python"]``.
+    """
+
+    def __init__(self, config: dict[str, Any], python: Sequence[str] | None = None):
+        self.config = config
+        self.python = list(python) if python is not None else [sys.executable]
+        self.results = config["results_dir"]
+
+    # ------------------------------------------------------------------ Snakemake adaptors
+    def args(self, rule: str) -> Callable[..., str]:
+        """``params.args`` of ``rule``: a function of the wildcards."""
+        build = getattr(self, f"{rule}_args")
+        return lambda wildcards: shlex.join(build(wildcards))
+
+    def paths(self, rule: str) -> Callable[..., str]:
+        """``params.paths`` of ``rule``: a function of the wildcards, input and output."""
+        build = getattr(self, f"{rule}_paths")
+        return lambda wildcards, input, output: shlex.join(build(wildcards, input, output))
+
+    def launch(self, rule: str, omp: bool = False) -> Callable[..., str]:
+        """``resources.launch`` of ``rule``: a function of the wildcards and threads."""
+        return lambda wildcards, threads: shlex.join(self.launch_words(rule, wildcards, threads if omp else None))
+
+    def settings(self, rule: str) -> Callable[..., str]:
+        """``resources.settings`` of ``rule``: a function of the wildcards."""
+        build = getattr(self, f"{rule}_settings")
+        return lambda wildcards: shlex.join(build(wildcards))
+
+    def argv(self, rule: str, wildcards: Any, input: Any, output: Any, threads: int | None = None) -> list[str]:
+        """The whole command of one job as a list (what the shell runs, before the log redirect)."""
+        settings = getattr(self, f"{rule}_settings", lambda w: [])
+        return [*self.launch_words(rule, wildcards, threads), *getattr(self, f"{rule}_args")(wildcards),
+                *settings(wildcards), *getattr(self, f"{rule}_paths")(wildcards, input, output)]
+
+    # ------------------------------------------------------------------ launch
+    def devices(self, rule: str, wildcards: Any) -> int:
+        """GPUs one job of ``rule`` takes from the local GPU slots (0: none, or no ``gpus`` set)."""
+        if not self.config["gpus"]:
+            return 0
+        if rule == "pretrain":
+            return int(self.config["pretrain"]["sizes"][wildcards.size]["num_gpus"])
+        if rule == "finetune":
+            return int(self.config["finetune"]["num_gpus"])
+        return 0
+
+    def launch_words(self, rule: str, wildcards: Any, threads: int | None = None) -> list[str]:
+        """``OMP_NUM_THREADS=<threads>`` (when given), the GPU-slot wrapper, the interpreter."""
+        words = [f"OMP_NUM_THREADS={int(threads)}"] if threads is not None else []
+        need = self.devices(rule, wildcards)
+        if need:
+            words += [*self.python, "-m", "taco", "gpu-slot", "--gpus", _s(self.config["gpus"]),
+                      "--need", _s(need), "--lock-dir", f"{self.results}/.gpu-slots", "--"]
+        return words + self.python
+
+    @staticmethod
+    def _taco(command: str) -> list[str]:
+        return ["-m", "taco", command]
+
+    # ------------------------------------------------------------------ data
+    def corpus_args(self, wildcards: Any = None) -> list[str]:
+        c = self.config["corpus"]
+        args = self._taco("corpus") + ["--source", c["source"]]
+        if c["source"] == "synthetic":
+            return args + ["--num-documents", _s(c["num_documents"]), "--seed", _s(self.config["seed"])]
+        if c["source"] == "local":
+            args += ["--paths", *(wc.substitute_root(p, self.config) for p in c["paths"]),
+                     "--split-by", c["split_by"], "--unk-policy", c["unk_policy"]]
+            return args + (["--wikitext-detokenize"] if c["wikitext_detokenize"] else [])
+        specs = c["hub_datasets"]
+        return args + [
+            "--hub-dataset", *(d["name"] for d in specs),
+            "--hub-config", *(d.get("config") or NO_HUB_CONFIG for d in specs),
+            "--hub-split", *(d.get("split", "train") for d in specs),
+        ]
+
+    def corpus_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--output", _files(output)[0]]
+
+    def tokenizer_args(self, wildcards: Any = None) -> list[str]:
+        t = self.config["tokenizer"]
+        args = self._taco("tokenizer") + ["--kind", t["kind"], "--lowercase" if t["lowercase"] else "--no-lowercase"]
+        if t["kind"] == "vocab":
+            return args + ["--vocab-file", wc.substitute_root(t["vocab_file"], self.config)]
+        if t["kind"] == "hub":
+            return args + ["--hub-id", t["hub_id"]]
+        return args + ["--vocab-size", _s(t["vocab_size"])]
+
+    def tokenizer_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--corpus", input.corpus, "--output", _files(output)[0]]
+
+    def pack_args(self, wildcards: Any) -> list[str]:
+        c = self.config
+        return self._taco("pack") + [
+            "--max-seq-length", _s(c["max_seq_length"]), "--fraction", wildcards.fraction,
+            "--seed", _s(c["seed"]), "--validation-blocks", _s(c["validation_blocks"])]
+
+    def pack_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--corpus", input.corpus, "--tokenizer", input.tokenizer, "--output", _files(output)[0]]
+
+    # ------------------------------------------------------------------ pre-training
+    def pretrain_args(self, wildcards: Any) -> list[str]:
+        s = self.config["pretrain"]["sizes"][wildcards.size]
+        pre = self.config["pretrain"]
+        tc = pre["tc"]
+        n = int(s["num_gpus"])
+        # several GPUs in one job (local slots or a SLURM allocation): one process per GPU
+        module = (["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", _s(n)] if n > 1 else [])
+        return module + self._taco("pretrain") + [
+            "--size", s["preset"], "--size-name", wildcards.size, "--objective", wildcards.variant,
+            "--max-steps", _s(s["max_steps"]), "--warmup-steps", _s(s["warmup_steps"]),
+            "--per-device-batch-size", _s(s["per_device_batch_size"]), "--grad-accum", _s(s["grad_accum"]),
+            "--lr", _s(s["learning_rate"]), "--weight-decay", _s(s["weight_decay"]),
+            "--mlm-probability", _s(pre["mlm_probability"]), "--tc-weight", _s(tc["weight"]),
+            "--tc-temperature", _s(tc["temperature"]), "--tc-window", _s(tc["window"]),
+            "--tc-negatives", _s(tc["negatives"]), "--precision", s["precision"],
+            "--seed", _s(self.config["seed"]), "--until", wildcards.step]
+
+    def pretrain_settings(self, wildcards: Any) -> list[str]:
+        s = self.config["pretrain"]["sizes"][wildcards.size]
+        return ["--save-every", _s(s["save_every"]), "--logging-steps", _s(self.config["pretrain"]["logging_steps"])]
+
+    def state_dir(self, wildcards: Any) -> str:
+        """Resumable scratch state of a segment: outside the declared outputs (``.state/``)."""
+        return f"{self.results}/.state/pretrain/" + run_path(
+            wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step)
+
+    def pretrain_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        parent = _files(input.parent) if input.parent else []
+        return (["--blocks", input.blocks] + (["--resume-from", parent[0]] if parent else [])
+                + ["--state-dir", self.state_dir(wildcards), "--output", _files(output)[0]])
+
+    # ------------------------------------------------------------------ fine-tuning
+    def finetune_args(self, wildcards: Any) -> list[str]:
+        ft = self.config["finetune"]
+        g = self.config["glue"]
+        hp = wc.finetune_hyperparameters(self.config, wildcards.size)
+        args = self._taco("finetune") + [
+            "--task", wildcards.task, "--glue-source", g["source"]]
+        if g["source"] == "local":
+            args += ["--glue-dir", wc.substitute_root(g["data_dir"], self.config)]
+        args += ["--max-length", _s(ft["max_length"]), "--batch-size", _s(ft["batch_size"]),
+                 "--lr", _s(hp["learning_rate"]), "--epochs", _s(hp["epochs"]),
+                 "--warmup-steps", _s(ft["warmup_steps"]), "--report-rule", ft["report_rule"]]
+        if ft["max_train_samples"]:
+            args += ["--max-train-samples", _s(ft["max_train_samples"])]
+        if ft["max_eval_samples"]:
+            args += ["--max-eval-samples", _s(ft["max_eval_samples"])]
+        return args
+
+    def finetune_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        """One seed per job (``seed`` wildcard), or every seed of the config in one job (``{seed}``
+        in ``--output``); the seeds belong to the paths, so the two forms share their params."""
+        metrics = _files(output.metrics)
+        if "seed" in wildcards.keys():
+            seeds, out = [wildcards.seed], os.path.dirname(metrics[0])
+        else:
+            seeds = [_s(s) for s in self.config["finetune"]["seeds"]]
+            out = os.path.join(os.path.dirname(os.path.dirname(metrics[0])), "seed-{seed}")
+        return ["--checkpoint", input.checkpoint, "--seed", *seeds, "--output", out]
+
+    # ------------------------------------------------------------------ analysis and report
+    def dynamics_args(self, wildcards: Any) -> list[str]:
+        d = self.config["dynamics"]
+        return self._taco("dynamics") + [
+            "--num-blocks", _s(d["num_blocks"]), "--max-pairs", _s(d["max_pairs"]),
+            "--seed", _s(self.config["seed"])]
+
+    def dynamics_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--checkpoint", input.checkpoint, "--blocks", input.blocks, "--output", _files(output)[0]]
+
+    def aggregate_args(self, wildcards: Any = None) -> list[str]:
+        return self._taco("aggregate")
+
+    def aggregate_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        # a file listing the metrics.json paths: the paper's grid has ~3000 of them, more than one
+        # shell command line may hold (the kernel's 128 KiB limit per argument of `bash -c`)
+        return ["--inputs-from", input.metrics_list, "--analysis", input.spec,
+                "--output-dir", os.path.dirname(output.cells)]
+
+    def _report_args(self, command: str) -> list[str]:
+        return self._taco(command)
+
+    def _report_paths(self, input: Any, output: Any) -> list[str]:
+        return ["--aggregate-dir", os.path.dirname(input.cells), "--analysis", input.spec,
+                "--output-dir", os.path.dirname(_files(output)[0])]
+
+    def tables_args(self, wildcards: Any = None) -> list[str]:
+        return self._report_args("tables")
+
+    def tables_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return self._report_paths(input, output)
+
+    def figures_args(self, wildcards: Any = None) -> list[str]:
+        return self._report_args("figures")
+
+    def figures_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return self._report_paths(input, output)
+
+    def claims_args(self, wildcards: Any = None) -> list[str]:
+        return self._report_args("claims")
+
+    def claims_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return self._report_paths(input, output)
+
+    def dynamics_figures_args(self, wildcards: Any = None) -> list[str]:
+        return self._taco("dynamics-figures")
+
+    def dynamics_figures_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--inputs", *_files(input), "--output-dir", os.path.dirname(_files(output)[0])]

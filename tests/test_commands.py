@@ -1,0 +1,407 @@
+"""The rule-to-command contract: every job of every shipped configuration runs a command that the
+target's own parser accepts, with the configuration's values (issue 11, item 1).
+
+For each configuration (``config.yaml``, every ``configs/*.yaml``, and ``config.yaml`` with the
+shrunk-paper overlay of ``tests/configs/``), Snakemake's Python API builds the whole DAG
+(``tests/dag_jobs.py``); each job's shell command, exactly as Snakemake formats it, is split with
+:func:`shlex.split`, its wrappers (``taco gpu-slot``, ``torch.distributed.run``) are parsed with
+their own parsers, and the ``taco`` command with ``build_parser()`` of the module that implements
+it. The parsed values must equal what the configuration says, computed here independently of
+``taco.workflow.commands`` (the path layout is the documented one of the README), and no option may
+be set that the contract does not name. A rule without a contract here fails the test.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import shlex
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dag_jobs import list_jobs
+from taco.cli import COMMANDS
+from taco.data.glue import local_files
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+OVERLAYS = sorted((REPO / "tests" / "configs").glob("*.yaml"))
+#: every shipped configuration, as the lists of config files Snakemake is given
+CONFIGS = ([["config.yaml"]] + [[f"configs/{p.name}"] for p in sorted((REPO / "configs").glob("*.yaml"))]
+           + [["config.yaml", f"tests/configs/{p.name}"] for p in OVERLAYS])
+#: Linux limit for one argument of `bash -c <command>` (MAX_ARG_STRLEN, 32 pages)
+MAX_ARG_STRLEN = 131072
+
+
+def load_config(files: list[str], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The validated config as the workflow sees it: files merged in order, overrides, defaults."""
+    from snakemake.utils import update_config, validate
+
+    cfg: dict[str, Any] = {}
+    for f in files:
+        update_config(cfg, yaml.safe_load((REPO / f).read_text()))
+    update_config(cfg, copy.deepcopy(overrides))
+    validate(cfg, str(SCHEMA))
+    return cfg
+
+
+def fake_data_root(cfg: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Create every ``{data_root}`` file the config names (empty: the DAG only needs them to exist)."""
+    def make(template: str, is_dir: bool = False) -> None:
+        p = Path(template.replace("{data_root}", str(root)))
+        if is_dir:
+            p.mkdir(parents=True, exist_ok=True)
+        else:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.touch()
+
+    uses = False
+    if cfg["corpus"]["source"] == "local":
+        for p in cfg["corpus"]["paths"]:
+            uses |= "{data_root}" in p
+            make(p)
+    vocab = cfg["tokenizer"].get("vocab_file") or ""
+    if cfg["tokenizer"]["kind"] == "vocab" and "{data_root}" in vocab:
+        uses = True
+        make(vocab)
+    glue_dir = cfg["glue"].get("data_dir") or ""
+    if cfg["glue"]["source"] == "local" and "{data_root}" in glue_dir:
+        uses = True
+        for task in cfg["glue"]["tasks"]:
+            for f in local_files(task, glue_dir.replace("{data_root}", str(root))).values():
+                make(str(f))
+    return {"data_root": str(root)} if uses else {}
+
+
+def config_id(files: list[str]) -> str:
+    return "+".join(Path(f).stem for f in files)
+
+
+@pytest.fixture(scope="module", params=CONFIGS, ids=[config_id(c) for c in CONFIGS])
+def dag(request, tmp_path_factory):
+    """(config, jobs) of one shipped configuration."""
+    files = request.param
+    tmp = tmp_path_factory.mktemp(config_id(files))
+    raw = load_config(files, {})
+    overrides = fake_data_root(raw, tmp / "data")
+    cfg = load_config(files, overrides)
+    jobs = list_jobs(tmp / "work", [REPO / f for f in files], overrides)
+    return cfg, jobs
+
+
+# ----------------------------------------------------------------------------- parsing a command
+class Parsed:
+    """A job's command taken apart: env assignments, wrappers (name -> namespace), the taco command."""
+
+    def __init__(self, shellcmd: str):
+        words = shlex.split(shellcmd)
+        redirect = [i for i, w in enumerate(words) if w in (">", ">>")]
+        assert redirect, f"no log redirect in {shellcmd!r}"
+        self.log = words[redirect[0] + 1:]
+        assert self.log[1:] == ["2>&1"], shellcmd
+        words = words[:redirect[0]]
+        self.env: dict[str, str] = {}
+        while words and "=" in words[0] and not words[0].startswith("-"):
+            k, v = words.pop(0).split("=", 1)
+            self.env[k] = v
+        self.wrappers: dict[str, Any] = {}
+        words = self._interpreter(words)
+        while True:
+            assert words[:1] == ["-m"], f"expected `-m <module>` in {shellcmd!r}, got {words[:3]}"
+            if words[1] == "torch.distributed.run":
+                from torch.distributed.run import get_args_parser
+
+                ns = self._parse(get_args_parser(), words[2:], shellcmd)
+                assert ns.module and ns.training_script == "taco", shellcmd
+                self.wrappers["torch.distributed.run"] = ns
+                words = ["-m", "taco", *ns.training_script_args]
+                continue
+            assert words[1] == "taco", shellcmd
+            self.command = words[2]
+            assert self.command in COMMANDS, f"unknown taco command {self.command!r} in {shellcmd!r}"
+            self.module = importlib.import_module(COMMANDS[self.command][0])
+            self.parser = self.module.build_parser()
+            if self.command == "gpu-slot":
+                ns = self._parse(self.parser, words[3:], shellcmd)
+                assert ns.command[:1] == ["--"], shellcmd
+                self.wrappers["gpu-slot"] = ns
+                words = self._interpreter(ns.command[1:])
+                continue
+            self.args = self._parse(self.parser, words[3:], shellcmd)
+            return
+
+    @staticmethod
+    def _interpreter(words: list[str]) -> list[str]:
+        if words[:1] == ["env"]:  # per-rule conda environments: env PYTHONPATH=<checkout> python
+            words = words[1:]
+            while "=" in words[0]:
+                words = words[1:]
+        assert "python" in Path(words[0]).name, f"expected the Python interpreter, got {words[:2]}"
+        return words[1:]
+
+    @staticmethod
+    def _parse(parser, argv: list[str], shellcmd: str):
+        try:
+            return parser.parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"{parser.prog} rejects the arguments of: {shellcmd}")
+
+    def given(self) -> dict[str, Any]:
+        """Options whose value differs from the parser's default (what the command line set)."""
+        return {k: v for k, v in vars(self.args).items() if v != self.parser.get_default(k)}
+
+
+# ----------------------------------------------------------------------------- what each rule must receive
+def run_dir(w: dict[str, str]) -> str:
+    return f"{w['size']}/{w['variant']}/data-{w['fraction']}/step-{w['step']}"
+
+
+def sub_root(value: str | None, cfg: dict[str, Any]) -> str | None:
+    return value if value is None else value.replace("{data_root}", str(cfg.get("data_root")))
+
+
+def expect_corpus(cfg, job):
+    c, R = cfg["corpus"], cfg["results_dir"]
+    out: dict[str, Any] = {"source": c["source"], "output": f"{R}/data/corpus"}
+    if c["source"] == "synthetic":
+        out.update(num_documents=c["num_documents"], seed=cfg["seed"])
+    elif c["source"] == "local":
+        out.update(paths=[sub_root(p, cfg) for p in c["paths"]], split_by=c["split_by"],
+                   unk_policy=c["unk_policy"], wikitext_detokenize=c["wikitext_detokenize"])
+    else:
+        out.update(hub_dataset=[d["name"] for d in c["hub_datasets"]],
+                   hub_config=[d.get("config") or "none" for d in c["hub_datasets"]],
+                   hub_split=[d.get("split", "train") for d in c["hub_datasets"]])
+    return out
+
+
+def check_corpus(cfg, job, parsed):
+    c = cfg["corpus"]
+    if c["source"] == "hub":  # what `taco corpus` makes of them: config null -> no config
+        from taco.data.corpus import _hub_specs
+
+        a = parsed.args
+        specs = _hub_specs(a.hub_dataset, a.hub_config, a.hub_split, a.hub_revision, a.hub_preset)
+        assert specs == [(d["name"], d.get("config"), d.get("split", "train"), None) for d in c["hub_datasets"]]
+
+
+def expect_tokenizer(cfg, job):
+    t, R = cfg["tokenizer"], cfg["results_dir"]
+    out = {"kind": t["kind"], "lowercase": t["lowercase"], "corpus": f"{R}/data/corpus",
+           "output": f"{R}/data/tokenizer"}
+    if t["kind"] == "vocab":
+        out["vocab_file"] = sub_root(t["vocab_file"], cfg)
+    elif t["kind"] == "hub":
+        out["hub_id"] = t["hub_id"]
+    else:
+        out["vocab_size"] = t["vocab_size"]
+    return out
+
+
+def expect_pack(cfg, job):
+    R, w = cfg["results_dir"], job["wildcards"]
+    return {"max_seq_length": cfg["max_seq_length"], "fraction": float(w["fraction"]), "seed": cfg["seed"],
+            "validation_blocks": cfg["validation_blocks"], "corpus": f"{R}/data/corpus",
+            "tokenizer": f"{R}/data/tokenizer", "output": f"{R}/data/blocks/data-{w['fraction']}"}
+
+
+def expect_pretrain(cfg, job):
+    R, w = cfg["results_dir"], job["wildcards"]
+    pre = cfg["pretrain"]
+    s, tc = pre["sizes"][w["size"]], pre["tc"]
+    budgets = s["budgets"]
+    i = budgets.index(int(w["step"]))
+    parent = None if i == 0 else f"{R}/pretrain/" + run_dir({**w, "step": str(budgets[i - 1])})
+    return {
+        "size": s["preset"], "size_name": w["size"], "objective": w["variant"], "max_steps": s["max_steps"],
+        "warmup_steps": s["warmup_steps"], "per_device_batch_size": s["per_device_batch_size"],
+        "grad_accum": s["grad_accum"], "lr": s["learning_rate"], "weight_decay": s["weight_decay"],
+        "mlm_probability": pre["mlm_probability"], "tc_weight": tc["weight"], "tc_temperature": tc["temperature"],
+        "tc_window": tc["window"], "tc_negatives": tc["negatives"], "precision": s["precision"],
+        "seed": cfg["seed"], "until": int(w["step"]), "save_every": s["save_every"],
+        "logging_steps": pre["logging_steps"], "resume_from": parent,
+        "blocks": f"{R}/data/blocks/data-{w['fraction']}", "output": f"{R}/pretrain/{run_dir(w)}",
+        "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
+    }
+
+
+def check_pretrain(cfg, job, parsed):
+    from taco.training.pretrain import _objective_params
+
+    tc = cfg["pretrain"]["tc"]
+    s = cfg["pretrain"]["sizes"][job["wildcards"]["size"]]
+    # the values reach the objective as the model's parameters (temperature tau, window W, K, ...)
+    params = _objective_params(parsed.args)
+    assert params["tc_temperature"] == tc["temperature"] and params["tc_window"] == tc["window"]
+    assert params["tc_num_negatives"] == tc["negatives"] and params["tc_weight"] == tc["weight"]
+    assert params["mlm_probability"] == cfg["pretrain"]["mlm_probability"]
+    # one process per GPU of the job: the global batch is per_device x grad_accum x num_gpus
+    torchrun = parsed.wrappers.get("torch.distributed.run")
+    if s["num_gpus"] > 1:
+        assert torchrun is not None and int(torchrun.nproc_per_node) == s["num_gpus"], job["shellcmd"]
+    else:
+        assert torchrun is None, job["shellcmd"]
+    check_slots(cfg, parsed, s["num_gpus"])
+    assert job["threads"] == s["threads"] or job["threads"] < s["threads"]  # capped by --cores
+    assert parsed.env.get("OMP_NUM_THREADS") == str(job["threads"])
+
+
+def check_slots(cfg, parsed, need):
+    slot = parsed.wrappers.get("gpu-slot")
+    if cfg["gpus"] and need:
+        assert slot is not None and slot.gpus == cfg["gpus"] and slot.need == need
+        assert slot.lock_dir == f"{cfg['results_dir']}/.gpu-slots"
+    else:
+        assert slot is None
+
+
+def _finetune_hp(cfg, size):
+    from taco.registry import FINETUNE_HYPERPARAMETERS  # the official scripts' defaults per preset
+
+    preset = cfg["pretrain"]["sizes"][size]["preset"]
+    hp = dict(FINETUNE_HYPERPARAMETERS[preset])
+    hp.update(cfg["finetune"].get("hyperparameters", {}).get(preset, {}))
+    return hp
+
+
+def expect_finetune(cfg, job):
+    R, w = cfg["results_dir"], job["wildcards"]
+    ft, g = cfg["finetune"], cfg["glue"]
+    hp = _finetune_hp(cfg, w["size"])
+    base = f"{R}/finetune/{run_dir(w)}/{w['task']}"
+    if "seed" in w:
+        seeds, output = [int(w["seed"])], f"{base}/seed-{w['seed']}"
+    else:
+        seeds, output = list(ft["seeds"]), f"{base}/seed-{{seed}}"
+    return {
+        "checkpoint": f"{R}/pretrain/{run_dir(w)}", "task": w["task"], "seed": seeds, "output": output,
+        "glue_source": g["source"], "glue_dir": sub_root(g.get("data_dir"), cfg) if g["source"] == "local" else None,
+        "max_length": ft["max_length"], "batch_size": ft["batch_size"], "lr": hp["learning_rate"],
+        "epochs": hp["epochs"], "warmup_steps": ft["warmup_steps"], "report_rule": ft["report_rule"],
+        "max_train_samples": ft["max_train_samples"] or None, "max_eval_samples": ft["max_eval_samples"] or None,
+    }
+
+
+def check_finetune(cfg, job, parsed):
+    w = job["wildcards"]
+    seeds = [int(w["seed"])] if "seed" in w else list(cfg["finetune"]["seeds"])
+    base = f"{cfg['results_dir']}/finetune/{run_dir(w)}/{w['task']}"
+    assert sorted(job["output"]) == sorted(f"{base}/seed-{s}/{f}" for s in seeds
+                                           for f in ("metrics.json", "predictions.tsv"))
+    check_slots(cfg, parsed, cfg["finetune"]["num_gpus"])
+    assert parsed.env.get("OMP_NUM_THREADS") == str(job["threads"])
+
+
+def expect_dynamics(cfg, job):
+    R, w, d = cfg["results_dir"], job["wildcards"], cfg["dynamics"]
+    return {"num_blocks": d["num_blocks"], "max_pairs": d["max_pairs"], "seed": cfg["seed"],
+            "checkpoint": f"{R}/pretrain/{run_dir(w)}", "blocks": f"{R}/data/blocks/data-1.0",
+            "output": f"{R}/dynamics/{run_dir(w)}/dynamics.json"}
+
+
+def expect_aggregate(cfg, job):
+    R = cfg["results_dir"]
+    return {"inputs_from": f"{R}/aggregate_inputs.txt", "analysis": f"{R}/analysis.json",
+            "output_dir": f"{R}/aggregate"}
+
+
+def expect_report(cfg, job):
+    R = cfg["results_dir"]
+    return {"aggregate_dir": f"{R}/aggregate", "analysis": f"{R}/analysis.json", "output_dir": R}
+
+
+def expect_dynamics_figures(cfg, job):
+    R, d = cfg["results_dir"], cfg["dynamics"]
+    inputs = []
+    for entry in cfg["pretrain"]["runs"]:
+        for v in entry["variants"]:
+            if v in d["variants"] and 1.0 in [float(f) for f in entry.get("fractions", [1.0])]:
+                for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]:
+                    inputs.append(f"{R}/dynamics/{entry['size']}/{v}/data-1.0/step-{s}/dynamics.json")
+    return {"inputs": sorted(set(inputs)), "output_dir": R}
+
+
+#: rule -> (the taco command it runs, expected values, extra checks)
+CONTRACT = {
+    "corpus": ("corpus", expect_corpus, check_corpus),
+    "tokenizer": ("tokenizer", expect_tokenizer, None),
+    "pack": ("pack", expect_pack, None),
+    "pretrain": ("pretrain", expect_pretrain, check_pretrain),
+    "finetune": ("finetune", expect_finetune, check_finetune),
+    "finetune_seeds": ("finetune", expect_finetune, check_finetune),
+    "dynamics": ("dynamics", expect_dynamics, None),
+    "aggregate": ("aggregate", expect_aggregate, None),
+    "tables": ("tables", expect_report, None),
+    "figures": ("figures", expect_report, None),
+    "claims": ("claims", expect_report, None),
+    "dynamics_figures": ("dynamics-figures", expect_dynamics_figures, None),
+}
+#: rules that run Python inside Snakemake (no command line)
+LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs"}
+
+
+def _normalise(key: str, value: Any) -> Any:
+    return sorted(value) if key == "inputs" and isinstance(value, list) else value
+
+
+def test_every_job_runs_the_command_the_config_says(dag):
+    cfg, jobs = dag
+    counts = Counter()
+    for job in jobs:
+        rule = job["rule"]
+        if job["shellcmd"] is None:
+            assert rule in LOCAL_RULES, f"rule {rule} runs no shell command and is not a known local rule"
+            continue
+        assert rule in CONTRACT, (f"rule {rule} has no command contract in tests/test_commands.py "
+                                  f"(add what its command must receive): {job['shellcmd'][:300]}")
+        assert len(job["shellcmd"].encode()) < MAX_ARG_STRLEN, (
+            f"{rule}: a {len(job['shellcmd'])}-byte command exceeds what `bash -c` accepts")
+        command, expect, check = CONTRACT[rule]
+        parsed = Parsed(job["shellcmd"])
+        assert parsed.command == command, job["shellcmd"]
+        want = expect(cfg, job)
+        got = vars(parsed.args)
+        for key, value in want.items():
+            assert _normalise(key, got[key]) == _normalise(key, value), (
+                f"{rule} {job['wildcards']}: {key} = {got[key]!r}, config says {value!r}\n{job['shellcmd']}")
+        extra = set(parsed.given()) - set(want)
+        assert not extra, f"{rule}: options outside the contract: {sorted(extra)}\n{job['shellcmd']}"
+        if check is not None:
+            check(cfg, job, parsed)
+        counts[rule] += 1
+    assert counts["pretrain"] and counts["finetune"] + counts["finetune_seeds"] and counts["corpus"] == 1
+
+
+def test_every_taco_command_has_its_parser():
+    """The contract needs each command's own parser: every module exposes build_parser()."""
+    for name, (module, _) in COMMANDS.items():
+        parser = importlib.import_module(module).build_parser()
+        assert parser.prog == f"taco {name}", (name, parser.prog)
+
+
+def test_hub_dataset_without_config_is_one_word():
+    """`config: null` becomes the word `none` (an empty word would vanish in the shell)."""
+    from taco.workflow.commands import Commands
+
+    cfg = load_config(["config.yaml"], {})
+    words = Commands(cfg, python=["python"]).corpus_args()
+    i = words.index("--hub-config")
+    assert words[i + 1:i + 3] == ["20231101.en", "none"]
+    assert shlex.split(shlex.join(words)) == words
+
+
+def test_values_with_spaces_stay_one_argument(tmp_path):
+    """Paths are quoted once, at the end: a data_root with a space reaches `taco corpus` whole."""
+    from taco.data.corpus import build_parser
+    from taco.workflow.commands import Commands
+
+    cfg = load_config(["configs/local.yaml"], {"data_root": str(tmp_path / "my data")})
+    words = Commands(cfg, python=["python"]).corpus_args()
+    ns = build_parser().parse_args(shlex.split(shlex.join(words))[3:] + ["--output", "x"])
+    assert ns.paths == [p.replace("{data_root}", str(tmp_path / "my data")) for p in cfg["corpus"]["paths"]]
+    assert os.sep in ns.paths[0]
