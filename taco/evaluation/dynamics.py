@@ -407,127 +407,27 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     t0 = time.time()
     manifest = validate_inputs(checkpoint, blocks, split, num_blocks, max_pairs, seed)
     ck, bl = Path(checkpoint), Path(blocks)
-
-    import datasets
-    import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from taco.manifest import code_version, package_versions, sha256_file
-    from taco.model.objectives import mask_tokens
 
-    ds = datasets.load_from_disk(str(bl))[split]
-    if "input_ids" not in ds.column_names:
-        raise DynamicsInputError(f"{bl} [{split}]: no 'input_ids' column (columns: {ds.column_names})")
-    n_avail = len(ds)
-    n_take = min(num_blocks, n_avail)
-    if n_take < num_blocks:
-        print(f"taco dynamics: {bl} [{split}] has {n_avail} blocks < --num-blocks {num_blocks}; using all",
-              file=sys.stderr)
-    block_indices = np.sort(np.random.default_rng([seed, 0]).choice(n_avail, size=n_take, replace=False))
-    rows = ds.select(block_indices.tolist())["input_ids"]
-    if len({len(r) for r in rows}) != 1:
-        raise DynamicsInputError(f"{bl} [{split}]: blocks of different lengths "
-                                 f"({sorted({len(r) for r in rows})}); expected packed max_seq_length blocks")
-    ids = torch.tensor(rows, dtype=torch.long)  # (n, L)
-
+    ids, block_indices = _sample_blocks(bl, split, num_blocks, seed)
     tokenizer = AutoTokenizer.from_pretrained(str(_tokenizer_dir(ck, bl)))
-    special_ids = sorted(set(tokenizer.all_special_ids))
-    pad_id = tokenizer.pad_token_id
-    attention = (ids != pad_id).long() if pad_id is not None else torch.ones_like(ids)
-    valid = valid_token_mask(ids, attention, special_ids)
-    keep = valid.sum(1) >= 2
-    if int(keep.sum()) < 2:
-        raise DynamicsInputError(f"{bl} [{split}]: fewer than 2 sampled blocks with >= 2 non-special tokens")
-    ids, attention, valid = ids[keep], attention[keep], valid[keep]
-    block_indices = block_indices[keep.numpy()]
-    n = ids.shape[0]
-
     if tokenizer.mask_token_id is None:
         raise DynamicsInputError(f"{_tokenizer_dir(ck, bl)}: tokenizer has no mask token")
+    ids, attention, valid, block_indices, special_ids = _keep_usable_blocks(ids, block_indices, tokenizer, bl, split)
     dev = _resolve_device(device)
     model = AutoModelForMaskedLM.from_pretrained(str(ck)).to(dev).eval()
-    vocab_size = model.get_input_embeddings().weight.shape[0]
-    # masking: one generator per block, so numbers do not depend on the batch size
-    special_mask = torch.isin(ids, torch.tensor(special_ids))  # (n, L) bool
-    corrupted, labels = [], []
-    for b in range(n):
-        gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(block_indices[b]))
-        c, lab = mask_tokens(ids[b : b + 1].clone(), special_mask[b : b + 1], attention[b : b + 1],
-                             tokenizer.mask_token_id, vocab_size, mlm_probability=mlm_probability,
-                             generator=gen)
-        corrupted.append(c)
-        labels.append(lab)
-    corrupted, labels = torch.cat(corrupted), torch.cat(labels)
-    labels[~valid] = -100  # the shared masker excludes these already; be safe
-    # anchor positions: selected AND replaced by [MASK] (the 10 % kept tokens would show the target
-    # in the input, so their alignment would be trivial; the 10 % random ones are a different input)
-    at_mask = (labels != -100) & (corrupted == tokenizer.mask_token_id)
-
+    corrupted, labels, at_mask = _mask_blocks(ids, attention, valid, block_indices, tokenizer, special_ids,
+                                              model.get_input_embeddings().weight.shape[0], mlm_probability, seed)
     emb = model.get_input_embeddings().weight.detach().float().cpu()  # (V, H)
-    transform = getattr(getattr(getattr(model, "cls", None), "predictions", None), "transform", None)
-    encoder = model.base_model  # hidden states only: skip the (B, L, V) vocabulary projection
-    h_blocks, g_blocks, m_h, m_t = [], [], [], []
-    with torch.inference_mode():
-        for start in range(0, n, batch_size):
-            sl = slice(start, start + batch_size)
-            out = encoder(input_ids=ids[sl].to(dev), attention_mask=attention[sl].to(dev),
-                          output_hidden_states=True)
-            h, e = out.hidden_states[-1], out.hidden_states[0]
-            h_blocks += gather_valid(h, valid[sl].to(dev))
-            g_blocks += gather_valid(h - e, valid[sl].to(dev))
-            out = encoder(input_ids=corrupted[sl].to(dev), attention_mask=attention[sl].to(dev),
-                          output_hidden_states=True)
-            hm = out.hidden_states[-1]
-            sel = at_mask[sl].to(dev)
-            for b in range(hm.shape[0]):
-                m_h.append(hm[b][sel[b]].float().cpu())
-                m_t.append(transform(hm[b][sel[b]]).float().cpu() if transform is not None else None)
-    del model, encoder
+    reps = _forward_representations(model, ids, corrupted, attention, valid, at_mask, batch_size, dev)
+    del model
 
-    lengths = [len(x) for x in h_blocks]
-    pairs_per_block = max_pairs // n
-    pairs = sample_pairs(lengths, pairs_per_block, np.random.default_rng([seed, 1]))
-    result: dict[str, Any] = {}
-    for name, reps in (("h", h_blocks), ("g", g_blocks)):
-        per_block = context_similarity(reps, pairs)
-        result[name] = {}
-        for kind, values in per_block.items():
-            summary = bootstrap_summary(values, seed, n_resamples)
-            summary["n_pairs"] = pairs_per_block * summary["n_blocks"] * (2 if kind == "gap" else 1)
-            result[name][kind] = summary
-
-    # anchor alignment at masked positions
-    pool = ids[valid].numpy()
-    rng = np.random.default_rng([seed, 2])
-    per = {"aligned": [], "random_baseline": [], "difference": []}
-    per_head = {"aligned": [], "random_baseline": [], "difference": []}
-    counts = []
-    for b in range(n):
-        targets = ids[b][at_mask[b]].numpy()
-        counts.append(len(targets))
-        base = sample_baseline_tokens(targets, pool, rng) if len(targets) else targets
-        for store, reps in ((per, m_h[b]), (per_head, m_t[b])):
-            if reps is None or not len(targets):
-                for k in store:
-                    store[k].append(np.nan)
-                continue
-            a, r = anchor_cosines(reps, emb, targets, base)
-            store["aligned"].append(a.mean())
-            store["random_baseline"].append(r.mean())
-            store["difference"].append((a - r).mean())
-
-    def _anchor(store):
-        out = {}
-        for k, v in store.items():
-            summary = bootstrap_summary(np.asarray(v), seed, n_resamples)
-            summary["n_positions"] = int(sum(c for c, x in zip(counts, v) if np.isfinite(x)))
-            out[k] = summary
-        out["n_masked"] = int(sum(counts))  # positions replaced by [MASK]
-        out["n_selected"] = int((labels != -100).sum())  # all positions chosen by the masker
-        return out
-
-    anchor = _anchor(per)
-    anchor_head = _anchor(per_head) if transform is not None else None
+    lengths = [len(x) for x in reps["h"]]
+    pairs_per_block = max_pairs // ids.shape[0]
+    context = _context_measures(reps, lengths, pairs_per_block, seed, n_resamples)
+    anchor, anchor_head = _anchor_alignment(ids, valid, at_mask, labels, reps, emb, seed, n_resamples)
 
     record: dict[str, Any] = {k: manifest[k] for k in REQUIRED_MANIFEST_KEYS}
     record.update({
@@ -536,7 +436,7 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         "blocks": str(bl),
         "split": split,
         "seed": int(seed),
-        "num_blocks": int(n),
+        "num_blocks": int(ids.shape[0]),
         "num_blocks_requested": int(num_blocks),
         "block_indices": [int(i) for i in block_indices],
         "max_seq_length": int(ids.shape[1]),
@@ -544,8 +444,8 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         "pairs_per_block": int(pairs_per_block),
         "num_tokens": int(sum(lengths)),
         "mlm_probability": float(mlm_probability),
-        "h": result["h"],
-        "g": result["g"],
+        "h": context["h"],
+        "g": context["g"],
         "anchor_alignment": anchor,
     })
     if anchor_head is not None:
@@ -565,6 +465,156 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         "wall_time_s": round(time.time() - t0, 3),
     })
     return record
+
+
+def _sample_blocks(bl: Path, split: str, num_blocks: int, seed: int):
+    """``num_blocks`` blocks of ``split`` drawn without replacement with ``seed``, in index order.
+
+    Returns ``(ids, block_indices)``: LongTensor (n, L) and int array (n,). Raises
+    DynamicsInputError without an ``input_ids`` column or with blocks of different lengths.
+    """
+    import datasets
+    import torch
+
+    ds = datasets.load_from_disk(str(bl))[split]
+    if "input_ids" not in ds.column_names:
+        raise DynamicsInputError(f"{bl} [{split}]: no 'input_ids' column (columns: {ds.column_names})")
+    n_avail = len(ds)
+    n_take = min(num_blocks, n_avail)
+    if n_take < num_blocks:
+        print(f"taco dynamics: {bl} [{split}] has {n_avail} blocks < --num-blocks {num_blocks}; using all",
+              file=sys.stderr)
+    block_indices = np.sort(np.random.default_rng([seed, 0]).choice(n_avail, size=n_take, replace=False))
+    rows = ds.select(block_indices.tolist())["input_ids"]
+    if len({len(r) for r in rows}) != 1:
+        raise DynamicsInputError(f"{bl} [{split}]: blocks of different lengths "
+                                 f"({sorted({len(r) for r in rows})}); expected packed max_seq_length blocks")
+    return torch.tensor(rows, dtype=torch.long), block_indices
+
+
+def _keep_usable_blocks(ids, block_indices, tokenizer, bl: Path, split: str):
+    """Attention and valid-token masks (B, L); drops blocks with < 2 non-special tokens.
+
+    Returns ``(ids, attention, valid, block_indices, special_ids)`` restricted to the kept blocks.
+    """
+    import torch
+
+    special_ids = sorted(set(tokenizer.all_special_ids))
+    pad_id = tokenizer.pad_token_id
+    attention = (ids != pad_id).long() if pad_id is not None else torch.ones_like(ids)
+    valid = valid_token_mask(ids, attention, special_ids)
+    keep = valid.sum(1) >= 2
+    if int(keep.sum()) < 2:
+        raise DynamicsInputError(f"{bl} [{split}]: fewer than 2 sampled blocks with >= 2 non-special tokens")
+    return ids[keep], attention[keep], valid[keep], block_indices[keep.numpy()], special_ids
+
+
+def _mask_blocks(ids, attention, valid, block_indices, tokenizer, special_ids, vocab_size: int,
+                 mlm_probability: float, seed: int):
+    """BERT masking of each block with its own generator (numbers independent of the batch size).
+
+    Returns ``(corrupted, labels, at_mask)``, each (n, L): the corrupted ids, the MLM labels (-100
+    where not selected) and the anchor positions: selected AND replaced by [MASK] (the 10 % kept
+    tokens would show the target in the input, so their alignment would be trivial; the 10 %
+    random ones are a different input).
+    """
+    import torch
+
+    from taco.model.objectives import mask_tokens
+
+    special_mask = torch.isin(ids, torch.tensor(special_ids))  # (n, L) bool
+    corrupted, labels = [], []
+    for b in range(ids.shape[0]):
+        gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(block_indices[b]))
+        c, lab = mask_tokens(ids[b : b + 1].clone(), special_mask[b : b + 1], attention[b : b + 1],
+                             tokenizer.mask_token_id, vocab_size, mlm_probability=mlm_probability,
+                             generator=gen)
+        corrupted.append(c)
+        labels.append(lab)
+    corrupted, labels = torch.cat(corrupted), torch.cat(labels)
+    labels[~valid] = -100  # the shared masker excludes these already; be safe
+    at_mask = (labels != -100) & (corrupted == tokenizer.mask_token_id)
+    return corrupted, labels, at_mask
+
+
+def _forward_representations(model, ids, corrupted, attention, valid, at_mask, batch_size: int, dev):
+    """Encoder passes (no vocabulary projection) collecting, per block, the valid tokens' h and g = h - e
+    on the uncorrupted input and, on the corrupted input, h at the anchor positions (and the MLM head's
+    transform of it, None for a model without one). Returns lists of (n_b, H) float tensors."""
+    import torch
+
+    transform = getattr(getattr(getattr(model, "cls", None), "predictions", None), "transform", None)
+    encoder = model.base_model  # hidden states only: skip the (B, L, V) vocabulary projection
+    reps: dict[str, list] = {"h": [], "g": [], "masked_h": [], "masked_t": []}
+    with torch.inference_mode():
+        for start in range(0, ids.shape[0], batch_size):
+            sl = slice(start, start + batch_size)
+            out = encoder(input_ids=ids[sl].to(dev), attention_mask=attention[sl].to(dev),
+                          output_hidden_states=True)
+            h, e = out.hidden_states[-1], out.hidden_states[0]
+            reps["h"] += gather_valid(h, valid[sl].to(dev))
+            reps["g"] += gather_valid(h - e, valid[sl].to(dev))
+            out = encoder(input_ids=corrupted[sl].to(dev), attention_mask=attention[sl].to(dev),
+                          output_hidden_states=True)
+            hm = out.hidden_states[-1]
+            sel = at_mask[sl].to(dev)
+            for b in range(hm.shape[0]):
+                reps["masked_h"].append(hm[b][sel[b]].float().cpu())
+                reps["masked_t"].append(transform(hm[b][sel[b]]).float().cpu() if transform is not None else None)
+    return reps
+
+
+def _context_measures(reps, lengths, pairs_per_block: int, seed: int, n_resamples: int) -> dict[str, Any]:
+    """Intra-/inter-context similarity and their gap for h and g, with bootstrap CIs over blocks."""
+    pairs = sample_pairs(lengths, pairs_per_block, np.random.default_rng([seed, 1]))
+    result: dict[str, Any] = {}
+    for name in ("h", "g"):
+        per_block = context_similarity(reps[name], pairs)
+        result[name] = {}
+        for kind, values in per_block.items():
+            summary = bootstrap_summary(values, seed, n_resamples)
+            summary["n_pairs"] = pairs_per_block * summary["n_blocks"] * (2 if kind == "gap" else 1)
+            result[name][kind] = summary
+    return result
+
+
+def _anchor_alignment(ids, valid, at_mask, labels, reps, emb, seed: int, n_resamples: int):
+    """Cosine of h at [MASK] positions with the target's input embedding against a random-token baseline.
+
+    Returns ``(anchor, anchor_head)``: summaries for the raw hidden state and for the MLM head's
+    transform of it (None when the model has no head transform).
+    """
+    pool = ids[valid].numpy()
+    rng = np.random.default_rng([seed, 2])
+    per = {"aligned": [], "random_baseline": [], "difference": []}
+    per_head = {"aligned": [], "random_baseline": [], "difference": []}
+    counts = []
+    has_head = any(t is not None for t in reps["masked_t"])
+    for b in range(ids.shape[0]):
+        targets = ids[b][at_mask[b]].numpy()
+        counts.append(len(targets))
+        base = sample_baseline_tokens(targets, pool, rng) if len(targets) else targets
+        for store, r_b in ((per, reps["masked_h"][b]), (per_head, reps["masked_t"][b])):
+            if r_b is None or not len(targets):
+                for k in store:
+                    store[k].append(np.nan)
+                continue
+            a, r = anchor_cosines(r_b, emb, targets, base)
+            store["aligned"].append(a.mean())
+            store["random_baseline"].append(r.mean())
+            store["difference"].append((a - r).mean())
+
+    def summarise(store):
+        out = {}
+        for k, v in store.items():
+            summary = bootstrap_summary(np.asarray(v), seed, n_resamples)
+            summary["n_positions"] = int(sum(c for c, x in zip(counts, v) if np.isfinite(x)))
+            out[k] = summary
+        out["n_masked"] = int(sum(counts))  # positions replaced by [MASK]
+        out["n_selected"] = int((labels != -100).sum())  # all positions chosen by the masker
+        return out
+
+    return summarise(per), (summarise(per_head) if has_head else None)
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
