@@ -191,3 +191,28 @@ def test_trainer_runs_with_collator(tmp_path):
     trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=TacoCollator(tok))
     result = trainer.train()
     assert result.global_step == 2 and torch.isfinite(torch.tensor(result.training_loss))
+
+
+def test_mlm_tp_weighting_modes():
+    """tp_mode "separate": MLM mean + tp_weight x TP mean; "joint": one mean cross-entropy over every
+    predicted position (selected and unselected), computed here densely from the logits."""
+    batch = _batch()
+    sel = batch["labels"] != -100
+    tp = batch["attention_mask"].bool() & ~sel
+    targets = torch.where(sel, batch["labels"], batch["original_input_ids"])
+    sep = _model("mlm_tp", tp_weight=0.5).eval()
+    out = sep(**batch, output_logits=True)
+    torch.testing.assert_close(out.loss, out.mlm_loss + 0.5 * out.tp_loss)
+    joint = _model("mlm_tp", tp_mode="joint").eval()
+    out = joint(**batch, output_logits=True)
+    predict = sel | tp
+    dense = F.cross_entropy(out.logits[predict], targets[predict])
+    torch.testing.assert_close(out.loss, dense, rtol=1e-5, atol=1e-5)
+    n_mlm, n_tp = int(sel.sum()), int(tp.sum())  # the same loss as a count-weighted mix of the two parts
+    torch.testing.assert_close(out.loss, (n_mlm * out.mlm_loss + n_tp * out.tp_loss) / (n_mlm + n_tp),
+                               rtol=1e-5, atol=1e-5)
+    assert joint.objective_params["tp_mode"] == "joint"
+    with pytest.raises(ValueError, match="taco_tp_mode must be one of separate, joint"):
+        _model("mlm_tp", tp_mode="sum")
+    with pytest.raises(ValueError, match="no effect with tp_mode 'joint'"):
+        _model("mlm_tp", tp_mode="joint", tp_weight=2.0)

@@ -353,3 +353,20 @@ def test_no_space_while_writing_the_budget_keeps_the_final_state(full, tmp_path,
     monkeypatch.undo()
     assert train.main(_args(blocks, out, state, until=2)) == 0
     assert _train_events(state).count("train_begin") == 1  # exported again, not retrained
+
+
+def test_tp_mode_option(tmp_path):
+    """--tp-mode reaches the plan (and the config hash only when not the default 'separate', so
+    checkpoints trained before the option existed keep their hash); joint with a weight is refused."""
+    from taco.training.pretrain import UsageError, build_parser, make_plan
+
+    blocks = _blocks(tmp_path)
+    base = ["--blocks", str(blocks), "--objective", "mlm_tp", "--size", "tiny", "--max-steps", "4",
+            "--until", "4", "--per-device-batch-size", "4", "--device", "cpu"]
+    sep = make_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "a")]))
+    assert "tp_mode" not in sep.objective_params and "tp_mode" not in sep.hash_inputs["objective_params"]
+    joint = make_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "b"), "--tp-mode", "joint"]))
+    assert joint.objective_params["tp_mode"] == "joint" and joint.config_hash != sep.config_hash
+    with pytest.raises(UsageError, match="no effect with --tp-mode joint"):
+        make_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "c"), "--tp-mode", "joint",
+                                                    "--tp-weight", "2"]))

@@ -25,7 +25,7 @@ from transformers.modeling_outputs import ModelOutput
 from transformers.models.bert.modeling_bert import BertModel, BertOnlyMLMHead, BertPreTrainedModel
 
 from taco.model.losses import tc_loss
-from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective, tc_anchor_mask
+from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS, TP_MODES, get_objective, tc_anchor_mask
 from taco.model.sampling import sample_negative_index, sample_positive_index
 from taco.registry import PRESET_SHAPES
 
@@ -60,7 +60,9 @@ class TacoPreTrainingOutput(ModelOutput):
     """Output of :class:`TacoForPreTraining`.
 
     Attributes:
-        loss: scalar total loss (``mlm_loss + tc_weight * tc_loss`` or ``mlm_loss + tp_weight * tp_loss``).
+        loss: scalar total loss (``mlm_loss + tc_weight * tc_loss``; for ``mlm_tp``
+            ``mlm_loss + tp_weight * tp_loss`` with tp_mode "separate", or the mean cross-entropy over
+            all predicted positions with tp_mode "joint").
         mlm_loss: scalar MLM cross-entropy over the selected positions.
         tc_loss: scalar TC loss (None unless the objective uses TC).
         tp_loss: scalar token-prediction loss at the unselected real positions (``mlm_tp`` only).
@@ -87,7 +89,9 @@ class TacoForPreTraining(BertPreTrainedModel):
         config: a ``BertConfig`` (e.g. from :func:`bert_config`).
         objective: registry name; ``None`` keeps ``config.taco_objective`` (default ``"mlm"``).
         **objective_params: any of ``tc_weight``, ``tc_temperature``, ``tc_window``,
-            ``tc_num_negatives``, ``tp_weight``, ``mlm_probability``; stored as ``config.taco_<name>``.
+            ``tc_num_negatives``, ``tp_weight``, ``tp_mode`` (``"separate"`` | ``"joint"``, see
+            :data:`taco.model.objectives.DEFAULT_OBJECTIVE_PARAMS`), ``mlm_probability``; stored
+            as ``config.taco_<name>``.
     """
 
     _tied_weights_keys = {
@@ -129,6 +133,11 @@ class TacoForPreTraining(BertPreTrainedModel):
             raise ValueError(f"taco_tc_temperature must be > 0, got {config.taco_tc_temperature}")
         if not 0.0 <= config.taco_mlm_probability <= 1.0:
             raise ValueError(f"taco_mlm_probability must be in [0, 1], got {config.taco_mlm_probability}")
+        if config.taco_tp_mode not in TP_MODES:
+            raise ValueError(f"taco_tp_mode must be one of {', '.join(TP_MODES)}, got {config.taco_tp_mode!r}")
+        if config.taco_tp_mode == "joint" and config.taco_tp_weight != 1.0:
+            raise ValueError(f"taco_tp_weight {config.taco_tp_weight} has no effect with tp_mode 'joint' "
+                             "(one cross-entropy over all predicted positions); leave it at 1.0")
 
     # --- objective ------------------------------------------------------------------------------
     @property
@@ -221,7 +230,10 @@ class TacoForPreTraining(BertPreTrainedModel):
             loss = mlm_loss
             if obj.uses_tp:
                 tp_loss = _masked_mean(ce, ~is_mlm)
-                loss = loss + cfg.taco_tp_weight * tp_loss
+                if cfg.taco_tp_mode == "joint":  # one CE over every predicted position
+                    loss = ce.mean() if ce.numel() else mlm_loss
+                else:  # "separate": MLM mean + tp_weight x TP mean
+                    loss = loss + cfg.taco_tp_weight * tp_loss
             if need_tc:
                 embeddings = outputs.hidden_states[0]  # embedding-layer output e (docs/paper-facts.md)
                 anchors = tc_anchor_mask(obj, attention_mask, labels)

@@ -11,7 +11,9 @@ Registry (the names are used in configs and output paths):
                     the official code).
 ``mlm_tp``          "Extended MLM" (paper Sec. 5): MLM on the selected 15% plus token prediction
                     (cross-entropy to the original token) at every other real position; both parts
-                    are reported (``mlm_loss``, ``tp_loss``).
+                    are reported (``mlm_loss``, ``tp_loss``). Weighting (``tp_mode``): ``separate``
+                    (default, MLM + tp_weight x TP, each a mean) or ``joint`` (one mean CE over all
+                    predicted positions); the paper does not say which it used.
 ==================  ==========================================================================
 
 Defaults follow the paper / official code: TC weight 1.0, temperature tau = 0.07, window W = 5,
@@ -32,18 +34,28 @@ __all__ = [
     "mask_tokens",
     "tc_anchor_mask",
     "DEFAULT_OBJECTIVE_PARAMS",
+    "TP_MODES",
 ]
 
 #: name -> Objective (defined once, as data, in taco.registry)
 OBJECTIVES: dict[str, Objective] = OBJECTIVE_SPECS
 
+#: how ``mlm_tp`` combines its MLM and token-prediction parts (``DEFAULT_OBJECTIVE_PARAMS["tp_mode"]``)
+TP_MODES: tuple[str, ...] = ("separate", "joint")
+
 #: Hyper-parameters of the objectives and their defaults (paper / official code).
-DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int] = {
+DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int | str] = {
     "tc_weight": 1.0,  # total loss = MLM + tc_weight * TC (official code: 1.0)
     "tc_temperature": 0.07,  # tau of the cosine-similarity score (paper Eq. 6)
     "tc_window": 5,  # W: positives at offset +-1..+-floor(W/2)
     "tc_num_negatives": 50,  # K negatives per anchor from the other sequences
-    "tp_weight": 1.0,  # weight of the token-prediction part of mlm_tp
+    "tp_weight": 1.0,  # weight of the token-prediction part of mlm_tp (tp_mode "separate")
+    # how mlm_tp combines its two parts (the paper does not say; the official code has no MLM+TP):
+    # "separate": mean CE over the MLM-selected positions + tp_weight x mean CE over the other real
+    #     positions (the default: the same structure as TACO's MLM + 1.0 x TC);
+    # "joint": one mean CE over all predicted positions (selected and unselected together), where the
+    #     ~85% unselected positions outweigh the MLM part about 5.7 : 1 (tp_weight must stay 1.0)
+    "tp_mode": "separate",
     "mlm_probability": 0.15,  # recorded for provenance; the collator applies it
 }
 

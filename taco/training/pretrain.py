@@ -121,7 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tc-temperature", type=float, default=0.07)
     p.add_argument("--tc-window", type=int, default=5)
     p.add_argument("--tc-negatives", type=int, default=50)
-    p.add_argument("--tp-weight", type=float, default=1.0)
+    p.add_argument("--tp-weight", type=float, default=1.0,
+                   help="mlm_tp: weight of the token-prediction mean (with --tp-mode separate)")
+    p.add_argument("--tp-mode", choices=("separate", "joint"), default="separate",
+                   help="mlm_tp: 'separate' = MLM mean + tp-weight x TP mean (default); 'joint' = one "
+                        "cross-entropy over all predicted positions (taco.model.objectives)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--save-every", type=int, default=1000, help="intermediate state every N steps (0: only on "
                    "SIGTERM and at the budget)")
@@ -241,6 +245,8 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
         raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
     if args.tc_window < 3 or args.tc_window % 2 == 0:
         raise UsageError(f"--tc-window must be odd and >= 3, got {args.tc_window}")
+    if getattr(args, "tp_mode", "separate") == "joint" and args.tp_weight != 1.0:
+        raise UsageError(f"--tp-weight {args.tp_weight} has no effect with --tp-mode joint; leave it at 1.0")
     return _Schedule(max_steps, warmup, until)
 
 
@@ -293,10 +299,14 @@ def _inspect_blocks(args: argparse.Namespace) -> _BlocksInfo:
 
 
 def _objective_params(args: argparse.Namespace) -> dict[str, Any]:
-    return dict(
+    params = dict(
         tc_weight=args.tc_weight, tc_temperature=args.tc_temperature, tc_window=args.tc_window,
         tc_num_negatives=args.tc_negatives, tp_weight=args.tp_weight, mlm_probability=args.mlm_probability,
     )
+    # only when not the default, so the config hash (and every finished checkpoint) stays as it was
+    if getattr(args, "tp_mode", "separate") != "separate":
+        params["tp_mode"] = args.tp_mode
+    return params
 
 
 def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, precision: str) -> dict[str, Any]:
