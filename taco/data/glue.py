@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from taco.data.textfile import read_utf8
 from taco.registry import GLUE_TASK_SPECS, PAPER_TASK_ORDER, GlueTask  # noqa: F401  (re-exported)
 
 #: default Hub dataset id of GLUE
@@ -93,7 +94,7 @@ def read_glue_tsv(path: str | os.PathLike, task: str) -> dict[str, list]:
     Raises:
         FileNotFoundError: the file is missing (message names the path and the expected layout).
         GlueFormatError: a row with the wrong field count, an unknown label, a missing header
-            column; the message names the file and the 1-based line number.
+            column, bytes that are not UTF-8; the message names the file and the 1-based line number.
     """
     t = get_task(task)
     path = Path(path)
@@ -101,9 +102,9 @@ def read_glue_tsv(path: str | os.PathLike, task: str) -> dict[str, list]:
         raise FileNotFoundError(f"{path}: GLUE file not found; {expected_layout(task)}")
     columns: dict[str, list] = {f: [] for f in t.text_fields}
     columns["label"] = []
-    # utf-8-sig strips MRPC's BOM; newline="" keeps a field's stray \r visible (none in GLUE)
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        lines = fh.read().split("\n")
+    # strict UTF-8 naming the file and line of a bad byte; MRPC's BOM stripped; no newline
+    # translation, so a field's stray \r stays visible (none in GLUE)
+    lines = read_utf8(path, "GLUE file", strip_bom=True, error=GlueFormatError).split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # final newline (CoLA dev has none, as in GLUE)
     start = 0

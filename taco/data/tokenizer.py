@@ -31,18 +31,20 @@ from pathlib import Path
 from typing import Any
 
 from taco.manifest import atomic_directory, build_manifest, sha256_file, sha256_json, sha256_tree, write_manifest
+from taco.data.textfile import read_utf8
 
 KINDS = ("vocab", "hub", "train")
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def read_vocab(vocab_file: str | os.PathLike) -> dict[str, int]:
-    """``vocab.txt`` -> {token: line number}. Raises ValueError if a BERT special token is absent."""
+    """``vocab.txt`` -> {token: line number}. Raises ValueError if a BERT special token is absent,
+    InputEncodingError (a ValueError) naming the file and line if it is not UTF-8."""
     path = Path(vocab_file)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: vocab file not found (one WordPiece token per line)")
     vocab: dict[str, int] = {}
-    for i, tok in enumerate(path.read_text(encoding="utf-8").splitlines()):
+    for i, tok in enumerate(read_utf8(path, "vocab file").splitlines()):
         vocab.setdefault(tok, i)
     missing = [t for t in SPECIAL_TOKENS if t not in vocab]
     if missing:

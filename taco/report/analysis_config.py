@@ -393,7 +393,9 @@ def load_analysis(path: str | Path | None) -> AnalysisConfig:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"analysis spec {path}: no such file")
-    text = path.read_text()
+    from taco.data.textfile import read_utf8
+
+    text = read_utf8(path, "analysis spec", error=AnalysisConfigError)
     try:
         if path.suffix.lower() == ".json":
             data = json.loads(text)
