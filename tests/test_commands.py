@@ -227,7 +227,33 @@ def expect_pretrain(cfg, job):
         "logging_steps": pre["logging_steps"], "resume_from": parent,
         "blocks": f"{R}/data/blocks/data-{w['fraction']}", "output": f"{R}/pretrain/{run_dir(w)}",
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
+        **expect_tp(cfg, w),
     }
+
+
+def expect_tp(cfg, w):
+    """MLM+TP's weighting reaches `taco pretrain` only when pretrain.tp differs from its defaults."""
+    tp = cfg["pretrain"].get("tp") or {}
+    weight, mode = float(tp.get("weight", 1.0)), tp.get("mode", "separate")
+    if w["variant"] != "mlm_tp" or (weight == 1.0 and mode == "separate"):
+        return {}
+    return {"tp_weight": weight, "tp_mode": mode}
+
+
+def test_tp_weighting_reaches_mlm_tp_only():
+    from taco.workflow.commands import Commands
+
+    class W:  # the wildcards of one pretrain job
+        def __init__(self, variant):
+            self.size, self.variant, self.fraction, self.step = "small", variant, "1.0", "10000"
+
+    cfg = load_config(["config.yaml"], {})
+    assert cfg["pretrain"]["tp"] == {"weight": 1.0, "mode": "separate"}
+    assert "--tp-mode" not in Commands(cfg).pretrain_args(W("mlm_tp"))  # default: params unchanged
+    cfg = load_config(["config.yaml"], {"pretrain": {"tp": {"weight": 1.0, "mode": "joint"}}})
+    words = Commands(cfg).pretrain_args(W("mlm_tp"))
+    assert words[words.index("--tp-mode") + 1] == "joint" and words[words.index("--tp-weight") + 1] == "1.0"
+    assert "--tp-mode" not in Commands(cfg).pretrain_args(W("taco"))
 
 
 def check_pretrain(cfg, job, parsed):

@@ -68,6 +68,7 @@ def test_budget_names():
     (lambda c: c["tokenizer"].update(kind="vocab", vocab_file="{data_root}/v.txt"), "data_root"),
     (lambda c: c["pretrain"]["sizes"]["tiny"].update(per_device_batch_size=1),
      "pretrain.sizes.tiny.per_device_batch_size"),
+    (lambda c: c["pretrain"].update(tp={"weight": 0.5, "mode": "joint"}), "pretrain.tp.weight"),
 ])
 def test_semantic_errors_name_the_key(smoke, mutate, key):
     cfg = copy.deepcopy(smoke)

@@ -142,13 +142,17 @@ class Commands:
         if c["source"] == "local":
             args += ["--paths", *(wc.substitute_root(p, self.config) for p in c["paths"]),
                      "--split-by", c["split_by"], "--unk-policy", c["unk_policy"]]
+            if c.get("rows", "document") == "sentence":
+                args += ["--rows", "sentence", "--span-rows", _s(c.get("span_rows", 50))]
             return args + (["--wikitext-detokenize"] if c["wikitext_detokenize"] else [])
         specs = c["hub_datasets"]
+        rows = [d.get("rows", "document") for d in specs]
         return args + [
             "--hub-dataset", *(d["name"] for d in specs),
             "--hub-config", *(d.get("config") or NO_HUB_CONFIG for d in specs),
             "--hub-split", *(d.get("split", "train") for d in specs),
-        ]
+            "--hub-rows", *rows,
+        ] + (["--span-rows", _s(c.get("span_rows", 50))] if "sentence" in rows else [])
 
     def corpus_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return ["--output", _files(output)[0]]
@@ -190,7 +194,17 @@ class Commands:
             "--mlm-probability", _s(pre["mlm_probability"]), "--tc-weight", _s(tc["weight"]),
             "--tc-temperature", _s(tc["temperature"]), "--tc-window", _s(tc["window"]),
             "--tc-negatives", _s(tc["negatives"]), "--precision", s["precision"],
-            "--seed", _s(self.config["seed"]), "--until", wildcards.step]
+            "--seed", _s(self.config["seed"]), "--until", wildcards.step] + self._tp_args(wildcards)
+
+    def _tp_args(self, wildcards: Any) -> list[str]:
+        """``--tp-weight``/``--tp-mode`` of an ``mlm_tp`` run, only when ``pretrain.tp`` differs from
+        the defaults (weight 1.0, mode separate, which ``taco pretrain`` applies itself): the params of
+        every run trained before the setting existed stay the same, so nothing re-runs."""
+        tp = self.config["pretrain"].get("tp") or {}
+        weight, mode = float(tp.get("weight", 1.0)), tp.get("mode", "separate")
+        if wildcards.variant != "mlm_tp" or (weight == 1.0 and mode == "separate"):
+            return []
+        return ["--tp-weight", _s(weight), "--tp-mode", mode]
 
     def pretrain_settings(self, wildcards: Any) -> list[str]:
         s = self.config["pretrain"]["sizes"][wildcards.size]

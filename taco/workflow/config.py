@@ -176,6 +176,10 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
                               "negatives come from the other sequences of the device batch: it needs >= 2")
     if pre["tc"]["window"] % 2 == 0:
         raise ConfigError(f"pretrain.tc.window: the positive window W must be odd, got {pre['tc']['window']}")
+    tp = pre.get("tp") or {}
+    if tp.get("mode", "separate") == "joint" and float(tp.get("weight", 1.0)) != 1.0:
+        raise ConfigError(f"pretrain.tp.weight: {tp['weight']} has no effect with pretrain.tp.mode joint "
+                          "(one cross-entropy over all predicted positions); leave it at 1.0")
     sel = config["finetune"]["budgets"]
     if isinstance(sel, dict):
         for size, steps in sel.items():
@@ -258,6 +262,8 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
         "tasks": tasks,
         "missing_tasks": dict(missing_tasks or {}),
         "seeds": list(config["finetune"]["seeds"]),
+        "max_train_samples": config["finetune"].get("max_train_samples"),
+        "max_eval_samples": config["finetune"].get("max_eval_samples"),
         "primary_metric": dict(a.get("primary_metric", {})),
         "equivalence_margin": a["equivalence_margin"],
         "improvement_margin": a["improvement_margin"],

@@ -49,7 +49,9 @@ MISSING_TASKS = {
     for t in config["glue"]["tasks"]
     if GLUE_AVAILABILITY is not None and GLUE_AVAILABILITY.get(t) is not None
 }
-if MISSING_TASKS:
+# Snakemake parses the workflow again in each job it spawns (exec mode "subprocess"/"remote"): the
+# note belongs to the run, so only the main process prints it.
+if MISSING_TASKS and workflow.is_main_process:
     print(
         "NOTE: GLUE tasks absent from the local folder are skipped (tables report which tasks "
         "the averages cover): "
