@@ -40,6 +40,9 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
     print their columns as n/a with the reason.
 ``seeds``
     (written by the workflow) the fine-tuning seeds asked for; cells note the ones missing.
+``max_train_samples``, ``max_eval_samples``
+    (written by the workflow) the caps on training / dev examples per task that fine-tuning ran
+    with (``null``: the whole set); the tables' notes say so.
 
 Errors name the offending key (``AnalysisConfigError``, a ``ValueError``).
 """
@@ -86,6 +89,8 @@ DEFAULTS: dict[str, Any] = {
     "finetuned_budgets": None,
     "missing_tasks": {},
     "seeds": None,
+    "max_train_samples": None,
+    "max_eval_samples": None,
 }
 
 
@@ -126,6 +131,8 @@ class AnalysisConfig:
     finetuned_budgets: dict[str, tuple[int, ...]] | None = None
     missing_tasks: dict[str, str] = field(default_factory=dict)
     seeds: tuple[int, ...] | None = None
+    max_train_samples: int | None = None
+    max_eval_samples: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- derived views -------------------------------------------------------------------------
@@ -200,6 +207,7 @@ class AnalysisConfig:
             else {k: list(v) for k, v in self.finetuned_budgets.items()},
             "missing_tasks": dict(self.missing_tasks),
             "seeds": None if self.seeds is None else list(self.seeds),
+            "max_train_samples": self.max_train_samples, "max_eval_samples": self.max_eval_samples,
             "primary_metric": dict(self.primary_metric),
             **{k: getattr(self, k) for k in (
                 "equivalence_margin", "match_rule", "improvement_target", "improvement_margin",
@@ -225,6 +233,11 @@ def _number(raw: Mapping[str, Any], key: str, lo: float | None = None, hi: float
     if hi is not None and (val > hi or (hi_open and val == hi)):
         raise _err(key, f"must be {'<' if hi_open else '<='} {hi}, got {val!r}")
     return int(val) if integer else float(val)
+
+
+def _optional_count(raw: Mapping[str, Any], key: str) -> int | None:
+    """A positive whole number or None (e.g. a cap on examples)."""
+    return None if raw[key] is None else _number(raw, key, 1, integer=True)
 
 
 def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
@@ -378,6 +391,8 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
         finetuned_budgets=steps_by_size["finetuned_budgets"],
         missing_tasks={str(k): str(v) for k, v in missing_tasks.items()},
         seeds=None if seeds is None else tuple(int(x) for x in seeds),
+        max_train_samples=_optional_count(raw, "max_train_samples"),
+        max_eval_samples=_optional_count(raw, "max_eval_samples"),
         raw=raw,
     )
 
