@@ -117,3 +117,24 @@ def test_average_agrees_with_taco_metrics(paper_tables):
     for name, row in PAPER_TABLE1_DEV.items():
         ref = metrics.glue_average({k: v / 100 for k, v in row.items()})
         assert not ref.is_partial and avg[name] == pytest.approx(100 * ref.value)
+
+
+def test_markdown_names_each_columns_metric_and_the_caps(tmp_path):
+    spec = smoke_spec(tasks=["mrpc", "stsb", "cola", "sst2"], n_resamples=99,
+                      max_train_samples=384, max_eval_samples=500)
+    agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1, 2])
+    out = tmp_path / "res"
+    assert main(["--aggregate-dir", str(agg), "--analysis", str(spec_path), "--output-dir", str(out)]) == 0
+    md = (out / "table1.md").read_text()
+    for part in ("MRPC = F1", "STS-B = Spearman corr.", "CoLA = Matthews corr.", "SST-2 = accuracy",
+                 "QQP = F1", "Avg. = plain mean"):
+        assert part in md, part
+    assert "training sets capped at 384 examples per task" in md
+    assert "dev sets capped at 500 examples per task" in md
+    plain = tmp_path / "plain"
+    spec2 = write_spec(tmp_path / "plain.json", smoke_spec(tasks=["sst2"], n_resamples=99))
+    agg2 = tmp_path / "agg2"
+    assert aggregate_main(["--inputs-from", str(tmp_path / "inputs.txt"), "--analysis", str(spec2),
+                           "--output-dir", str(agg2)]) == 0
+    assert main(["--aggregate-dir", str(agg2), "--analysis", str(spec2), "--output-dir", str(plain)]) == 0
+    assert "capped" not in (plain / "table1.md").read_text()

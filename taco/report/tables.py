@@ -411,15 +411,55 @@ def _notes(long: pd.DataFrame) -> list[str]:
     return notes
 
 
-def render_markdown(long: pd.DataFrame, title: str) -> str:
-    """Markdown: title, the wide table, and the notes (what is n/a and why)."""
+METRIC_LABELS = {"accuracy": "accuracy", "f1": "F1", "matthews_correlation": "Matthews corr.",
+                 "pearson": "Pearson corr.", "spearmanr": "Spearman corr.", "mean": "mean of its metrics"}
+
+
+def column_metrics_note(long: pd.DataFrame) -> str:
+    """Which metric each column is (the primary metric of its score key; the average is the plain
+    mean of the columns it covers, each in its own metric), e.g. ``QQP = F1``."""
+    parts = []
+    for col, g in long.groupby("column", sort=False):
+        if col == "avg":
+            continue
+        metric = next((m for m in g["metric"] if isinstance(m, str) and m), "")
+        parts.append(f"{KEY_LABELS.get(col, col)} = {METRIC_LABELS.get(metric, metric or 'n/a')}")
+    note = "Columns: " + ", ".join(parts)
+    if "avg" in set(long["column"]):
+        note += "; Avg. = plain mean of the score columns it names, each in its own metric"
+    return note + " (every metric of every run is in the aggregate CSVs; choice: docs/metrics.md)."
+
+
+def capped_sets_note(cfg: AnalysisConfig | None) -> str:
+    """What the fine-tuning runs were capped at (analysis spec ``max_train_samples`` /
+    ``max_eval_samples``); empty when nothing was capped or the spec does not say."""
+    if cfg is None:
+        return ""
+    caps = []
+    if cfg.max_train_samples:
+        caps.append(f"training sets capped at {cfg.max_train_samples} examples per task")
+    if cfg.max_eval_samples:
+        caps.append(f"dev sets capped at {cfg.max_eval_samples} examples per task (MNLI: per dev set)")
+    if not caps:
+        return ""
+    return ("Capped data: " + "; ".join(caps) + ". The paper used the full sets: these numbers are not "
+            "comparable with its rows in absolute terms.")
+
+
+def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None = None) -> str:
+    """Markdown: title, the wide table, which metric each column is, whether the fine-tuning sets
+    were capped (from ``cfg``), and the notes (what is n/a and why)."""
     w = wide_table(long)
     head = list(w.columns)
     lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for _, r in w.iterrows():
         lines.append("| " + " | ".join(str(r[h]).replace("|", "\\|") for h in head) + " |")
     lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds (95% bootstrap CI in the CSV); "
-              "`*` = includes degenerate runs; n/a = not run or not published (never invented)."]
+              "`*` = includes degenerate runs (constant predictions; an undefined correlation counts as 0); "
+              "n/a = not run or not published (never invented).", "", column_metrics_note(long)]
+    capped = capped_sets_note(cfg)
+    if capped:
+        lines += ["", capped]
     notes = _notes(long)
     if notes:
         lines += ["", "Notes:"] + [f"- {n}" for n in notes]
@@ -472,14 +512,16 @@ def build_tables(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
     return {name: BUILDERS[name](agg, cfg, pv) for name in TABLES}
 
 
-def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[Path]:
-    """Write ``<name>.csv``, ``.md``, ``.tex`` for each table into ``out_dir`` (atomic per file)."""
+def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path,
+                 cfg: AnalysisConfig | None = None) -> list[Path]:
+    """Write ``<name>.csv``, ``.md``, ``.tex`` for each table into ``out_dir`` (atomic per file);
+    ``cfg`` adds the capped-sets note to the ``.md`` files."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, df in tables.items():
         for ext, text in (("csv", df.to_csv(index=False, float_format="%.6g")),
-                          ("md", render_markdown(df, table_title(name, df))),
+                          ("md", render_markdown(df, table_title(name, df), cfg)),
                           ("tex", render_latex(df, table_title(name, df)))):
             p = out / f"{name}.{ext}"
             atomic_write_text(p, text)
@@ -495,7 +537,7 @@ def build_parser():
 def main(argv: list[str] | None = None) -> int:
     """``taco tables``: aggregate CSVs + analysis spec -> table{1,2,3,4}/ablation .csv/.md/.tex."""
     return report_main("tables", __doc__.split("\n")[0],
-                       lambda agg, cfg, args: write_tables(build_tables(agg, cfg), args.output_dir), argv)
+                       lambda agg, cfg, args: write_tables(build_tables(agg, cfg), args.output_dir, cfg), argv)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
