@@ -370,3 +370,27 @@ def test_tp_mode_option(tmp_path):
     with pytest.raises(UsageError, match="no effect with --tp-mode joint"):
         make_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "c"), "--tp-mode", "joint",
                                                     "--tp-weight", "2"]))
+
+
+def test_kept_final_state_that_differs_from_its_export_record_is_trained_again(full, tmp_path):
+    """The export record (the budget's manifest) guards the re-export: damaged weights in the kept
+    state are not exported; the segment trains again, to the same weights."""
+    import shutil
+
+    root, blocks, _ = full
+    out, state = tmp_path / "step-2", tmp_path / "state"
+    assert train.main(_args(blocks, out, state, until=2)) == 0
+    first = _weights(out)
+    kept = state / "checkpoint-2"
+    record = json.loads((kept / train.EXPORT_RECORD).read_text())
+    assert record == read_manifest(out)  # the record is the budget's manifest
+    shutil.rmtree(out)
+    blob = (kept / "model.safetensors").read_bytes()
+    (kept / "model.safetensors").unlink()  # a hard link: replace it, do not write through it
+    (kept / "model.safetensors").write_bytes(blob[:-8] + b"\0" * 8)
+    assert train.main(_args(blocks, out, state, until=2)) == 0
+    events = _train_events(state)
+    assert events.count("stale_final_state") == 1 and events.count("train_begin") == 2
+    assert "reexport" not in events
+    second = _weights(out)
+    assert all(torch.equal(first[k], second[k]) for k in first)

@@ -32,8 +32,10 @@ final state (step ``--until``) is kept: the budget's files are hard links of it 
 one file system, a copy otherwise), and the manifest names it (``retained_state``). If Snakemake is
 killed (``kill -9``) while the trainer runs on and finishes, the next ``snakemake`` (profile:
 ``rerun-incomplete``) deletes the budget as incomplete and reruns this command: it finds the final
-state of exactly this segment (same config hash, step and parent manifest) and exports it again,
-without training (event ``reexport`` in ``logs/train_log.jsonl``). The next segment, which starts
+state of exactly this segment (same config hash, step and parent weights) and, once its export
+record (``exported_manifest.json``: the budget's manifest, with config hash, blocks and
+``model_sha256``) matches, exports it again without training (event ``reexport`` in
+``logs/train_log.jsonl``; a mismatch is logged as ``stale_final_state`` and the segment trains). The next segment, which starts
 only once this budget is accepted, removes the retained state of its parent.
 
 Exit status: 0 done; 2 bad input (before any work); 3 non-finite loss; 4 no space left on device
@@ -76,6 +78,8 @@ from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 KIND = "pretrain"
 TRAINER_STATE_DIR = "trainer_state"
 STATE_MARKER = "taco_state.json"
+#: in the kept final state: the manifest of the budget exported from it (see _final_state_problem)
+EXPORT_RECORD = "exported_manifest.json"
 #: files of a Trainer checkpoint that are training state, not the model (go to trainer_state/)
 TRAINER_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json", "training_args.bin")
 _TRAINER_FILE_RE = re.compile(r"^(rng_state(_\d+)?\.pth|optimizer.*\.(pt|bin)|scheduler\.pt|scaler\.pt|"
@@ -615,6 +619,16 @@ def run(plan: Plan) -> int:
     # where to start: newest valid scratch state of this run past the resume point, else the budget
     states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage)
               if plan.start_step < s <= plan.until]
+    if states and states[-1][0] == plan.until:  # a kept final state: exported before?
+        problem = _final_state_problem(plan, states[-1][1])
+        if problem:
+            runlog.write_event({"event": "stale_final_state", "step": plan.until, "path": str(states[-1][1]),
+                                "reason": problem})
+            print(f"taco pretrain: the kept final state {states[-1][1]} does not match its export record "
+                  f"({problem}); training the segment again", file=sys.stderr)
+            if rank == 0:
+                shutil.rmtree(states[-1][1], ignore_errors=True)
+            states = states[:-1]
     resume_ckpt: Path | None = None
     wall_before = 0.0
     if states:
@@ -702,6 +716,11 @@ def run(plan: Plan) -> int:
         raise RuntimeError(f"no complete state at step {plan.until} in {state_dir}")
     final_ckpt = final[-1][1]
     export_budget(plan, final_ckpt, t0, wall_before)
+    # the export record: the budget's manifest, checked before the state is ever exported again
+    record_tmp = final_ckpt / (EXPORT_RECORD + ".tmp")
+    record_tmp.unlink(missing_ok=True)
+    _link_or_copy(plan.output / MANIFEST_NAME, record_tmp)
+    os.replace(record_tmp, final_ckpt / EXPORT_RECORD)
     # the budget is the new resume point: drop the intermediate scratch checkpoints (keep logs/) but
     # keep the final one (hard links of the budget's files, no extra space): if Snakemake is killed
     # now and deletes the budget as incomplete, the next run exports it again instead of training
@@ -719,6 +738,37 @@ def _link_or_copy(src: Path, dest: Path) -> None:
         os.link(src, dest)
     except OSError:
         shutil.copy2(src, dest)
+
+
+def _final_state_problem(plan: Plan, ckpt: Path) -> str | None:
+    """Why the kept final state ``ckpt`` must not be exported again (None: it may).
+
+    A state that was never exported (the run was killed between the last save and the export)
+    has no record and is exported as usual. Otherwise its record, the manifest of the budget it
+    produced, must name this segment (config hash, step, blocks) and the weights' sha256 must
+    still be that of the record (a file changed or damaged since is caught here).
+    """
+    record_path = ckpt / EXPORT_RECORD
+    if not record_path.is_file():
+        return None
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError) as exc:
+        return f"unreadable {EXPORT_RECORD}: {exc}"
+    expected = {"config_hash": plan.config_hash, "step": plan.until,
+                "blocks_manifest_sha256": plan.blocks_manifest_sha256}
+    found = {"config_hash": record.get("config_hash"), "step": record.get("step"),
+             "blocks_manifest_sha256": (record.get("inputs") or {}).get("blocks_manifest_sha256")}
+    diff = {k: (found[k], v) for k, v in expected.items() if found[k] != v}
+    if diff:
+        return f"record vs now: {diff}"
+    model = ckpt / "model.safetensors"
+    if record.get("model_sha256") and (not model.is_file() or sha256_file(model) != record["model_sha256"]):
+        return "model.safetensors differs from the exported weights (model_sha256)"
+    missing = [f for f in ("optimizer.pt", "scheduler.pt", "trainer_state.json") if not (ckpt / f).is_file()]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    return None
 
 
 def _drop_retained_parent_state(plan: Plan) -> None:
@@ -751,7 +801,7 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
     with atomic_directory(plan.output) as tmp:
         (tmp / TRAINER_STATE_DIR).mkdir()
         for f in sorted(ckpt.iterdir()):
-            if not f.is_file() or f.name == STATE_MARKER:
+            if not f.is_file() or f.name in (STATE_MARKER, EXPORT_RECORD):
                 continue
             dest = tmp / TRAINER_STATE_DIR / f.name if _TRAINER_FILE_RE.match(f.name) else tmp / f.name
             _link_or_copy(f, dest)
