@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pretrain": ("taco.training.pretrain", "pre-train one segment up to a budget (resumable)"),
     "init": ("taco.training.control", "write the no-pre-training control (random init, step 0)"),
     "finetune": ("taco.evaluation.finetune", "fine-tune one checkpoint on one GLUE task with one seed"),
+    "glue-submission": ("taco.evaluation.submission",
+                        "zip one checkpoint's GLUE test predictions (one seed) for the GLUE server"),
     "dynamics": ("taco.evaluation.dynamics", "representation similarity dynamics of one checkpoint"),
     "dynamics-figures": ("taco.report.dynamics_figures", "figures 2 and 6 from dynamics.json files"),
     "aggregate": ("taco.report.stats", "aggregate fine-tuning metrics.json files into per-cell statistics"),

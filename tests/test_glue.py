@@ -139,3 +139,45 @@ def test_source_errors():
         load_glue_task("rte", "ftp")
     with pytest.raises(ValueError, match="needs data_dir"):
         load_glue_task("rte", "local")
+
+
+def test_test_splits_from_hub_local_and_synthetic(tmp_path):
+    """Unlabelled test splits: Hub parquet layout (AX config absent -> reported, not raised), a local
+    folder (header with ``index``/``id``; bad rows named by line), the synthetic source."""
+    from datasets import Dataset
+
+    from taco.data.glue import GlueFormatError, load_glue_test
+
+    repo = tmp_path / "glue_repo"
+    readme = ["---", "configs:", "- config_name: rte", "  data_files:"]
+    t = GLUE_TASKS["rte"]
+    rows = {"sentence1": ["p1", "p2", "p3"], "sentence2": ["h1", "h2", "h3"], "label": [0, 1, 0], "idx": [0, 1, 2]}
+    (repo / "rte").mkdir(parents=True)
+    for split in (*t.splits, "test"):
+        r = rows if split != "test" else {**rows, "label": [-1, -1, -1]}
+        Dataset.from_dict(r, features=t.features()).to_parquet(str(repo / "rte" / f"{split}-00000-of-00001.parquet"))
+        readme += [f"  - split: {split}", f"    path: rte/{split}-*"]
+    (repo / "README.md").write_text("\n".join(readme + ["---", ""]))
+    present, absent = load_glue_test("rte", "hub", hub_id=str(repo), cache_dir=str(tmp_path / "cache"))
+    (split, ds), = present.items()
+    assert split.submission_file == "RTE.tsv" and absent == {}
+    assert ds.column_names == ["sentence1", "sentence2", "idx"] and ds["idx"] == [0, 1, 2]
+    assert ds["sentence2"] == ["h1", "h2", "h3"]
+
+    glue = tmp_path / "glue"
+    (glue / "QQP").mkdir(parents=True)
+    (glue / "QQP" / "test.tsv").write_text("id\tquestion1\tquestion2\n0\tq a?\tq b?\n1\t\"odd\tq c?\n")
+    present, absent = load_glue_test("qqp", "local", glue)
+    (split, ds), = present.items()
+    assert split.submission_file == "QQP.tsv" and ds["question1"] == ["q a?", '"odd'] and ds["idx"] == [0, 1]
+    present, absent = load_glue_test("mnli", "local", glue)
+    assert present == {} and sorted(s.submission_file for s in absent) == ["AX.tsv", "MNLI-m.tsv", "MNLI-mm.tsv"]
+    assert any("diagnostic/diagnostic.tsv" in why for why in absent.values())
+    (glue / "QQP" / "test.tsv").write_text("id\tquestion1\tquestion2\n0\tq a?\n")
+    with pytest.raises(GlueFormatError, match=r"test.tsv:2: expected 3 tab-separated fields"):
+        load_glue_test("qqp", "local", glue)
+
+    present, _ = load_glue_test("mnli", "synthetic", num_test=5)
+    assert {s.submission_file: len(d) for s, d in present.items()} == {"MNLI-m.tsv": 5, "MNLI-mm.tsv": 5, "AX.tsv": 5}
+    again, _ = load_glue_test("mnli", "synthetic", num_test=5)
+    assert [d["premise"] for d in present.values()] == [d["premise"] for d in again.values()]

@@ -6,7 +6,8 @@
 ``nyu-mll/glue``: the text fields (``sentence``, ``sentence1``/``sentence2``, ``question1``/
 ``question2``, ``question``/``sentence``, ``premise``/``hypothesis``), ``label`` (``ClassLabel``;
 ``float32`` 0-5 for STS-B) and ``idx`` (``int32``, the row's 0-based position in its split).
-Test splits (no public labels) are never loaded.
+The unlabelled test splits (what the GLUE server scores) are loaded on their own by
+``load_glue_test`` (text fields and ``idx``, the GLUE ``index`` of each row).
 
 Sources:
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +267,159 @@ def task_names(tasks: Sequence[str] | None = None) -> list[str]:
     for t in tasks:
         get_task(t)
     return list(tasks)
+
+
+# ------------------------------------------------------------------------------------------------
+# unlabelled test splits (scored by the GLUE server, gluebenchmark.com)
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GlueTestSplit:
+    """One unlabelled GLUE test split, where each source keeps it, and its submission file.
+
+    Attributes:
+        task: the registry task whose fine-tuned model predicts it (``mnli`` for the diagnostic AX).
+        name: split key (``test``; MNLI: ``test_matched``, ``test_mismatched``, ``ax``).
+        local_file: path below a local GLUE folder (``RTE/test.tsv``, ``diagnostic/diagnostic.tsv``).
+        hub_config, hub_split: where ``nyu-mll/glue`` keeps it (``("ax", "test")`` for AX).
+        submission_file: the file name the GLUE server expects in a submission zip (``RTE.tsv``).
+    """
+
+    task: str
+    name: str
+    local_file: str
+    hub_config: str
+    hub_split: str
+    submission_file: str
+
+
+def glue_test_splits(task: str) -> tuple[GlueTestSplit, ...]:
+    """The test split(s) a model fine-tuned on ``task`` predicts, in submission-file order.
+
+    Every task has ``<dir_name>/test.tsv`` (Hub split ``test``), submitted as ``<dir_name>.tsv``;
+    MNLI has the matched and mismatched test sets (``MNLI-m.tsv``, ``MNLI-mm.tsv``) and also
+    predicts the diagnostic set AX (``diagnostic/diagnostic.tsv``, Hub config ``ax``; ``AX.tsv``),
+    as the GLUE server asks (Wang et al., 2019, Sec. 4: the diagnostic is scored with the MNLI
+    classifier). Raises ValueError for an unknown task.
+    """
+    t = get_task(task)
+    d = t.dir_name
+    if task == "mnli":
+        return (GlueTestSplit(task, "test_matched", f"{d}/test_matched.tsv", task, "test_matched", "MNLI-m.tsv"),
+                GlueTestSplit(task, "test_mismatched", f"{d}/test_mismatched.tsv", task, "test_mismatched",
+                              "MNLI-mm.tsv"),
+                GlueTestSplit(task, "ax", "diagnostic/diagnostic.tsv", "ax", "test", "AX.tsv"))
+    return (GlueTestSplit(task, "test", f"{d}/test.tsv", task, "test", f"{d}.tsv"),)
+
+
+#: header names of the row index in GLUE test files (QQP's test.tsv calls it ``id``)
+_INDEX_COLUMNS = ("index", "id")
+
+
+def read_glue_test_tsv(path: str | os.PathLike, task: str) -> dict[str, list]:
+    """Read one local GLUE test TSV into Hub-named text columns and ``idx`` (the file's index).
+
+    Test files all have a header (CoLA's too, unlike its train/dev files) with an ``index``
+    (QQP: ``id``) column and the same text column names as the task's train file (CoLA:
+    ``sentence``). Read like ``read_glue_tsv``: UTF-8 without BOM, tab separated, no quoting.
+
+    Raises:
+        FileNotFoundError: the file is missing.
+        GlueFormatError: no header, a missing column, a row with the wrong field count, or an
+            index that is not an integer; names the file and the 1-based line.
+    """
+    t = get_task(task)
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: GLUE test file not found")
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        lines = fh.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise GlueFormatError(f"{path}:1: empty file, expected a header line")
+    header = lines[0].rstrip("\r").split("\t")
+    names = {f: (t.local_columns[f] if isinstance(t.local_columns.get(f), str) else f) for f in t.text_fields}
+    missing = [n for n in names.values() if n not in header]
+    index_col = next((c for c in _INDEX_COLUMNS if c in header), None)
+    if missing or index_col is None:
+        want = [*missing] + ([] if index_col else ["index"])
+        raise GlueFormatError(f"{path}:1: header has no column(s) {want} (has {header})")
+    pos = {f: header.index(n) for f, n in names.items()}
+    ipos = header.index(index_col)
+    columns: dict[str, list] = {f: [] for f in t.text_fields}
+    columns["idx"] = []
+    for lineno in range(1, len(lines)):
+        row = lines[lineno].rstrip("\r").split("\t")
+        if len(row) != len(header):
+            raise GlueFormatError(f"{path}:{lineno + 1}: expected {len(header)} tab-separated fields, "
+                                  f"found {len(row)}")
+        try:
+            columns["idx"].append(int(row[ipos]))
+        except ValueError:
+            raise GlueFormatError(f"{path}:{lineno + 1}: index {row[ipos]!r} is not an integer") from None
+        for f, i in pos.items():
+            columns[f].append(row[i])
+    return columns
+
+
+def _test_dataset(task: GlueTask, columns: Mapping[str, list]):
+    from datasets import Dataset, Features, Value
+
+    feats = Features({**{f: Value("string") for f in task.text_fields}, "idx": Value("int32")})
+    return Dataset.from_dict({k: list(columns[k]) for k in feats}, features=feats)
+
+
+def load_glue_test(task: str, source: str, data_dir: str | os.PathLike | None = None, *,
+                   hub_id: str = HUB_ID, cache_dir: str | None = None, seed: int = 0,
+                   num_test: int | None = None):
+    """The unlabelled test split(s) of ``task`` that ``source`` holds.
+
+    Args:
+        task, source, data_dir, hub_id, cache_dir: as ``load_glue_task``.
+        seed, num_test: for ``synthetic`` (which builds test splits like its dev splits;
+            ``num_test`` defaults to the dev size).
+
+    Returns:
+        ``(present, absent)``: ``present`` maps a ``GlueTestSplit`` to a ``datasets.Dataset`` with
+        the task's text fields and ``idx`` (int32, the GLUE index); ``absent`` maps the
+        ``GlueTestSplit`` that the source lacks (a local folder without ``test.tsv`` or without
+        ``diagnostic/``, a Hub mirror without the ``ax`` config) to the reason. Absence is not an
+        error: the submission then carries a labelled placeholder.
+
+    Raises:
+        ValueError: unknown task or source, ``local`` without ``data_dir``.
+        GlueFormatError: a local test file that cannot be read (file and line named).
+    """
+    t = get_task(task)
+    present, absent = {}, {}
+    if source == "local":
+        if data_dir is None:
+            raise ValueError("source='local' needs data_dir (a folder in the GLUE layout)")
+        for split in glue_test_splits(task):
+            path = Path(data_dir) / split.local_file
+            if path.is_file():
+                present[split] = _test_dataset(t, read_glue_test_tsv(path, task))
+            else:
+                absent[split] = f"no {path}"
+    elif source == "hub":
+        from datasets import load_dataset
+
+        for split in glue_test_splits(task):
+            try:
+                ds = load_dataset(hub_id, split.hub_config, cache_dir=cache_dir)[split.hub_split]
+            except Exception as exc:  # noqa: BLE001  (a mirror without the config or split)
+                absent[split] = f"{hub_id} config {split.hub_config!r} split {split.hub_split!r}: {exc}"
+                continue
+            present[split] = ds.select_columns([*t.text_fields, "idx"]).cast(
+                _test_dataset(t, {f: [] for f in (*t.text_fields, "idx")}).features)
+    elif source == "synthetic":
+        from taco.data.synthetic import build_glue_test_split
+
+        for split in glue_test_splits(task):
+            rows = build_glue_test_split(task, split.name, seed=seed, num=num_test)
+            cols: dict[str, list] = {f: [r[f] for r in rows] for f in t.text_fields}
+            cols["idx"] = list(range(len(rows)))
+            present[split] = _test_dataset(t, cols)
+    else:
+        raise ValueError(f"unknown GLUE source {source!r}; expected one of {SOURCES}")
+    return present, absent

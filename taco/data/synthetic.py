@@ -615,3 +615,30 @@ def build_glue_task(task: str, seed: int = 0, num_train: int | None = None,
         rng = random.Random(f"taco-synthetic-glue/{task}/{split}/{seed}")
         out[split] = _rows(task, rng, n_train if split == "train" else n_dev, split)
     return out
+
+
+#: test split name -> the dev split whose distribution it follows (MNLI: matched/mismatched
+#: topics; ``ax``, the diagnostic set predicted by the MNLI model, follows the matched one)
+_TEST_LIKE = {"test": "validation", "test_matched": "validation_matched",
+              "test_mismatched": "validation_mismatched", "ax": "validation_matched"}
+
+
+def build_glue_test_split(task: str, split: str, seed: int = 0, num: int | None = None) -> list[dict]:
+    """Rows of an unlabelled test split of the synthetic task ``task`` (text fields only).
+
+    ``split`` is one of ``test``, ``test_matched``, ``test_mismatched``, ``ax`` (the names of
+    ``taco.data.glue.glue_test_splits``); the rows are drawn like the matching dev split from a stream
+    of their own (seeded by task, split and seed), so they never repeat a train or dev row's draw.
+    ``num`` defaults to the dev size of ``DEFAULT_SIZES[task]``. Raises ValueError for an unknown
+    task or split, or ``num < 1``.
+    """
+    if task not in GLUE_TASK_SPECS:
+        raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASK_SPECS)}")
+    if split not in _TEST_LIKE:
+        raise ValueError(f"{task}: unknown test split {split!r}; expected one of {sorted(_TEST_LIKE)}")
+    n = DEFAULT_SIZES[task][1] if num is None else num
+    if n < 1:
+        raise ValueError(f"{task}/{split}: num must be >= 1, got {n}")
+    rng = random.Random(f"taco-synthetic-glue/{task}/{split}/{seed}")
+    fields = GLUE_TASK_SPECS[task].text_fields
+    return [{f: r[f] for f in fields} for r in _rows(task, rng, n, _TEST_LIKE[split])]

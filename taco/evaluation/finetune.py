@@ -7,8 +7,13 @@ after every epoch (MNLI: matched and mismatched); the reported epoch is the last
 last``, default) or the one with the best mean primary metric (``best``).
 
 Outputs in ``--output`` (written atomically; an existing output is never overwritten):
-``metrics.json`` (format in ``docs/INTERFACES.md``) and ``predictions.tsv`` (columns ``split``,
-``idx``, ``prediction``, ``label``: the dev predictions of the reported epoch).
+``metrics.json`` (format in ``docs/INTERFACES.md``), ``predictions.tsv`` (columns ``split``,
+``idx``, ``prediction``, ``label``: the dev predictions of the reported epoch) and
+``test_predictions.tsv`` (columns ``file``, ``index``, ``prediction``: the reported epoch's model on
+the task's unlabelled GLUE test split(s), MNLI also on the diagnostic AX, in the GLUE server's label
+strings; ``taco glue-submission`` gathers them into the server's zip; ``--no-test-predictions``
+skips it). The run is four named steps: ``load_task_data``, ``build_trainer``, training with the
+per-epoch evaluator, ``build_metrics``/``write_outputs``.
 """
 
 from __future__ import annotations
@@ -21,16 +26,16 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taco.manifest import MANIFEST_NAME, atomic_directory, read_manifest, sha256_file
+from taco.manifest import MANIFEST_NAME, atomic_directory, finite_or_null, read_manifest, sha256_file
 from taco.registry import FINETUNE_HYPERPARAMETERS
 
 
 
-class UsageError(ValueError):
-    """Bad input found before any work starts (the CLI exits 2)."""
+from taco.errors import UsageError  # noqa: E402,F401  (one definition, re-exported)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
                    help="auto: bf16 on GPUs that support it, else fp32")
+    p.add_argument("--test-predictions", action=argparse.BooleanOptionalAction, default=True,
+                   help="predict the task's unlabelled GLUE test split(s) with the reported epoch's model "
+                        "into test_predictions.tsv (GLUE server labels; default on; never capped)")
     p.add_argument("--logging-steps", type=int, default=50)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -156,18 +164,32 @@ def _primary_value(scores: dict[str, dict[str, float]]) -> float:
     return sum(vals) / len(vals) if vals else float("-inf")
 
 
-def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
-    import numpy as np
-    from transformers import (AutoModelForSequenceClassification, DataCollatorWithPadding, Trainer,
-                              TrainerCallback, TrainingArguments, set_seed)
+# ---- step 1: data ----------------------------------------------------------------------------------
+@dataclass
+class TaskData:
+    """One task's splits for one run: raw (capped) and tokenized.
 
-    from taco.data.glue import GLUE_TASKS, load_glue_task
-    from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC, compute_glue_metrics
+    ``devs``/``dev_enc``: dev split name -> dataset; ``tests``/``test_enc``: ``GlueTestSplit`` ->
+    the unlabelled test set (never capped: the server scores every row); ``test_absent``:
+    ``GlueTestSplit`` -> why the source lacks it.
+    """
 
-    t0 = time.time()
+    task: Any
+    train_enc: Any
+    devs: dict[str, Any]
+    dev_enc: dict[str, Any]
+    tests: dict[Any, Any] = field(default_factory=dict)
+    test_enc: dict[Any, Any] = field(default_factory=dict)
+    test_absent: dict[Any, str] = field(default_factory=dict)
+
+
+def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
+    """Load the task's train and dev splits (capped by ``--max-*-samples``) and, unless
+    ``--no-test-predictions``, its test split(s); tokenize all of them (pairs truncated to
+    ``--max-length``; labels as float for STS-B). Raises UsageError when a train/dev split is missing."""
+    from taco.data.glue import GLUE_TASKS, load_glue_task, load_glue_test
+
     task = GLUE_TASKS[args.task]
-    tokenizer = facts["tokenizer"]
-    precision = _precision(args)
     data = load_glue_task(args.task, args.glue_source, args.glue_dir)
     missing = [s for s in ("train", *task.dev_splits) if s not in data]
     if missing:
@@ -185,7 +207,8 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     def encode(batch):
         texts = [batch[f] for f in task.text_fields]
         enc = tokenizer(*texts, truncation=True, max_length=args.max_length)
-        enc["labels"] = [float(x) for x in batch["label"]] if task.is_regression else batch["label"]
+        if "label" in batch:
+            enc["labels"] = [float(x) for x in batch["label"]] if task.is_regression else batch["label"]
         return enc
 
     keep = ("input_ids", "token_type_ids", "attention_mask", "labels")
@@ -194,15 +217,28 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
         enc = ds.map(encode, batched=True, desc=None)
         return enc.remove_columns([c for c in enc.column_names if c not in keep])
 
-    train_enc = prepare(train)
-    dev_enc = {s: prepare(d) for s, d in devs.items()}
+    out = TaskData(task, prepare(train), devs, {s: prepare(d) for s, d in devs.items()})
+    if args.test_predictions:
+        out.tests, out.test_absent = load_glue_test(args.task, args.glue_source, args.glue_dir)
+        out.test_enc = {s: prepare(d) for s, d in out.tests.items()}
+    return out
 
+
+# ---- step 2: model and trainer -----------------------------------------------------------------------
+def build_trainer(args: argparse.Namespace, facts: dict[str, Any], data: TaskData, precision: str,
+                  work: Path, callbacks: list):
+    """The classification model from the checkpoint (seeded) and its HF ``Trainer``, with the
+    official run_glue.sh optimiser settings (AdamW, linear decay, no evaluation or saving by the
+    Trainer: the callbacks evaluate)."""
+    from transformers import (AutoModelForSequenceClassification, DataCollatorWithPadding, Trainer,
+                              TrainingArguments, set_seed)
+
+    task = data.task
     set_seed(args.seed)
     model = AutoModelForSequenceClassification.from_pretrained(
         str(facts["checkpoint"]), num_labels=task.num_labels,
         problem_type="regression" if task.is_regression else "single_label_classification",
     )
-    work = Path(tempfile.mkdtemp(prefix="taco-finetune-"))
     targs = TrainingArguments(
         output_dir=str(work),
         num_train_epochs=facts["epochs"],
@@ -227,47 +263,90 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
         dataloader_num_workers=0,
         use_cpu=args.device == "cpu",
     )
+    tokenizer = facts["tokenizer"]
+    return Trainer(model=model, args=targs, train_dataset=data.train_enc, processing_class=tokenizer,
+                   data_collator=DataCollatorWithPadding(tokenizer), callbacks=callbacks)
 
-    epochs: list[dict[str, Any]] = []
-    epoch_predictions: list[dict[str, Any]] = []
 
-    def predict(trainer, ds):
-        out = trainer.predict(ds)
-        logits = out.predictions[0] if isinstance(out.predictions, tuple) else out.predictions
-        preds = logits.reshape(-1) if task.is_regression else np.argmax(logits, axis=-1)
-        return preds, np.asarray(out.label_ids)
+# ---- step 3: evaluation while training ----------------------------------------------------------------
+def predict(trainer, ds, is_regression: bool):
+    """Predictions of the trainer's current model on ``ds``: (predictions (N,), label ids (N,) or None).
+    Classification: argmax of the logits; regression: the single output."""
+    import numpy as np
 
-    class EpochEval(TrainerCallback):
-        trainer = None
+    out = trainer.predict(ds)
+    logits = out.predictions[0] if isinstance(out.predictions, tuple) else out.predictions
+    preds = logits.reshape(-1) if is_regression else np.argmax(logits, axis=-1)
+    return preds, (None if out.label_ids is None else np.asarray(out.label_ids))
+
+
+def predict_tests(trainer, data: TaskData) -> dict[str, tuple[list[int], list[str]]]:
+    """Submission file -> (GLUE indices, server label strings) of every test split in ``data``."""
+    from taco.evaluation.submission import format_predictions
+
+    out = {}
+    for split, enc in data.test_enc.items():
+        preds, _ = predict(trainer, enc, data.task.is_regression)
+        out[split.submission_file] = ([int(i) for i in data.tests[split]["idx"]],
+                                      format_predictions(data.task.name, preds))
+    return out
+
+
+def _make_epoch_evaluator(data: TaskData, report_rule: str):
+    """A ``TrainerCallback`` that scores every dev split after each epoch (``epochs``,
+    ``predictions`` per epoch) and, for ``--report-rule best``, predicts the test splits whenever
+    an epoch becomes the best so far (``test``: (epoch index, rows)); the earliest best epoch wins
+    ties, as ``choose_epoch``."""
+    from transformers import TrainerCallback
+
+    from taco.evaluation.metrics import compute_glue_metrics
+
+    task = data.task
+
+    class EpochEvaluator(TrainerCallback):
+        def __init__(self):
+            self.trainer = None
+            self.epochs: list[dict[str, Any]] = []
+            self.predictions: list[dict[str, Any]] = []
+            self.test: tuple[int, dict] | None = None
+            self._best = None
 
         def on_epoch_end(self, a, state, control, **kw):
             scores, preds_by_split = {}, {}
             for split, key in zip(task.dev_splits, task.score_keys):
-                preds, labels = predict(self.trainer, dev_enc[split])
+                preds, labels = predict(self.trainer, data.dev_enc[split], task.is_regression)
                 scores[key] = compute_glue_metrics(key, preds, labels)
                 preds_by_split[split] = preds
-            epoch = len(epochs) + 1
-            epochs.append({"epoch": epoch, "step": state.global_step, "scores": scores})
-            epoch_predictions.append(preds_by_split)
+            epoch = len(self.epochs) + 1
+            self.epochs.append({"epoch": epoch, "step": state.global_step, "scores": scores})
+            self.predictions.append(preds_by_split)
             print(f"taco finetune: epoch {epoch}: {json.dumps(scores)}", file=sys.stderr, flush=True)
+            value = _primary_value(scores)
+            if report_rule == "best" and data.test_enc and (self._best is None or value > self._best):
+                self._best = value
+                self.test = (epoch - 1, predict_tests(self.trainer, data))
 
-    cb = EpochEval()
-    trainer = Trainer(model=model, args=targs, train_dataset=train_enc, processing_class=tokenizer,
-                      data_collator=DataCollatorWithPadding(tokenizer), callbacks=[cb])
-    cb.trainer = trainer
-    try:
-        trainer.train()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if not epochs:
-        raise RuntimeError("no epoch was evaluated")
+    return EpochEvaluator()
 
-    if args.report_rule == "last":
-        chosen = len(epochs) - 1
-    else:
-        chosen = max(range(len(epochs)), key=lambda i: (_primary_value(epochs[i]["scores"]), -i))
+
+def choose_epoch(epochs: list[dict[str, Any]], report_rule: str) -> int:
+    """Index of the reported epoch: the last, or (``best``) the earliest with the highest mean
+    primary metric."""
+    if report_rule == "last":
+        return len(epochs) - 1
+    return max(range(len(epochs)), key=lambda i: (_primary_value(epochs[i]["scores"]), -i))
+
+
+# ---- step 4: the record -------------------------------------------------------------------------------
+def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskData, epochs: list[dict],
+                  chosen: int, preds: dict[str, Any], precision: str, wall_time_s: float,
+                  test_rows: dict[str, tuple[list, list]] | None) -> dict[str, Any]:
+    """The ``metrics.json`` record (format: docs/INTERFACES.md)."""
+    from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC
+    from taco.manifest import code_version, package_versions
+
+    task = data.task
     reported = epochs[chosen]
-    preds = epoch_predictions[chosen]
     man = facts["manifest"]
     metrics = {
         "task": args.task,
@@ -287,53 +366,88 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
         "scores": reported["scores"],
         "degenerate": {k: _degenerate(preds[s], task.is_regression)
                        for s, k in zip(task.dev_splits, task.score_keys)},
-        "n_dev": {k: len(dev_enc[s]) for s, k in zip(task.dev_splits, task.score_keys)},
-        "n_train": len(train_enc),
-        "wall_time_s": round(time.time() - t0, 3),
+        "n_dev": {k: len(data.dev_enc[s]) for s, k in zip(task.dev_splits, task.score_keys)},
+        "n_train": len(data.train_enc),
+        "wall_time_s": round(wall_time_s, 3),
         "hyperparameters": {
             "learning_rate": facts["lr"], "epochs": facts["epochs"], "batch_size": args.batch_size,
             "max_length": args.max_length, "warmup_steps": args.warmup_steps,
             "weight_decay": args.weight_decay, "precision": precision,
             "max_train_samples": args.max_train_samples, "max_eval_samples": args.max_eval_samples,
         },
+        "test_predictions": None if test_rows is None else {
+            "epoch": reported["epoch"],
+            "files": {f: len(idx) for f, (idx, _) in test_rows.items()},
+            "absent": {s.submission_file: why for s, why in data.test_absent.items()},
+        },
     }
-    from taco.manifest import code_version, package_versions
-
     metrics["code_version"] = code_version()
     metrics["packages"] = package_versions()
-    out = Path(args.output)
+    return metrics
+
+
+def write_outputs(out: Path, metrics: dict[str, Any], data: TaskData, preds: dict[str, Any],
+                  test_rows: dict[str, tuple[list, list]] | None) -> None:
+    """``metrics.json``, ``predictions.tsv`` (dev) and ``test_predictions.tsv`` into ``out`` at once
+    (atomic directory; other files already there, e.g. a workflow log, are kept)."""
+    from taco.evaluation.submission import TEST_PREDICTIONS_NAME, write_test_predictions
+
+    task = data.task
+    ours = ("metrics.json", "predictions.tsv", TEST_PREDICTIONS_NAME)
     with atomic_directory(out, overwrite=out.exists()) as tmp:
         if out.exists():  # keep whatever else the directory held (e.g. a log written by the workflow)
             for f in out.iterdir():
-                if f.is_file() and f.name not in ("metrics.json", "predictions.tsv"):
+                if f.is_file() and f.name not in ours:
                     shutil.copy2(f, tmp / f.name)
-        (tmp / "metrics.json").write_text(json.dumps(_finite_or_null(metrics), indent=2, default=_json_default,
+        (tmp / "metrics.json").write_text(json.dumps(finite_or_null(metrics), indent=2, default=_json_default,
                                                      allow_nan=False) + "\n")
         with open(tmp / "predictions.tsv", "w", newline="") as fh:
             w = csv.writer(fh, delimiter="\t", lineterminator="\n")
             w.writerow(["split", "idx", "prediction", "label"])
             for split in task.dev_splits:
-                idx = devs[split]["idx"] if "idx" in devs[split].column_names else range(len(devs[split]))
-                labels = devs[split]["label"]
-                for i, p, y in zip(idx, preds[split], labels):
+                dev = data.devs[split]
+                idx = dev["idx"] if "idx" in dev.column_names else range(len(dev))
+                for i, p, y in zip(idx, preds[split], dev["label"]):
                     w.writerow([split, int(i), repr(float(p)) if task.is_regression else int(p),
                                 repr(float(y)) if task.is_regression else int(y)])
-    print(f"taco finetune: wrote {out}/metrics.json (epoch {reported['epoch']}: "
-          f"{json.dumps(reported['scores'])})", file=sys.stderr)
+        if test_rows is not None:
+            write_test_predictions(tmp / TEST_PREDICTIONS_NAME, test_rows)
+
+
+def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
+    """Fine-tune one seed: load the data, train with per-epoch dev evaluation, choose the reported
+    epoch, predict the test split(s) with that epoch's model, write the outputs."""
+    t0 = time.time()
+    precision = _precision(args)
+    data = load_task_data(args, facts["tokenizer"])
+    evaluator = _make_epoch_evaluator(data, args.report_rule)
+    work = Path(tempfile.mkdtemp(prefix="taco-finetune-"))
+    trainer = build_trainer(args, facts, data, precision, work, [evaluator])
+    evaluator.trainer = trainer
+    try:
+        trainer.train()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    epochs = evaluator.epochs
+    if not epochs:
+        raise RuntimeError("no epoch was evaluated")
+    chosen = choose_epoch(epochs, args.report_rule)
+    test_rows = None
+    if args.test_predictions:
+        if args.report_rule == "last":
+            test_rows = predict_tests(trainer, data)  # the model in memory is the last epoch's
+        else:
+            test_epoch, test_rows = evaluator.test if evaluator.test else (chosen, {})
+            if test_epoch != chosen:
+                raise RuntimeError(f"test predictions are of epoch {test_epoch + 1}, the reported epoch is "
+                                   f"{chosen + 1}")
+    preds = evaluator.predictions[chosen]
+    metrics = build_metrics(args, facts, data, epochs, chosen, preds, precision, time.time() - t0, test_rows)
+    out = Path(args.output)
+    write_outputs(out, metrics, data, preds, test_rows)
+    print(f"taco finetune: wrote {out}/metrics.json (epoch {epochs[chosen]['epoch']}: "
+          f"{json.dumps(epochs[chosen]['scores'])})", file=sys.stderr)
     return 0
-
-
-def _finite_or_null(obj):
-    """NaN/inf -> None (strict JSON; e.g. Pearson of constant predictions is undefined)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite_or_null(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite_or_null(v) for v in obj]
-    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
-        return _finite_or_null(obj.item())
-    return obj
 
 
 def _json_default(obj):
