@@ -96,3 +96,15 @@ def test_analysis_spec_with_a_non_utf8_byte(tmp_path):
     spec.write_bytes(b"min_seeds: 2\n# caf\xe9\n")
     with pytest.raises(AnalysisConfigError, match=r"analysis\.yaml:2: not UTF-8"):
         load_analysis(spec)
+
+
+def test_glue_test_tsv_with_a_non_utf8_byte_names_file_and_line(tmp_path):
+    from taco.data.glue import GlueFormatError, read_glue_test_tsv
+
+    path = tmp_path / "RTE" / "test.tsv"
+    path.parent.mkdir()
+    path.write_bytes(b"index\tsentence1\tsentence2\n0\ta\tb\n1\tna\xefve\tc\n")
+    with pytest.raises(GlueFormatError, match=r"RTE/test\.tsv:3: not UTF-8 text"):
+        read_glue_test_tsv(path, "rte")
+    path.write_bytes(b"index\tsentence1\tsentence2\n0\ta\tb\n1\tna\xc3\xafve\tc\n")
+    assert read_glue_test_tsv(path, "rte")["sentence1"] == ["a", "na\u00efve"]

@@ -324,15 +324,14 @@ def read_glue_test_tsv(path: str | os.PathLike, task: str) -> dict[str, list]:
 
     Raises:
         FileNotFoundError: the file is missing.
-        GlueFormatError: no header, a missing column, a row with the wrong field count, or an
-            index that is not an integer; names the file and the 1-based line.
+        GlueFormatError: no header, a missing column, a row with the wrong field count, an index
+            that is not an integer, bytes that are not UTF-8; names the file and the 1-based line.
     """
     t = get_task(task)
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: GLUE test file not found")
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        lines = fh.read().split("\n")
+    lines = read_utf8(path, "GLUE test file", strip_bom=True, error=GlueFormatError).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
