@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tables": ("taco.report.tables", "paper tables (CSV, Markdown, LaTeX) beside published values"),
     "figures": ("taco.report.figures", "paper figures (PNG, PDF)"),
     "claims": ("taco.report.claims", "check the paper's claims on the reproduced numbers"),
+    "deviations": ("taco.report.deviations", "every difference of the run configuration from the paper's setup"),
     "gpu-slot": ("taco.workflow.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),
 }
 

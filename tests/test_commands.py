@@ -341,6 +341,11 @@ def expect_report(cfg, job):
     return {"aggregate_dir": f"{R}/aggregate", "analysis": f"{R}/analysis.json", "output_dir": R}
 
 
+def expect_deviations(cfg, job):
+    R = cfg["results_dir"]
+    return {"config": f"{R}/run_config.json", "analysis": f"{R}/analysis.json", "output": f"{R}/deviations.md"}
+
+
 def expect_dynamics_figures(cfg, job):
     R, d = cfg["results_dir"], cfg["dynamics"]
     inputs = []
@@ -365,10 +370,11 @@ CONTRACT = {
     "tables": ("tables", expect_report, None),
     "figures": ("figures", expect_report, None),
     "claims": ("claims", expect_report, None),
+    "deviations": ("deviations", expect_deviations, None),
     "dynamics_figures": ("dynamics-figures", expect_dynamics_figures, None),
 }
 #: rules that run Python inside Snakemake (no command line)
-LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs"}
+LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs", "run_config"}
 
 
 def _normalise(key: str, value: Any) -> Any:

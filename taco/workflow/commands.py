@@ -293,6 +293,12 @@ class Commands:
     def claims_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return self._report_paths(input, output)
 
+    def deviations_args(self, wildcards: Any = None) -> list[str]:
+        return self._taco("deviations")
+
+    def deviations_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--config", input.config, "--analysis", input.spec, "--output", _files(output)[0]]
+
     def dynamics_figures_args(self, wildcards: Any = None) -> list[str]:
         return self._taco("dynamics-figures")
 

@@ -134,7 +134,7 @@ DYNAMICS_FIGURES = ["figure6", "figure2"]
 def all_targets():
     out = [f"{R}/{t}.csv" for t in REPORT_TABLES]
     out += [f"{R}/{f}.png" for f in REPORT_FIGURES]
-    out += [f"{R}/claims.csv", f"{R}/claims.md"]
+    out += [f"{R}/claims.csv", f"{R}/claims.md", f"{R}/deviations.md"]
     if dynamics_targets():
         out += [f"{R}/{f}.png" for f in DYNAMICS_FIGURES]
     return out

@@ -96,3 +96,39 @@ rule dynamics_figures:
         paths=CMD.paths("dynamics_figures"),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
+
+
+# The run configuration as Snakemake resolved it (files merged, schema defaults filled in): what
+# `taco deviations` compares with the paper's setup. Rewritten when the configuration changes.
+localrules:
+    run_config,
+
+
+rule run_config:
+    output:
+        f"{R}/run_config.json",
+    log:
+        f"{R}/logs/report/run_config.log",
+    params:
+        config=config,
+    run:
+        write_json(output[0], params.config, log[0])
+
+
+rule deviations:
+    input:
+        config=f"{R}/run_config.json",
+        spec=f"{R}/analysis.json",
+    output:
+        md=report(f"{R}/deviations.md", caption="../report/deviations.rst", category="Deviations"),
+    log:
+        f"{R}/logs/report/deviations.log",
+    conda:
+        ENVS["stats"]
+    resources:
+        launch=CMD.launch("deviations"),
+    params:
+        args=CMD.args("deviations"),
+        paths=CMD.paths("deviations"),
+    shell:
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

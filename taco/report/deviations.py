@@ -1,0 +1,479 @@
+"""Every difference between a run configuration and the paper's setup: ``deviations.md``.
+
+``taco deviations --config RUN_CONFIG --analysis analysis.json --output results/deviations.md``
+reads the resolved run configuration (the workflow's config with the schema's defaults filled in,
+as the workflow writes it to ``run_config.json``; any YAML/JSON file of that form works) and,
+optionally, the analysis spec (for the GLUE tasks that could not be run and their reasons), and
+writes one table per kind:
+
+- **method**: differences that hold for every configuration of this suite (precision, dev numbers
+  beside published test numbers, corpus versions, the definition of e, the positive window, MLM+TP's
+  weighting, fine-tuning seeds and reporting, pre-training replicates);
+- **configuration**: what this configuration changes from the paper's recipe (model shape, steps,
+  warmup, global batch, learning rate, budgets, sequence length, TC settings, runs, tasks,
+  fine-tuning settings, seeds, capped sets, corpus and tokenizer source), one row per difference.
+
+Each row: the setting, the paper's / official code's value (with its source), this run's value,
+the reason, and the expected effect. "Expected" effects are expectations, not measurements.
+
+The paper's setup (sources: the paper, Fu et al. ACL 2022, and the official code,
+github.com/FUZHIYI/TACO: ``train_small.sh``, ``train_base.sh``, ``finetune_small.sh``,
+``scripts/run_mlm_with_contrastive.py``) is :data:`PAPER_SETUP`. Torch-free (statistics environment).
+
+Errors (exit 2, message names the file and key): a missing or unparsable file, a configuration
+without ``pretrain.sizes`` / ``pretrain.runs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from taco.registry import FINETUNE_HYPERPARAMETERS, PAPER_BUDGETS, PRESET_SHAPES, PRETRAIN_SCHEDULE
+
+OFFICIAL = "official code"
+
+#: the paper's recipe (values and where each comes from)
+PAPER_SETUP: dict[str, Any] = {
+    "global_batch": 2048,  # train_small.sh / train_base.sh: 256 per GPU x 4 accumulation x 2 GPUs
+    "learning_rate": 1e-4, "weight_decay": 0.01, "max_seq_length": 256, "mlm_probability": 0.15,
+    "tc": {"weight": 1.0, "temperature": 0.07, "window": 5, "negatives": 50},
+    "finetune": {"max_length": 128, "batch_size": 32, "warmup_steps": 100, "seed": 123},
+    "tasks": ("mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte"),
+    "runs": {  # the paper's grid: role -> {fraction: objectives}
+        "small": {1.0: ("mlm", "taco", "taco_concentrated", "mlm_tp"), 0.25: ("mlm", "taco")},
+        "base": {1.0: ("mlm", "taco")},
+    },
+}
+
+
+class DeviationsInputError(ValueError):
+    """A run configuration or analysis spec that cannot be read; the message names file and key."""
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One difference from the paper's setup.
+
+    ``kind``: ``"method"`` (every configuration of this suite) or ``"configuration"`` (set by this
+    run's configuration, ``key``).
+    """
+
+    topic: str
+    paper: str
+    here: str
+    reason: str
+    effect: str
+    kind: str = "configuration"
+    key: str = ""
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:g}"
+    if isinstance(x, (list, tuple)):
+        return ", ".join(_fmt(v) for v in x)
+    return str(x)
+
+
+def _steps(n: int) -> str:
+    return f"{n / 1000:g}k" if n >= 1000 and n % 100 == 0 else str(n)
+
+
+def _role_of(config: Mapping[str, Any], size: str) -> str | None:
+    """The paper size (``small``/``base``) that run size ``size`` plays: ``analysis.roles`` when it
+    names the size, else its preset when that is a paper size; None for a size that plays neither."""
+    roles = (config.get("analysis") or {}).get("roles") or {}
+    for role in ("small", "base"):
+        if roles.get(role) == size:
+            return role
+    preset = config["pretrain"]["sizes"][size].get("preset")
+    return preset if preset in ("small", "base") else None
+
+
+def _paths(config: Mapping[str, Any], paths: Sequence[str]) -> str:
+    """Paths as the run used them (``{data_root}`` filled in when the configuration sets it)."""
+    root = config.get("data_root")
+    return ", ".join(p.replace("{data_root}", str(root)) if root else p for p in paths)
+
+
+# ---------------------------------------------------------------------------------------------
+# method-level differences (every configuration)
+# ---------------------------------------------------------------------------------------------
+def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
+    """Differences that hold whatever the configuration says (with this configuration's values)."""
+    sizes = config["pretrain"]["sizes"]
+    precisions = sorted({str(s.get("precision", "auto")) for s in sizes.values()})
+    tp = config["pretrain"].get("tp") or {}
+    tp_mode, tp_weight = tp.get("mode", "separate"), float(tp.get("weight", 1.0))
+    window = int((config["pretrain"].get("tc") or {}).get("window", 5))
+    ft = config.get("finetune", {})
+    corpus = config.get("corpus", {})
+    if corpus.get("source") == "hub":
+        corpus_here = "; ".join(f"{d['name']} ({d.get('config') or 'no config'}, split {d.get('split', 'train')})"
+                                for d in corpus.get("hub_datasets", []))
+    elif corpus.get("source") == "local":
+        corpus_here = "local text files: " + _paths(config, corpus.get("paths", []))
+    else:
+        corpus_here = f"{corpus.get('source', 'n/a')} corpus"
+    pre_seeds = config["pretrain"].get("seeds")
+    out = [
+        Deviation(
+            "precision", f"pre-training fp16, fine-tuning fp32 ({OFFICIAL}: train_*.sh FP16=True; "
+            "finetune_small.sh has no --fp16)",
+            f"pre-training precision: {', '.join(precisions)} (auto = bf16 on GPUs that support it, else fp16; "
+            "fp32 on CPU); fine-tuning: auto = bf16 on GPUs that support it, else fp32",
+            "bf16 has fp32's range: no loss scaling and no fp16 overflow in the TC logits (cos / 0.07)",
+            "small: bf16 rounds more coarsely than fp16 (8 vs 11 mantissa bits), which adds noise of the "
+            "order of run-to-run variation; not measured here", "method", "pretrain.sizes.*.precision"),
+        Deviation(
+            "dev beside published test numbers", "Table 1 prints GLUE dev and test (test from the GLUE server)",
+            "dev sets only; the tables print the published test row beside no reproduced number",
+            "the test labels are not public (GLUE server only)",
+            "compare dev with dev only: test scores are typically lower than dev scores", "method"),
+        Deviation(
+            "corpus versions", "BookCorpus + English Wikipedia, versions not published",
+            corpus_here, "the original BookCorpus is no longer distributed; current Hub copies are used",
+            "a newer Wikipedia dump and a BookCorpus replica change the text distribution slightly; "
+            "absolute scores may shift, comparisons between objectives on the same corpus should not",
+            "method", "corpus"),
+        Deviation(
+            "definition of e (global part g = h - e)",
+            f"paper: the token embedding; {OFFICIAL}: hidden_states[0], the embedding layer's output "
+            "(word + position + token type, LayerNorm, dropout; at masked positions the corrupted input)",
+            "hidden_states[0], as the official code", "the code defines what was run",
+            "none against the official code; against the paper's text, g also removes position information",
+            "method"),
+        Deviation(
+            "positive window", f"{OFFICIAL}: offsets +-1..+-floor(W/2) = +-2 for W = 5; its README: "
+            "0 < |t1 - t2| < W, i.e. up to +-4",
+            f"W = {window}: offsets +-1..+-{window // 2} (as the official code)",
+            "the code defines what was run; the README's wording disagrees with it",
+            "none against the official code", "method", "pretrain.tc.window"),
+        Deviation(
+            "MLM+TP weighting", "not published; the official code has no MLM+TP",
+            f"pretrain.tp.mode = {tp_mode}" + (f", weight {tp_weight:g}: MLM mean + {tp_weight:g} x "
+                                                "token-prediction mean" if tp_mode == "separate"
+                                                else ": one cross-entropy over all predicted positions"),
+            "the default mirrors TACO's MLM + 1.0 x TC (each part a mean); 'joint' is the other common reading",
+            "'joint' weights the ~85% unmasked positions about 5.7 : 1 over the masked ones, which may "
+            "lower MLM+TP's scores; only the MLM+TP ablation (claims C6, C7) is affected",
+            "method", "pretrain.tp"),
+        Deviation(
+            "fine-tuning seeds and reported epoch",
+            f"{OFFICIAL}: seed 123, evaluated every epoch; how many seeds and which epoch the paper "
+            "reports: not published",
+            f"seeds {_fmt(list(ft.get('seeds', [])))}; reported epoch: {ft.get('report_rule', 'last')}",
+            "several seeds give the uncertainty the claims are tested with",
+            "means over seeds are less noisy than one seed; the 'last' rule avoids picking the best "
+            "epoch on the dev set (which inflates dev scores)", "method", "finetune.seeds"),
+        Deviation(
+            "pre-training replicates", "one pre-training run per arm",
+            f"pretrain.seeds = {_fmt(pre_seeds)}" if pre_seeds else "one pre-training run per arm (as the paper)",
+            "pre-training is the expensive step",
+            "with one run per arm, every CI covers fine-tuning variance only", "method", "pretrain.seeds"),
+    ]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration differences
+# ---------------------------------------------------------------------------------------------
+def _differs(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return not math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=0.0)
+    return a != b
+
+
+def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
+    """Differences of one ``pretrain.sizes.<name>`` recipe from the paper's size it plays
+    (``analysis.roles``; a size that plays no paper size is compared with nothing but its shape)."""
+    s = config["pretrain"]["sizes"][name]
+    key = f"pretrain.sizes.{name}"
+    preset = s["preset"]
+    role = _role_of(config, name)
+    out: list[Deviation] = []
+    if preset != role:
+        shape = PRESET_SHAPES.get(preset, {})
+        paper_shape = "BERT-small L4/H512/A8" if role == "small" else "BERT-base L12/H768/A12" if role == "base" \
+            else "BERT-small L4/H512/A8 and BERT-base L12/H768/A12"
+        out.append(Deviation(
+            f"{name}: model shape" + (f" (plays BERT-{role})" if role else ""), paper_shape,
+            f"preset {preset!r}" + (f" (L{shape['num_hidden_layers']}/H{shape['hidden_size']}/"
+                                     f"A{shape['num_attention_heads']})" if shape else ""),
+            "a model this configuration's hardware can train", "much lower absolute scores; whether "
+            "the paper's differences between objectives hold at this size is what the run shows",
+            key=f"{key}.preset"))
+    if role is None:
+        return out
+    paper_steps = PRETRAIN_SCHEDULE[role]
+    gpus = max(int(s.get("num_gpus", 1)), 1)
+    batch = int(s.get("per_device_batch_size", 32)) * int(s.get("grad_accum", 1)) * gpus
+    checks = [
+        ("max_steps", "pre-training steps", paper_steps["max_steps"], s["max_steps"],
+         "compute budget of this configuration", "fewer steps: lower scores at the last budget"),
+        ("warmup_steps", "warmup steps", paper_steps["warmup_steps"], s.get("warmup_steps", 0),
+         "scaled with the run length", "minor"),
+        ("global batch", "global batch (sequences per step)", PAPER_SETUP["global_batch"], batch,
+         "memory / GPUs of this configuration", "a smaller batch sees fewer sequences per step and "
+         "gives TACO fewer in-batch negatives to draw from; scores per step are lower"),
+        ("learning_rate", "learning rate", PAPER_SETUP["learning_rate"], s.get("learning_rate", 1e-4),
+         "tuned for this configuration's batch and length", "changes the training trajectory"),
+        ("weight_decay", "weight decay", PAPER_SETUP["weight_decay"], s.get("weight_decay", 0.01),
+         "set in the configuration", "minor"),
+    ]
+    for k, label, paper, here, reason, effect in checks:
+        if _differs(paper, here):
+            src = f"{OFFICIAL} train_{role}.sh"
+            out.append(Deviation(
+                f"{name}: {label}", f"{_fmt(paper)} ({src}" + (": 256 per GPU x 4 accumulation x 2 GPUs)"
+                                                               if k == "global batch" else ")"),
+                f"{_fmt(here)}" + (f" ({s.get('per_device_batch_size')} x {s.get('grad_accum', 1)} x {gpus})"
+                                   if k == "global batch" else ""),
+                reason, effect, key=f"{key}.{k}" if k != "global batch" else
+                f"{key}.per_device_batch_size/grad_accum/num_gpus"))
+    paper_budgets = PAPER_BUDGETS[role]
+    if tuple(s["budgets"]) != tuple(paper_budgets):
+        out.append(Deviation(
+            f"{name}: budgets (checkpoints fine-tuned)", ", ".join(_steps(b) for b in paper_budgets),
+            ", ".join(_steps(int(b)) for b in s["budgets"]), "the configuration's budgets",
+            "claims and figures at budgets not run print as not run", key=f"{key}.budgets"))
+    return out
+
+
+def recipe_deviations(config: Mapping[str, Any]) -> list[Deviation]:
+    """Differences of the shared pre-training recipe (sequence length, MLM rate, TC settings)."""
+    out: list[Deviation] = []
+    pre = config["pretrain"]
+    seq = config.get("max_seq_length", 256)
+    if _differs(PAPER_SETUP["max_seq_length"], seq):
+        out.append(Deviation("sequence length (packed block)", f"{PAPER_SETUP['max_seq_length']} tokens "
+                             f"({OFFICIAL})", f"{seq} tokens", "memory / compute of this configuration",
+                             "shorter contexts: fewer tokens per sequence for MLM and TC", key="max_seq_length"))
+    mlm = pre.get("mlm_probability", 0.15)
+    if _differs(PAPER_SETUP["mlm_probability"], mlm):
+        out.append(Deviation("MLM probability", "0.15", _fmt(mlm), "set in the configuration",
+                             "changes MLM's supervision density", key="pretrain.mlm_probability"))
+    tc = pre.get("tc") or {}
+    for k, label in (("weight", "TC weight"), ("temperature", "TC temperature tau"),
+                     ("window", "positive window W"), ("negatives", "negatives K")):
+        paper = PAPER_SETUP["tc"][k]
+        here = tc.get(k, paper)
+        if _differs(paper, here):
+            out.append(Deviation(label, f"{_fmt(paper)} ({OFFICIAL})", _fmt(here), "set in the configuration",
+                                 "changes the TC loss and so TACO's results", key=f"pretrain.tc.{k}"))
+    return out
+
+
+def runs_deviations(config: Mapping[str, Any]) -> list[Deviation]:
+    """Which of the paper's (size, objective, data fraction) runs this configuration has, and extras."""
+    sizes = config["pretrain"]["sizes"]
+    have: dict[str, dict[float, set[str]]] = {}
+    for entry in config["pretrain"]["runs"]:
+        preset = sizes.get(entry["size"], {}).get("preset", "")
+        role = (_role_of(config, entry["size"]) if entry["size"] in sizes else None) \
+            or f"{entry['size']} (preset {preset})"
+        for f in entry.get("fractions", [1.0]):
+            have.setdefault(role, {}).setdefault(round(float(f), 6), set()).update(entry["variants"])
+    missing = []
+    for role, by_frac in PAPER_SETUP["runs"].items():
+        for frac, objs in by_frac.items():
+            absent = [o for o in objs if o not in have.get(role, {}).get(frac, set())]
+            if absent:
+                missing.append(f"BERT-{role} {frac * 100:g}% data: {', '.join(absent)}")
+    out = []
+    if missing:
+        out.append(Deviation(
+            "pre-training runs not in this configuration", "small: MLM, TACO, concentrated TACO, MLM+TP "
+            "(100% data), MLM and TACO (25%); base: MLM and TACO", "; ".join(missing),
+            "compute budget of this configuration (or a size not played)",
+            "the claims and table rows that need them print as not run", key="pretrain.runs"))
+    extra = [f"{role}: {', '.join(sorted(objs))} ({frac * 100:g}% data)"
+             for role, by_frac in have.items() for frac, objs in by_frac.items() if role not in PAPER_SETUP["runs"]]
+    if extra:
+        out.append(Deviation("runs at a size the paper does not have", "BERT-small and BERT-base",
+                             "; ".join(extra), "a size this configuration's hardware can train",
+                             "see the model-shape row", key="pretrain.runs"))
+    return out
+
+
+def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | None) -> list[Deviation]:
+    """GLUE fine-tuning differences: tasks, missing tasks, data source, caps, hyper-parameters."""
+    out: list[Deviation] = []
+    ft = config.get("finetune", {})
+    glue = config.get("glue", {})
+    tasks = list(glue.get("tasks", PAPER_SETUP["tasks"]))
+    absent = [t for t in PAPER_SETUP["tasks"] if t not in tasks]
+    if absent:
+        out.append(Deviation("GLUE tasks not fine-tuned", ", ".join(PAPER_SETUP["tasks"]) + " (WNLI not in the average)",
+                             "not configured: " + ", ".join(absent), "set in the configuration",
+                             "averages cover fewer scores and are labelled partial; not comparable with the "
+                             "paper's nine-score average", key="glue.tasks"))
+    missing = dict((spec or {}).get("missing_tasks") or {})
+    if missing:
+        out.append(Deviation("GLUE tasks skipped (data absent)", "all eight tasks",
+                             "; ".join(f"{t}: {why}" for t, why in missing.items()),
+                             "their files are absent from the local GLUE folder",
+                             "averages cover fewer scores and are labelled partial", key="glue.data_dir"))
+    if glue.get("source") == "local":
+        out.append(Deviation("GLUE data source", "GLUE distribution (via the Hub `glue` loader in HF run_glue.py)",
+                             f"local TSV files ({_paths(config, [glue.get('data_dir', '')])})", "offline machine",
+                             "none if the files are the original GLUE release", key="glue.source"))
+    caps = [(k, label) for k, label in (("max_train_samples", "training"), ("max_eval_samples", "dev"))
+            if ft.get(k)]
+    for k, label in caps:
+        out.append(Deviation(f"capped {label} sets", f"full {label} sets",
+                             f"at most {ft[k]} {label} examples per task", "CPU-sized configuration",
+                             "much noisier and lower scores (a few hundred examples); dev CIs widen",
+                             key=f"finetune.{k}"))
+    for k, label in (("max_length", "fine-tuning max length"), ("batch_size", "fine-tuning batch size"),
+                     ("warmup_steps", "fine-tuning warmup steps")):
+        paper, here = PAPER_SETUP["finetune"][k], ft.get(k, PAPER_SETUP["finetune"][k])
+        if _differs(paper, here):
+            out.append(Deviation(label, f"{paper} ({OFFICIAL} finetune_*.sh)", _fmt(here), "set in the configuration",
+                                 "changes fine-tuning", key=f"finetune.{k}"))
+    hps = ft.get("hyperparameters", {}) or {}
+    for name, s in config["pretrain"]["sizes"].items():
+        role = _role_of(config, name)
+        paper = FINETUNE_HYPERPARAMETERS.get(role or "", None)
+        here = hps.get(name) or FINETUNE_HYPERPARAMETERS.get(s["preset"], {})
+        if paper is None or not here:
+            continue
+        for k in ("learning_rate", "epochs"):
+            if k in here and _differs(paper[k], here[k]):
+                out.append(Deviation(f"{name}: fine-tuning {k.replace('_', ' ')}", f"{_fmt(paper[k])} ({OFFICIAL})",
+                                     _fmt(here[k]), "set in the configuration", "changes fine-tuning",
+                                     key=f"finetune.hyperparameters.{name}.{k}"))
+    return out
+
+
+def corpus_deviations(config: Mapping[str, Any]) -> list[Deviation]:
+    """Corpus and tokenizer sources that are not the paper's."""
+    out: list[Deviation] = []
+    corpus, tok = config.get("corpus", {}), config.get("tokenizer", {})
+    if corpus.get("source") == "synthetic":
+        out.append(Deviation("corpus", "BookCorpus + English Wikipedia", "synthetic documents",
+                             "a smoke test of the pipeline", "scores say nothing about the paper's claims",
+                             key="corpus.source"))
+    elif corpus.get("source") == "local":
+        out.append(Deviation("corpus", "BookCorpus + English Wikipedia", "local text: " + _paths(config, corpus.get("paths", [])),
+                             "offline machine", "a much smaller corpus: pre-training sees repeated text",
+                             key="corpus.paths"))
+    if tok.get("kind") == "hub" and tok.get("hub_id") not in (None, "bert-base-uncased"):
+        out.append(Deviation("tokenizer", "bert-base-uncased vocabulary (30522)", f"Hub tokenizer {tok['hub_id']}",
+                             "set in the configuration", "a different vocabulary", key="tokenizer.hub_id"))
+    elif tok.get("kind") not in (None, "hub", "vocab"):
+        out.append(Deviation("tokenizer", "bert-base-uncased vocabulary (30522)",
+                             f"a WordPiece vocabulary trained here ({tok.get('vocab_size', 'n/a')} tokens)",
+                             "no bert-base-uncased vocabulary available", "a different vocabulary",
+                             key="tokenizer.kind"))
+    return out
+
+
+def find_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -> list[Deviation]:
+    """Every difference of a resolved run configuration (and its analysis spec) from the paper's setup."""
+    check_config(config)
+    out = method_deviations(config)
+    for name in config["pretrain"]["sizes"]:
+        out += size_deviations(config, name)
+    out += recipe_deviations(config) + runs_deviations(config) + finetune_deviations(config, spec)
+    out += corpus_deviations(config)
+    return out
+
+
+def check_config(config: Any, source: str = "run configuration") -> None:
+    """Raise :class:`DeviationsInputError` naming the key when the configuration lacks what the
+    comparison needs (``pretrain.sizes`` with presets, ``pretrain.runs``)."""
+    if not isinstance(config, Mapping):
+        raise DeviationsInputError(f"{source}: expected a mapping at top level")
+    pre = config.get("pretrain")
+    if not isinstance(pre, Mapping) or not isinstance(pre.get("sizes"), Mapping) or not pre["sizes"]:
+        raise DeviationsInputError(f"{source}: key 'pretrain.sizes' missing or empty")
+    if not isinstance(pre.get("runs"), list):
+        raise DeviationsInputError(f"{source}: key 'pretrain.runs' missing")
+    for name, s in pre["sizes"].items():
+        for k in ("preset", "max_steps", "budgets"):
+            if not isinstance(s, Mapping) or k not in s:
+                raise DeviationsInputError(f"{source}: key 'pretrain.sizes.{name}.{k}' missing")
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(devs: Sequence[Deviation], source: str = "") -> str:
+    """deviations.md: the method table, then the configuration table (one row per difference)."""
+    lines = ["# Deviations from the paper's setup", "",
+             "Each row: the setting, the paper's / official code's value (FUZHIYI/TACO), this run's value, why, "
+             "and the expected effect (an expectation, not a measurement)."
+             + (f" Run configuration: `{source}`." if source else ""), ""]
+    for kind, title in (("method", "Every configuration of this suite"),
+                        ("configuration", "What this configuration changes")):
+        rows = [d for d in devs if d.kind == kind]
+        lines += [f"## {title}", ""]
+        if not rows:
+            lines += ["None: this configuration runs the paper's recipe.", ""]
+            continue
+        lines += ["| Setting | Paper / official code | This run | Reason | Expected effect | Config key |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {_cell(d.topic)} | {_cell(d.paper)} | {_cell(d.here)} | {_cell(d.reason)} | "
+                  f"{_cell(d.effect)} | {('`' + d.key + '`') if d.key else ''} |" for d in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _read_mapping(path: str | Path, what: str) -> Any:
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} {p}: no such file")
+    text = p.read_text()
+    try:
+        if p.suffix.lower() == ".json":
+            return json.loads(text)
+        import yaml
+
+        return yaml.safe_load(text)
+    except Exception as exc:  # noqa: BLE001 - re-raised naming the file
+        raise DeviationsInputError(f"{what} {p}: cannot parse: {exc}") from exc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``taco deviations``."""
+    ap = argparse.ArgumentParser(prog="taco deviations", description=__doc__.split("\n")[0])
+    ap.add_argument("--config", required=True, help="resolved run configuration (YAML or JSON)")
+    ap.add_argument("--analysis", help="analysis spec (JSON/YAML), for the tasks that could not be run")
+    ap.add_argument("--output", default="results/deviations.md", help="the markdown file to write")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``taco deviations``: run configuration -> deviations.md. Exit 2 on bad input (nothing written)."""
+    from taco.report.cli import atomic_write_text
+
+    args = build_parser().parse_args(argv)
+    try:
+        config = _read_mapping(args.config, "run configuration")
+        check_config(config, f"run configuration {args.config}")
+        spec = _read_mapping(args.analysis, "analysis spec") if args.analysis else None
+        if spec is not None and not isinstance(spec, Mapping):
+            raise DeviationsInputError(f"analysis spec {args.analysis}: expected a mapping at top level")
+        devs = find_deviations(config, spec)
+    except (DeviationsInputError, FileNotFoundError) as exc:
+        print(f"taco deviations: error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, render_markdown(devs, str(args.config)))
+    n_conf = sum(d.kind == "configuration" for d in devs)
+    print(f"taco deviations: {len(devs) - n_conf} method and {n_conf} configuration differences -> {out}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
