@@ -217,3 +217,24 @@ def test_bad_corpus_file_stops_before_output(inputs, tmp_path, capsys):
                "--max-seq-length", str(L)])
     assert rc == 2 and str(data) in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_disk_plan_matches_a_packed_artifact(inputs):
+    """taco.data.disk: bytes per packed token (formula) against the file the packer wrote."""
+    from taco.data.disk import data_disk_plan, packed_bytes_per_token
+
+    _, _, _, full = inputs
+    m = json.loads((full / "manifest.json").read_text())
+    blocks = m["counts"]["blocks"]["train"]
+    size = (full / "train" / "data-00000-of-00001.arrow").stat().st_size
+    # independent count: int32 ids of every block + one int32 offset per block (+ Arrow framing)
+    assert blocks * L * 4 + blocks * 4 <= size <= (blocks * L * 4 + (blocks + 1) * 4) * 1.05 + 4096
+    assert packed_bytes_per_token(L) * blocks * (L - 2) == pytest.approx(blocks * L * 4 + blocks * 4)
+    plan = data_disk_plan(words=1e9, fractions=(1.0, 0.25), max_seq_length=256, validation_blocks=0)
+    assert plan["tokens"] == 1.25e9 and plan["corpus_artifact"] == 0.0  # Hub text read in place
+    assert plan["packed_0.25"] == pytest.approx(0.25 * plan["packed_1"])
+    assert plan["packed_1"] == pytest.approx(1.25e9 * (4 * 256 + 4) / 254)
+    local = data_disk_plan(words=1e9, source="local", validation_blocks=0)
+    assert local["hub_download"] == 0 and local["corpus_artifact"] > 0
+    with pytest.raises(ValueError, match="fraction"):
+        data_disk_plan(fractions=(0.0,))
