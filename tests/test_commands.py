@@ -173,11 +173,22 @@ def expect_corpus(cfg, job):
     elif c["source"] == "local":
         out.update(paths=[sub_root(p, cfg) for p in c["paths"]], split_by=c["split_by"],
                    unk_policy=c["unk_policy"], wikitext_detokenize=c["wikitext_detokenize"])
+        if c.get("rows", "document") == "sentence":
+            out.update(rows="sentence", span_rows=c["span_rows"])
     else:
         out.update(hub_dataset=[d["name"] for d in c["hub_datasets"]],
                    hub_config=[d.get("config") or "none" for d in c["hub_datasets"]],
-                   hub_split=[d.get("split", "train") for d in c["hub_datasets"]])
-    return out
+                   hub_split=[d.get("split", "train") for d in c["hub_datasets"]],
+                   hub_rows=[d.get("rows", "document") for d in c["hub_datasets"]])
+        if any(d.get("rows") == "sentence" for d in c["hub_datasets"]):
+            out["span_rows"] = c["span_rows"]
+    return {**out, **data_workers(cfg, job)}
+
+
+def data_workers(cfg, job):
+    """Data jobs run `data_threads` workers (fewer when --cores caps the job's threads)."""
+    assert job["threads"] == cfg["data_threads"] or job["threads"] < cfg["data_threads"]
+    return {"workers": job["threads"]}
 
 
 def check_corpus(cfg, job, parsed):
@@ -200,14 +211,18 @@ def expect_tokenizer(cfg, job):
         out["hub_id"] = t["hub_id"]
     else:
         out["vocab_size"] = t["vocab_size"]
-    return out
+    return {**out, **data_workers(cfg, job)}
 
 
 def expect_pack(cfg, job):
     R, w = cfg["results_dir"], job["wildcards"]
+    # issue 12.2: the data subset is a function of the data seed (top-level `seed`) only; no
+    # pre-training seed or other wildcard reaches a pack job
+    assert set(w) == {"fraction"}, w
     return {"max_seq_length": cfg["max_seq_length"], "fraction": float(w["fraction"]), "seed": cfg["seed"],
             "validation_blocks": cfg["validation_blocks"], "corpus": f"{R}/data/corpus",
-            "tokenizer": f"{R}/data/tokenizer", "output": f"{R}/data/blocks/data-{w['fraction']}"}
+            "tokenizer": f"{R}/data/tokenizer", "output": f"{R}/data/blocks/data-{w['fraction']}",
+            **data_workers(cfg, job)}
 
 
 def expect_pretrain(cfg, job):

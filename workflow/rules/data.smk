@@ -10,13 +10,14 @@ rule corpus:
         f"{R}/benchmarks/data/corpus.tsv"
     conda:
         ENVS["data"]
+    threads: config["data_threads"]
     resources:
         launch=CMD.launch("corpus"),
     params:
         args=CMD.args("corpus"),
         paths=CMD.paths("corpus"),
     shell:
-        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
+        "{resources.launch} {params.args} --workers {threads} {params.paths} > {log:q} 2>&1"
 
 
 rule tokenizer:
@@ -28,13 +29,14 @@ rule tokenizer:
         f"{R}/logs/data/tokenizer.log",
     conda:
         ENVS["data"]
+    threads: config["data_threads"]
     resources:
         launch=CMD.launch("tokenizer"),
     params:
         args=CMD.args("tokenizer"),
         paths=CMD.paths("tokenizer"),
     shell:
-        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
+        "{resources.launch} {params.args} --workers {threads} {params.paths} > {log:q} 2>&1"
 
 
 rule pack:
@@ -49,10 +51,11 @@ rule pack:
         f"{R}/benchmarks/data/pack-data-{{fraction}}.tsv"
     conda:
         ENVS["data"]
+    threads: config["data_threads"]
     resources:
         launch=CMD.launch("pack"),
     params:
         args=CMD.args("pack"),
         paths=CMD.paths("pack"),
     shell:
-        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
+        "{resources.launch} {params.args} --workers {threads} {params.paths} > {log:q} 2>&1"
