@@ -121,6 +121,15 @@ def test_taco_two_points_better_matches_and_beats():
     assert set(c.loc[["C4", "C4b"], "verdict"]) == {NOT_RUN} and c.loc["C5", "verdict"] == NOT_RUN
     # three seeds at alpha 0.05: the exact permutation p can reach 1/20 = 0.05 and no lower
     assert c.loc["C1", "p_value"] == pytest.approx(1 / 20)
+    # the decision interval is the 1 - 2 alpha = 90% bootstrap CI (scipy, same generator), inside the 95% one
+    from taco.report.stats import rng_for
+
+    a, b = np.array([82.0 + n for n in NOISE]), np.array([80.0 + n for n in NOISE])
+    ref = sst.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis=axis) - y.mean(axis=axis), vectorized=True,
+                        confidence_level=0.90, n_resamples=999, method="BCa",
+                        rng=rng_for(1, "dci|C1|avg|" + ";".join(KEYS))).confidence_interval
+    assert c.loc["C1", "decision_ci_low"] == pytest.approx(ref.low) and c.loc["C1", "decision_ci_high"] == pytest.approx(ref.high)
+    assert c.loc["C1", "ci_low"] <= c.loc["C1", "decision_ci_low"] < c.loc["C1", "decision_ci_high"] <= c.loc["C1", "ci_high"]
 
 
 def test_improvement_too_small_and_key_failing_iut():
