@@ -22,12 +22,15 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/pretrain.smk"
+include: "workflow/rules/control.smk"
 include: "workflow/rules/finetune.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/curves.smk"
 
 
 rule all:
     default_target: True
     input:
         all_targets(),
+        f"{R}/pretrain_curves.png",

@@ -115,6 +115,8 @@ def write_spec(path: Path, spec: dict[str, Any]) -> Path:
 
 #: per-objective offsets (GLUE points) added to the paper's MLM-250k row in :func:`write_smoke_runs`
 SMOKE_OFFSETS = {"mlm": 0.0, "taco": 1.2, "taco_concentrated": 0.4, "mlm_tp": 0.1}
+#: the no-pre-training control (spec key ``controls``, step 0): this far below MLM-250k
+CONTROL_OFFSET = -20.0
 
 
 def write_smoke_runs(root: Path, seeds: list[int], spec: dict[str, Any] | None = None,
@@ -137,6 +139,12 @@ def write_smoke_runs(root: Path, seeds: list[int], spec: dict[str, Any] | None =
             base = {k: x + off for k, x in PAPER_TABLE1_DEV["MLM-250k"].items()}
             paths += write_cell(root, size=v["size"], objective=v["objective"], fraction=v["fraction"],
                                 step=step, base=base, seeds=seeds, tasks=spec["tasks"], spread=spread)
+    for size in spec.get("controls", []):
+        if (size, "control", 1.0, 0) in skip:
+            continue
+        base = {k: x + CONTROL_OFFSET for k, x in PAPER_TABLE1_DEV["MLM-250k"].items()}
+        paths += write_cell(root, size=size, objective="control", fraction=1.0, step=0, base=base, seeds=seeds,
+                            tasks=spec["tasks"], spread=spread)
     return paths
 
 

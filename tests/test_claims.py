@@ -27,10 +27,36 @@ def _run(tmp_path, spec, seeds, skip=frozenset(), spread=0.5):
 
 @pytest.fixture(scope="module")
 def five_seeds(tmp_path_factory):
-    spec = smoke_spec(tasks=TASKS, n_resamples=99,
+    spec = smoke_spec(tasks=TASKS, n_resamples=99, controls=["tiny"],
                       budget_names={"tiny": {"50k": 20, "150k": 40, "250k": 60},
                                     "tinybase": {"100k": 20, "250k": 40, "500k": 80}})
     return _run(tmp_path_factory.mktemp("five"), spec, seeds=[1, 2, 3, 4, 5], spread=0.2)
+
+
+def test_pretraining_helps_compares_the_final_mlm_checkpoint_with_the_control(five_seeds):
+    # the control is written 20 points below MLM-250k (fixtures_stats.CONTROL_OFFSET), the final MLM
+    # checkpoint (step 60) carries no budget penalty: delta = +20, far beyond the margin 0
+    _, claims, _ = five_seeds
+    assert claims.loc["S1", "effect"] == pytest.approx(20.0)
+    assert claims.loc["S1", "verdict"] == SUPPORTED
+    assert "[step 60]" in claims.loc["S1", "a"] and "control" in claims.loc["S1", "b"]
+
+
+def test_pretraining_helps_is_not_run_without_a_control(tmp_path):
+    spec = smoke_spec(tasks=["sst2"], n_resamples=99)
+    _, claims, _ = _run(tmp_path, spec, seeds=[1, 2, 3])
+    assert claims.loc["S1", "verdict"] == NOT_RUN
+    assert "no no-pre-training control" in claims.loc["S1", "reason"]
+    hurt = smoke_spec(tasks=["sst2"], n_resamples=99, controls=["tiny"])
+    from fixtures_stats import CONTROL_OFFSET
+
+    assert CONTROL_OFFSET < 0  # the control below MLM: supported; a control above MLM is "not supported"
+    from taco.report.claims import decide
+
+    cfg = validate_analysis(hurt)
+    p = {"gt0": 0.9, "lt0": 0.01}
+    assert decide("helps", -3.0, -1.0, p, cfg)[0] == NOT_SUPPORTED
+    assert decide("helps", -1.0, 2.0, p, cfg)[0] == INCONCLUSIVE
 
 
 def test_every_claim_has_a_row(five_seeds):

@@ -43,6 +43,10 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
 ``max_train_samples``, ``max_eval_samples``
     (written by the workflow) the caps on training / dev examples per task that fine-tuning ran
     with (``null``: the whole set); the tables' notes say so.
+``controls``
+    sizes whose no-pre-training control (objective ``control``, step 0: the randomly initialised
+    architecture, fine-tuned like the checkpoints) was run; Table 1 and Figure 5 show it and the
+    sanity claim "pre-training helps" compares the final MLM checkpoint with it. Default none.
 
 Errors name the offending key (``AnalysisConfigError``, a ``ValueError``).
 """
@@ -91,6 +95,7 @@ DEFAULTS: dict[str, Any] = {
     "seeds": None,
     "max_train_samples": None,
     "max_eval_samples": None,
+    "controls": [],
 }
 
 
@@ -131,6 +136,7 @@ class AnalysisConfig:
     finetuned_budgets: dict[str, tuple[int, ...]] | None = None
     missing_tasks: dict[str, str] = field(default_factory=dict)
     seeds: tuple[int, ...] | None = None
+    controls: tuple[str, ...] = ()
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -184,6 +190,10 @@ class AnalysisConfig:
             steps.setdefault(int(s), "")
         return [(n, s) for s, n in sorted(steps.items())]
 
+    def has_control(self, size: str | None) -> bool:
+        """Whether the no-pre-training control of ``size`` was run (objective ``control``, step 0)."""
+        return size is not None and size in self.controls
+
     def has_variant(self, size: str | None, objective: str, fraction: float) -> bool:
         """Whether the spec lists this variant as run."""
         return size is not None and any(
@@ -208,6 +218,7 @@ class AnalysisConfig:
             "missing_tasks": dict(self.missing_tasks),
             "seeds": None if self.seeds is None else list(self.seeds),
             "max_train_samples": self.max_train_samples, "max_eval_samples": self.max_eval_samples,
+            "controls": list(self.controls),
             "primary_metric": dict(self.primary_metric),
             **{k: getattr(self, k) for k in (
                 "equivalence_margin", "match_rule", "improvement_target", "improvement_margin",
@@ -364,6 +375,13 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
             isinstance(x, bool) or not isinstance(x, int) for x in seeds)):
         raise _err("seeds", f"expected a list of integer seeds, got {seeds!r}")
 
+    controls = raw["controls"] or []
+    if not isinstance(controls, list) or any(not isinstance(c, str) for c in controls):
+        raise _err("controls", f"expected a list of size names, got {controls!r}")
+    for c in controls:
+        if c not in budget_names:
+            raise _err("controls", f"size {c!r} has no entry in budget_names")
+
     match_rule = raw["match_rule"]
     if match_rule not in ("equivalence", "non_inferiority"):
         raise _err("match_rule", f"expected 'equivalence' or 'non_inferiority', got {match_rule!r}")
@@ -393,6 +411,7 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
         seeds=None if seeds is None else tuple(int(x) for x in seeds),
         max_train_samples=_optional_count(raw, "max_train_samples"),
         max_eval_samples=_optional_count(raw, "max_eval_samples"),
+        controls=tuple(controls),
         raw=raw,
     )
 

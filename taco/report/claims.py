@@ -16,6 +16,8 @@ C4b   base: TACO-100k matches MLM-250k                                          
 C5    concentrated TACO (TC on masked positions only) is below TACO (250k)        below
 C6    MLM+TP is not better than MLM (250k)                                        not better
 C7    MLM+TP drops after 150k steps (MLM+TP-250k below MLM+TP-150k)               below
+S1    sanity, not the paper's: pre-training helps (final MLM checkpoint above     helps
+      the no-pre-training control; needs ``controls`` in the spec)
 ====  ==========================================================================  ================
 
 Not checked as a claim: the learning-dynamics pattern of Figure 6 ("TACO keeps intra-context
@@ -50,6 +52,8 @@ the decision interval and p(H1) the one-sided permutation p-value:
   p(delta < t - m) <= alpha. Whether A beats B at all (p(delta > 0)) is a detail.
 - below ("A is worse than B"): supported if hi < 0 and p(delta < 0) <= alpha; not supported if
   lo > 0 and p(delta > 0) <= alpha, or TOST shows equivalence within +-d.
+- helps (S1; one-sided improvement, margin 0): supported if lo > 0 and p(delta > 0) <= alpha; not
+  supported if hi < 0 and p(delta < 0) <= alpha (the pre-trained model is worse).
 - not better (C6; "not significantly better"): non-superiority at margin d: supported if hi < d
   and p(delta < d) <= alpha (when also lo > 0 with p(delta > 0) <= alpha, the note says a small
   gain is significant); not supported if lo > d and p(delta > d) <= alpha.
@@ -95,11 +99,14 @@ from taco.report.stats import (
     rng_for,
     seed_averages,
 )
+from taco.registry import CONTROL
 from taco.report.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN)
-KINDS = ("match", "competitive", "improvement", "below", "not_better")
+KINDS = ("match", "competitive", "improvement", "below", "not_better", "helps")
+#: an arm's budget meaning "the variant's last fine-tuned checkpoint" (the final one)
+LAST_BUDGET = "last"
 #: power used by the ``seeds_for_power`` estimate
 TARGET_POWER = 0.8
 
@@ -153,6 +160,10 @@ CLAIMS: tuple[Claim, ...] = (
           "Sec. 5 ablation", "below", "small", Arm("mlm_tp", 1.0, "250k"), Arm("mlm_tp", 1.0, "150k"),
           note="both arms are checkpoints of the same pre-training run: the test covers fine-tuning "
                "variance only"),
+    Claim("S1", "pre-training helps: the final MLM checkpoint beats the no-pre-training control",
+          "sanity check of this suite (not a claim of the paper)", "helps", "small",
+          Arm("mlm", 1.0, LAST_BUDGET), Arm(CONTROL, 1.0, ""),
+          note="without it, no comparison between objectives shows that the suite measures pre-training"),
 )
 
 
@@ -191,6 +202,9 @@ def rule_text(kind: str, cfg: AnalysisConfig) -> str:
     if kind == "below":
         return (f"A below B: supported if the {dl} CI high < 0 and p(delta < 0) <= {a}; not supported if the "
                 f"{dl} CI low > 0 and p(delta > 0) <= {a}, or equivalence within +-{d} is shown (TOST)")
+    if kind == "helps":
+        return (f"one-sided improvement, margin 0: supported if the {dl} CI low > 0 and p(delta > 0) <= {a}; "
+                f"not supported if the {dl} CI high < 0 and p(delta < 0) <= {a}")
     if kind == "not_better":
         return (f"non-superiority, margin {d} points: supported if the {dl} CI high < {d} and "
                 f"p(delta < {d}) <= {a}; not supported if the {dl} CI low > {d} and p(delta > {d}) <= {a}")
@@ -227,6 +241,7 @@ def tests_for(kind: str, cfg: AnalysisConfig) -> list[tuple[float, str]]:
         "improvement": [(t - m, "greater"), (t - m, "less"), (0.0, "greater")],
         "below": [(0.0, "less"), (0.0, "greater"), (-d, "greater"), (d, "less")],
         "not_better": [(d, "less"), (d, "greater"), (0.0, "greater")],
+        "helps": [(0.0, "greater"), (0.0, "less")],
     }[kind]
 
 
@@ -293,6 +308,13 @@ def decide(kind: str, ci_low: float, ci_high: float, p: Mapping[str, float],
         if -d < lo and hi < d and _sig(p["tost"], a):
             return NOT_SUPPORTED, f"{ci} inside +-{d}: no meaningful difference, TOST p={p['tost']:.3g}", ps, p["tost"]
         return INCONCLUSIVE, f"{ci}, p(delta < 0)={ps:.3g}: not decided", ps, p["gt0"]
+    if kind == "helps":
+        ps, pa = p["gt0"], p["lt0"]
+        if lo > 0 and _sig(ps, a):
+            return SUPPORTED, f"{ci} > 0: A above B, p={ps:.3g}", ps, pa
+        if hi < 0 and _sig(pa, a):
+            return NOT_SUPPORTED, f"{ci} < 0: A below B, p={pa:.3g}", ps, pa
+        return INCONCLUSIVE, f"{ci}, p(delta > 0)={ps:.3g}: an improvement neither shown nor refuted", ps, pa
     if kind == "not_better":
         ps, pa = p["lt_margin"], p["gt_margin"]
         if hi < d and _sig(ps, a):
@@ -311,7 +333,7 @@ def deciding_boundary(kind: str, cfg: AnalysisConfig) -> float:
     d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
     if _decides_by_non_inferiority(kind, cfg):
         return -d
-    return {"match": d, "improvement": t - m, "below": 0.0, "not_better": d}[kind]
+    return {"match": d, "improvement": t - m, "below": 0.0, "not_better": d, "helps": 0.0}[kind]
 
 
 def fewest_seeds(cfg: AnalysisConfig, limit: int = 50) -> int:
@@ -373,6 +395,21 @@ def resolve_arm(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> ArmCell:
         label += f" ({fmt_fraction(frac)} data)"
     if size is None:
         return ArmCell(None, label, f"roles.{claim.role} is null: no size plays BERT-{claim.role}")
+    if arm.objective == CONTROL:  # the no-pre-training control: step 0 of its size
+        label = f"{OBJ_LABELS[CONTROL]} (control)"
+        if not cfg.has_control(size):
+            return ArmCell(None, label, f"no no-pre-training control of size {size!r} (controls; "
+                                        "config pretrain.control: true)")
+        return ArmCell((size, CONTROL, 1.0, 0), label)
+    if arm.budget == LAST_BUDGET:  # the variant's final fine-tuned checkpoint
+        steps = [s for v in cfg.variants if v.size == size and v.objective == arm.objective
+                 and math.isclose(v.fraction, frac) for s in cfg.variant_steps(v)]
+        if not steps:
+            return ArmCell(None, f"{OBJ_LABELS.get(arm.objective, arm.objective)} (final)",
+                           f"variant {arm.objective} ({fmt_fraction(frac)} data) not in the analysis spec")
+        step = max(steps)
+        label = f"{OBJ_LABELS.get(arm.objective, arm.objective)} (final) [step {step}]"
+        return ArmCell((size, arm.objective, round(frac, 6), int(step)), label)
     step = cfg.budget_step(size, arm.budget)
     if step is None:
         return ArmCell(None, label, f"budget {arm.budget} not run for size {size!r} (not in budget_names.{size})")
@@ -471,7 +508,8 @@ def describe_test(kind: str, cfg: AnalysisConfig) -> str:
                            "key, each at alpha, no multiplicity correction",
             "improvement": f"one-sided permutation test of delta > {t - m:g}",
             "below": "one-sided permutation test of delta < 0",
-            "not_better": f"one-sided permutation test of delta < {d} (non-superiority)"}[kind]
+            "not_better": f"one-sided permutation test of delta < {d} (non-superiority)",
+            "helps": "one-sided permutation test of delta > 0"}[kind]
     return base + f" (scipy.stats.permutation_test, difference of means); {decision_level(cfg) * 100:g}% bootstrap decision interval"
 
 

@@ -44,8 +44,10 @@ from taco.report.tables import (  # noqa: E402
     TABLE2_KEYS,
     build_ablation,
     build_table2,
+    control_average,
     load_paper_values,
 )
+from taco.registry import CONTROL  # noqa: E402
 
 #: one style per variant, shared with the dynamics figures (taco.report.style)
 STYLE = VARIANT_STYLE
@@ -149,6 +151,15 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
                                      f"{int(cfg.confidence_level * 100)}% CI)", STYLE[obj])
         if size:
             _seed_dots(ax, agg["glue_average"], size, obj, 1.0, STYLE[obj]["color"])
+    ctrl = control_average(agg, cfg, size)
+    if ctrl is not None and np.isfinite(ctrl["mean"]):  # the no-pre-training control, at step 0
+        st = STYLE[CONTROL]
+        _plot_series(ax, pd.DataFrame([{"step": 0, "mean": ctrl["mean"], "ci_low": ctrl["ci_low"],
+                                        "ci_high": ctrl["ci_high"]}]),
+                     f"{OBJ_LABELS[CONTROL]} (control: random init, mean, CI)", st, band=False)
+        ax.axhline(ctrl["mean"], color=st["color"], linestyle=":", linewidth=0.8, alpha=0.6)
+        _seed_dots(ax, agg["glue_average"], size, CONTROL, 1.0, st["color"])
+        drawn = True
     fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
     unplaced = []
     for obj, key in (("taco", "TACO"), ("mlm", "MLM")):

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.registry import OBJECTIVE_LABELS, SCORE_KEY_LABELS
+from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS
 from taco.report.cli import atomic_write_text, report_main, report_parser
 from taco.report.analysis_config import AnalysisConfig
 from taco.report.stats import (
@@ -230,6 +230,11 @@ def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     for section in ("dev", "test"):
         published = pv.get(section) or {}
         approaches = [("mlm", "250k"), ("taco", "50k"), ("taco", "250k")]
+        if section == "dev" and cfg.has_control(size):  # this suite's sanity baseline, not in the paper
+            tb.add(table="table1", section=section, label=f"{OBJ_LABELS[CONTROL]} (control: random init, step 0)",
+                   size=size, objective=CONTROL, fraction=1.0, budget="", step=0, keys=GLUE_AVERAGE_KEYS,
+                   avg_keys=average_keys(cfg), paper=None, paper_source="",
+                   note="no-pre-training control: the architecture from random initialisation, fine-tuned alike")
         for obj, budget in approaches:
             name = f"{OBJ_LABELS[obj]}-{budget}"
             if section == "test" and name not in published:
@@ -244,6 +249,14 @@ def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
                    avg_keys=average_keys(cfg), paper=published.get(name), paper_source=src, note=note,
                    ours_available=section == "dev")
     return tb.frame()
+
+
+def control_average(agg, cfg: AnalysisConfig, size: str | None) -> dict[str, Any] | None:
+    """The no-pre-training control's GLUE average of ``size`` as Table 1 prints it (``mean``, ``std``,
+    ``ci_low``, ``ci_high``, ``n`` in GLUE points); None when the spec lists no control of ``size``."""
+    if not cfg.has_control(size):
+        return None
+    return TableBuilder(agg, cfg)._avg(size, CONTROL, 1.0, 0, average_keys(cfg))
 
 
 def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:

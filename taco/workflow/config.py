@@ -245,6 +245,13 @@ def _variant_spec(config: dict[str, Any], run: Run, names: dict[str, dict[str, i
     return spec
 
 
+def _control_sizes(config: dict[str, Any]) -> list[str]:
+    """Sizes with a no-pre-training control (``pretrain.control``; see taco.workflow.control)."""
+    from taco.workflow.control import control_sizes  # that module imports this one
+
+    return control_sizes(config)
+
+
 def analysis_spec(config: dict[str, Any], tasks: list[str],
                   missing_tasks: dict[str, str] | None = None) -> dict[str, Any]:
     """The analysis spec consumed by ``taco aggregate/tables/figures/claims`` (JSON-serialisable)."""
@@ -262,6 +269,7 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
         "tasks": tasks,
         "missing_tasks": dict(missing_tasks or {}),
         "seeds": list(config["finetune"]["seeds"]),
+        "controls": _control_sizes(config),
         "max_train_samples": config["finetune"].get("max_train_samples"),
         "max_eval_samples": config["finetune"].get("max_eval_samples"),
         "primary_metric": dict(a.get("primary_metric", {})),

@@ -7,6 +7,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 from taco.workflow import config as wc
+from taco.workflow import control as wctl
 from taco.workflow.commands import RUN_PATH, Commands, run_path
 
 R = config["results_dir"]
@@ -65,7 +66,7 @@ GPUS = config["gpus"]
 
 wildcard_constraints:
     size="[A-Za-z0-9_]+",
-    variant="|".join(wc.VARIANTS),
+    variant="|".join((*wc.VARIANTS, wctl.CONTROL)),  # the control: its own rule (control.smk)
     fraction=r"[0-9]+\.[0-9]+",
     step=r"[0-9]+",
     task="|".join(wc.TASKS),
@@ -105,7 +106,7 @@ def pretrain_targets():
 
 
 def finetune_targets():
-    out = []
+    out = wctl.finetune_targets(config, TASKS)  # the no-pre-training controls, if asked for
     for r in RUNS:
         for step in wc.finetune_budgets(config, r.size, r.fraction):
             for task in TASKS:

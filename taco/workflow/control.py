@@ -1,0 +1,68 @@
+"""The no-pre-training control in the workflow (config ``pretrain.control: true``).
+
+Any configuration can ask for it. For every size that has a full-data pre-training run, the
+workflow writes ``{results}/pretrain/<size>/control/data-1.0/step-0`` with ``taco init`` (the same
+architecture and vocabulary, randomly initialised with the pre-training seed, i.e. the MLM run's
+step-0 model), fine-tunes it on every task and seed like a budget checkpoint, and lists it in the
+analysis spec (``controls``), so that Table 1 shows it, Figure 5 draws it at step 0 and the claim
+"pre-training helps" (final MLM checkpoint against the control) is evaluated.
+
+Pre-training seeds: the config has one (``seed``); where a config lists several
+(``pretrain.seeds``), :func:`control_seeds` gives one control per seed.
+Pure Python on plain dicts (no Snakemake, no torch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taco.registry import CONTROL  # noqa: F401 - the control's variant name, re-exported
+from taco.workflow import config as wc
+
+#: the control's "budget": no pre-training step
+CONTROL_STEP = 0
+CONTROL_FRACTION = "1.0"
+
+
+def enabled(config: dict[str, Any]) -> bool:
+    """Whether the config asks for the control (``pretrain.control``, default false)."""
+    return bool(config["pretrain"].get("control", False))
+
+
+def control_sizes(config: dict[str, Any]) -> list[str]:
+    """Sizes (keys of ``pretrain.sizes``) that get a control: those with a full-data run, in run order."""
+    if not enabled(config):
+        return []
+    out: list[str] = []
+    for r in wc.runs(config):
+        if r.fraction == 1.0 and r.size not in out:
+            out.append(r.size)
+    return out
+
+
+def control_seeds(config: dict[str, Any]) -> list[int]:
+    """Pre-training seeds that get a control: ``pretrain.seeds`` where given, else ``[seed]``."""
+    return [int(s) for s in (config["pretrain"].get("seeds") or [config["seed"]])]
+
+
+def checkpoint(results_dir: str, size: str) -> str:
+    """Path of the control checkpoint of ``size``."""
+    return f"{results_dir}/pretrain/{size}/{CONTROL}/data-{CONTROL_FRACTION}/step-{CONTROL_STEP}"
+
+
+def checkpoints(config: dict[str, Any]) -> list[str]:
+    """Every control checkpoint the config asks for (empty when ``pretrain.control`` is false)."""
+    return [checkpoint(config["results_dir"], s) for s in control_sizes(config)]
+
+
+def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
+    """``metrics.json`` of every (control, task, fine-tuning seed)."""
+    return [f"{c.replace('/pretrain/', '/finetune/', 1)}/{task}/seed-{seed}/metrics.json"
+            for c in checkpoints(config) for task in tasks for seed in config["finetune"]["seeds"]]
+
+
+def init_args(config: dict[str, Any], size: str) -> list[str]:
+    """``taco init`` options for the control of ``size`` (everything but the paths)."""
+    s = config["pretrain"]["sizes"][size]
+    return ["-m", "taco", "init", "--size", s["preset"], "--size-name", size, "--seed", str(control_seeds(config)[0]),
+            "--mlm-probability", str(config["pretrain"]["mlm_probability"])]

@@ -1,0 +1,116 @@
+"""The no-pre-training control in the workflow (pretrain.control) and the pre-training curves report.
+
+Pure Python (no torch): config -> control checkpoints, fine-tuning targets, `taco init` options and
+the analysis spec; JSON checkpoint records -> pretrain_curves.{png,pdf,csv}.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from taco.report.analysis_config import validate_analysis
+from taco.workflow import config as wc
+from taco.workflow import control as wctl
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _load(name: str) -> dict:
+    from snakemake.utils import validate
+
+    cfg = yaml.safe_load((REPO / name).read_text())
+    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
+    return cfg
+
+
+def test_control_is_off_by_default_and_one_per_full_data_size_when_asked():
+    smoke = _load("configs/smoke.yaml")
+    assert smoke["pretrain"]["control"] is False
+    assert wctl.checkpoints(smoke) == [] and wctl.finetune_targets(smoke, ["sst2"]) == []
+    assert wc.analysis_spec(smoke, ["sst2"])["controls"] == []
+    cfg = copy.deepcopy(smoke)
+    cfg["pretrain"]["control"] = True
+    # smoke runs: tiny at fractions 1.0 and 0.25 -> one control (full data only)
+    assert wctl.control_sizes(cfg) == ["tiny"]
+    assert wctl.checkpoints(cfg) == ["results/smoke/pretrain/tiny/control/data-1.0/step-0"]
+    targets = wctl.finetune_targets(cfg, ["sst2", "mnli"])
+    assert len(targets) == 2 * len(cfg["finetune"]["seeds"])
+    assert targets[0] == "results/smoke/finetune/tiny/control/data-1.0/step-0/sst2/seed-1/metrics.json"
+    spec = wc.analysis_spec(cfg, ["sst2"])
+    assert spec["controls"] == ["tiny"] and validate_analysis(spec).has_control("tiny")
+    assert wctl.init_args(cfg, "tiny") == ["-m", "taco", "init", "--size", "tiny", "--size-name", "tiny",
+                                          "--seed", "0", "--mlm-probability", "0.15"]
+    cfg["pretrain"]["seeds"] = [3, 4]  # room for several pre-training seeds
+    assert wctl.control_seeds(cfg) == [3, 4]
+
+
+def test_cpu_real_config_asks_for_the_control_and_three_seeds():
+    cfg = _load("configs/cpu-real.yaml")
+    assert cfg["pretrain"]["control"] is True and len(cfg["finetune"]["seeds"]) >= 3
+    assert {"sst2", "mrpc", "stsb", "cola"} <= set(cfg["glue"]["tasks"])
+    assert any("gutenberg" in p for p in cfg["corpus"]["paths"])
+
+
+def _checkpoint(root: Path, variant: str, step: int, logs: list[dict], val: dict | None) -> Path:
+    d = root / variant / f"step-{step}"
+    d.mkdir(parents=True)
+    man = {"kind": "pretrain", "size": "tiny", "objective": variant, "fraction": 1.0, "step": step}
+    (d / "manifest.json").write_text(json.dumps(man))
+    (d / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logs) + '{"event": "lo')
+    if val is not None:
+        (d / "eval.json").write_text(json.dumps({"step": step, **val}))
+    return d
+
+
+def test_pretrain_curves_collects_logs_and_validation(tmp_path):
+    from taco.report.pretrain_curves import main
+
+    log = lambda s, **c: {"event": "log", "step": s, "loss": sum(c.values()), **c}  # noqa: E731
+    ck = [
+        _checkpoint(tmp_path, "control", 0, [], {"mlm_loss": 10.3, "mlm_accuracy": 0.0, "tc_loss": None,
+                                                  "n_masked_tokens": 100}),
+        _checkpoint(tmp_path, "mlm", 2, [{"event": "train_begin", "step": 0}, log(1, mlm_loss=9.0),
+                                         log(2, mlm_loss=8.0)],
+                    {"mlm_loss": 7.5, "mlm_accuracy": 0.1, "tc_loss": None, "n_masked_tokens": 100}),
+        _checkpoint(tmp_path, "mlm", 4, [log(3, mlm_loss=7.0), log(4, mlm_loss=6.5)],
+                    {"mlm_loss": 6.4, "mlm_accuracy": 0.2, "tc_loss": None, "n_masked_tokens": 100}),
+        _checkpoint(tmp_path, "taco", 4, [log(4, mlm_loss=6.6, tc_loss=0.5)],
+                    {"mlm_loss": 6.5, "mlm_accuracy": 0.19, "tc_loss": 0.4, "n_masked_tokens": 100}),
+    ]
+    out = tmp_path / "out"
+    assert main(["--checkpoints", *map(str, ck), "--output-dir", str(out)]) == 0
+    assert (out / "pretrain_curves.png").stat().st_size > 0 and (out / "pretrain_curves.pdf").is_file()
+    csv = pd.read_csv(out / "pretrain_curves.csv")
+    assert list(zip(csv.variant, csv.step, csv.val_mlm_loss)) == [("control", 0, 10.3), ("mlm", 2, 7.5),
+                                                                   ("mlm", 4, 6.4), ("taco", 4, 6.5)]
+    from taco.report.pretrain_curves import collect
+
+    train, _ = collect(ck)
+    mlm = train[train.variant == "mlm"]
+    assert mlm.step.tolist() == [1, 2, 3, 4] and mlm.mlm_loss.tolist() == [9.0, 8.0, 7.0, 6.5]
+    assert train[train.variant == "taco"].tc_loss.tolist() == [0.5]
+    assert main(["--checkpoints", str(tmp_path / "missing"), "--output-dir", str(out)]) == 2
+
+
+def test_stats_environment_reads_curves_without_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, taco.report.pretrain_curves, taco.workflow.control; "
+            "bad = [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+@pytest.mark.parametrize("bad", [["nope"], "tiny", [1]])
+def test_spec_controls_must_name_sizes(bad):
+    from taco.report.analysis_config import AnalysisConfigError
+
+    with pytest.raises(AnalysisConfigError, match="controls"):
+        validate_analysis({"controls": bad})

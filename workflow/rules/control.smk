@@ -1,0 +1,27 @@
+# The no-pre-training control (config pretrain.control: true): for every size with a full-data run,
+# the same architecture from random initialisation (`taco init`, step 0, the pre-training seed),
+# fine-tuned by the `finetune` rule like every budget checkpoint (taco.workflow.control).
+
+import shlex
+
+from taco.workflow import control as wctl
+
+
+rule pretrain_control:
+    input:
+        blocks=path_data("blocks", "data-" + wctl.CONTROL_FRACTION),
+    output:
+        directory(wctl.checkpoint(R, "{size}")),
+    log:
+        wctl.checkpoint(f"{R}/logs", "{size}") + ".log",
+    conda:
+        ENVS["train"]
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+        launch=CMD.launch("init", omp=True),
+    params:
+        args=lambda w: shlex.join(wctl.init_args(config, w.size)),
+    shell:
+        "{resources.launch} {params.args} --blocks {input.blocks:q} --output {output:q} > {log:q} 2>&1"
