@@ -422,7 +422,10 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     data = load_task_data(args, facts["tokenizer"])
     evaluator = _make_epoch_evaluator(data, args.report_rule)
     work = Path(tempfile.mkdtemp(prefix="taco-finetune-"))
-    trainer = build_trainer(args, facts, data, precision, work, [evaluator])
+    from taco.training.runlog import ProgressCallback
+
+    progress = ProgressCallback(f"finetune {args.task} seed {args.seed}")
+    trainer = build_trainer(args, facts, data, precision, work, [evaluator, progress])
     evaluator.trainer = trainer
     try:
         trainer.train()

@@ -208,7 +208,10 @@ class Commands:
 
     def pretrain_settings(self, wildcards: Any) -> list[str]:
         s = self.config["pretrain"]["sizes"][wildcards.size]
-        return ["--save-every", _s(s["save_every"]), "--logging-steps", _s(self.config["pretrain"]["logging_steps"])]
+        # --no-progress: the log file gets one readable progress line per logging event
+        # (taco.training.runlog.ProgressCallback: step, loss, examples/s, time left), not tqdm bars
+        return ["--save-every", _s(s["save_every"]), "--logging-steps", _s(self.config["pretrain"]["logging_steps"]),
+                "--no-progress"]
 
     def state_dir(self, wildcards: Any) -> str:
         """Resumable scratch state of a segment: outside the declared outputs (``.state/``)."""
