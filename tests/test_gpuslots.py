@@ -146,6 +146,10 @@ def test_killed_wrapper_leaves_its_slot_held_while_the_child_runs(tmp_path):
     wrapper.wait(timeout=30)
     os.kill(child_pid, 0)  # the child runs on
     assert gpuslots.try_acquire(1, 1, tmp_path) is None  # ... and its slot is not handed out
+    second = subprocess.run(
+        [sys.executable, "-m", "taco", "gpu-slot", "--gpus", "1", "--lock-dir", str(tmp_path), "--timeout", "1",
+         "--", sys.executable, "-c", "print('ran')"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert second.returncode == 2 and "ran" not in second.stdout and "no 1 free GPU slot" in second.stderr
     wrapper.stdin.close()  # the child reads EOF and exits
     deadline = time.time() + 30
     got = None
