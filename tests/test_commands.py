@@ -361,6 +361,12 @@ def expect_deviations(cfg, job):
     return {"config": f"{R}/run_config.json", "analysis": f"{R}/analysis.json", "output": f"{R}/deviations.md"}
 
 
+def expect_glue_submission(cfg, job):
+    R, w = cfg["results_dir"], job["wildcards"]
+    runs = [f"{R}/finetune/{run_dir(w)}/{task}/seed-{w['seed']}" for task in cfg["glue"]["tasks"]]
+    return {"runs": runs, "output": f"{R}/glue_submission/{run_dir(w)}/seed-{w['seed']}.zip"}
+
+
 def expect_dynamics_figures(cfg, job):
     R, d = cfg["results_dir"], cfg["dynamics"]
     inputs = []
@@ -387,13 +393,14 @@ CONTRACT = {
     "claims": ("claims", expect_report, None),
     "deviations": ("deviations", expect_deviations, None),
     "dynamics_figures": ("dynamics-figures", expect_dynamics_figures, None),
+    "glue_submission": ("glue-submission", expect_glue_submission, None),
 }
 #: rules that run Python inside Snakemake (no command line)
 LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs", "run_config"}
 
 
 def _normalise(key: str, value: Any) -> Any:
-    return sorted(value) if key == "inputs" and isinstance(value, list) else value
+    return sorted(value) if key in ("inputs", "runs") and isinstance(value, list) else value
 
 
 def test_every_job_runs_the_command_the_config_says(dag):

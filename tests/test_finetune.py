@@ -69,6 +69,23 @@ def test_rte_metrics_format_and_same_seed_same_metrics(ckpt, tmp_path):
     rows = list(csv.DictReader(open(a / "predictions.tsv"), delimiter="\t"))
     assert len(rows) == 32 and set(rows[0]) == {"split", "idx", "prediction", "label"}
     assert rows[0]["split"] == "validation" and rows[0]["idx"] == "0"
+    # test predictions: every row of RTE/test.tsv (never capped), server label strings
+    test = list(csv.reader(open(a / "test_predictions.tsv"), delimiter="\t"))
+    n_test = len((GLUE_DIR / "RTE" / "test.tsv").read_text().rstrip("\n").split("\n")) - 1
+    assert test[0] == ["file", "index", "prediction"] and len(test) - 1 == n_test == 3000
+    assert {r[0] for r in test[1:]} == {"RTE.tsv"} and [int(r[1]) for r in test[1:]] == list(range(n_test))
+    assert {r[2] for r in test[1:]} <= {"entailment", "not_entailment"}
+    assert ma["test_predictions"] == {"epoch": 2, "files": {"RTE.tsv": n_test}, "absent": {}}
+    assert (a / "test_predictions.tsv").read_text() == (b / "test_predictions.tsv").read_text()
+    # the zip of this one run: RTE.tsv is the run's, the other ten files are placeholders
+    from taco.evaluation.submission import main as submission_main
+
+    assert submission_main(["--runs", str(a), "--output", str(tmp_path / "sub.zip")]) == 0
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "sub.zip") as zf:
+        assert zf.read("RTE.tsv").decode().split("\n")[1:] == [f"{r[1]}\t{r[2]}" for r in test[1:]] + [""]
+        assert zf.read("README.md").decode().count("| PLACEHOLDER") == 10
     # never overwrite a result
     assert _ft(ckpt, a) == 2
 
@@ -84,6 +101,12 @@ def test_mnli_both_dev_splits_and_best_rule(ckpt, tmp_path):
     assert m["reported_epoch"] == best["epoch"]
     splits = {r["split"] for r in csv.DictReader(open(out / "predictions.tsv"), delimiter="\t")}
     assert splits == {"validation_matched", "validation_mismatched"}
+    # MNLI predicts its two test sets and the diagnostic AX, with the reported (best) epoch's model
+    test = list(csv.DictReader(open(out / "test_predictions.tsv"), delimiter="\t"))
+    assert m["test_predictions"]["epoch"] == m["reported_epoch"]
+    assert m["test_predictions"]["files"] == {"MNLI-m.tsv": 400, "MNLI-mm.tsv": 400, "AX.tsv": 400}
+    assert [r["file"] for r in test] == ["MNLI-m.tsv"] * 400 + ["MNLI-mm.tsv"] * 400 + ["AX.tsv"] * 400
+    assert {r["prediction"] for r in test} <= {"entailment", "neutral", "contradiction"}
 
 
 def test_stsb_regression(ckpt, tmp_path):
@@ -93,6 +116,21 @@ def test_stsb_regression(ckpt, tmp_path):
     assert set(m["scores"]["stsb"]) == {"pearson", "spearmanr"}
     rows = list(csv.DictReader(open(out / "predictions.tsv"), delimiter="\t"))
     float(rows[0]["prediction"]), float(rows[0]["label"])
+    test = list(csv.DictReader(open(out / "test_predictions.tsv"), delimiter="\t"))
+    assert len(test) == 300 and {r["file"] for r in test} == {"STS-B.tsv"}
+    assert all(0.0 <= float(r["prediction"]) <= 5.0 and len(r["prediction"].split(".")[1]) == 3 for r in test)
+
+
+def test_test_predictions_leave_the_run_unchanged(ckpt, tmp_path):
+    """Predicting the test split after an epoch (rule best) changes neither training nor scores."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _ft(ckpt, a, "stsb", "--report-rule", "best", source="synthetic") == 0
+    assert _ft(ckpt, b, "stsb", "--report-rule", "best", "--no-test-predictions", source="synthetic") == 0
+    ma, mb = (json.loads((d / "metrics.json").read_text()) for d in (a, b))
+    assert ma["epochs"] == mb["epochs"] and ma["reported_epoch"] == mb["reported_epoch"]
+    assert (a / "predictions.tsv").read_text() == (b / "predictions.tsv").read_text()
+    assert mb["test_predictions"] is None and not (b / "test_predictions.tsv").exists()
+    assert ma["test_predictions"]["epoch"] == ma["reported_epoch"]
 
 
 def test_errors_before_work(ckpt, tmp_path, capsys):

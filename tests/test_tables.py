@@ -50,7 +50,12 @@ def test_table1_test_set_is_na_beside_published(paper_tables):
     t1 = pd.read_csv(paper_tables / "table1.csv")
     test = t1[t1.section == "test"]
     assert test["mean"].isna().all() and test.n_seeds.eq(0).all()
-    assert test.note.str.contains("GLUE server").all()
+    assert test.note.str.contains("GLUE server").all() and test.note.str.contains("glue_submission/").all()
+    # every table's notes say where the submission zips are and that the numbers are dev numbers
+    for name in ("table1", "table2", "table3", "table4"):
+        md = (paper_tables / f"{name}.md").read_text()
+        assert "Test scores: these are dev-set numbers" in md and "seed-<seed>.zip" in md, name
+        assert "gluebenchmark.com/submit" in md, name
     assert test[test.column == "avg"].set_index("approach").loc["TACO-250k", "paper"] == 72.2
 
 

@@ -281,14 +281,22 @@ def predict(trainer, ds, is_regression: bool):
 
 
 def predict_tests(trainer, data: TaskData) -> dict[str, tuple[list[int], list[str]]]:
-    """Submission file -> (GLUE indices, server label strings) of every test split in ``data``."""
+    """Submission file -> (GLUE indices, server label strings) of every test split in ``data``.
+
+    Runs under ``torch.random.fork_rng``: each DataLoader iterator draws its base seed from the
+    global torch RNG, so predicting between epochs (``--report-rule best``) would otherwise shift
+    the later epochs' dropout masks and change the run (tests/test_finetune.py checks it does not).
+    """
+    import torch
+
     from taco.evaluation.submission import format_predictions
 
     out = {}
-    for split, enc in data.test_enc.items():
-        preds, _ = predict(trainer, enc, data.task.is_regression)
-        out[split.submission_file] = ([int(i) for i in data.tests[split]["idx"]],
-                                      format_predictions(data.task.name, preds))
+    with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if torch.cuda.is_available() else []):
+        for split, enc in data.test_enc.items():
+            preds, _ = predict(trainer, enc, data.task.is_regression)
+            out[split.submission_file] = ([int(i) for i in data.tests[split]["idx"]],
+                                          format_predictions(data.task.name, preds))
     return out
 
 

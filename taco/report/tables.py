@@ -243,7 +243,8 @@ def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
             if step is not None and not cfg.has_variant(size, obj, 1.0):
                 note = f"variant {obj} (100% data) not in the analysis spec"
             if section == "test":
-                note = "test set needs the GLUE server: not reproducible offline"
+                note = ("test set scored by the GLUE server only: upload this run's "
+                        "glue_submission/.../seed-N.zip (see the test-scores line)")
             tb.add(table="table1", section=section, label=approach_label(obj, budget, 1.0, step), size=size,
                    objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
                    avg_keys=average_keys(cfg), paper=published.get(name), paper_source=src, note=note,
@@ -459,6 +460,14 @@ def capped_sets_note(cfg: AnalysisConfig | None) -> str:
             "comparable with its rows in absolute terms.")
 
 
+#: how to obtain test-set numbers (``taco glue-submission``; zips written by the workflow below the results folder)
+TEST_SCORES_NOTE = ("Test scores: these are dev-set numbers. For each fine-tuned checkpoint and seed the workflow "
+                    "writes a GLUE server submission, `glue_submission/<size>/<variant>/data-<fraction>/step-<step>/"
+                    "seed-<seed>.zip` (test-set predictions of every fine-tuned task; its README.md lists which "
+                    "files are placeholders for tasks not run); upload it at https://gluebenchmark.com/submit "
+                    "for numbers comparable with the paper's test rows.")
+
+
 def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None = None) -> str:
     """Markdown: title, the wide table, which metric each column is, whether the fine-tuning sets
     were capped (from ``cfg``), and the notes (what is n/a and why)."""
@@ -469,7 +478,8 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
         lines.append("| " + " | ".join(str(r[h]).replace("|", "\\|") for h in head) + " |")
     lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds (95% bootstrap CI in the CSV); "
               "`*` = includes degenerate runs (constant predictions; an undefined correlation counts as 0); "
-              "n/a = not run or not published (never invented).", "", column_metrics_note(long)]
+              "n/a = not run or not published (never invented).", "", column_metrics_note(long),
+              "", TEST_SCORES_NOTE]
     capped = capped_sets_note(cfg)
     if capped:
         lines += ["", capped]

@@ -252,6 +252,14 @@ class Commands:
             out = os.path.join(os.path.dirname(os.path.dirname(metrics[0])), "seed-{seed}")
         return ["--checkpoint", input.checkpoint, "--seed", *seeds, "--output", out]
 
+    def glue_submission_args(self, wildcards: Any = None) -> list[str]:
+        return self._taco("glue-submission")
+
+    def glue_submission_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        """The fine-tuning run folders of one checkpoint and seed (one per task; each holds
+        ``metrics.json`` and ``test_predictions.tsv``) and the zip."""
+        return ["--runs", *(os.path.dirname(m) for m in _files(input.metrics)), "--output", _files(output)[0]]
+
     # ------------------------------------------------------------------ analysis and report
     def dynamics_args(self, wildcards: Any) -> list[str]:
         d = self.config["dynamics"]
