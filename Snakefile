@@ -26,6 +26,7 @@ include: "workflow/rules/control.smk"
 include: "workflow/rules/finetune.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/plan.smk"
 include: "workflow/rules/submission.smk"
 include: "workflow/rules/curves.smk"
 
@@ -34,5 +35,6 @@ rule all:
     default_target: True
     input:
         all_targets(),
+        f"{R}/plan.md",
         submission_targets(),
         f"{R}/pretrain_curves.png",

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pretrain-curves": ("taco.report.pretrain_curves", "pre-training curves: training losses, validation loss per budget"),
     "claims": ("taco.report.claims", "check the paper's claims on the reproduced numbers"),
     "deviations": ("taco.report.deviations", "every difference of the run configuration from the paper's setup"),
+    "plan": ("taco.workflow.plan", "compute plan of a configuration: jobs, FLOPs, GPU-hours, disk, time limits"),
     "gpu-slot": ("taco.workflow.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),
 }
 

@@ -25,3 +25,14 @@ def shared_data() -> Path:
         pytest.skip(f"shared data folder {path} not found (set TACO_SHARED_DATA to the folder "
                     "that holds glue/, corpus/ and bert/)")
     return path
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request):
+    """The ``torch.device`` a model, loss, sampling or training test runs on: ``cpu`` always, ``cuda``
+    where a GPU is visible; the ``cuda`` variant is skipped with the reason on a machine without one."""
+    torch = pytest.importorskip("torch")
+    if request.param == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device visible to torch (torch.cuda.is_available() is False); "
+                    f"torch {torch.__version__}")
+    return torch.device(request.param)

@@ -66,22 +66,23 @@ SHAPES = [(2, 5, 4, 3), (3, 7, 8, 5), (4, 9, 16, 12), (5, 6, 3, 1)]
 
 @pytest.mark.parametrize("B,L,H,K", SHAPES)
 @pytest.mark.parametrize("tau", [0.07, 0.5])
-def test_tc_loss_matches_reference_value_and_gradient(B, L, H, K, tau):
+def test_tc_loss_matches_reference_value_and_gradient(B, L, H, K, tau, device):
     hidden, emb, mask, pos, neg, anchors = _case(B, L, H, K, seed=B * 100 + L)
-    h1, e1 = hidden.clone().requires_grad_(), emb.clone().requires_grad_()
+    h1, e1 = hidden.to(device, copy=True).requires_grad_(), emb.to(device, copy=True).requires_grad_()
     h2, e2 = hidden.double().requires_grad_(), emb.double().requires_grad_()
+    pos_d, neg_d, anchors_d = pos.to(device), neg.to(device), anchors.to(device)
     # both forward paths; chunk_bytes=1 forces one anchor per chunk: chunking must not change the result
     for method, chunk_bytes in (("auto", None), ("chunked", 1), ("chunked", 2**20)):
         h1.grad = e1.grad = None
-        got = tc_loss(h1, e1, pos, neg, anchors, tau, chunk_bytes=chunk_bytes, method=method)
+        got = tc_loss(h1, e1, pos_d, neg_d, anchors_d, tau, chunk_bytes=chunk_bytes, method=method)
         got.backward()
         h2.grad = e2.grad = None
-        want = reference_tc_loss(h2, e2, pos, neg, anchors, tau)
+        want = reference_tc_loss(h2, e2, pos, neg, anchors, tau)  # CPU, float64
         want.backward()
-        assert got.dtype == torch.float32
-        torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(h1.grad.double(), h2.grad, rtol=1e-4, atol=1e-5)
-        torch.testing.assert_close(e1.grad.double(), e2.grad, rtol=1e-4, atol=1e-5)
+        assert got.dtype == torch.float32 and got.device.type == device.type
+        torch.testing.assert_close(got.double().cpu(), want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(h1.grad.double().cpu(), h2.grad, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(e1.grad.double().cpu(), e2.grad, rtol=1e-4, atol=1e-5)
 
 
 def test_only_anchors_get_gradient_and_padding_is_ignored():
@@ -98,23 +99,24 @@ def test_only_anchors_get_gradient_and_padding_is_ignored():
     torch.testing.assert_close(a, b)
 
 
-def test_bf16_autocast_is_computed_in_fp32():
+def test_bf16_autocast_is_computed_in_fp32(device):
     hidden, emb, mask, pos, neg, anchors = _case(3, 8, 16, 7, seed=11)
     want = reference_tc_loss(hidden, emb, pos, neg, anchors, 0.07)
-    h = hidden.clone().requires_grad_()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        got = tc_loss(h, emb, pos, neg, anchors, 0.07)
+    on = {"positive_index": pos.to(device), "negative_index": neg.to(device), "anchor_mask": anchors.to(device)}
+    h = hidden.to(device, copy=True).requires_grad_()
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        got = tc_loss(h, emb.to(device), temperature=0.07, **on)
     assert got.dtype == torch.float32
-    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got.double().cpu(), want, rtol=1e-5, atol=1e-5)
     got.backward()
     assert h.grad.dtype == torch.float32
     # bf16 inputs: the loss equals the fp32 loss of the bf16-rounded values
     hb, eb = hidden.bfloat16(), emb.bfloat16()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        got_b = tc_loss(hb, eb, pos, neg, anchors, 0.07)
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        got_b = tc_loss(hb.to(device), eb.to(device), temperature=0.07, **on)
     want_b = reference_tc_loss(hb.float(), eb.float(), pos, neg, anchors, 0.07)
     assert got_b.dtype == torch.float32
-    torch.testing.assert_close(got_b.double(), want_b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got_b.double().cpu(), want_b, rtol=1e-5, atol=1e-5)
 
 
 def test_perfect_alignment_limit():

@@ -55,10 +55,11 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("objective", list(OBJECTIVES))
-def test_loss_components_and_sparse_equals_dense(objective):
-    model = _model(objective).eval()
-    batch = _batch()
-    out = model(**batch, output_logits=True, generator=torch.Generator().manual_seed(1))
+def test_loss_components_and_sparse_equals_dense(objective, device):
+    model = _model(objective).eval().to(device)
+    batch = {k: v.to(device) for k, v in _batch().items()}
+    out = model(**batch, output_logits=True, generator=torch.Generator(device=device).manual_seed(1))
+    assert out.loss.device.type == device.type
     present = {k for k in ("mlm_loss", "tc_loss", "tp_loss") if getattr(out, k) is not None}
     assert present == EXPECTED[objective]
     # sparse prediction equals the dense computation
@@ -92,9 +93,9 @@ def test_tc_weight_and_reproducible_sampling():
     torch.testing.assert_close(o2.loss, o2.mlm_loss + 0.5 * o2.tc_loss)
 
 
-def test_tc_alone_reaches_every_encoder_layer():
-    model = _model("taco")
-    out = model(**_batch())
+def test_tc_alone_reaches_every_encoder_layer(device):
+    model = _model("taco").to(device)
+    out = model(**{k: v.to(device) for k, v in _batch().items()})
     out.tc_loss.backward()
     cfg = model.config
     for i in range(cfg.num_hidden_layers):
@@ -123,10 +124,10 @@ def test_no_selected_token_gives_finite_loss():
     out.loss.backward()
 
 
-def test_bf16_autocast_forward():
-    model = _model("taco")
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        out = model(**_batch())
+def test_bf16_autocast_forward(device):
+    model = _model("taco").to(device)
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        out = model(**{k: v.to(device) for k, v in _batch().items()})
     assert out.tc_loss.dtype == torch.float32 and torch.isfinite(out.loss)
     out.loss.backward()
 

@@ -15,13 +15,14 @@ def _mask(lengths, L):
     return (torch.arange(L).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)).long()
 
 
-def test_positive_invariants_many_draws():
+def test_positive_invariants_many_draws(device):
     lengths = [20, 15, 3, 2, 1, 0, 7]
     L, W = 20, 5
     mask = _mask(lengths, L)
     reps = 400
     big = mask.repeat(reps, 1)  # many independent draws of the same rows
-    pos = sample_positive_index(big, W, generator=torch.Generator().manual_seed(0))
+    # drawn on the device (its own generator), checked on the CPU
+    pos = sample_positive_index(big.to(device), W, generator=torch.Generator(device=device).manual_seed(0)).cpu()
     assert pos.shape == big.shape and pos.dtype == torch.long
     real = big.bool()
     j = torch.arange(L).expand_as(pos)
@@ -72,11 +73,11 @@ def test_positive_distribution_chi_square(j, n, W):
     assert stat.pvalue > ALPHA, stat
 
 
-def test_negative_invariants_and_uniformity():
+def test_negative_invariants_and_uniformity(device):
     lengths = [10, 4, 0, 7]
     B, L, K = len(lengths), 10, 6000
     mask = _mask(lengths, L)
-    neg = sample_negative_index(mask, K, generator=torch.Generator().manual_seed(7))
+    neg = sample_negative_index(mask.to(device), K, generator=torch.Generator(device=device).manual_seed(7)).cpu()
     assert neg.shape == (B, L, K) and neg.dtype == torch.long
     assert neg.min() >= 0 and neg.max() < B * L
     flat_real = mask.reshape(-1).bool()
@@ -93,15 +94,20 @@ def test_negative_invariants_and_uniformity():
         assert stat.pvalue > ALPHA, (b, j, stat)
 
 
-def test_reproducible_from_generator():
-    mask = _mask([9, 5, 8], 9)
-    a = sample_positive_index(mask, 5, torch.Generator().manual_seed(3))
-    b = sample_positive_index(mask, 5, torch.Generator().manual_seed(3))
-    c = sample_positive_index(mask, 5, torch.Generator().manual_seed(4))
+def test_reproducible_from_generator(device):
+    mask = _mask([9, 5, 8], 9).to(device)
+
+    def gen(seed):
+        return torch.Generator(device=device).manual_seed(seed)
+
+    a = sample_positive_index(mask, 5, gen(3))
+    b = sample_positive_index(mask, 5, gen(3))
+    c = sample_positive_index(mask, 5, gen(4))
+    assert a.device.type == device.type
     assert torch.equal(a, b) and not torch.equal(a, c)
-    a = sample_negative_index(mask, 50, torch.Generator().manual_seed(3))
-    b = sample_negative_index(mask, 50, torch.Generator().manual_seed(3))
-    c = sample_negative_index(mask, 50, torch.Generator().manual_seed(4))
+    a = sample_negative_index(mask, 50, gen(3))
+    b = sample_negative_index(mask, 50, gen(3))
+    c = sample_negative_index(mask, 50, gen(4))
     assert torch.equal(a, b) and not torch.equal(a, c)
 
 

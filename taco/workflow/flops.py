@@ -1,0 +1,118 @@
+"""FLOP and parameter counts of the BERT presets, the one formula the compute plan and the device
+check share. Pure Python (no torch), so ``taco plan`` and the workflow can import it anywhere.
+
+Training FLOPs per token (forward + backward = 3x forward; every matmul of an (m, k) x (k, n)
+product costs 2mkn in forward), after Kaplan et al. (2020, Sec. 2.1) and the attention term of
+PaLM (Chowdhery et al. 2022, App. B, "model FLOPs"):
+
+    F_train/token = 6 * N_layers                      encoder matmuls: per layer 4 H^2 (Q, K, V, O)
+                                                      + 2 H I (FFN), biases and norms ignored
+                  + 6 * p_pred * (H^2 + H V)          MLM head (transform H x H + decoder H x V) at the
+                                                      predicted positions only: p_pred = 0.15 for
+                                                      ``mlm``/TACO (sparse prediction, this suite and
+                                                      the selected positions of the official loss),
+                                                      1.0 for ``mlm_tp`` and for a dense head
+                  + 12 * n_layers * H * L             attention scores QK^T and weighted sum AV
+                                                      (2 L H each in forward, x3 for training)
+                  + 4 * (K + 1) * H   [TC objectives] anchor-key dot products of the TC loss (forward
+                                                      2 (K+1) H; backward reaches only the anchor:
+                                                      another 2 (K+1) H), every real token an anchor
+
+with H the hidden size, I the FFN size, V the vocabulary, L the sequence length, K the negatives.
+Embedding look-ups, softmax, layer norms, GELU and the optimizer are not counted (a few percent),
+so model FLOPs utilisation (MFU) from this count is a slight underestimate.
+
+Fine-tuning (sequence classification) per token: ``6 * N_layers + 12 * n_layers * H * L`` (the
+pooler and the classifier act once per sequence: ``6 * (H^2 + H * C) / L`` per token, counted too).
+Evaluation (forward only) is a third of the training count.
+"""
+
+from __future__ import annotations
+
+from taco.registry import PRESET_SHAPES, TC_OBJECTIVES
+
+#: peak dense bf16 tensor throughput of an NVIDIA H100/H200 SXM, TFLOP/s (NVIDIA H200 datasheet:
+#: "BF16 Tensor Core 1,979 TFLOPS" with 2:4 sparsity, i.e. 989 dense)
+H200_BF16_DENSE_TFLOPS = 989.0
+#: share of positions the MLM head predicts (mask probability; BERT, the official TACO code)
+MLM_PREDICTED_SHARE = 0.15
+#: the BERT vocabulary (bert-base-uncased ``vocab.txt``) used unless a config says otherwise
+BERT_VOCAB_SIZE = 30522
+#: maximum positions of every preset (``taco.model.modeling.bert_config``)
+MAX_POSITIONS = 512
+
+
+def shape(preset: str) -> dict[str, int]:
+    """The BERT shape of ``preset`` (``num_hidden_layers``, ``hidden_size``, ...); ValueError if unknown."""
+    if preset not in PRESET_SHAPES:
+        raise ValueError(f"unknown model preset {preset!r}; valid: {', '.join(PRESET_SHAPES)}")
+    return PRESET_SHAPES[preset]
+
+
+def encoder_matmul_params(preset: str) -> int:
+    """Weights of the encoder layers' matrix products: ``n_layers * (4 H^2 + 2 H I)`` (no biases)."""
+    s = shape(preset)
+    h, i = s["hidden_size"], s["intermediate_size"]
+    return s["num_hidden_layers"] * (4 * h * h + 2 * h * i)
+
+
+def parameter_count(preset: str, vocab_size: int = BERT_VOCAB_SIZE) -> int:
+    """All parameters of ``TacoForPreTraining`` (= ``BertForMaskedLM`` without pooler), decoder tied.
+
+    Embeddings (word V x H, position 512 x H, token type 2 x H, LayerNorm 2H), per layer Q/K/V/O
+    (4 (H^2 + H)), attention LayerNorm (2H), FFN (H I + I + I H + H), output LayerNorm (2H), MLM head
+    transform (H^2 + H), its LayerNorm (2H) and the decoder bias (V). Equals
+    ``sum(p.numel() for p in model.parameters())`` (tested).
+    """
+    s = shape(preset)
+    h, i, n = s["hidden_size"], s["intermediate_size"], s["num_hidden_layers"]
+    embeddings = vocab_size * h + MAX_POSITIONS * h + 2 * h + 2 * h
+    layer = 4 * (h * h + h) + 2 * h + (h * i + i + i * h + h) + 2 * h
+    head = h * h + h + 2 * h + vocab_size
+    return embeddings + n * layer + head
+
+
+def pretrain_flops_per_token(preset: str, seq_len: int, objective: str = "mlm",
+                             vocab_size: int = BERT_VOCAB_SIZE, negatives: int = 50,
+                             predicted_share: float | None = None) -> float:
+    """Training FLOPs per token of one pre-training step (module docstring formula).
+
+    Args:
+        preset: ``tiny``, ``small`` or ``base``.
+        seq_len: tokens per block L.
+        objective: objective name; ``mlm_tp`` predicts every position, TC objectives add the TC term.
+        vocab_size: V.
+        negatives: K of the TC loss.
+        predicted_share: override of p_pred (1.0 = dense head, as ``BertForMaskedLM``).
+    Raises:
+        ValueError: unknown preset, non-positive seq_len.
+    """
+    if seq_len <= 0:
+        raise ValueError(f"seq_len must be positive, got {seq_len}")
+    s = shape(preset)
+    h, n = s["hidden_size"], s["num_hidden_layers"]
+    if predicted_share is None:
+        predicted_share = 1.0 if objective == "mlm_tp" else MLM_PREDICTED_SHARE
+    flops = 6.0 * encoder_matmul_params(preset)
+    flops += 6.0 * predicted_share * (h * h + h * vocab_size)
+    flops += 12.0 * n * h * seq_len
+    if objective in TC_OBJECTIVES:
+        flops += 4.0 * (negatives + 1) * h
+    return flops
+
+
+def finetune_flops_per_token(preset: str, seq_len: int, num_labels: int = 2) -> float:
+    """Training FLOPs per token of sequence-classification fine-tuning (module docstring)."""
+    if seq_len <= 0:
+        raise ValueError(f"seq_len must be positive, got {seq_len}")
+    s = shape(preset)
+    h, n = s["hidden_size"], s["num_hidden_layers"]
+    return (6.0 * encoder_matmul_params(preset) + 12.0 * n * h * seq_len
+            + 6.0 * (h * h + h * num_labels) / seq_len)
+
+
+def mfu(tokens_per_s: float, flops_per_token: float, peak_tflops: float = H200_BF16_DENSE_TFLOPS) -> float:
+    """Model FLOPs utilisation: achieved model FLOP/s over the peak (a fraction, not percent)."""
+    if peak_tflops <= 0:
+        raise ValueError(f"peak_tflops must be positive, got {peak_tflops}")
+    return tokens_per_s * flops_per_token / (peak_tflops * 1e12)

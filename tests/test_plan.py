@@ -1,0 +1,193 @@
+"""`taco plan`: FLOP counts against torch's own FLOP counter, costs against hand arithmetic, job
+counts against Snakemake's DAG, measured throughput from a device-check file, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taco.workflow import flops, plan
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_parameter_count_equals_the_model():
+    pytest.importorskip("torch")
+    from taco.model.modeling import TacoForPreTraining, bert_config
+
+    for preset, vocab in (("tiny", 1000), ("small", 30522)):
+        model = TacoForPreTraining(bert_config(preset, vocab))
+        assert flops.parameter_count(preset, vocab) == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("objective", ["mlm", "taco"])
+def test_pretrain_flops_equal_torch_flop_counter(objective):
+    """torch.utils.flop_counter counts every matmul of forward + backward (eager attention, so the
+    QK^T / AV bmm are counted too): equal to the formula with p_pred = selected share. It does not
+    see the TC loss's custom sparse kernels, so for TACO the difference is exactly 4 (K+1) H per token."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.objectives import mask_tokens
+
+    V, B, L, K = 1000, 2, 64, 16
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, V, (B, L), generator=g)
+    attn = torch.ones(B, L, dtype=torch.long)
+    corrupted, labels = mask_tokens(ids, torch.zeros(B, L, dtype=torch.bool), attn, 4, V, 0.15, generator=g)
+    model = TacoForPreTraining(bert_config("tiny", V, attn_implementation="eager"), objective, tc_num_negatives=K)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        model(input_ids=corrupted, attention_mask=attn, labels=labels, original_input_ids=ids).loss.backward()
+    T, n_sel = B * L, int((labels != -100).sum())
+    formula = flops.pretrain_flops_per_token("tiny", L, objective, vocab_size=V, negatives=K,
+                                             predicted_share=n_sel / T) * T
+    tc_term = 4 * (K + 1) * 128 * T if objective == "taco" else 0
+    assert counter.get_total_flops() == pytest.approx(formula - tc_term, rel=1e-12)
+
+
+def test_finetune_flops_equal_torch_flop_counter():
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import BertForSequenceClassification
+
+    from taco.model.modeling import bert_config
+
+    V, B, L = 1000, 2, 64
+    ids = torch.randint(5, V, (B, L), generator=torch.Generator().manual_seed(0))
+    model = BertForSequenceClassification(bert_config("tiny", V, attn_implementation="eager", num_labels=3))
+    counter = FlopCounterMode(display=False)
+    with counter:
+        model(input_ids=ids, attention_mask=torch.ones(B, L, dtype=torch.long), labels=torch.tensor([0, 2])).loss.backward()
+    assert counter.get_total_flops() == pytest.approx(flops.finetune_flops_per_token("tiny", L, 3) * B * L, rel=1e-12)
+
+
+def test_flops_by_hand_for_tiny():
+    # tiny: 2 layers, H 128, I 512; V 1000, L 64, K 16
+    layers = 2 * (4 * 128 * 128 + 2 * 128 * 512)  # 393,216 matmul weights
+    head = 128 * 128 + 128 * 1000  # transform + decoder
+    attention = 12 * 2 * 128 * 64
+    assert flops.pretrain_flops_per_token("tiny", 64, "mlm", vocab_size=1000) == pytest.approx(
+        6 * layers + 6 * 0.15 * head + attention)
+    assert flops.pretrain_flops_per_token("tiny", 64, "mlm_tp", vocab_size=1000) == pytest.approx(
+        6 * layers + 6 * head + attention)
+    assert flops.pretrain_flops_per_token("tiny", 64, "taco", vocab_size=1000, negatives=16) == pytest.approx(
+        6 * layers + 6 * 0.15 * head + attention + 4 * 17 * 128)
+    assert flops.mfu(1e6, 4e8, 989) == pytest.approx(1e6 * 4e8 / 989e12)
+    with pytest.raises(ValueError, match="unknown model preset"):
+        flops.pretrain_flops_per_token("large", 64)
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return plan.load_config([str(REPO / "configs" / "smoke.yaml")])
+
+
+def test_smoke_plan_costs_by_hand(smoke):
+    p = plan.build_plan(smoke, device_check=None, peak_tflops=100.0, pretrain_utilization=0.5,
+                        finetune_utilization=0.25, job_overhead_s=10.0, with_targets=False)
+    # pre-training: tiny, 150 steps x 16 blocks x 64 tokens, V = 1000 (trained tokenizer), K = 16
+    per_token = (6 * 2 * (4 * 128**2 + 2 * 128 * 512) + 6 * 0.15 * (128**2 + 128 * 1000) + 12 * 2 * 128 * 64)
+    row = next(r for r in p["pretrain"] if r["variant"] == "mlm" and r["fraction"] == 1.0)
+    assert row["tokens"] == 150 * 16 * 64
+    assert row["flops"] == pytest.approx(150 * 16 * 64 * per_token)
+    assert row["gpu_hours"] == pytest.approx(row["flops"] / (0.5 * 100e12) / 3600)
+    assert row["longest_segment_steps"] == 50
+    # fine-tuning: synthetic tasks capped at 384 train / 200 dev (MNLI: two dev splits), 2 epochs, L 64
+    per_ft_token = 6 * 2 * (4 * 128**2 + 2 * 128 * 512) + 12 * 2 * 128 * 64
+    sst2 = plan.finetune_job_cost(smoke, "tiny", "sst2", plan.Rates(None, 100.0, 0.5, 0.25, 10.0))
+    assert (sst2["n_train"], sst2["n_dev"], sst2["epochs"]) == (384, 200, 2)
+    want = 2 * (384 + 200 / 3) * 64 * (per_ft_token + 6 * (128**2 + 128 * 2) / 64)
+    assert sst2["flops"] == pytest.approx(want)
+    assert plan.task_sizes(smoke, "mnli") == (384, 400)
+    assert p["compute_jobs"] == {"pack": 2, "pretrain": 18, "finetune": 42, "dynamics": 6}
+    # disk: a tiny checkpoint holds 12 bytes per parameter
+    n = flops.parameter_count("tiny", 1000)
+    assert p["disk"]["kinds"]["checkpoints"] == pytest.approx(18 * 12 * n)
+    text = plan.render_markdown(p)
+    assert "| pretrain | 18 |" in text and "assumed 50% of 100 TFLOP/s" in text
+
+
+@pytest.mark.slow
+def test_compute_jobs_equal_snakemakes_dag(smoke, tmp_path):
+    """The grid's counts of the compute rules equal what `snakemake -n` plans (an independent DAG)."""
+    pytest.importorskip("snakemake")
+    stats = plan.snakemake_job_stats([str(REPO / "configs" / "smoke.yaml")], cwd=tmp_path)
+    assert stats, "snakemake -n failed"
+    finetune = stats.get("finetune", 0) + stats.get("finetune_seeds", 0)
+    got = {"pack": stats["pack"], "pretrain": stats["pretrain"], "finetune": finetune, "dynamics": stats["dynamics"]}
+    assert got == plan.compute_jobs(smoke)
+    assert stats["plan"] == 1
+
+
+def _device_check(tmp_path, tokens_per_s=1e6):
+    fpt = flops.pretrain_flops_per_token("tiny", 256, "mlm")
+    data = {"schema": "taco-device-check/1", "device_mode": "cuda", "started_utc": "2026-01-01T00:00:00+00:00",
+            "parts": {"env": {"result": {"gpu": "NVIDIA H200", "date_utc": "2026-01-01T00:00:00+00:00"}},
+                      "mfu": {"result": {"runs": {"tiny/mlm": {"tokens_per_s": tokens_per_s,
+                                                               "flops_per_token": fpt}}}}}}
+    path = tmp_path / "device_check.json"
+    path.write_text(json.dumps(data))
+    return path, tokens_per_s * fpt
+
+
+def test_measured_throughput_is_used_where_it_exists(smoke, tmp_path):
+    path, rate = _device_check(tmp_path)
+    p = plan.build_plan(smoke, device_check=path, with_targets=False)
+    mlm = next(r for r in p["pretrain"] if r["variant"] == "mlm" and r["fraction"] == 1.0)
+    taco = next(r for r in p["pretrain"] if r["variant"] == "taco" and r["fraction"] == 1.0)
+    assert mlm["gpu_hours"] == pytest.approx(mlm["flops"] / rate / 3600)
+    assert mlm["rate_source"].startswith("measured tiny/mlm")
+    assert taco["rate_source"].startswith("assumed")  # the TACO step of tiny was not measured
+    assert p["throughput"]["measured"]["gpu"] == "NVIDIA H200"
+    # a CPU device check is no GPU measurement
+    data = json.loads(path.read_text())
+    data["device_mode"] = "cpu"
+    path.write_text(json.dumps(data))
+    assert plan.load_device_check(path) is None
+
+
+def test_time_limit_warning(smoke, tmp_path):
+    profile = tmp_path / "profile.yaml"
+    profile.write_text("set-resources:\n  pretrain:\n    runtime: 1\n  finetune:\n    runtime: 240\n")
+    # 1e-9 of the peak: a 50-step tiny segment takes far longer than one minute
+    p = plan.build_plan(smoke, device_check=None, pretrain_utilization=1e-9, profile=profile, with_targets=False)
+    pre = p["time_limits"][0]
+    assert pre["rule"] == "pretrain" and pre["fits_profile"] is False and pre["profile_runtime_min"] == 1
+    assert "WARNING: pretrain" in plan.summary_line(p)
+
+
+def test_gpu_mini_fits_three_gpu_hours_by_the_plan():
+    cfg = plan.load_config([str(REPO / "configs" / "gpu-mini.yaml")])
+    p = plan.build_plan(cfg, device_check=None)
+    assert p["totals"]["gpu_hours"] <= 3.0
+    assert {r["variant"] for r in p["pretrain"]} == {"mlm", "taco"}
+    assert len(p["tasks"]) == 5 and len(p["seeds"]) == 3
+    assert p["targets"]["figure5"]["missing"] == []
+
+
+def test_paper_grid_targets_name_what_they_need():
+    cfg = plan.load_config([str(REPO / "config.yaml")])
+    p = plan.build_plan(cfg, device_check=None)
+    t1 = p["targets"]["table1"]
+    assert t1["pretrain_steps"] == {"mlm (small, data 1)": 250000, "taco (small, data 1)": 250000}
+    assert t1["finetune_runs"] == 3 * 8 * 5  # three checkpoints x eight tasks x five seeds
+    c1 = next(v for k, v in p["targets"].items() if k.startswith("C1:"))
+    assert c1["pretrain_steps"] == {"taco (small, data 1)": 50000, "mlm (small, data 1)": 250000}
+    assert c1["gpu_hours"] < t1["gpu_hours"]
+
+
+def test_cli_errors_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pretrain: {runs: [{size: nope, variants: [mlm]}]}\n")
+    r = subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(bad), "--no-snakemake"],
+                       capture_output=True, text=True, cwd=str(REPO))
+    assert r.returncode == 2 and "taco plan: error" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(tmp_path / "missing.yaml")],
+                       capture_output=True, text=True, cwd=str(REPO))
+    assert r.returncode == 2 and "missing.yaml" in r.stderr

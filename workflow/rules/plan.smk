@@ -1,0 +1,33 @@
+# The compute plan (taco.workflow.plan): printed once by the main Snakemake process before any job
+# runs (jobs per compute rule, FLOPs, GPU-hours, disk, time-limit warnings), and written to
+# {R}/plan.md for the report (with the cost of each table, figure and claim).
+
+if workflow.is_main_process:
+    try:
+        from taco.workflow.plan import build_plan as _build_plan, summary_line as _summary_line
+
+        print(_summary_line(_build_plan(config, with_targets=False)) + f" (details: {R}/plan.md, `taco plan`)",
+              file=sys.stderr)
+    except Exception as _err:  # the plan is advice: never stop a run because it cannot be made
+        print(f"compute plan unavailable: {type(_err).__name__}: {_err}", file=sys.stderr)
+
+
+localrules:
+    plan,
+
+
+rule plan:
+    output:
+        report(f"{R}/plan.md", caption="../report/plan.rst", category="Compute plan"),
+    log:
+        f"{R}/logs/report/plan.log",
+    params:
+        config=config,
+    run:
+        from taco.workflow.plan import build_plan, render_markdown
+
+        text = render_markdown(build_plan(params.config))
+        with open(output[0], "w") as fh:
+            fh.write(text)
+        with open(log[0], "w") as fh:
+            fh.write(f"wrote {output[0]}\n")
