@@ -308,7 +308,7 @@ def pack_inputs(corpus: str | os.PathLike, tok, hash_inputs: bool, threads: int 
 
 def choose_validation(encoder: DocumentEncoder, starts: np.ndarray, stops: np.ndarray, seed: int,
                       validation_blocks: int, body: int) -> np.ndarray:
-    """Step 3 (``validation_blocks``): the shortest prefix of the seed's document order whose
+    """Step 3a (``validation_blocks``): the shortest prefix of the seed's document order whose
     token stream fills ``validation_blocks`` blocks; its document indices, sorted (corpus order).
 
     Raises ValueError when the whole corpus cannot fill them.
@@ -328,6 +328,21 @@ def choose_validation(encoder: DocumentEncoder, starts: np.ndarray, stops: np.nd
         progress.update(len(batch), int(lengths.sum()))
     raise ValueError(f"corpus too small for {validation_blocks} validation blocks "
                      f"({have // body} possible from all {len(order)} documents)")
+
+
+def draw_documents(encoder: DocumentEncoder, starts: np.ndarray, stops: np.ndarray, seed: int, fraction: float,
+                   validation_fraction: float | None, validation_blocks: int | None,
+                   body: int) -> tuple[np.ndarray, np.ndarray]:
+    """Step 3: ``(train, validation)`` document indices, each sorted (corpus order): validation by
+    ``validation_blocks`` (``choose_validation``) or ``validation_fraction``, train the ``fraction``
+    of the rest (``split_documents_for_packing``). A function of the data seed only."""
+    n_docs = len(starts)
+    if validation_blocks is not None:
+        val_ids = choose_validation(encoder, starts, stops, seed, validation_blocks, body)
+    else:
+        _, val_ids = split_documents_for_packing(n_docs, seed, fraction, validation_fraction)
+    train_ids, _ = split_documents_for_packing(n_docs, seed, fraction, num_validation=len(val_ids))
+    return train_ids, val_ids
 
 
 def pack_split(encoder: DocumentEncoder, starts: np.ndarray, stops: np.ndarray, packer: BlockPacker,
@@ -373,6 +388,22 @@ def finish_split_dir(split_dir: Path) -> None:
     (split_dir / "dataset_info.json").write_text(json.dumps({k: info[k] for k in sorted(info)}, indent=2),
                                                  encoding="utf-8")
     del ds
+
+
+def packed_counts(num_rows: int, starts: np.ndarray, stops: np.ndarray, train_ids: np.ndarray,
+                  val_ids: np.ndarray, train: BlockPacker, val: BlockPacker) -> dict[str, Any]:
+    """Step 6: the manifest's counts per split (documents, rows, tokens, blocks, dropped tokens)."""
+    tc, vc = train.counts(), val.counts()
+    both = lambda key: {"train": tc[key], "validation": vc[key]}  # noqa: E731
+    return {
+        "documents_total": len(starts),
+        "rows_total": num_rows,
+        "documents": {"train": len(train_ids), "validation": int(len(val_ids))},
+        "rows": {"train": int((stops[train_ids] - starts[train_ids]).sum()),
+                 "validation": int((stops[val_ids] - starts[val_ids]).sum())},
+        "tokens": both("tokens"), "stream_tokens": both("stream_tokens"), "blocks": both("blocks"),
+        "dropped_tokens": both("dropped_tokens"), "empty_documents": both("empty_documents"),
+    }
 
 
 def _ids_sha256(ids: np.ndarray) -> str:
@@ -424,17 +455,13 @@ def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, outp
         return output
 
     starts, stops = reader.documents()
-    n_docs = len(starts)
     sep_id, cls_id = tok.sep_token_id, tok.cls_token_id
     separator = sep_id if document_separator == "sep" else None
     encoder = DocumentEncoder(corpus, tok.backend_tokenizer.to_str(), separator, workers, chunk_rows)
     try:
         with atomic_directory(output, overwrite=True) as tmp:
-            if validation_blocks is not None:
-                val_ids = choose_validation(encoder, starts, stops, seed, validation_blocks, max_seq_length - 2)
-            else:
-                _, val_ids = split_documents_for_packing(n_docs, seed, fraction, validation_fraction)
-            train_ids, _ = split_documents_for_packing(n_docs, seed, fraction, num_validation=len(val_ids))
+            train_ids, val_ids = draw_documents(encoder, starts, stops, seed, fraction, validation_fraction,
+                                                validation_blocks, max_seq_length - 2)
             val_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator, max_blocks=validation_blocks)
             pack_split(encoder, starts[val_ids], stops[val_ids], val_packer, tmp / "validation", "pack validation")
             if val_packer.blocks == 0:
@@ -449,24 +476,12 @@ def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, outp
                 finish_split_dir(tmp / split)
             (tmp / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "validation"]}), encoding="utf-8")
             shutil.copytree(tokenizer, tmp / "tokenizer")
-            tc, vc = train_packer.counts(), val_packer.counts()
-            counts = {
-                "documents_total": n_docs,
-                "rows_total": reader.num_rows,
-                "documents": {"train": len(train_ids), "validation": int(len(val_ids))},
-                "rows": {"train": int((stops[train_ids] - starts[train_ids]).sum()),
-                         "validation": int((stops[val_ids] - starts[val_ids]).sum())},
-                "tokens": {"train": tc["tokens"], "validation": vc["tokens"]},
-                "stream_tokens": {"train": tc["stream_tokens"], "validation": vc["stream_tokens"]},
-                "blocks": {"train": tc["blocks"], "validation": vc["blocks"]},
-                "dropped_tokens": {"train": tc["dropped_tokens"], "validation": vc["dropped_tokens"]},
-                "empty_documents": {"train": tc["empty_documents"], "validation": vc["empty_documents"]},
-            }
             write_manifest(tmp, build_manifest(
                 "packed", params, inputs, artifact_key=key,
                 source={"corpus": str(corpus), "source": reader.manifest.get("source"),
                         "parameters": reader.manifest.get("parameters")},
-                counts=counts, tokenizer_hash=inputs["tokenizer_hash"], max_seq_length=max_seq_length,
+                counts=packed_counts(reader.num_rows, starts, stops, train_ids, val_ids, train_packer, val_packer),
+                tokenizer_hash=inputs["tokenizer_hash"], max_seq_length=max_seq_length,
                 fraction=fraction, seed=seed, workers=workers,
                 train_documents_sha256=_ids_sha256(train_ids), validation_documents_sha256=_ids_sha256(val_ids),
                 wall_time_s=round(time.time() - t0, 3)))
