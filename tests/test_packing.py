@@ -238,3 +238,26 @@ def test_disk_plan_matches_a_packed_artifact(inputs):
     assert local["hub_download"] == 0 and local["corpus_artifact"] > 0
     with pytest.raises(ValueError, match="fraction"):
         data_disk_plan(fractions=(0.0,))
+
+
+def test_progress_lines():
+    """Progress: documents and tokens done, rate and time left, one line per interval."""
+    import io
+
+    from taco.data.parallel import Progress
+
+    out = io.StringIO()
+    p = Progress("pack train", total_documents=200, interval=0.0, stream=out)
+    p.update(50, 2_000_000)
+    p.update(50, 2_000_000)
+    p.finish()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("pack train: 50/200 documents (25.0%), 2.0M tokens, ")
+    assert "M tokens/s" in lines[0] and "left" in lines[0]
+    assert lines[1].startswith("pack train: 100/200 documents (50.0%), 4.0M tokens")
+    assert lines[2].endswith("(done)")
+    quiet = io.StringIO()
+    q = Progress("x", interval=3600, stream=quiet)
+    q.update(5)
+    assert quiet.getvalue() == ""  # nothing before the interval has passed
