@@ -170,17 +170,19 @@ def run_measured(cmd: list[str], env: dict | None = None) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     ps = psutil.Process(proc.pid)
-    peak = 0
+    peak = peak_anon = 0
     while proc.poll() is None:
         try:
             procs = [ps, *ps.children(recursive=True)]
-            total = 0
+            total = anon = 0
             for p in procs:
                 try:
-                    total += p.memory_info().rss
+                    m = p.memory_info()
+                    total += m.rss
+                    anon += m.rss - m.shared  # RssAnon: without file-backed pages (the mapped corpus)
                 except psutil.Error:
                     pass
-            peak = max(peak, total)
+            peak, peak_anon = max(peak, total), max(peak_anon, anon)
         except psutil.Error:
             pass
         time.sleep(0.05)
@@ -193,7 +195,8 @@ def run_measured(cmd: list[str], env: dict | None = None) -> dict:
     # CPU seconds of the whole tree (workers are reaped by their parent, so they count): does not
     # depend on how busy the machine is, unlike the wall time
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"seconds": wall, "cpu_seconds": cpu, "tree_peak_rss": peak, "largest_process_rss": largest,
+    return {"seconds": wall, "cpu_seconds": cpu, "tree_peak_rss": peak, "tree_peak_anon": peak_anon,
+            "largest_process_rss": largest,
             "stdout": out, "stderr": err}
 
 
@@ -225,7 +228,7 @@ def scaling(args) -> int:
         rows.append(f"  corpus {gb:g} GB ({cm['counts']['characters'] / 1e9:.2f} G characters, "
                     f"{cm['counts']['documents']:,} documents), {max(args.workers)} workers: {c['seconds']:.1f} s, "
                     f"{c['cpu_seconds']:.1f} CPU s ({cm['counts']['characters'] / c['cpu_seconds'] / 1e6:,.1f} M characters "
-                    f"per CPU s), peak RSS tree {c['tree_peak_rss'] / 2**20:,.0f} MiB")
+                    f"per CPU s), peak RSS tree {c['tree_peak_rss'] / 2**20:,.0f} MiB (anonymous {c['tree_peak_anon'] / 2**20:,.0f} MiB)")
         results[("corpus", gb)] = {**c, "characters": cm["counts"]["characters"]}
         runs = {}
         worker_list = args.workers if gb == args.sizes_gb[0] else [max(args.workers)]
@@ -266,7 +269,7 @@ def scaling(args) -> int:
                         f"{stream / info['seconds']:,.0f} tokens/s ({info['seconds']:.1f} s in the step, "
                         f"{b['seconds']:.1f} s with interpreter start; {stream:,} tokens; {b['cpu_seconds']:.1f} CPU s, "
                         f"{stream / b['cpu_seconds']:,.0f} tokens per CPU s), "
-                        f"peak RSS tree {b['tree_peak_rss'] / 2**20:,.0f} MiB")
+                        f"peak RSS tree {b['tree_peak_rss'] / 2**20:,.0f} MiB (anonymous {b['tree_peak_anon'] / 2**20:,.0f} MiB)")
             shutil.rmtree(cache, ignore_errors=True)
     g0 = args.sizes_gb[0]
     rate = {w: results[(g0, w)]["stream_tokens"] / results[(g0, w)]["step_seconds"] for w in args.workers}
@@ -284,9 +287,13 @@ def scaling(args) -> int:
         print(f"  ratio (ours {hi} workers / run_mlm num_proc=2, tokens/s): {rate[hi] / (stream / b['step_seconds']):.2f}x")
     if len(args.sizes_gb) > 1:
         g1 = args.sizes_gb[-1]
-        a, z = results[(g0, hi)]["tree_peak_rss"], results[(g1, hi)]["tree_peak_rss"]
-        print(f"  peak RSS tree, pack {hi} workers: {a / 2**20:,.0f} MiB at {g0:g} GB, {z / 2**20:,.0f} MiB at {g1:g} GB "
-              f"(ratio {z / a:.2f} for {g1 / g0:.0f}x the corpus)")
+        for key, what in (("tree_peak_rss", "RSS"), ("tree_peak_anon", "anonymous RSS")):
+            a, z = results[(g0, hi)][key], results[(g1, hi)][key]
+            print(f"  peak {what} of the process tree, pack {hi} workers: {a / 2**20:,.0f} MiB at {g0:g} GB, "
+                  f"{z / 2**20:,.0f} MiB at {g1:g} GB (ratio {z / a:.2f} for {g1 / g0:.0f}x the corpus)")
+            a, z = results[("corpus", g0)][key], results[("corpus", g1)][key]
+            print(f"  peak {what} of the process tree, corpus {max(args.workers)} workers: {a / 2**20:,.0f} MiB at "
+                  f"{g0:g} GB, {z / 2**20:,.0f} MiB at {g1:g} GB (ratio {z / a:.2f})")
     paper_tokens = PAPER_WORDS * TOKENS_PER_WORD
     big = results[(args.sizes_gb[-1], hi)]
     per_cpu = big["stream_tokens"] / big["cpu_seconds"]  # whole step, all processes, largest size

@@ -184,3 +184,21 @@ def test_local_corpus_mixes_wikitext_and_latin1_books(tmp_path):
                                            "They say ' so ' , and go ."]
     m = json.loads((out / "manifest.json").read_text())
     assert m["local_files"] == {"latin1_files": ["book.txt"], "detokenized_files": ["wiki.txt"]}
+
+
+def test_reader_texts_any_order_across_chunks(tmp_path):
+    """CorpusReader.texts: rows in any order, across Arrow chunks (one per input file here)."""
+    files = []
+    for k in range(3):
+        f = tmp_path / f"f{k}.txt"
+        f.write_text("".join(f"file {k} line {i}\n" for i in range(7)))
+        files.append(f)
+    out = build_corpus("local", tmp_path / "c", paths=files, split_by="line")
+    reader = CorpusReader(out)
+    assert reader.column.num_chunks == 3
+    rows = np.array([20, 0, 7, 13, 6, 6, 14])
+    expected = [f"file {r // 7} line {r % 7}" for r in rows]
+    assert reader.texts(rows) == expected
+    assert reader.texts(np.arange(5, 9)) == [f"file {r // 7} line {r % 7}" for r in range(5, 9)]
+    with pytest.raises(IndexError):
+        reader.texts(np.array([3, 21]))

@@ -185,6 +185,7 @@ class CorpusReader:
                                    part.get("column", "text"), f.get("sha256")))
         self.num_rows = sum(int(p["rows"]) for p in self.parts)
         self._column = None
+        self._starts = None
         if check:
             self.check_files()
 
@@ -221,13 +222,34 @@ class CorpusReader:
             self._column = pa.chunked_array(chunks, type=pa.string()) if chunks else pa.chunked_array([], pa.string())
         return self._column
 
+    @property
+    def _chunk_starts(self) -> np.ndarray:
+        if getattr(self, "_starts", None) is None:
+            self._starts = np.concatenate([[0], np.cumsum([len(c) for c in self.column.chunks])]).astype(np.int64)
+        return self._starts
+
     def texts(self, rows: np.ndarray) -> list[str]:
+        """The text of each row index (any order; None -> ""). Reads only those rows: a slice for a
+        contiguous run, else a take per memory-mapped chunk (``ChunkedArray.take`` would first
+        concatenate every chunk, i.e. copy the whole corpus into memory)."""
         rows = np.asarray(rows, dtype=np.int64)
-        if len(rows) and rows[-1] - rows[0] + 1 == len(rows) and (len(rows) < 2 or (np.diff(rows) == 1).all()):
-            values = self.column.slice(int(rows[0]), len(rows)).to_pylist()
-        else:
-            values = self.column.take(rows).to_pylist()
-        return [v or "" for v in values]
+        if len(rows) == 0:
+            return []
+        if rows[-1] - rows[0] + 1 == len(rows) and (len(rows) < 2 or (np.diff(rows) == 1).all()):
+            return [v or "" for v in self.column.slice(int(rows[0]), len(rows)).to_pylist()]
+        if rows.min() < 0 or rows.max() >= self.num_rows:
+            raise IndexError(f"row index out of range 0..{self.num_rows - 1}")
+        starts = self._chunk_starts
+        chunk = np.searchsorted(starts, rows, side="right") - 1
+        order = np.argsort(chunk, kind="stable")
+        cuts = np.flatnonzero(np.diff(chunk[order])) + 1
+        out: list[str] = [""] * len(rows)
+        for group in np.split(order, cuts):
+            c = int(chunk[group[0]])
+            values = self.column.chunk(c).take(rows[group] - starts[c]).to_pylist()
+            for i, v in zip(group.tolist(), values):
+                out[i] = v or ""
+        return out
 
     def documents(self) -> tuple[np.ndarray, np.ndarray]:
         starts, stops, row = [], [], 0
