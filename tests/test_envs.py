@@ -131,7 +131,7 @@ def test_rule_env_assignment(rules):
         assert by_rule[name] == "train", (name, by_rule[name])
     for name in ("corpus", "tokenizer", "pack"):
         assert by_rule[name] == "data", (name, by_rule[name])
-    for name in ("aggregate", "tables", "figures", "claims", "dynamics_figures"):
+    for name in ("aggregate", "tables", "figures", "claims", "dynamics_figures", "glue_submission"):
         assert by_rule[name] == "stats", (name, by_rule[name])
     assert {p.stem for p in ENV_FILES} == set(by_rule.values()), "an env file no rule uses, or a missing one"
 

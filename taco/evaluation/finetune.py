@@ -185,8 +185,9 @@ class TaskData:
 
 def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
     """Load the task's train and dev splits (capped by ``--max-*-samples``) and, unless
-    ``--no-test-predictions``, its test split(s); tokenize all of them (pairs truncated to
-    ``--max-length``; labels as float for STS-B). Raises UsageError when a train/dev split is missing."""
+    ``--no-test-predictions``, its test split(s) (GLUE: every row; synthetic: as many rows as the
+    capped dev set); tokenize all of them (pairs truncated to ``--max-length``; labels as float for
+    STS-B). Raises UsageError when a train/dev split is missing."""
     from taco.data.glue import GLUE_TASKS, load_glue_task, load_glue_test
 
     task = GLUE_TASKS[args.task]
@@ -219,7 +220,10 @@ def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
 
     out = TaskData(task, prepare(train), devs, {s: prepare(d) for s, d in devs.items()})
     if args.test_predictions:
-        out.tests, out.test_absent = load_glue_test(args.task, args.glue_source, args.glue_dir)
+        # real test sets are never capped (the server scores every row); the synthetic one, which no
+        # server scores, is as large as the (capped) dev set
+        num_test = args.max_eval_samples if args.glue_source == "synthetic" else None
+        out.tests, out.test_absent = load_glue_test(args.task, args.glue_source, args.glue_dir, num_test=num_test)
         out.test_enc = {s: prepare(d) for s, d in out.tests.items()}
     return out
 
