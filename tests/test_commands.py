@@ -396,7 +396,7 @@ CONTRACT = {
     "glue_submission": ("glue-submission", expect_glue_submission, None),
 }
 #: rules that run Python inside Snakemake (no command line)
-LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs", "run_config"}
+LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs", "run_config", "plan"}
 
 
 def _normalise(key: str, value: Any) -> Any:
