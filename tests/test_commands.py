@@ -239,7 +239,7 @@ def expect_pretrain(cfg, job):
         "mlm_probability": pre["mlm_probability"], "tc_weight": tc["weight"], "tc_temperature": tc["temperature"],
         "tc_window": tc["window"], "tc_negatives": tc["negatives"], "precision": s["precision"],
         "seed": cfg["seed"], "until": int(w["step"]), "save_every": s["save_every"],
-        "logging_steps": pre["logging_steps"], "resume_from": parent,
+        "logging_steps": pre["logging_steps"], "no_progress": True, "resume_from": parent,
         "blocks": f"{R}/data/blocks/data-{w['fraction']}", "output": f"{R}/pretrain/{run_dir(w)}",
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
         **expect_tp(cfg, w),

@@ -75,6 +75,7 @@ NO_RESULT_SETTINGS = [
     ("finetune.num_gpus", 0),
     ("finetune.seeds_per_job", "one"),
     ("gpus", 2),  # a GPU box: jobs now run under `taco gpu-slot`
+    ("data_threads", 2),  # worker processes of corpus, tokenizer and pack
 ]
 
 

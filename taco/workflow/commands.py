@@ -14,7 +14,8 @@ what Snakemake does when they change:
     takes. Params are one of Snakemake's rerun triggers, so a finished job is redone when one of
     these changes ("Params have changed").
 ``settings`` (``resources.settings``)
-    Options of the command that change no result (``--logging-steps``, ``--save-every``).
+    Options of the command that change no result (``--logging-steps``, ``--save-every``, the
+    ``--workers`` of a data job).
     Resources are no rerun trigger: changing them re-runs nothing.
 ``launch`` (``resources.launch``)
     How and where the job runs, none of which changes a result: ``OMP_NUM_THREADS`` (the rule's
@@ -27,9 +28,10 @@ what Snakemake does when they change:
 
 Settings that change no result and therefore stay out of ``params`` (tested by
 ``tests/test_rerun.py``): ``pretrain.logging_steps``, ``pretrain.sizes.<size>.{save_every, threads,
-mem_mb, runtime}``, ``finetune.{threads, mem_mb, runtime, num_gpus, seeds_per_job}``, ``gpus`` and the
-interpreter. ``pretrain.sizes.<size>.num_gpus`` is result-changing: it sets the number of processes
-and so the global batch (``per_device_batch_size x grad_accum x num_gpus``).
+mem_mb, runtime}``, ``finetune.{threads, mem_mb, runtime, num_gpus, seeds_per_job}``,
+``data_threads``, ``gpus`` and the interpreter. ``pretrain.sizes.<size>.num_gpus`` is
+result-changing: it sets the number of processes and so the global batch
+(``per_device_batch_size x grad_accum x num_gpus``).
 
 A Hub dataset without a config (``config: null``) is passed as the token ``none`` to
 ``--hub-config`` (an empty shell word would vanish); ``taco corpus`` reads ``none`` as no config.
@@ -99,15 +101,15 @@ class Commands:
         return lambda wildcards, threads: shlex.join(self.launch_words(rule, wildcards, threads if omp else None))
 
     def settings(self, rule: str) -> Callable[..., str]:
-        """``resources.settings`` of ``rule``: a function of the wildcards."""
+        """``resources.settings`` of ``rule``: a function of the wildcards and threads."""
         build = getattr(self, f"{rule}_settings")
-        return lambda wildcards: shlex.join(build(wildcards))
+        return lambda wildcards, threads: shlex.join(build(wildcards, threads))
 
     def argv(self, rule: str, wildcards: Any, input: Any, output: Any, threads: int | None = None) -> list[str]:
         """The whole command of one job as a list (what the shell runs, before the log redirect)."""
-        settings = getattr(self, f"{rule}_settings", lambda w: [])
+        settings = getattr(self, f"{rule}_settings", lambda w, t: [])
         return [*self.launch_words(rule, wildcards, threads), *getattr(self, f"{rule}_args")(wildcards),
-                *settings(wildcards), *getattr(self, f"{rule}_paths")(wildcards, input, output)]
+                *settings(wildcards, threads or 1), *getattr(self, f"{rule}_paths")(wildcards, input, output)]
 
     # ------------------------------------------------------------------ launch
     def devices(self, rule: str, wildcards: Any) -> int:
@@ -153,6 +155,13 @@ class Commands:
             "--hub-split", *(d.get("split", "train") for d in specs),
             "--hub-rows", *rows,
         ] + (["--span-rows", _s(c.get("span_rows", 50))] if "sentence" in rows else [])
+
+    @staticmethod
+    def _workers(wildcards: Any, threads: int = 1) -> list[str]:
+        """Worker processes of a data job: its threads (the artifact is the same for any number)."""
+        return ["--workers", _s(threads)]
+
+    corpus_settings = tokenizer_settings = pack_settings = _workers
 
     def corpus_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return ["--output", _files(output)[0]]
@@ -206,7 +215,7 @@ class Commands:
             return []
         return ["--tp-weight", _s(weight), "--tp-mode", mode]
 
-    def pretrain_settings(self, wildcards: Any) -> list[str]:
+    def pretrain_settings(self, wildcards: Any, threads: int = 1) -> list[str]:
         s = self.config["pretrain"]["sizes"][wildcards.size]
         # --no-progress: the log file gets one readable progress line per logging event
         # (taco.training.runlog.ProgressCallback: step, loss, examples/s, time left), not tqdm bars

@@ -13,11 +13,12 @@ rule corpus:
     threads: config["data_threads"]
     resources:
         launch=CMD.launch("corpus"),
+        settings=CMD.settings("corpus"),
     params:
         args=CMD.args("corpus"),
         paths=CMD.paths("corpus"),
     shell:
-        "{resources.launch} {params.args} --workers {threads} {params.paths} > {log:q} 2>&1"
+        "{resources.launch} {params.args} {resources.settings} {params.paths} > {log:q} 2>&1"
 
 
 rule tokenizer:
@@ -32,11 +33,12 @@ rule tokenizer:
     threads: config["data_threads"]
     resources:
         launch=CMD.launch("tokenizer"),
+        settings=CMD.settings("tokenizer"),
     params:
         args=CMD.args("tokenizer"),
         paths=CMD.paths("tokenizer"),
     shell:
-        "{resources.launch} {params.args} --workers {threads} {params.paths} > {log:q} 2>&1"
+        "{resources.launch} {params.args} {resources.settings} {params.paths} > {log:q} 2>&1"
 
 
 rule pack:
@@ -54,8 +56,9 @@ rule pack:
     threads: config["data_threads"]
     resources:
         launch=CMD.launch("pack"),
+        settings=CMD.settings("pack"),
     params:
         args=CMD.args("pack"),
         paths=CMD.paths("pack"),
     shell:
-        "{resources.launch} {params.args} --workers {threads} {params.paths} > {log:q} 2>&1"
+        "{resources.launch} {params.args} {resources.settings} {params.paths} > {log:q} 2>&1"
