@@ -206,7 +206,6 @@ def _one(pattern: str, text: str) -> float | None:
 def part_env(mode: str, res: PartResult, deadline: float, work: Path) -> None:
     """Versions and hardware. No ``datasets`` import (its presence is probed with importlib)."""
     import importlib.metadata as md
-    import importlib.util
 
     import torch
 
@@ -220,7 +219,7 @@ def part_env(mode: str, res: PartResult, deadline: float, work: Path) -> None:
             res.set(pkg, md.version(pkg))
         except md.PackageNotFoundError:
             res.set(pkg, None)
-    res.set("datasets_importable", importlib.util.find_spec("datasets") is not None)
+    res.set("datasets_importable", datasets_importable())
     res.set("cpu", _cpu_name())
     res.set("cpu_count", os.cpu_count())
     res.set("torch_threads", torch.get_num_threads())
@@ -238,6 +237,23 @@ def part_env(mode: str, res: PartResult, deadline: float, work: Path) -> None:
         res.set("git_commit", out.strip() if rc == 0 else None)
     except (OSError, TimeoutError):
         res.set("git_commit", None)
+
+
+def datasets_importable() -> bool:
+    """Whether ``import datasets`` can work here, without importing it (find_spec only)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("datasets") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _need_datasets() -> None:
+    if not datasets_importable():
+        raise ModuleNotFoundError("datasets is not importable here (the data stage, `taco pretrain` and "
+                                  "`taco finetune` read Arrow data through it): carry its wheels, see "
+                                  "benchmarks/device_wheels.sh")
 
 
 def _cpu_name() -> str:
@@ -486,11 +502,7 @@ def weight_diff(a: Path, b: Path) -> dict[str, float]:
 
 def part_resume(mode: str, res: PartResult, deadline: float, work: Path) -> None:
     """Blocks from the synthetic language, then torch.distributed.run pre-training killed and resumed."""
-    import importlib.util
-
-    if importlib.util.find_spec("datasets") is None:
-        raise ModuleNotFoundError("datasets is not importable here (the data stage and `taco pretrain` read "
-                                  "Arrow blocks through it): carry its wheels, see benchmarks/device_wheels.sh")
+    _need_datasets()
     from taco.cli import main as taco
 
     s = SETTINGS[mode]["resume"]
@@ -596,6 +608,7 @@ def part_resume(mode: str, res: PartResult, deadline: float, work: Path) -> None
 
 def part_finetune(mode: str, res: PartResult, deadline: float, work: Path) -> None:
     """``taco finetune`` of the resume part's checkpoint on synthetic SST-2, with wall time."""
+    _need_datasets()
     ckpts = sorted((work / "full").glob("step-*"))
     if not ckpts:
         raise FileNotFoundError(f"no checkpoint under {work / 'full'} (the resume part did not finish)")
