@@ -617,6 +617,8 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
         "time_limits": checks,
     }
     plan["totals"]["gpu_hours"] = plan["totals"]["pretrain_gpu_hours"] + plan["totals"]["finetune_gpu_hours"]
+    plan["cpu_only"] = (all(int(s["num_gpus"]) == 0 for s in config["pretrain"]["sizes"].values())
+                        and int(config["finetune"]["num_gpus"]) == 0)
     if with_targets:
         plan["targets"] = target_costs(config, pre, tasks, rates)
     return plan
@@ -641,7 +643,9 @@ def render_markdown(plan: dict[str, Any]) -> str:
                 f"else " if m else "no device-check result: ")
              + f"assumed {t['pretrain_utilization']:.0%} (pre-training) / {t['finetune_utilization']:.0%} "
                f"(fine-tuning) of {t['peak_tflops']:g} TFLOP/s; {t['job_overhead_s']:.0f} s per fine-tuning "
-               f"process ({t['job_overhead_source']}). Several GPUs per job: linear scaling assumed.", "",
+               f"process ({t['job_overhead_source']}). Several GPUs per job: linear scaling assumed."
+             + (" This configuration runs on CPU (`num_gpus: 0`): its GPU-hours are what it would take on "
+                "the reference GPU, not its CPU time." if plan.get("cpu_only") else ""), "",
              "## Jobs by rule", "", "Compute-carrying rules, complete run from nothing (the config's grid):", "",
              "| rule | jobs |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in plan["compute_jobs"].items()]
