@@ -175,7 +175,7 @@ def test_save_pretrained_loads_as_plain_bert(tmp_path):
         assert torch.equal(back.bert(**kw).last_hidden_state, ours)
 
 
-def test_trainer_runs_with_collator(tmp_path):
+def test_trainer_runs_with_collator(tmp_path, device):
     from transformers import BertTokenizerFast, Trainer, TrainingArguments
 
     from taco.model.collator import TacoCollator
@@ -186,11 +186,14 @@ def test_trainer_runs_with_collator(tmp_path):
     data = [{"input_ids": [2] + torch.randint(5, V, (30,), generator=g).tolist() + [3]} for _ in range(16)]
     args = TrainingArguments(
         output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=8, report_to=[],
-        save_strategy="no", logging_steps=1, use_cpu=True, dataloader_num_workers=0,
+        save_strategy="no", logging_steps=1, use_cpu=device.type == "cpu", dataloader_num_workers=0,
+        # the GPU path of pre-training: bf16 autocast inside the Trainer
+        bf16=device.type == "cuda" and torch.cuda.is_bf16_supported(),
     )
     model = _model("taco")
     trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=TacoCollator(tok))
     result = trainer.train()
+    assert next(model.parameters()).device.type == device.type
     assert result.global_step == 2 and torch.isfinite(torch.tensor(result.training_loss))
 
 
