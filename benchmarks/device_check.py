@@ -686,6 +686,46 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def key_figures(summary: dict) -> list[str]:
+    """One line per measured figure, for recording in benchmarks/README.md (only what was measured)."""
+    parts = summary["parts"]
+    r = lambda name: parts.get(name, {}).get("result", {})  # noqa: E731
+    out = []
+    for name in ("fp32", "bf16"):
+        t = r("tc").get(name)
+        if isinstance(t, dict):
+            out.append(f"tc {name}: loss CPU {t['loss_cpu']:.6f} device {t['loss_device']:.6f} "
+                       f"(rel diff {t['loss_rel_diff']:.2e}), grad max rel diff {t['grad_max_rel_diff']:.2e}")
+    mem = r("tc").get("peak_extra_memory", {})
+    if "materialized_fp32_mib" in mem:
+        out.append(f"tc peak extra memory: fp32 {mem['tc_loss_fp32_mib']} MiB, bf16 {mem['tc_loss_bf16_mib']} MiB, "
+                   f"materialized fp32 {mem['materialized_fp32_mib']} MiB (ratio {mem['ratio_fp32']})")
+    o = r("objectives")
+    if o.get("taco_mlm_step_time_ratio") is not None:
+        out.append(f"objectives step ms {o.get('step_time_ms')}; peak MiB {o.get('step_peak_memory_mib')}; "
+                   f"taco/mlm step time ratio {o['taco_mlm_step_time_ratio']}")
+    b = r("pretrain_bench")
+    if b.get("ratio") is not None:
+        out.append(f"pretrain_bench tokens/s official {b.get('official_tokens_per_s')} ours {b.get('ours_tokens_per_s')} "
+                   f"ratio {b['ratio']}x")
+    for key, row in r("mfu").get("runs", {}).items():
+        if "tokens_per_s" in row:
+            m = f", MFU {row['mfu']:.1%}" if row.get("mfu") is not None else ""
+            out.append(f"mfu {key}: {row['step_ms']} ms/step, {row['tokens_per_s']:,.0f} tokens/s, "
+                       f"{row['achieved_tflops']} TFLOP/s{m}")
+    z = r("resume")
+    if "resumed_vs_uninterrupted" in z:
+        floor = z.get("uninterrupted_vs_uninterrupted")
+        out.append(f"resume: max abs weight diff resumed vs uninterrupted {z['resumed_vs_uninterrupted']['max_abs']:.3g}"
+                   + (f", uninterrupted vs uninterrupted {floor['max_abs']:.3g}" if floor else "")
+                   + f"; equal: {z.get('resume_verdict', {}).get('equal')}")
+    f = r("finetune")
+    if "wall_s" in f and "n_train" in f:
+        out.append(f"finetune synthetic sst2: {f['wall_s']} s wall ({f.get('metrics_wall_time_s')} s in process), "
+                   f"{f['n_train']} train examples, {len(f.get('epochs') or [])} epoch(s), scores {f.get('scores')}")
+    return out
+
+
 def render_markdown(summary: dict) -> str:
     """The human summary: header (date, hardware, versions), one section per part, verdicts."""
     env = summary["parts"].get("env", {}).get("result", {})
@@ -703,6 +743,9 @@ def render_markdown(summary: dict) -> str:
         lines += [f"| {k} | {'yes' if v else ('no' if v is False else 'not judged')} |"
                   for k, v in summary["verdicts"].items()]
         lines.append("")
+    figures = key_figures(summary)
+    if figures:
+        lines += ["## Key figures", "", "```"] + figures + ["```", ""]
     lines += ["## Parts", "", "| part | status | wall s | limit s |", "|---|---|---:|---:|"]
     for name, p in summary["parts"].items():
         lines.append(f"| {name} | {p['status']} | {_fmt(p.get('wall_s'))} | {_fmt(p.get('timeout_s'))} |")

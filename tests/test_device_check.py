@@ -47,6 +47,7 @@ def test_verdicts_and_markdown_from_a_partial_summary(tmp_path):
     text = md.read_text()
     assert "NVIDIA H200" in text and "driver 580.1" in text and "CUDA 13.0" in text
     assert "| resume | timeout |" in text and "ran past its 120 s limit" in text
+    assert "taco/mlm step time ratio 1.08" in text and "ratio 1.31x" in text  # key figures, as measured
 
 
 def test_bad_part_name_is_a_usage_error():
