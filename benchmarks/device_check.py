@@ -743,7 +743,10 @@ def render_markdown(summary: dict) -> str:
         lines += [f"| {k} | {'yes' if v else ('no' if v is False else 'not judged')} |"
                   for k, v in summary["verdicts"].items()]
         lines.append("")
-    figures = key_figures(summary)
+    try:  # a summary must always be written: a figure that cannot be formatted is named, not fatal
+        figures = key_figures(summary)
+    except Exception as exc:  # noqa: BLE001
+        figures = [f"key figures unavailable: {type(exc).__name__}: {exc}"]
     if figures:
         lines += ["## Key figures", "", "```"] + figures + ["```", ""]
     lines += ["## Parts", "", "| part | status | wall s | limit s |", "|---|---|---:|---:|"]
