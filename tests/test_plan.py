@@ -191,3 +191,12 @@ def test_cli_errors_exit_2(tmp_path):
     r = subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(tmp_path / "missing.yaml")],
                        capture_output=True, text=True, cwd=str(REPO))
     assert r.returncode == 2 and "missing.yaml" in r.stderr
+
+
+def test_configfiles_merge_nested_keys_as_snakemake(tmp_path):
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("pretrain:\n  sizes:\n    small: {max_steps: 100, warmup_steps: 10, budgets: [50, 100]}\n")
+    cfg = plan.load_config([str(REPO / "config.yaml"), str(overlay)])
+    small = cfg["pretrain"]["sizes"]["small"]
+    assert small["budgets"] == [50, 100] and small["per_device_batch_size"] == 256  # kept from config.yaml
+    assert cfg["pretrain"]["sizes"]["base"]["max_steps"] == 500000

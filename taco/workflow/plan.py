@@ -94,7 +94,7 @@ class PlanError(ValueError):
 # inputs
 # ------------------------------------------------------------------------------------------------
 def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Merge YAML ``configfiles`` (later ones win, top-level keys replaced, as Snakemake does), apply
+    """Merge YAML ``configfiles`` (later ones win, nested mappings merged, as Snakemake does), apply
     ``overrides`` (``--config key=value``), fill defaults and validate with the workflow's schema
     (``snakemake.utils.validate``), then ``taco.workflow.config.check_config``.
 
@@ -110,7 +110,7 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
             raise PlanError(f"--configfile {f}: {exc}") from None
         if not isinstance(data, dict):
             raise PlanError(f"--configfile {f}: not a mapping")
-        config.update(data)
+        _deep_update(config, data)
     config.update(overrides or {})
     try:
         from snakemake.utils import validate
@@ -125,6 +125,16 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
     except wc.ConfigError as exc:
         raise PlanError(str(exc)) from None
     return config
+
+
+def _deep_update(config: dict[str, Any], overlay: dict[str, Any]) -> None:
+    """Merge ``overlay`` into ``config`` recursively (nested mappings merged, other values replaced),
+    as Snakemake merges several ``--configfile`` (``snakemake.utils.update_config``)."""
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            _deep_update(config[key], value)
+        else:
+            config[key] = value
 
 
 def load_device_check(path: str | os.PathLike | None) -> dict[str, Any] | None:
@@ -717,8 +727,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="device-check JSON with measured throughput (used if it exists and is a GPU run)")
     p.add_argument("--peak-tflops", type=float, default=H200_BF16_DENSE_TFLOPS,
                    help="GPU peak dense TFLOP/s (default: H100/H200 bf16, 989)")
-    p.add_argument("--pretrain-utilization", type=float, default=DEFAULT_PRETRAIN_UTILIZATION)
-    p.add_argument("--finetune-utilization", type=float, default=DEFAULT_FINETUNE_UTILIZATION)
+    p.add_argument("--pretrain-utilization", type=float, default=DEFAULT_PRETRAIN_UTILIZATION,
+                   help="share of the peak pre-training reaches where not measured (default: an assumption, "
+                        f"{DEFAULT_PRETRAIN_UTILIZATION})")
+    p.add_argument("--finetune-utilization", type=float, default=DEFAULT_FINETUNE_UTILIZATION,
+                   help="share of the peak fine-tuning reaches where not measured (default: an assumption, "
+                        f"{DEFAULT_FINETUNE_UTILIZATION})")
     p.add_argument("--job-overhead-s", type=float, default=None,
                    help=f"seconds per fine-tuning process start (default: measured, else {DEFAULT_JOB_OVERHEAD_S:g})")
     p.add_argument("--profile", default=str(SLURM_PROFILE), help="cluster profile for the time limits")
