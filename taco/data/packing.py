@@ -174,8 +174,6 @@ def _with_separators(flat: np.ndarray, doc_tokens: np.ndarray, separator_id: int
 
 def _encoder(tokenizer):
     """A copy of the fast tokenizer's backend with truncation and padding off."""
-    from tokenizers import Tokenizer
-
     return _backend_from_json(tokenizer.backend_tokenizer.to_str())
 
 
