@@ -91,26 +91,39 @@ def smoke():
 def test_smoke_plan_costs_by_hand(smoke):
     p = plan.build_plan(smoke, device_check=None, peak_tflops=100.0, pretrain_utilization=0.5,
                         finetune_utilization=0.25, job_overhead_s=10.0, with_targets=False)
-    # pre-training: tiny, 150 steps x 16 blocks x 64 tokens, V = 1000 (trained tokenizer), K = 16
-    per_token = (6 * 2 * (4 * 128**2 + 2 * 128 * 512) + 6 * 0.15 * (128**2 + 128 * 1000) + 12 * 2 * 128 * 64)
+    # the smoke grid as configs/smoke.yaml sets it (tiny preset: 2 layers, H 128, I 512)
+    tiny = smoke["pretrain"]["sizes"]["tiny"]
+    assert tiny["preset"] == "tiny" and smoke["tokenizer"]["kind"] == "train"
+    steps, batch, L = tiny["budgets"][-1], tiny["per_device_batch_size"] * tiny["grad_accum"], smoke["max_seq_length"]
+    V = smoke["tokenizer"]["vocab_size"]
+    per_token = (6 * 2 * (4 * 128**2 + 2 * 128 * 512) + 6 * 0.15 * (128**2 + 128 * V) + 12 * 2 * 128 * L)
     row = next(r for r in p["pretrain"] if r["variant"] == "mlm" and r["fraction"] == 1.0)
-    assert row["tokens"] == 150 * 16 * 64
-    assert row["flops"] == pytest.approx(150 * 16 * 64 * per_token)
+    assert row["tokens"] == steps * batch * L
+    assert row["flops"] == pytest.approx(steps * batch * L * per_token)
     assert row["gpu_hours"] == pytest.approx(row["flops"] / (0.5 * 100e12) / 3600)
-    assert row["longest_segment_steps"] == 50
-    # fine-tuning: synthetic tasks capped at 384 train / 200 dev (MNLI: two dev splits), 2 epochs, L 64
-    per_ft_token = 6 * 2 * (4 * 128**2 + 2 * 128 * 512) + 12 * 2 * 128 * 64
+    budgets = tiny["budgets"]
+    assert row["longest_segment_steps"] == max(b - a for a, b in zip([0] + budgets[:-1], budgets))
+    # fine-tuning of synthetic SST-2, capped by max_train_samples / max_eval_samples
+    ft = smoke["finetune"]
+    Lf, epochs = ft["max_length"], ft["hyperparameters"]["tiny"]["epochs"]
+    n_train, n_dev = min(1500, ft["max_train_samples"]), min(300, ft["max_eval_samples"])  # synthetic sizes
+    per_ft_token = 6 * 2 * (4 * 128**2 + 2 * 128 * 512) + 12 * 2 * 128 * Lf
     sst2 = plan.finetune_job_cost(smoke, "tiny", "sst2", plan.Rates(None, 100.0, 0.5, 0.25, 10.0))
-    assert (sst2["n_train"], sst2["n_dev"], sst2["epochs"]) == (384, 200, 2)
-    want = 2 * (384 + 200 / 3) * 64 * (per_ft_token + 6 * (128**2 + 128 * 2) / 64)
+    assert (sst2["n_train"], sst2["n_dev"], sst2["epochs"]) == (n_train, n_dev, epochs)
+    want = epochs * (n_train + n_dev / 3) * Lf * (per_ft_token + 6 * (128**2 + 128 * 2) / Lf)
     assert sst2["flops"] == pytest.approx(want)
-    assert plan.task_sizes(smoke, "mnli") == (384, 400)
-    assert p["compute_jobs"] == {"pack": 2, "pretrain": 18, "finetune": 42, "dynamics": 6}
+    # jobs: runs x budgets, fine-tuned checkpoints x tasks (x seeds unless one job runs them all)
+    runs = [(v, f) for r in smoke["pretrain"]["runs"] for v in r["variants"] for f in r.get("fractions", [1.0])]
+    n_pre = len(runs) * len(budgets)
+    reduced_last = ft.get("reduced_data_budgets", "same") == "last"
+    n_ckpt = sum(1 if (f < 1 and reduced_last) else len(budgets) for _, f in runs)
+    per_ckpt = len(smoke["glue"]["tasks"]) * (len(ft["seeds"]) if ft.get("seeds_per_job", "one") == "one" else 1)
+    assert p["compute_jobs"]["pretrain"] == n_pre and p["compute_jobs"]["finetune"] == n_ckpt * per_ckpt
     # disk: a tiny checkpoint holds 12 bytes per parameter
-    n = flops.parameter_count("tiny", 1000)
-    assert p["disk"]["kinds"]["checkpoints"] == pytest.approx(18 * 12 * n)
+    n = flops.parameter_count("tiny", V)
+    assert p["disk"]["kinds"]["checkpoints"] == pytest.approx(n_pre * 12 * n)
     text = plan.render_markdown(p)
-    assert "| pretrain | 18 |" in text and "assumed 50% of 100 TFLOP/s" in text
+    assert f"| pretrain | {n_pre} |" in text and "assumed 50% of 100 TFLOP/s" in text
 
 
 @pytest.mark.slow
@@ -176,7 +189,8 @@ def test_paper_grid_targets_name_what_they_need():
     p = plan.build_plan(cfg, device_check=None)
     t1 = p["targets"]["table1"]
     assert t1["pretrain_steps"] == {"mlm (small, data 1)": 250000, "taco (small, data 1)": 250000}
-    assert t1["finetune_runs"] == 3 * 8 * 5  # three checkpoints x eight tasks x five seeds
+    # three checkpoints (MLM-250k, TACO-50k, TACO-250k) x tasks x seeds
+    assert t1["finetune_runs"] == 3 * len(cfg["glue"]["tasks"]) * len(cfg["finetune"]["seeds"])
     c1 = next(v for k, v in p["targets"].items() if k.startswith("C1:"))
     assert c1["pretrain_steps"] == {"taco (small, data 1)": 50000, "mlm (small, data 1)": 250000}
     assert c1["gpu_hours"] < t1["gpu_hours"]
