@@ -1,8 +1,8 @@
 """The rule-to-command contract: every job of every shipped configuration runs a command that the
 target's own parser accepts, with the configuration's values (issue 11, item 1).
 
-For each configuration (``config.yaml``, every ``configs/*.yaml``, and ``config.yaml`` with the
-shrunk-paper overlay of ``tests/configs/``), Snakemake's Python API builds the whole DAG
+For each configuration (``config.yaml``, every ``configs/*.yaml``, and every overlay of
+``tests/configs/`` on the configuration it names), Snakemake's Python API builds the whole DAG
 (``tests/dag_jobs.py``); each job's shell command, exactly as Snakemake formats it, is split with
 :func:`shlex.split`, its wrappers (``taco gpu-slot``, ``torch.distributed.run``) are parsed with
 their own parsers, and the ``taco`` command with ``build_parser()`` of the module that implements
@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import importlib
 import os
+import re
 import shlex
 from collections import Counter
 from pathlib import Path
@@ -31,9 +32,19 @@ from taco.data.glue import local_files
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 OVERLAYS = sorted((REPO / "tests" / "configs").glob("*.yaml"))
+
+
+def overlay_base(overlay: Path) -> str:
+    """The configuration an overlay of tests/configs/ applies to, from its usage line
+    (``snakemake ... --configfile <base> tests/configs/<overlay>``)."""
+    m = re.search(r"--configfile\s+(\S+)\s+tests/configs/" + re.escape(overlay.name), overlay.read_text())
+    assert m, f"{overlay}: no usage line `--configfile <base> tests/configs/{overlay.name}` names its base"
+    return m.group(1)
+
+
 #: every shipped configuration, as the lists of config files Snakemake is given
 CONFIGS = ([["config.yaml"]] + [[f"configs/{p.name}"] for p in sorted((REPO / "configs").glob("*.yaml"))]
-           + [["config.yaml", f"tests/configs/{p.name}"] for p in OVERLAYS])
+           + [[overlay_base(p), f"tests/configs/{p.name}"] for p in OVERLAYS])
 #: Linux limit for one argument of `bash -c <command>` (MAX_ARG_STRLEN, 32 pages)
 MAX_ARG_STRLEN = 131072
 
