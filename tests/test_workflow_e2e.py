@@ -53,7 +53,8 @@ def check_outputs(results: Path) -> None:
     claims = [r for r in rows if r["level"] == "claim"]
     # the paper's claims (C4 has two parts: TACO-250k vs MLM-500k and TACO-100k vs MLM-250k; C7: MLM+TP
     # drops after 150k steps)
-    assert {r["claim_id"] for r in claims} == {"C1", "C2", "C3", "C4", "C4b", "C5", "C6", "C7"}
+    # plus S1, this suite's sanity check (final MLM vs the no-pre-training control; "not run" without one)
+    assert {r["claim_id"] for r in claims} == {"C1", "C2", "C3", "C4", "C4b", "C5", "C6", "C7", "S1"}
     assert {r["verdict"] for r in claims} <= VERDICTS
     # every fine-tuning run left metrics and predictions
     metrics = sorted((results / "finetune").rglob("metrics.json"))
@@ -86,12 +87,35 @@ def test_smoke_config_end_to_end(tmp_path):
 
 
 def test_local_config_end_to_end(tmp_path, shared_data):
-    out = snakemake(tmp_path, "configs/local.yaml", "--config", f"data_root={shared_data}")
+    """configs/cpu-real.yaml (WikiText-2 + Gutenberg books, control, 3 seeds) shortened by the CI
+    overlay tests/configs/cpu-real-ci.yaml: same code paths, a few steps, small subsets."""
+    out = snakemake(tmp_path, "configs/cpu-real.yaml", "--configfile", str(REPO / "configs/cpu-real.yaml"),
+                    str(REPO / "tests/configs/cpu-real-ci.yaml"), "--config", f"data_root={shared_data}")
     assert out.returncode == 0, out.stderr[-5000:]
-    results = tmp_path / "results" / "local"
+    results = tmp_path / "results" / "cpu-real-ci"
     check_outputs(results)
     spec = json.loads((results / "analysis.json").read_text())
-    assert set(spec["missing_tasks"]) == {"mnli", "qqp", "qnli"}
-    table1 = (results / "table1.md").read_text()
-    # the averages say which tasks they cover: here a partial average without MNLI, QQP, QNLI
-    assert "partial" in table1.lower()
+    assert spec["controls"] == ["tiny"] and spec["tasks"] == ["cola", "sst2", "mrpc", "stsb"]
+    # the corpus mixes encyclopedia and books
+    corpus = json.loads((results / "data" / "corpus" / "manifest.json").read_text())
+    assert "valid.txt" in corpus["parameters"]["input_order"] and "austen-emma.txt" in corpus["parameters"]["input_order"]
+    # the control: step 0, fine-tuned like the others, in Table 1 and in claim S1
+    control = results / "pretrain" / "tiny" / "control" / "data-1.0" / "step-0"
+    assert json.loads((control / "manifest.json").read_text())["objective"] == "control"
+    assert len(list((results / "finetune" / "tiny" / "control").rglob("metrics.json"))) == 4 * len(spec["seeds"])
+    assert "No pre-training" in (results / "table1.md").read_text()
+    s1 = [r for r in read_csv(results / "claims.csv") if r["level"] == "claim" and r["claim_id"] == "S1"]
+    assert s1 and s1[0]["verdict"] != "not run"
+    # every budget checkpoint records its validation losses; the curves figure shows them
+    for variant in ("mlm", "taco"):
+        for step in (8, 16):
+            ev = json.loads((results / "pretrain" / "tiny" / variant / "data-1.0" / f"step-{step}" / "eval.json")
+                            .read_text())
+            assert ev["step"] == step and ev["mlm_loss"] > 0 and (ev["tc_loss"] is None) == (variant == "mlm")
+    curves = read_csv(results / "pretrain_curves.csv")
+    assert {(r["variant"], r["step"]) for r in curves} == {("control", "0"), ("mlm", "8"), ("mlm", "16"),
+                                                          ("taco", "8"), ("taco", "16")}
+    assert (results / "pretrain_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # job logs carry readable progress lines
+    log = (results / "logs" / "pretrain" / "tiny" / "taco" / "data-1.0" / "step-16.log").read_text()
+    assert "pretrain taco: step 16/16 (100%)" in log and "examples/s" in log

@@ -230,8 +230,8 @@ class ProgressCallback(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         import sys
 
-        if not state.is_world_process_zero or not logs:
-            return
+        if not state.is_world_process_zero or not logs or ("loss" not in logs and "eval_loss" not in logs):
+            return  # the end-of-training summary (train_runtime, ...) is not a progress point
         now = time.perf_counter()
         target = int(self.target_step or state.max_steps or 0)
         final = state.global_step >= target

@@ -50,8 +50,8 @@ MISSING_TASKS = {
     for t in config["glue"]["tasks"]
     if GLUE_AVAILABILITY is not None and GLUE_AVAILABILITY.get(t) is not None
 }
-# Snakemake parses the workflow again in each job it spawns (exec mode "subprocess"/"remote"): the
-# note belongs to the run, so only the main process prints it.
+# Snakemake parses the workflow again in each job it spawns (its subprocess and remote exec modes):
+# the note belongs to the run, so only the main process prints it.
 if MISSING_TASKS and workflow.is_main_process:
     print(
         "NOTE: GLUE tasks absent from the local folder are skipped (tables report which tasks "
@@ -139,6 +139,33 @@ def all_targets():
     if dynamics_targets():
         out += [f"{R}/{f}.png" for f in DYNAMICS_FIGURES]
     return out
+
+
+# GLUE test-server submissions (submission.smk)
+
+
+def submission_runs(wildcards):
+    """metrics.json of every fine-tuned task of one checkpoint and seed (test_predictions.tsv beside it)."""
+    run = run_path(wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step)
+    return [f"{R}/finetune/{run}/{task}/seed-{wildcards.seed}/metrics.json" for task in TASKS]
+
+
+def submission_targets():
+    """Every submission zip of the grid: fine-tuned budget checkpoint x seed."""
+    return [
+        f"{R}/glue_submission/{run_path(r.size, r.variant, r.fraction_str, step)}/seed-{seed}.zip"
+        for r in RUNS
+        for step in wc.finetune_budgets(config, r.size, r.fraction)
+        for seed in config["finetune"]["seeds"]
+    ]
+
+
+def write_text(path, text, log):
+    """Write ``text`` to ``path`` (local bookkeeping rules), and a line to ``log``."""
+    with open(path, "w") as fh:
+        fh.write(text)
+    with open(log, "w") as fh:
+        fh.write(f"wrote {path}\n")
 
 
 def write_json(path, obj, log):

@@ -26,8 +26,4 @@ rule plan:
     run:
         from taco.workflow.plan import build_plan, render_markdown
 
-        text = render_markdown(build_plan(params.config))
-        with open(output[0], "w") as fh:
-            fh.write(text)
-        with open(log[0], "w") as fh:
-            fh.write(f"wrote {output[0]}\n")
+        write_text(output[0], render_markdown(build_plan(params.config)), log[0])

@@ -3,22 +3,6 @@
 # labelled placeholder files; the zip's README.md says which files are real predictions.
 
 
-def submission_runs(wildcards):
-    """metrics.json of every fine-tuned task of one checkpoint and seed (test_predictions.tsv beside it)."""
-    run = run_path(wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step)
-    return [f"{R}/finetune/{run}/{task}/seed-{wildcards.seed}/metrics.json" for task in TASKS]
-
-
-def submission_targets():
-    """Every submission zip of the grid: fine-tuned budget checkpoint x seed."""
-    return [
-        f"{R}/glue_submission/{run_path(r.size, r.variant, r.fraction_str, step)}/seed-{seed}.zip"
-        for r in RUNS
-        for step in wc.finetune_budgets(config, r.size, r.fraction)
-        for seed in config["finetune"]["seeds"]
-    ]
-
-
 rule glue_submission:
     input:
         metrics=submission_runs,
