@@ -389,6 +389,26 @@ def expect_dynamics_figures(cfg, job):
     return {"inputs": sorted(set(inputs)), "output_dir": R}
 
 
+def expect_pretrain_control(cfg, job):
+    R, w = cfg["results_dir"], job["wildcards"]
+    s = cfg["pretrain"]["sizes"][w["size"]]
+    seeds = cfg["pretrain"].get("seeds") or [cfg["seed"]]
+    return {"size": s["preset"], "size_name": w["size"], "seed": int(seeds[0]),
+            "mlm_probability": cfg["pretrain"]["mlm_probability"], "blocks": f"{R}/data/blocks/data-1.0",
+            "output": f"{R}/pretrain/{w['size']}/control/data-1.0/step-0"}
+
+
+def expect_pretrain_curves(cfg, job):
+    R = cfg["results_dir"]
+    ckpts = [f"{R}/pretrain/{entry['size']}/{v}/data-{float(f)!r}/step-{s}"
+             for entry in cfg["pretrain"]["runs"] for v in entry["variants"]
+             for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]]
+    if cfg["pretrain"].get("control"):
+        ckpts += [f"{R}/pretrain/{entry['size']}/control/data-1.0/step-0" for entry in cfg["pretrain"]["runs"]
+                  if 1.0 in [float(f) for f in entry.get("fractions", [1.0])]]
+    return {"checkpoints": sorted(set(ckpts)), "output_dir": R}
+
+
 #: rule -> (the taco command it runs, expected values, extra checks)
 CONTRACT = {
     "corpus": ("corpus", expect_corpus, check_corpus),
@@ -405,13 +425,15 @@ CONTRACT = {
     "deviations": ("deviations", expect_deviations, None),
     "dynamics_figures": ("dynamics-figures", expect_dynamics_figures, None),
     "glue_submission": ("glue-submission", expect_glue_submission, None),
+    "pretrain_control": ("init", expect_pretrain_control, None),
+    "pretrain_curves": ("pretrain-curves", expect_pretrain_curves, None),
 }
 #: rules that run Python inside Snakemake (no command line)
 LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs", "run_config", "plan"}
 
 
 def _normalise(key: str, value: Any) -> Any:
-    return sorted(value) if key in ("inputs", "runs") and isinstance(value, list) else value
+    return sorted(value) if key in ("inputs", "runs", "checkpoints") and isinstance(value, list) else value
 
 
 def test_every_job_runs_the_command_the_config_says(dag):

@@ -162,11 +162,16 @@ def make(checkpoints: list[str | Path], out_dir: str | Path) -> list[Path]:
     return [*paths, csv]
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``taco pretrain-curves``."""
     ap = argparse.ArgumentParser(prog="taco pretrain-curves", description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoints", nargs="+", required=True, help="budget checkpoint directories")
     ap.add_argument("--output-dir", default="results")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         paths = make(args.checkpoints, args.output_dir)
     except FileNotFoundError as exc:

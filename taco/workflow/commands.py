@@ -232,6 +232,15 @@ class Commands:
         return (["--blocks", input.blocks] + (["--resume-from", parent[0]] if parent else [])
                 + ["--state-dir", self.state_dir(wildcards), "--output", _files(output)[0]])
 
+    def pretrain_control_args(self, wildcards: Any) -> list[str]:
+        """``taco init``: the no-pre-training control of a size (``taco.workflow.control``)."""
+        from taco.workflow.control import init_args
+
+        return init_args(self.config, wildcards.size)
+
+    def pretrain_control_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--blocks", input.blocks, "--output", _files(output)[0]]
+
     # ------------------------------------------------------------------ fine-tuning
     def finetune_args(self, wildcards: Any) -> list[str]:
         ft = self.config["finetune"]
@@ -318,6 +327,12 @@ class Commands:
 
     def deviations_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return ["--config", input.config, "--analysis", input.spec, "--output", _files(output)[0]]
+
+    def pretrain_curves_args(self, wildcards: Any = None) -> list[str]:
+        return self._taco("pretrain-curves")
+
+    def pretrain_curves_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--checkpoints", *_files(input.checkpoints), "--output-dir", os.path.dirname(output.png)]
 
     def dynamics_figures_args(self, wildcards: Any = None) -> list[str]:
         return self._taco("dynamics-figures")

@@ -716,7 +716,8 @@ def summary_line(plan: dict[str, Any]) -> str:
     return s
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``taco plan``."""
     p = argparse.ArgumentParser(prog="taco plan", description="Compute plan of a workflow configuration: jobs, "
                                 "FLOPs, GPU-hours, disk, time limits, and the cost of each table and claim.")
     p.add_argument("--configfile", nargs="+", default=[str(REPO / "config.yaml")],
@@ -740,7 +741,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="skip the `snakemake -n` table of every rule's jobs left to run")
     p.add_argument("--output", default=None, help="also write the Markdown here")
     p.add_argument("--json", default=None, help="also write the plan as JSON here")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         import yaml
 

@@ -2,7 +2,6 @@
 # the same architecture from random initialisation (`taco init`, step 0, the pre-training seed),
 # fine-tuned by the `finetune` rule like every budget checkpoint (taco.workflow.control).
 
-import shlex
 
 from taco.workflow import control as wctl
 
@@ -22,6 +21,7 @@ rule pretrain_control:
         runtime=30,
         launch=CMD.launch("init", omp=True),
     params:
-        args=lambda w: shlex.join(wctl.init_args(config, w.size)),
+        args=CMD.args("pretrain_control"),
+        paths=CMD.paths("pretrain_control"),
     shell:
-        "{resources.launch} {params.args} --blocks {input.blocks:q} --output {output:q} > {log:q} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

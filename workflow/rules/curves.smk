@@ -20,6 +20,7 @@ rule pretrain_curves:
     resources:
         launch=CMD.launch("pretrain_curves"),
     params:
-        args=shlex.join(["-m", "taco", "pretrain-curves", "--output-dir", R]),
+        args=CMD.args("pretrain_curves"),
+        paths=CMD.paths("pretrain_curves"),
     shell:
-        "{resources.launch} {params.args} --checkpoints {input.checkpoints:q} > {log:q} 2>&1"
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
