@@ -4,7 +4,7 @@
 ``claims.csv`` (one ``level = claim`` row per claim, plus ``level = task`` rows per score key) and
 ``claims.md`` (a summary table with verdicts, then per claim its rule, test, reason and details).
 
-Claims (text of Sec. 5 / Table 1 / Table 2 / Table 3 / the ablation; see FACTS.md):
+Claims (text of Sec. 5 / Table 1 / Table 2 / Table 3 / the ablation; see docs/paper-facts.md):
 
 ====  ==========================================================================  ================
 C1    TACO-50k matches MLM-250k (BERT-small; 5x fewer steps)                      match
@@ -22,7 +22,7 @@ S1    sanity, not the paper's: pre-training helps (final MLM checkpoint above   
 
 Not checked as a claim: the learning-dynamics pattern of Figure 6 ("TACO keeps intra-context
 similarity high and the intra/inter gap large late in training, MLM does not"). The paper gives
-neither the values (FACTS.md: UNKNOWN) nor what "high" and "large" mean, and ``dynamics.json`` holds
+neither the values (docs/paper-facts.md: UNKNOWN) nor what "high" and "large" mean, and ``dynamics.json`` holds
 one pre-training run per objective with CIs over validation blocks, not over replicate runs, so no
 test of the statement at a stated margin is possible; ``figure6`` shows the curves instead.
 "TACO is competitive with BERT-NCE and INFOWORD" is not checked either: those numbers are cited
@@ -98,6 +98,8 @@ from taco.report.stats import (
     min_attainable_pvalue,
     rng_for,
     seed_averages,
+    statistical_units,
+    unit_note,
 )
 from taco.registry import CONTROL
 from taco.report.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
@@ -443,6 +445,23 @@ def not_run_reasons(claim: Claim, arm_a: ArmCell, arm_b: ArmCell, per_key: Seque
     return list(dict.fromkeys(reasons))
 
 
+def _cell_rows(per_seed: pd.DataFrame, cell: tuple) -> pd.DataFrame:
+    size, obj, frac, step = cell
+    return per_seed[(per_seed["size"] == size) & (per_seed["objective"] == obj)
+                    & np.isclose(per_seed["fraction"].astype(float), frac) & (per_seed["step"] == step)]
+
+
+def arms_unit_note(per_seed: pd.DataFrame, cell_a: tuple, cell_b: tuple) -> str:
+    """What a claim's uncertainty covers: fine-tuning seeds only when an arm has one pre-training run
+    (the paper's design), pre-training and fine-tuning when both arms have replicated pre-training."""
+    notes = {unit_note(statistical_units(_cell_rows(per_seed, c))) for c in (cell_a, cell_b)} - {""}
+    if not notes:
+        return ""
+    if len(notes) == 1:
+        return notes.pop()
+    return "arms differ in units: " + " / ".join(sorted(notes))
+
+
 def cell_sample(per_seed: pd.DataFrame, cell: tuple, keys: Sequence[str]) -> Sample:
     """Per-seed values of a cell: the mean over ``keys`` (one key: its primary value); seeds missing
     a key are excluded and counted; seeds with a degenerate run among ``keys`` are counted."""
@@ -532,6 +551,9 @@ def summary_row(claim: Claim, per_seed: pd.DataFrame, arm_a: ArmCell, arm_b: Arm
     row["test"] = describe_test(claim.kind, cfg)
     a, b = cell_sample(per_seed, arm_a.cell, keys), cell_sample(per_seed, arm_b.cell, keys)
     notes = []
+    scope = arms_unit_note(per_seed, arm_a.cell, arm_b.cell)
+    if scope and (a.values or b.values):
+        notes.append(scope)
     if a.n_incomplete or b.n_incomplete:
         notes.append(f"incomplete seeds excluded: A {a.n_incomplete}, B {b.n_incomplete}")
     if a.values and b.values:

@@ -16,7 +16,7 @@ average, and two-cell comparisons (bootstrap CI of the difference, permutation t
 Units: everything but the raw metric columns of ``per_seed.csv`` is in GLUE points (x100), as the
 paper's tables. Randomness: every bootstrap / permutation call gets its own generator
 ``np.random.default_rng([seed, crc32(label)])`` so results do not depend on the order of cells.
-Source of the average's definition: FACTS.md / paper_values.json (mean of nine numbers, WNLI excluded).
+Source of the average's definition: docs/paper-facts.md / paper_values.json (mean of nine numbers, WNLI excluded).
 """
 
 from __future__ import annotations
@@ -340,7 +340,9 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
         size, obj = str(rec["size"]), str(rec["objective"])
         frac = round(float(rec["fraction"]), 6)
         step, task, seed = int(rec["step"]), str(rec["task"]), int(rec["seed"])
-        ident = (size, obj, frac, step, task, seed)
+        pseed = rec.get("pretrain_seed")
+        pseed = int(pseed) if pseed is not None else NO_PRETRAIN_SEED
+        ident = (size, obj, frac, step, pseed, task, seed)
         if ident in seen:
             raise InputError(f"{path}: duplicate run {ident} (also in {seen[ident]})")
         seen[ident] = path
@@ -350,8 +352,8 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
             value, undefined = _metric_value(metrics, pm, path, key)
             row = {
                 "size": size, "role": role_of.get(size, ""), "objective": obj, "fraction": frac,
-                "step": step, "budget": cfg.budget_name(size, step) or "", "task": task, "seed": seed,
-                "score_key": key, "primary_metric": pm,
+                "step": step, "budget": cfg.budget_name(size, step) or "", "task": task,
+                "pretrain_seed": pseed, "seed": seed, "score_key": key, "primary_metric": pm,
                 "value": 100.0 * value,
                 "degenerate": bool(degenerate.get(key, False)) or undefined,
                 "undefined_metric": undefined,
@@ -361,11 +363,66 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
             for m, v in metrics.items():
                 row[f"metric_{m}"] = float(v) if _defined(v) else math.nan
             rows.append(row)
-    cols = ["size", "role", "objective", "fraction", "step", "budget", "task", "seed", "score_key",
-            "primary_metric", "value", "degenerate", "undefined_metric", "report_rule", "reported_epoch", "path"]
+    cols = ["size", "role", "objective", "fraction", "step", "budget", "task", "pretrain_seed", "seed",
+            "score_key", "primary_metric", "value", "degenerate", "undefined_metric", "report_rule",
+            "reported_epoch", "path"]
     df = pd.DataFrame(rows, columns=cols + sorted({c for r in rows for c in r if c.startswith("metric_")}))
-    df = df.sort_values(["size", "objective", "fraction", "step", "score_key", "seed"], kind="stable")
+    df = df.sort_values(["size", "objective", "fraction", "step", "score_key", "pretrain_seed", "seed"],
+                        kind="stable")
     return df.reset_index(drop=True)
+
+
+#: ``pretrain_seed`` of a run whose metrics.json does not say (written before replicates existed)
+NO_PRETRAIN_SEED = -1
+#: what one sample of a cell is: a fine-tuning run, or a pre-training run (its fine-tuning seeds averaged)
+UNIT_FINETUNE = "fine-tuning seed"
+UNIT_PRETRAIN = "pre-training run"
+
+
+def statistical_units(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """The per-seed table with one row per statistical unit and score key.
+
+    A cell (size, objective, fraction, step) with runs from two or more pre-training seeds treats
+    the pre-training run as the unit: its fine-tuning seeds are nested inside it and averaged
+    (``value`` = their mean, ``degenerate``/``undefined_metric`` = any of them), and ``seed`` becomes
+    the pre-training seed. A cell with one pre-training run keeps one row per fine-tuning seed, and
+    its uncertainty covers fine-tuning only. Adds the columns ``unit`` (:data:`UNIT_FINETUNE` or
+    :data:`UNIT_PRETRAIN`) and ``n_finetune_seeds``. Idempotent (a table with ``unit`` is returned
+    as is); a table without ``pretrain_seed`` is a single pre-training run per cell.
+    """
+    if "unit" in per_seed.columns:
+        return per_seed
+    df = per_seed.copy()
+    if "pretrain_seed" not in df.columns:
+        df["pretrain_seed"] = NO_PRETRAIN_SEED
+    if df.empty:
+        return df.assign(unit=pd.Series(dtype=str), n_finetune_seeds=pd.Series(dtype=int))
+    n_pre = df.groupby(CELL_KEYS, dropna=False)["pretrain_seed"].transform("nunique")
+    single = df[n_pre < 2].assign(unit=UNIT_FINETUNE, n_finetune_seeds=1)
+    nested = df[n_pre >= 2]
+    if nested.empty:
+        return single.reset_index(drop=True)
+    group = CELL_KEYS + ["score_key", "pretrain_seed"]
+    agg = {c: "first" for c in df.columns if c not in group + ["value", "seed", "degenerate", "undefined_metric"]}
+    agg.update(value="mean", degenerate="any", undefined_metric="any", seed="nunique")
+    units = nested.groupby(group, as_index=False, dropna=False).agg(agg)
+    units = units.rename(columns={"seed": "n_finetune_seeds"})
+    units["seed"] = units["pretrain_seed"]
+    units["unit"] = UNIT_PRETRAIN
+    out = pd.concat([single, units[single.columns]], ignore_index=True)
+    return out.sort_values(CELL_KEYS + ["score_key", "seed"], kind="stable").reset_index(drop=True)
+
+
+def unit_note(sub: pd.DataFrame) -> str:
+    """What the uncertainty of a cell's statistics covers, from its rows of :func:`statistical_units`."""
+    if sub.empty:
+        return ""
+    if (sub["unit"] == UNIT_PRETRAIN).any():
+        n = int(sub["seed"].nunique())
+        k = sorted(set(int(x) for x in sub["n_finetune_seeds"]))
+        return (f"unit: pre-training run ({n} runs, {'/'.join(map(str, k))} fine-tuning seeds nested "
+                "in each): uncertainty covers pre-training and fine-tuning")
+    return "one pre-training run: uncertainty covers fine-tuning seeds only"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,10 +479,12 @@ def cell_table(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
     step, score key) over the spec's expected grid and every observed cell. Missing ones have
     n_seeds = 0 and a note; degenerate runs are counted (``n_degenerate``) and kept in the stats."""
     role_of = _roles_of(cfg)
+    per_seed = statistical_units(per_seed)
     rows = []
     for (size, obj, frac, step), in_spec in _all_cells(per_seed, cfg):
         sub = per_seed[(per_seed["size"] == size) & (per_seed["objective"] == obj)
                        & np.isclose(per_seed["fraction"].astype(float), frac) & (per_seed["step"] == step)]
+        cell_unit = unit_note(sub)
         keys = list(cfg.score_keys) + sorted(set(sub["score_key"]) - set(cfg.score_keys))
         for key in keys:
             s = sub[sub["score_key"] == key].sort_values("seed")
@@ -436,10 +495,12 @@ def cell_table(per_seed: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
             if summ["n"] == 0:
                 reason = cfg.missing_tasks.get(task_of(key))
                 note.append(f"task not fine-tuned: {reason}" if reason else "no runs (n/a)" if in_spec else "")
-            elif cfg.seeds is not None:
+            elif cfg.seeds is not None and not (s["unit"] == UNIT_PRETRAIN).any():
                 absent = [x for x in cfg.seeds if x not in set(s["seed"].tolist())]
                 if absent:
                     note.append("missing seeds: " + ";".join(map(str, absent)))
+            if summ["n"]:
+                note.append(cell_unit)
             if not in_spec:
                 note.append("not in analysis spec")
             if key not in cfg.score_keys:
@@ -475,8 +536,11 @@ def seed_averages(per_seed: pd.DataFrame, keys: Sequence[str], cells: Iterable[t
     A seed missing any of ``keys`` gets ``average = nan`` and ``missing_keys`` listing them (it is
     shown, not dropped). ``cells`` (size, objective, fraction, step) restricts / orders the output.
     Columns: size, objective, fraction, step, seed, average, n_keys, missing_keys, degenerate_keys.
+    The seeds are the statistical units of :func:`statistical_units` (pre-training seeds in a cell
+    with replicated pre-training).
     """
     keys = tuple(keys)
+    per_seed = statistical_units(per_seed)
     rows = []
     groups = per_seed.groupby(CELL_KEYS + ["seed"], sort=True)
     for (size, obj, frac, step, seed), g in groups:
@@ -502,6 +566,7 @@ def glue_average_table(per_seed: pd.DataFrame, cfg: AnalysisConfig,
     role_of = _roles_of(cfg)
     label = average_label(keys)
     partial = tuple(keys) != GLUE_AVERAGE_KEYS
+    per_seed = statistical_units(per_seed)
     seeds = seed_averages(per_seed, keys)
     rows = []
     for (size, obj, frac, step), in_spec in _all_cells(per_seed, cfg):
@@ -523,6 +588,10 @@ def glue_average_table(per_seed: pd.DataFrame, cfg: AnalysisConfig,
         note = []
         if summ["n"] == 0:
             note.append("no seed with every covered key (n/a)")
+        else:
+            note.append(unit_note(per_seed[(per_seed["size"] == size) & (per_seed["objective"] == obj)
+                                           & np.isclose(per_seed["fraction"].astype(float), frac)
+                                           & (per_seed["step"] == step)]))
         if len(complete) < len(s):
             note.append(f"{len(s) - len(complete)} seed(s) incomplete, excluded from the mean")
         if not in_spec:

@@ -1,0 +1,71 @@
+"""Replicated pre-training: the pre-training run is the statistical unit, fine-tuning seeds nested."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from taco.report.analysis_config import validate_analysis
+from taco.report.stats import (UNIT_FINETUNE, UNIT_PRETRAIN, aggregate, load_metrics, per_seed_table,
+                               statistical_units)
+
+
+def _write(root, objective, pseed, seed, sst2, step=100):
+    d = root / objective / f"p{pseed}" / f"seed-{seed}"
+    d.mkdir(parents=True, exist_ok=True)
+    rec = {"task": "sst2", "seed": seed, "size": "tiny", "objective": objective, "fraction": 1.0,
+           "step": step, "scores": {"sst2": {"accuracy": sst2}}, "degenerate": {"sst2": False}}
+    if pseed is not None:
+        rec["pretrain_seed"] = pseed
+    (d / "metrics.json").write_text(json.dumps(rec))
+    return d / "metrics.json"
+
+
+def _spec():
+    return validate_analysis({
+        "roles": {"small": "tiny", "base": None}, "budget_names": {"tiny": {"250k": 100}},
+        "variants": [{"size": "tiny", "objective": "mlm", "fraction": 1.0},
+                     {"size": "tiny", "objective": "taco", "fraction": 1.0}],
+        "tasks": ["sst2"], "n_resamples": 199, "min_seeds": 2})
+
+
+def test_two_pretraining_runs_are_the_units(tmp_path):
+    # MLM: pre-training run 0 gives 0.80/0.82/0.84, run 1 gives 0.70/0.72/0.74 (fine-tuning seeds 1-3)
+    paths = [_write(tmp_path, "mlm", p, s, base + 0.02 * (s - 1))
+             for p, base in ((0, 0.80), (1, 0.70)) for s in (1, 2, 3)]
+    paths += [_write(tmp_path, "taco", None, s, 0.9) for s in (1, 2, 3)]
+    agg = aggregate(paths, _spec())
+    per_seed = agg["per_seed"]
+    assert sorted(per_seed.loc[per_seed.objective == "mlm", "pretrain_seed"].unique()) == [0, 1]
+    cells = agg["cells"].set_index("objective")
+    mlm = cells.loc["mlm"]
+    # independent: mean of the two pre-training-run means (82, 72) in points
+    assert mlm["n_seeds"] == 2 and mlm["mean"] == pytest.approx(np.mean([82.0, 72.0]))
+    assert mlm["std"] == pytest.approx(np.std([82.0, 72.0], ddof=1))
+    assert "pre-training run" in mlm["note"]
+    taco = cells.loc["taco"]
+    assert taco["n_seeds"] == 3 and "fine-tuning seeds only" in taco["note"]
+    avg = agg["glue_average"]
+    cell = avg[(avg.level == "cell") & (avg.objective == "mlm")].iloc[0]
+    assert cell["n_seeds"] == 2 and cell["mean"] == pytest.approx(77.0)
+
+
+def test_units_table_is_idempotent_and_marks_units(tmp_path):
+    paths = [_write(tmp_path, "mlm", p, s, 0.5 + 0.1 * p) for p in (3, 4) for s in (1, 2)]
+    units = statistical_units(per_seed_table(load_metrics(paths), _spec()))
+    assert list(units["unit"].unique()) == [UNIT_PRETRAIN]
+    assert sorted(units["seed"]) == [3, 4] and list(units["n_finetune_seeds"]) == [2, 2]
+    assert statistical_units(units) is units
+    single = statistical_units(per_seed_table(load_metrics(paths[:2]), _spec()))
+    assert list(single["unit"].unique()) == [UNIT_FINETUNE] and len(single) == 2
+
+
+def test_duplicate_only_within_the_same_pretraining_run(tmp_path):
+    a = _write(tmp_path / "a", "mlm", 0, 1, 0.5)
+    b = _write(tmp_path / "b", "mlm", 1, 1, 0.6)
+    assert len(per_seed_table(load_metrics([a, b]), _spec())) == 2
+    c = _write(tmp_path / "c", "mlm", 0, 1, 0.7)
+    with pytest.raises(ValueError, match="duplicate run"):
+        per_seed_table(load_metrics([a, c]), _spec())
