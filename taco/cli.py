@@ -16,7 +16,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pack": ("taco.data.packing", "tokenize and pack documents into [CLS] ... [SEP] blocks"),
     "pretrain": ("taco.training.pretrain", "pre-train one segment up to a budget (resumable)"),
     "init": ("taco.training.control", "write the no-pre-training control (random init, step 0)"),
-    "init": ("taco.training.control", "write the no-pre-training control (random init, step 0)"),
     "finetune": ("taco.evaluation.finetune", "fine-tune one checkpoint on one GLUE task with one seed"),
     "glue-submission": ("taco.evaluation.submission",
                         "zip one checkpoint's GLUE test predictions (one seed) for the GLUE server"),

@@ -17,7 +17,7 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
 ``primary_metric``
     ``{score_key: metric}`` reported in tables and averaged; ``"mean"`` means the mean of every metric
     recorded for that key (Hugging Face's ``combined_score``). The paper does not say which metric it
-    printed (UNKNOWN, see FACTS.md), so this is a setting.
+    printed (UNKNOWN, see docs/paper-facts.md), so this is a setting.
 ``equivalence_margin``
     GLUE points (x100): two cells "match" when their difference is shown to lie within +-margin.
 ``match_rule``
@@ -136,9 +136,9 @@ class AnalysisConfig:
     finetuned_budgets: dict[str, tuple[int, ...]] | None = None
     missing_tasks: dict[str, str] = field(default_factory=dict)
     seeds: tuple[int, ...] | None = None
-    controls: tuple[str, ...] = ()
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
+    controls: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- derived views -------------------------------------------------------------------------
