@@ -252,7 +252,7 @@ def scaling(args) -> int:
                         f"({r['step_seconds']:.1f} s in the step, {r['seconds']:.1f} s with interpreter start; "
                         f"{r['stream_tokens']:,} tokens; {r['cpu_seconds']:.1f} CPU s, "
                         f"{r['stream_tokens'] / r['cpu_seconds']:,.0f} tokens per CPU s), peak RSS tree "
-                        f"{r['tree_peak_rss'] / 2**20:,.0f} MiB, largest process {r['largest_process_rss'] / 2**20:,.0f} MiB")
+                        f"{r['tree_peak_rss'] / 2**20:,.0f} MiB (anonymous {r['tree_peak_anon'] / 2**20:,.0f} MiB)")
         if len(set(digests.values())) > 1:
             rows.append("  WARNING: packed train blocks differ between worker counts")
         elif len(digests) > 1:
@@ -308,7 +308,7 @@ def scaling(args) -> int:
     cb = results[("corpus", args.sizes_gb[-1])]
     chars = paper_tokens * 4.6  # taco.data.disk.TEXT_BYTES_PER_TOKEN
     print(f"  projected local-text corpus step for the paper's corpus ({chars / 1e9:.0f} G characters) on 16 cores: "
-          f"{chars / (cb['characters'] / cb['cpu_seconds']) / 16 / 60:,.0f} min (a Hub source: load_dataset, not measured)")
+          f"{chars / (cb['characters'] / cb['cpu_seconds']) / 16 / 60:,.1f} min (a Hub source: load_dataset, not measured)")
     print("  disk at the paper's scale (taco.data.disk.data_disk_plan()):")
     print("\n".join("    " + ln for ln in format_plan(data_disk_plan()).splitlines()))
     return 0
