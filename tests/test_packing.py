@@ -162,6 +162,10 @@ def test_subset_keeps_sentence_neighbours(sentences):
         assert len(rows) > 100
         shares[frac] = _adjacent_share(rows)
         assert m["counts"]["documents"]["train"] == round(frac * 54)  # 60 spans, 6 for validation
+        # [SEP] between documents (spans), not between the sentences of one span; the dropped
+        # final remainder (< L - 2 tokens, a span is ~100) holds at most one of them
+        seps = int((np.asarray(dd["train"]["input_ids"])[:, 1:-1] == load_tokenizer(tok).sep_token_id).sum())
+        assert m["counts"]["documents"]["train"] - 1 <= seps <= m["counts"]["documents"]["train"]
     # within a span all 9 neighbours are adjacent; at most the 1 boundary per span is not
     assert all(s >= 1 - 1 / SPAN - 0.02 for s in shares.values()), shares
     assert max(shares.values()) - min(shares.values()) <= 1 / SPAN, shares
