@@ -69,3 +69,42 @@ def test_duplicate_only_within_the_same_pretraining_run(tmp_path):
     c = _write(tmp_path / "c", "mlm", 0, 1, 0.7)
     with pytest.raises(ValueError, match="duplicate run"):
         per_seed_table(load_metrics([a, c]), _spec())
+
+
+def test_workflow_replicates_pretraining_per_seed(tmp_path):
+    """pretrain.seeds [0, 1]: seed 0 (the top-level seed) keeps the plain paths, seed 1 adds
+    /pretrain-seed-1 and reaches `taco pretrain --seed 1`; packing (the data subset) is not repeated."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    overlay = tmp_path / "seeds.yaml"
+    overlay.write_text("pretrain:\n  seeds: [0, 1]\n  control: true\n")
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--configfile",
+                          "configs/smoke.yaml", str(overlay)], cwd=repo, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    cmds = [line for line in out.stdout.splitlines() if "-m taco pretrain " in line]
+    plain = [c for c in cmds if "/pretrain-seed-" not in c]
+    seed1 = [c for c in cmds if "/pretrain-seed-1/" in c]
+    assert len(plain) == len(seed1) == 18  # 6 runs x 3 budgets each
+    assert all(re.search(r"--seed 0 ", c) for c in plain) and all(re.search(r"--seed 1 ", c) for c in seed1)
+    assert any("results/smoke/pretrain/tiny/mlm/data-1.0/step-50" in c for c in plain)
+    # replicates read the same packed blocks: one pack job per fraction
+    assert len(re.findall(r"-m taco pack ", out.stdout)) == 2
+    inits = [line for line in out.stdout.splitlines() if "-m taco init " in line]
+    assert len(inits) == 2 and any("--seed 1 " in c and "control/data-1.0/pretrain-seed-1/step-0" in c
+                                   for c in inits)
+    # the analysis spec lists each variant once
+    from taco.workflow import config as wc
+    import yaml
+    from snakemake.utils import validate
+
+    cfg = yaml.safe_load((repo / "configs/smoke.yaml").read_text())
+    cfg["pretrain"]["seeds"] = [0, 1]
+    validate(cfg, str(repo / "workflow/schemas/config.schema.yaml"))
+    spec = wc.analysis_spec(cfg, ["sst2"])
+    keys = [(v["size"], v["objective"], v["fraction"]) for v in spec["variants"]]
+    assert len(keys) == len(set(keys)) == 6

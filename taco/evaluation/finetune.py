@@ -365,6 +365,7 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
         "seed": args.seed,
         "size": man.get("size"),
         "objective": man.get("objective"),
+        "pretrain_seed": man.get("pretrain_seed", (man.get("parameters") or {}).get("seed")),
         "fraction": man.get("fraction"),
         "step": man.get("step"),
         "checkpoint": str(facts["checkpoint"]),

@@ -341,7 +341,8 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
         frac = round(float(rec["fraction"]), 6)
         step, task, seed = int(rec["step"]), str(rec["task"]), int(rec["seed"])
         pseed = rec.get("pretrain_seed")
-        pseed = int(pseed) if pseed is not None else NO_PRETRAIN_SEED
+        # metrics.json written before replicates existed: the run used the spec's (config's) seed
+        pseed = int(pseed) if pseed is not None else int(cfg.seed)
         ident = (size, obj, frac, step, pseed, task, seed)
         if ident in seen:
             raise InputError(f"{path}: duplicate run {ident} (also in {seen[ident]})")
@@ -372,7 +373,7 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
     return df.reset_index(drop=True)
 
 
-#: ``pretrain_seed`` of a run whose metrics.json does not say (written before replicates existed)
+#: ``pretrain_seed`` assumed by :func:`statistical_units` for a table without that column
 NO_PRETRAIN_SEED = -1
 #: what one sample of a cell is: a fine-tuning run, or a pre-training run (its fine-tuning seeds averaged)
 UNIT_FINETUNE = "fine-tuning seed"

@@ -116,7 +116,7 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
                                "blocks_manifest_sha256": facts["blocks_manifest_sha256"]},
             step=0, tokens_seen=0, objective=CONTROL, control=True, init_objective=args.init_objective,
             size=args.size_name or args.size, size_preset=args.size, fraction=facts["fraction"],
-            seed=args.seed, seq_len=facts["seq_len"], max_steps=0, parent_checkpoint=None,
+            seed=args.seed, pretrain_seed=args.seed, seq_len=facts["seq_len"], max_steps=0, parent_checkpoint=None,
             validation=validation, eval_file=EVAL_NAME if "skipped" not in validation else None,
             wall_time_s=round(time.time() - t0, 3), total_wall_time_s=round(time.time() - t0, 3),
             model_sha256=sha256_file(tmp / "model.safetensors"),

@@ -826,6 +826,7 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
             tokens_seen=plan.until * tokens_per_step,
             objective=a.objective,
             objective_params=plan.objective_params,
+            pretrain_seed=a.seed,
             size=plan.size_name,
             size_preset=a.size,
             fraction=plan.fraction,

@@ -49,14 +49,15 @@ from taco.workflow import config as wc
 
 #: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
 #: ``logs/...`` and ``benchmarks/...`` (Snakemake wildcards).
-RUN_PATH = "{size}/{variant}/data-{fraction}/step-{step}"
+#: ``{pseed}`` is "" for the default pre-training seed or ``/pretrain-seed-<n>`` (``pretrain.seeds``).
+RUN_PATH = "{size}/{variant}/data-{fraction}{pseed}/step-{step}"
 #: ``--hub-config`` value of a Hub dataset without a config (``config: null``).
 NO_HUB_CONFIG = "none"
 
 
-def run_path(size: str, variant: str, fraction: str, step: int | str) -> str:
-    """``RUN_PATH`` filled in: ``small/taco/data-1.0/step-10000``."""
-    return RUN_PATH.format(size=size, variant=variant, fraction=fraction, step=step)
+def run_path(size: str, variant: str, fraction: str, step: int | str, pseed: str = "") -> str:
+    """``RUN_PATH`` filled in: ``small/taco/data-1.0/step-10000`` (``pseed`` "" or ``/pretrain-seed-3``)."""
+    return RUN_PATH.format(size=size, variant=variant, fraction=fraction, step=step, pseed=pseed)
 
 
 def _s(value: Any) -> str:
@@ -203,7 +204,8 @@ class Commands:
             "--mlm-probability", _s(pre["mlm_probability"]), "--tc-weight", _s(tc["weight"]),
             "--tc-temperature", _s(tc["temperature"]), "--tc-window", _s(tc["window"]),
             "--tc-negatives", _s(tc["negatives"]), "--precision", s["precision"],
-            "--seed", _s(self.config["seed"]), "--until", wildcards.step] + self._tp_args(wildcards)
+            "--seed", _s(wc.pretrain_seed_of(self.config, getattr(wildcards, "pseed", ""))),
+            "--until", wildcards.step] + self._tp_args(wildcards)
 
     def _tp_args(self, wildcards: Any) -> list[str]:
         """``--tp-weight``/``--tp-mode`` of an ``mlm_tp`` run, only when ``pretrain.tp`` differs from
@@ -225,7 +227,7 @@ class Commands:
     def state_dir(self, wildcards: Any) -> str:
         """Resumable scratch state of a segment: outside the declared outputs (``.state/``)."""
         return f"{self.results}/.state/pretrain/" + run_path(
-            wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step)
+            wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step, getattr(wildcards, "pseed", ""))
 
     def pretrain_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         parent = _files(input.parent) if input.parent else []
@@ -236,7 +238,7 @@ class Commands:
         """``taco init``: the no-pre-training control of a size (``taco.workflow.control``)."""
         from taco.workflow.control import init_args
 
-        return init_args(self.config, wildcards.size)
+        return init_args(self.config, wildcards.size, getattr(wildcards, "pseed", ""))
 
     def pretrain_control_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return ["--blocks", input.blocks, "--output", _files(output)[0]]

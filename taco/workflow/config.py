@@ -26,15 +26,42 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Run:
-    """One pre-training run: a size key of ``pretrain.sizes``, an objective and a data fraction."""
+    """One pre-training run: a size key of ``pretrain.sizes``, an objective, a data fraction and the
+    pre-training seed (None: the config's top-level ``seed``, whose runs keep the plain path)."""
 
     size: str
     variant: str
     fraction: float
+    pretrain_seed: int | None = None
 
     @property
     def fraction_str(self) -> str:
         return fraction_str(self.fraction)
+
+    @property
+    def pseed(self) -> str:
+        """The path part of the pre-training seed: "" or ``/pretrain-seed-<n>``."""
+        return pseed_part(self.pretrain_seed)
+
+
+#: wildcard regex of the optional pre-training seed part of a run path
+PSEED_PATTERN = "(|/pretrain-seed-[0-9]+)"
+
+
+def pseed_part(pretrain_seed: int | None) -> str:
+    """"" for the default pre-training seed (None), else ``/pretrain-seed-<n>``."""
+    return "" if pretrain_seed is None else f"/pretrain-seed-{int(pretrain_seed)}"
+
+
+def pretrain_seed_of(config: dict[str, Any], pseed: str) -> int:
+    """The pre-training seed of a run path's seed part ("" -> the top-level ``seed``)."""
+    return int(pseed.rsplit("-", 1)[1]) if pseed else int(config["seed"])
+
+
+def pretrain_seeds(config: dict[str, Any]) -> list[int | None]:
+    """``pretrain.seeds`` as Run.pretrain_seed values: None stands for the top-level ``seed``."""
+    seeds = config["pretrain"].get("seeds") or [config["seed"]]
+    return [None if int(s) == int(config["seed"]) else int(s) for s in seeds]
 
 
 def fraction_str(fraction: float) -> str:
@@ -54,14 +81,16 @@ def substitute_root(value: str | None, config: dict[str, Any]) -> str | None:
 
 
 def runs(config: dict[str, Any]) -> list[Run]:
-    """Every (size, variant, fraction) pre-training run of ``pretrain.runs``, in config order."""
+    """Every (size, variant, fraction, pre-training seed) run of ``pretrain.runs`` x ``pretrain.seeds``,
+    in config order (seeds innermost)."""
     out: list[Run] = []
     for entry in config["pretrain"]["runs"]:
         for variant in entry["variants"]:
             for fraction in entry.get("fractions", [1.0]):
-                run = Run(entry["size"], variant, float(fraction))
-                if run not in out:
-                    out.append(run)
+                for pseed in pretrain_seeds(config):
+                    run = Run(entry["size"], variant, float(fraction), pseed)
+                    if run not in out:
+                        out.append(run)
     return out
 
 
@@ -252,6 +281,15 @@ def _control_sizes(config: dict[str, Any]) -> list[str]:
     return control_sizes(config)
 
 
+def _unique(items: list[Any]) -> list[Any]:
+    """``items`` without repeats, first occurrence kept (replicate runs share one variant entry)."""
+    out: list[Any] = []
+    for x in items:
+        if x not in out:
+            out.append(x)
+    return out
+
+
 def analysis_spec(config: dict[str, Any], tasks: list[str],
                   missing_tasks: dict[str, str] | None = None) -> dict[str, Any]:
     """The analysis spec consumed by ``taco aggregate/tables/figures/claims`` (JSON-serialisable)."""
@@ -263,7 +301,7 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
     return {
         "roles": dict(a["roles"]),
         "budget_names": names,
-        "variants": [_variant_spec(config, r, names) for r in runs(config)],
+        "variants": _unique([_variant_spec(config, r, names) for r in runs(config)]),
         "budgets": {size: budgets(config, size) for size in config["pretrain"]["sizes"]},
         "finetuned_budgets": {size: finetune_budgets(config, size) for size in config["pretrain"]["sizes"]},
         "tasks": tasks,

@@ -45,14 +45,16 @@ def control_seeds(config: dict[str, Any]) -> list[int]:
     return [int(s) for s in (config["pretrain"].get("seeds") or [config["seed"]])]
 
 
-def checkpoint(results_dir: str, size: str) -> str:
-    """Path of the control checkpoint of ``size``."""
-    return f"{results_dir}/pretrain/{size}/{CONTROL}/data-{CONTROL_FRACTION}/step-{CONTROL_STEP}"
+def checkpoint(results_dir: str, size: str, pseed: str = "") -> str:
+    """Path of the control checkpoint of ``size`` (``pseed``: "" or ``/pretrain-seed-<n>``, as runs)."""
+    return f"{results_dir}/pretrain/{size}/{CONTROL}/data-{CONTROL_FRACTION}{pseed}/step-{CONTROL_STEP}"
 
 
 def checkpoints(config: dict[str, Any]) -> list[str]:
-    """Every control checkpoint the config asks for (empty when ``pretrain.control`` is false)."""
-    return [checkpoint(config["results_dir"], s) for s in control_sizes(config)]
+    """Every control checkpoint the config asks for (empty when ``pretrain.control`` is false):
+    one per size and pre-training seed."""
+    return [checkpoint(config["results_dir"], s, wc.pseed_part(p))
+            for s in control_sizes(config) for p in wc.pretrain_seeds(config)]
 
 
 def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
@@ -61,8 +63,9 @@ def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
             for c in checkpoints(config) for task in tasks for seed in config["finetune"]["seeds"]]
 
 
-def init_args(config: dict[str, Any], size: str) -> list[str]:
-    """``taco init`` options for the control of ``size`` (everything but the paths)."""
+def init_args(config: dict[str, Any], size: str, pseed: str = "") -> list[str]:
+    """``taco init`` options for the control of ``size`` with the pre-training seed of ``pseed``."""
     s = config["pretrain"]["sizes"][size]
-    return ["-m", "taco", "init", "--size", s["preset"], "--size-name", size, "--seed", str(control_seeds(config)[0]),
+    return ["-m", "taco", "init", "--size", s["preset"], "--size-name", size,
+            "--seed", str(wc.pretrain_seed_of(config, pseed)),
             "--mlm-probability", str(config["pretrain"]["mlm_probability"])]

@@ -71,6 +71,7 @@ wildcard_constraints:
     step=r"[0-9]+",
     task="|".join(wc.TASKS),
     seed=r"[0-9]+",
+    pseed=wc.PSEED_PATTERN,
 
 
 def path_data(*parts):
@@ -81,8 +82,8 @@ def path_data(*parts):
 RUN = RUN_PATH
 
 
-def ckpt_dir(size, variant, fraction, step):
-    return f"{R}/pretrain/{run_path(size, variant, fraction, step)}"
+def ckpt_dir(size, variant, fraction, step, pseed=""):
+    return f"{R}/pretrain/{run_path(size, variant, fraction, step, pseed)}"
 
 
 def size_cfg(size):
@@ -94,12 +95,12 @@ def parent_checkpoint(wildcards):
     prev = wc.previous_budget(config, wildcards.size, int(wildcards.step))
     if prev is None:
         return []
-    return ckpt_dir(wildcards.size, wildcards.variant, wildcards.fraction, prev)
+    return ckpt_dir(wildcards.size, wildcards.variant, wildcards.fraction, prev, wildcards.pseed)
 
 
 def pretrain_targets():
     return [
-        ckpt_dir(r.size, r.variant, r.fraction_str, s)
+        ckpt_dir(r.size, r.variant, r.fraction_str, s, r.pseed)
         for r in RUNS
         for s in wc.budgets(config, r.size)
     ]
@@ -111,7 +112,7 @@ def finetune_targets():
         for step in wc.finetune_budgets(config, r.size, r.fraction):
             for task in TASKS:
                 for seed in config["finetune"]["seeds"]:
-                    run = run_path(r.size, r.variant, r.fraction_str, step)
+                    run = run_path(r.size, r.variant, r.fraction_str, step, r.pseed)
                     out.append(f"{R}/finetune/{run}/{task}/seed-{seed}/metrics.json")
     return out
 
@@ -120,7 +121,7 @@ def dynamics_targets():
     if not config["dynamics"]["enabled"]:
         return []
     return [
-        f"{R}/dynamics/{run_path(r.size, r.variant, r.fraction_str, s)}/dynamics.json"
+        f"{R}/dynamics/{run_path(r.size, r.variant, r.fraction_str, s, r.pseed)}/dynamics.json"
         for r in RUNS
         if r.variant in config["dynamics"]["variants"] and r.fraction == 1.0
         for s in wc.budgets(config, r.size)
@@ -146,14 +147,14 @@ def all_targets():
 
 def submission_runs(wildcards):
     """metrics.json of every fine-tuned task of one checkpoint and seed (test_predictions.tsv beside it)."""
-    run = run_path(wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step)
+    run = run_path(wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step, wildcards.pseed)
     return [f"{R}/finetune/{run}/{task}/seed-{wildcards.seed}/metrics.json" for task in TASKS]
 
 
 def submission_targets():
     """Every submission zip of the grid: fine-tuned budget checkpoint x seed."""
     return [
-        f"{R}/glue_submission/{run_path(r.size, r.variant, r.fraction_str, step)}/seed-{seed}.zip"
+        f"{R}/glue_submission/{run_path(r.size, r.variant, r.fraction_str, step, r.pseed)}/seed-{seed}.zip"
         for r in RUNS
         for step in wc.finetune_budgets(config, r.size, r.fraction)
         for seed in config["finetune"]["seeds"]

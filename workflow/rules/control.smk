@@ -10,9 +10,9 @@ rule pretrain_control:
     input:
         blocks=path_data("blocks", "data-" + wctl.CONTROL_FRACTION),
     output:
-        directory(wctl.checkpoint(R, "{size}")),
+        directory(wctl.checkpoint(R, "{size}", "{pseed}")),
     log:
-        wctl.checkpoint(f"{R}/logs", "{size}") + ".log",
+        wctl.checkpoint(f"{R}/logs", "{size}", "{pseed}") + ".log",
     conda:
         ENVS["train"]
     threads: 1
