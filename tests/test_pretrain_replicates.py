@@ -108,3 +108,23 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     spec = wc.analysis_spec(cfg, ["sst2"])
     keys = [(v["size"], v["objective"], v["fraction"]) for v in spec["variants"]]
     assert len(keys) == len(set(keys)) == 6
+
+
+def test_table_and_claim_notes_say_what_the_uncertainty_covers(tmp_path):
+    from taco.report.claims import main as claims_main
+    from taco.report.stats import main as aggregate_main
+    from taco.report.tables import main as tables_main
+
+    paths = [_write(tmp_path / "m", "mlm", p, s, 0.8 - 0.1 * p + 0.01 * s) for p in (0, 1) for s in (1, 2, 3)]
+    paths += [_write(tmp_path / "m", "taco", None, s, 0.9) for s in (1, 2, 3)]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(_spec().to_dict()))
+    assert aggregate_main(["--inputs", *map(str, paths), "--analysis", str(spec),
+                           "--output-dir", str(tmp_path / "agg")]) == 0
+    args = ["--aggregate-dir", str(tmp_path / "agg"), "--analysis", str(spec), "--output-dir", str(tmp_path / "r")]
+    assert tables_main(args) == 0 and claims_main(args) == 0
+    table1 = (tmp_path / "r" / "table1.md").read_text()
+    assert "unit: pre-training run (2 runs, 3 fine-tuning seeds nested" in table1
+    assert "one pre-training run: uncertainty covers fine-tuning seeds only" in table1
+    claims = (tmp_path / "r" / "claims.md").read_text()
+    assert "arms differ in units" in claims or "pre-training run" in claims

@@ -164,6 +164,8 @@ class TableBuilder:
                         rec.update(n_seeds=int(r["n_seeds"]), mean=_nan(r["mean"]), std=_nan(r["std"]),
                                    ci_low=_nan(r["ci_low"]), ci_high=_nan(r["ci_high"]),
                                    n_degenerate=int(r["n_degenerate"]))
+                        notes += [n for n in str(r.get("note") or "").split("; ")
+                                  if n.startswith(("unit: pre-training run", "one pre-training run"))]
                         if rec["n_degenerate"]:
                             notes.append(f"{KEY_LABELS.get(col, col)}: {rec['n_degenerate']} degenerate "
                                          "run(s) included")
