@@ -131,3 +131,31 @@ print(json.dumps({{"train": len(ds["train"]), "labels": ds["train"]["label"][:2]
     assert res["train"] == 6 and res["labels"] == [1, 0]
     assert res["keys"] == ["rte2"] and res["known"]
     assert abs(res["metrics"]["accuracy"] - 2 / 3) < 1e-12
+
+
+def test_adding_a_claim_is_one_entry_in_claims_py(tmp_path):
+    """A new claim (TACO-150k beats MLM-150k) added to ``CLAIMS`` in taco/report/claims.py only."""
+    from fixtures_stats import build_aggregate, smoke_spec
+
+    dst = tmp_path / "pkg"
+    shutil.copytree(REPO / "taco", dst / "taco", ignore=shutil.ignore_patterns("__pycache__"))
+    claims_py = dst / "taco" / "report" / "claims.py"
+    text = claims_py.read_text()
+    anchor = '    Claim("S1", "pre-training helps'
+    assert text.count(anchor) == 1
+    claims_py.write_text(text.replace(anchor, '    Claim("X1", "TACO-150k beats MLM-150k", "test-only", "improvement", '
+                                      '"small", Arm("taco", 1.0, "150k"), Arm("mlm", 1.0, "150k")),\n' + anchor))
+    agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(tasks=["sst2", "rte"], n_resamples=99),
+                                seeds=[1, 2, 3])
+    out = tmp_path / "res"
+    code = ("import sys; from taco.report.claims import main; sys.exit(main(['--aggregate-dir', "
+            f"{str(agg)!r}, '--analysis', {str(spec)!r}, '--output-dir', {str(out)!r}]))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=dst, capture_output=True, text=True, timeout=300,
+                         env={"PYTHONPATH": str(dst), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.stderr
+    import pandas as pd
+
+    df = pd.read_csv(out / "claims.csv")
+    row = df[(df.level == "claim") & (df.claim_id == "X1")]
+    assert len(row) == 1 and row.iloc[0]["claim"] == "TACO-150k beats MLM-150k"
+    assert "X1" in (out / "claims.md").read_text()
