@@ -167,3 +167,13 @@ def test_results_dir_that_is_a_file_is_a_config_error(smoke, tmp_path):
     text = out.stdout + out.stderr
     assert "results_dir:" in text and "existing file" in text
     assert "NotADirectoryError" not in text and "Traceback" not in text
+
+
+def test_bad_analysis_setting_stops_before_any_job(tmp_path):
+    """`analysis:` settings pass the analysis spec's own schema before any job runs."""
+    overlay = tmp_path / "bad.yaml"
+    overlay.write_text("analysis:\n  primary_metric: {qqp: auc}\n")
+    out = dry_run(REPO / "configs/smoke.yaml", "--configfile", str(REPO / "configs/smoke.yaml"), str(overlay))
+    assert out.returncode != 0
+    text = out.stderr + out.stdout
+    assert "primary_metric" in text and "qqp" in text and "Job stats" not in text

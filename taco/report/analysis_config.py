@@ -231,28 +231,109 @@ def _err(key: str, msg: str) -> AnalysisConfigError:
     return AnalysisConfigError(f"analysis spec key '{key}': {msg}")
 
 
-def _number(raw: Mapping[str, Any], key: str, lo: float | None = None, hi: float | None = None,
-            integer: bool = False, lo_open: bool = False, hi_open: bool = False) -> Any:
-    val = raw[key]
-    if isinstance(val, bool) or not isinstance(val, (int, float)) or (
-            isinstance(val, float) and not math.isfinite(val)):
-        raise _err(key, f"expected a {'whole ' if integer else ''}number, got {val!r}")
-    if integer and int(val) != val:
-        raise _err(key, f"expected a whole number, got {val!r}")
-    if lo is not None and (val < lo or (lo_open and val == lo)):
-        raise _err(key, f"must be {'>' if lo_open else '>='} {lo}, got {val!r}")
-    if hi is not None and (val > hi or (hi_open and val == hi)):
-        raise _err(key, f"must be {'<' if hi_open else '<='} {hi}, got {val!r}")
-    return int(val) if integer else float(val)
+def analysis_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of an analysis spec; enums come from :mod:`taco.registry`.
+
+    Types, ranges and names are checked here; the cross-references a schema cannot express (a role,
+    variant or control naming a size of ``budget_names``, a variant's budgets among its size's) are
+    checked by :func:`validate_analysis`.
+    """
+    pos_int = {"type": "integer", "minimum": 1}
+    steps = {"type": ["object", "null"], "additionalProperties": {"type": "array", "items": pos_int}}
+    count = {"type": ["integer", "null"], "minimum": 1}
+    tasks = {"enum": list(TASK_SCORE_KEYS)}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "roles": {"type": "object", "additionalProperties": False,
+                      "properties": {r: {"type": ["string", "null"]} for r in ("small", "base")}},
+            "budget_names": {"type": "object",
+                             "additionalProperties": {"type": "object", "additionalProperties": pos_int}},
+            "variants": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False, "required": ["size", "objective"],
+                "properties": {"size": {"type": "string"}, "objective": {"enum": list(OBJECTIVES)},
+                               "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                               "budgets": {"type": "array", "items": {"type": "string"}}}}},
+            "tasks": {"type": "array", "minItems": 1, "uniqueItems": True, "items": tasks},
+            "primary_metric": {"type": ["object", "null"], "additionalProperties": False,
+                               "properties": {k: {"enum": list(KNOWN_METRICS)} for k in DEFAULT_PRIMARY_METRIC}},
+            "equivalence_margin": {"type": "number", "exclusiveMinimum": 0},
+            "match_rule": {"enum": ["equivalence", "non_inferiority"]},
+            "improvement_target": {"type": "number"},
+            "improvement_margin": {"type": "number", "minimum": 0},
+            "reduced_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            "confidence_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "n_resamples": pos_int,
+            "ci_method": {"enum": ["BCa", "percentile", "basic"]},
+            "seed": {"type": "integer", "minimum": 0},
+            "min_seeds": {"type": "integer", "minimum": 2},
+            "budgets": steps,
+            "finetuned_budgets": steps,
+            "missing_tasks": {"type": ["object", "null"], "propertyNames": tasks,
+                              "additionalProperties": {"type": "string"}},
+            "seeds": {"type": ["array", "null"], "items": {"type": "integer"}},
+            "max_train_samples": count,
+            "max_eval_samples": count,
+            "controls": {"type": ["array", "null"], "items": {"type": "string"}},
+        },
+    }
 
 
-def _optional_count(raw: Mapping[str, Any], key: str) -> int | None:
-    """A positive whole number or None (e.g. a cap on examples)."""
-    return None if raw[key] is None else _number(raw, key, 1, integer=True)
+def _key_path(path) -> str:
+    """A jsonschema error path as the key the message names: ``variants[0].objective``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _schema_check(spec: Mapping[str, Any]) -> None:
+    """Raise AnalysisConfigError naming the key of the first schema violation (in key order)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(analysis_schema())
+    errors = sorted(validator.iter_errors(spec), key=lambda e: [str(x) for x in e.absolute_path])
+    if not errors:
+        return
+    err = errors[0]
+    key = _key_path(err.absolute_path)
+    if err.validator == "additionalProperties" and not err.absolute_path and isinstance(err.instance, Mapping):
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        raise _err(extra[0], f"unknown key (known: {', '.join(sorted(DEFAULTS))})")
+    if err.validator == "additionalProperties" and isinstance(err.instance, Mapping):
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        if extra:
+            key = f"{key}.{extra[0]}"
+    if "propertyNames" in err.schema_path:  # the error is about a key itself: name it
+        key = f"{key}.{err.instance}"
+    raise _err(key or "(top level)", err.message)
+
+
+def _check_references(raw: Mapping[str, Any]) -> None:
+    """The cross-references of a schema-valid spec; AnalysisConfigError names the key."""
+    names = raw["budget_names"]
+    for size, by_name in names.items():
+        if len(set(by_name.values())) != len(by_name):
+            raise _err(f"budget_names.{size}", "two budget names map to the same step")
+    for role, size in raw["roles"].items():
+        if size is not None and size not in names:
+            raise _err(f"roles.{role}", f"size {size!r} has no entry in budget_names")
+    for i, v in enumerate(raw["variants"]):
+        if v["size"] not in names:
+            raise _err(f"variants[{i}].size", f"size {v['size']!r} has no entry in budget_names")
+        for b in v.get("budgets") or ():
+            if b not in names[v["size"]]:
+                raise _err(f"variants[{i}].budgets", f"budget {b!r} not in budget_names.{v['size']}")
+    for c in raw["controls"] or ():
+        if c not in names:
+            raise _err("controls", f"size {c!r} has no entry in budget_names")
 
 
 def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
-    """Validate a spec mapping, fill defaults, and return an :class:`AnalysisConfig`.
+    """Validate a spec mapping against :func:`analysis_schema`, fill defaults, check the
+    cross-references, and return an :class:`AnalysisConfig`.
 
     Raises :class:`AnalysisConfigError` naming the key on an unknown key, a wrong type or a value
     out of range (e.g. a budget step that is not a positive integer, an unknown task or objective,
@@ -262,156 +343,40 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
         spec = {}
     if not isinstance(spec, Mapping):
         raise AnalysisConfigError(f"analysis spec: expected a mapping at top level, got {type(spec).__name__}")
-    unknown = sorted(set(spec) - set(DEFAULTS))
-    if unknown:
-        raise _err(unknown[0], f"unknown key (known: {', '.join(sorted(DEFAULTS))})")
+    _schema_check(spec)
     raw = copy.deepcopy(DEFAULTS)
-    for k, v in spec.items():
-        raw[k] = copy.deepcopy(v)
+    raw.update(copy.deepcopy(dict(spec)))
+    raw["roles"] = {"small": raw["roles"].get("small"), "base": raw["roles"].get("base")}
+    _check_references(raw)
     # primary_metric merges with the defaults (a spec may name only the keys it changes)
-    pm = dict(DEFAULT_PRIMARY_METRIC)
-    if spec.get("primary_metric") is not None:
-        if not isinstance(spec["primary_metric"], Mapping):
-            raise _err("primary_metric", "expected a mapping score_key -> metric")
-        pm.update(spec["primary_metric"])
-    for key, metric in pm.items():
-        if key not in DEFAULT_PRIMARY_METRIC:
-            raise _err(f"primary_metric.{key}", f"unknown score key (known: {', '.join(DEFAULT_PRIMARY_METRIC)})")
-        if metric not in KNOWN_METRICS:
-            raise _err(f"primary_metric.{key}", f"unknown metric {metric!r} (known: {', '.join(KNOWN_METRICS)})")
-
-    # budget_names
-    bn = raw["budget_names"]
-    if not isinstance(bn, Mapping):
-        raise _err("budget_names", "expected a mapping size -> {budget name: step}")
-    budget_names: dict[str, dict[str, int]] = {}
-    for size, names in bn.items():
-        if not isinstance(names, Mapping):
-            raise _err(f"budget_names.{size}", "expected a mapping budget name -> step")
-        budget_names[str(size)] = {}
-        for name, step in names.items():
-            if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
-                raise _err(f"budget_names.{size}.{name}", f"expected a positive integer step, got {step!r}")
-            budget_names[str(size)][str(name)] = int(step)
-        steps = list(budget_names[str(size)].values())
-        if len(set(steps)) != len(steps):
-            raise _err(f"budget_names.{size}", "two budget names map to the same step")
-
-    # roles
-    roles = raw["roles"]
-    if not isinstance(roles, Mapping):
-        raise _err("roles", "expected a mapping {small: size, base: size}")
-    bad = sorted(set(roles) - {"small", "base"})
-    if bad:
-        raise _err(f"roles.{bad[0]}", "unknown role (known: small, base)")
-    roles = {"small": roles.get("small"), "base": roles.get("base")}
-    for role, size in roles.items():
-        if size is not None and not isinstance(size, str):
-            raise _err(f"roles.{role}", f"expected a size name or null, got {size!r}")
-        if size is not None and size not in budget_names:
-            raise _err(f"roles.{role}", f"size {size!r} has no entry in budget_names")
-
-    # variants
-    if not isinstance(raw["variants"], list):
-        raise _err("variants", "expected a list of {size, objective, fraction}")
-    variants = []
-    for i, v in enumerate(raw["variants"]):
-        key = f"variants[{i}]"
-        if not isinstance(v, Mapping):
-            raise _err(key, "expected a mapping {size, objective, fraction}")
-        extra = sorted(set(v) - {"size", "objective", "fraction", "budgets"})
-        if extra:
-            raise _err(f"{key}.{extra[0]}", "unknown key (known: size, objective, fraction, budgets)")
-        for req in ("size", "objective"):
-            if req not in v:
-                raise _err(f"{key}.{req}", "missing")
-        if v["size"] not in budget_names:
-            raise _err(f"{key}.size", f"size {v['size']!r} has no entry in budget_names")
-        if v["objective"] not in OBJECTIVES:
-            raise _err(f"{key}.objective", f"unknown objective {v['objective']!r} (known: {', '.join(OBJECTIVES)})")
-        frac = _number({f"{key}.fraction": v.get("fraction", 1.0)}, f"{key}.fraction", 0.0, 1.0, lo_open=True)
-        budgets = v.get("budgets")
-        if budgets is not None:
-            if not isinstance(budgets, list):
-                raise _err(f"{key}.budgets", "expected a list of budget names")
-            for b in budgets:
-                if b not in budget_names[v["size"]]:
-                    raise _err(f"{key}.budgets", f"budget {b!r} not in budget_names.{v['size']}")
-            budgets = tuple(str(b) for b in budgets)
-        variants.append(Variant(str(v["size"]), str(v["objective"]), frac, budgets))
-
-    # tasks
-    tasks = raw["tasks"]
-    if not isinstance(tasks, list) or not tasks:
-        raise _err("tasks", "expected a non-empty list of GLUE task names")
-    for i, t in enumerate(tasks):
-        if t not in TASK_SCORE_KEYS:
-            raise _err(f"tasks[{i}]", f"unknown task {t!r} (known: {', '.join(TASK_SCORE_KEYS)})")
-    if len(set(tasks)) != len(tasks):
-        raise _err("tasks", "a task is listed twice")
-
-    steps_by_size = {}
-    for key in ("budgets", "finetuned_budgets"):
-        val = raw[key]
-        if val is None:
-            steps_by_size[key] = None
-            continue
-        if not isinstance(val, Mapping):
-            raise _err(key, "expected a mapping size -> list of steps")
-        steps_by_size[key] = {}
-        for size, steps in val.items():
-            if not isinstance(steps, list) or any(
-                    isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in steps):
-                raise _err(f"{key}.{size}", f"expected a list of positive integer steps, got {steps!r}")
-            steps_by_size[key][str(size)] = tuple(int(x) for x in steps)
-    missing_tasks = raw["missing_tasks"] or {}
-    if not isinstance(missing_tasks, Mapping):
-        raise _err("missing_tasks", "expected a mapping task -> reason")
-    for t in missing_tasks:
-        if t not in TASK_SCORE_KEYS:
-            raise _err(f"missing_tasks.{t}", f"unknown task (known: {', '.join(TASK_SCORE_KEYS)})")
-    seeds = raw["seeds"]
-    if seeds is not None and (not isinstance(seeds, list) or any(
-            isinstance(x, bool) or not isinstance(x, int) for x in seeds)):
-        raise _err("seeds", f"expected a list of integer seeds, got {seeds!r}")
-
-    controls = raw["controls"] or []
-    if not isinstance(controls, list) or any(not isinstance(c, str) for c in controls):
-        raise _err("controls", f"expected a list of size names, got {controls!r}")
-    for c in controls:
-        if c not in budget_names:
-            raise _err("controls", f"size {c!r} has no entry in budget_names")
-
-    match_rule = raw["match_rule"]
-    if match_rule not in ("equivalence", "non_inferiority"):
-        raise _err("match_rule", f"expected 'equivalence' or 'non_inferiority', got {match_rule!r}")
-    ci_method = raw["ci_method"]
-    if ci_method not in ("BCa", "percentile", "basic"):
-        raise _err("ci_method", f"expected 'BCa', 'percentile' or 'basic', got {ci_method!r}")
-
+    pm = {**DEFAULT_PRIMARY_METRIC, **(spec.get("primary_metric") or {})}
+    steps = {k: None if raw[k] is None else {str(s): tuple(int(x) for x in v) for s, v in raw[k].items()}
+             for k in ("budgets", "finetuned_budgets")}
     return AnalysisConfig(
-        roles=roles,
-        budget_names=budget_names,
-        variants=tuple(variants),
-        tasks=tuple(tasks),
+        roles=raw["roles"],
+        budget_names={str(s): {str(n): int(x) for n, x in b.items()} for s, b in raw["budget_names"].items()},
+        variants=tuple(Variant(str(v["size"]), str(v["objective"]), float(v.get("fraction", 1.0)),
+                               None if v.get("budgets") is None else tuple(str(b) for b in v["budgets"]))
+                       for v in raw["variants"]),
+        tasks=tuple(raw["tasks"]),
         primary_metric=pm,
-        equivalence_margin=_number(raw, "equivalence_margin", 0.0, lo_open=True),
-        match_rule=match_rule,
-        improvement_target=_number(raw, "improvement_target"),
-        improvement_margin=_number(raw, "improvement_margin", 0.0),
-        reduced_fraction=_number(raw, "reduced_fraction", 0.0, 1.0, lo_open=True),
-        confidence_level=_number(raw, "confidence_level", 0.0, 1.0, lo_open=True, hi_open=True),
-        n_resamples=_number(raw, "n_resamples", 1, integer=True),
-        ci_method=ci_method,
-        seed=_number(raw, "seed", 0, integer=True),
-        min_seeds=_number(raw, "min_seeds", 2, integer=True),
-        budgets=steps_by_size["budgets"],
-        finetuned_budgets=steps_by_size["finetuned_budgets"],
-        missing_tasks={str(k): str(v) for k, v in missing_tasks.items()},
-        seeds=None if seeds is None else tuple(int(x) for x in seeds),
-        max_train_samples=_optional_count(raw, "max_train_samples"),
-        max_eval_samples=_optional_count(raw, "max_eval_samples"),
-        controls=tuple(controls),
+        equivalence_margin=float(raw["equivalence_margin"]),
+        match_rule=raw["match_rule"],
+        improvement_target=float(raw["improvement_target"]),
+        improvement_margin=float(raw["improvement_margin"]),
+        reduced_fraction=float(raw["reduced_fraction"]),
+        confidence_level=float(raw["confidence_level"]),
+        n_resamples=int(raw["n_resamples"]),
+        ci_method=raw["ci_method"],
+        seed=int(raw["seed"]),
+        min_seeds=int(raw["min_seeds"]),
+        budgets=steps["budgets"],
+        finetuned_budgets=steps["finetuned_budgets"],
+        missing_tasks={str(k): str(v) for k, v in (raw["missing_tasks"] or {}).items()},
+        seeds=None if raw["seeds"] is None else tuple(int(x) for x in raw["seeds"]),
+        max_train_samples=raw["max_train_samples"],
+        max_eval_samples=raw["max_eval_samples"],
+        controls=tuple(raw["controls"] or ()),
         raw=raw,
     )
 

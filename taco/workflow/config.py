@@ -298,7 +298,7 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
     for size in config["pretrain"]["sizes"]:
         given = a.get("budget_names", {}).get(size)
         names[size] = dict(given) if given else {budget_name(s): s for s in budgets(config, size)}
-    return {
+    spec = {
         "roles": dict(a["roles"]),
         "budget_names": names,
         "variants": _unique([_variant_spec(config, r, names) for r in runs(config)]),
@@ -318,3 +318,10 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
         "min_seeds": a["min_seeds"],
         "seed": config["seed"],
     }
+    # the spec is the validated AnalysisConfig (the same schema `taco aggregate/tables/claims` apply)
+    from taco.report.analysis_config import AnalysisConfigError, validate_analysis
+
+    try:
+        return validate_analysis(spec).to_dict()
+    except AnalysisConfigError as exc:
+        raise ConfigError(f"analysis: {exc}") from None

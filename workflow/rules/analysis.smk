@@ -12,7 +12,7 @@ rule analysis_spec:
     log:
         f"{R}/logs/analysis/analysis_spec.log",
     params:
-        spec=wc.analysis_spec(config, TASKS, MISSING_TASKS),
+        spec=ANALYSIS_SPEC,
     run:
         write_json(output[0], params.spec, log[0])
 

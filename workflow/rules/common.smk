@@ -50,6 +50,12 @@ MISSING_TASKS = {
     for t in config["glue"]["tasks"]
     if GLUE_AVAILABILITY is not None and GLUE_AVAILABILITY.get(t) is not None
 }
+# the analysis spec of taco aggregate/tables/figures/claims: the validated AnalysisConfig, built here
+# so that a bad `analysis:` setting stops the run before any job, naming the key
+try:
+    ANALYSIS_SPEC = wc.analysis_spec(config, TASKS, MISSING_TASKS)
+except wc.ConfigError as err:
+    raise WorkflowError(f"Invalid configuration: {err}") from None
 # Snakemake parses the workflow again in each job it spawns (its subprocess and remote exec modes):
 # the note belongs to the run, so only the main process prints it.
 if MISSING_TASKS and workflow.is_main_process:
