@@ -183,7 +183,8 @@ def expect_corpus(cfg, job):
         out.update(num_documents=c["num_documents"], seed=cfg["seed"])
     elif c["source"] == "local":
         out.update(paths=[sub_root(p, cfg) for p in c["paths"]], split_by=c["split_by"],
-                   unk_policy=c["unk_policy"], wikitext_detokenize=c["wikitext_detokenize"])
+                   unk_policy=c["unk_policy"], wikitext_detokenize=c["wikitext_detokenize"],
+                   encoding=c["encoding"])
         if c.get("rows", "document") == "sentence":
             out.update(rows="sentence", span_rows=c["span_rows"])
     else:

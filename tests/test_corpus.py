@@ -173,13 +173,18 @@ def test_bad_parquet_shard_named(tmp_path, capsys):
 
 
 def test_local_corpus_mixes_wikitext_and_latin1_books(tmp_path):
-    """WikiText files are detokenized, plain books are not; a Latin-1 book is read, not rejected."""
+    """WikiText files are detokenized, plain books are not; with encoding utf-8-or-latin-1 a Latin-1
+    book is read (and listed), with the strict default it stops the step naming file and line."""
     wiki = tmp_path / "wiki.txt"
     wiki.write_text(" The well @-@ known ship , he said . \n \n", encoding="utf-8")
     book = tmp_path / "book.txt"
     # 0xE6 is "æ" in Latin-1 and not valid UTF-8 on its own; ' , ' must survive in a book
     book.write_bytes(b"[C\xe6sar 1599]\n\nThey say ' so ' , and go .\r\n")
-    out = build_corpus("local", tmp_path / "c", paths=[wiki, book], wikitext_detokenize=True)
+    with pytest.raises(ValueError, match=r"book\.txt:1: not UTF-8 text: byte\(s\) b'\\xe6' at column 3"):
+        build_corpus("local", tmp_path / "strict", paths=[wiki, book], wikitext_detokenize=True)
+    assert not (tmp_path / "strict").exists()
+    out = build_corpus("local", tmp_path / "c", paths=[wiki, book], wikitext_detokenize=True,
+                       encoding="utf-8-or-latin-1")
     assert load_documents(out)["text"] == ["The well-known ship, he said.", "[C\u00e6sar 1599]",
                                            "They say ' so ' , and go ."]
     m = json.loads((out / "manifest.json").read_text())

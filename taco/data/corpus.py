@@ -167,17 +167,32 @@ def local_input_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
 _WIKITEXT_MARKERS = (" @-@ ", " @,@ ", " @.@ ")
 
 
-def read_text_file(path: str | os.PathLike) -> tuple[str, str]:
-    """Text of ``path`` and the encoding used: UTF-8, else Latin-1 (every byte sequence decodes).
+#: how local text files are decoded (``--encoding``, config ``corpus.encoding``)
+ENCODINGS = ("utf-8", "latin-1", "utf-8-or-latin-1")
 
-    Latin-1 is the fallback because the NLTK Project Gutenberg selection (``corpus/gutenberg/``) is
-    Latin-1 in two files and NLTK reads it so (``/work/shared/data/SOURCES.md``). Universal newlines:
-    CRLF becomes ``\\n``.
+
+def read_text_file(path: str | os.PathLike, encoding: str = "utf-8") -> tuple[str, str]:
+    """Text of ``path`` and the encoding used. Universal newlines: CRLF becomes ``\\n``.
+
+    ``encoding``: ``utf-8`` (strict: a byte that is not UTF-8 raises
+    :class:`taco.data.textfile.InputEncodingError` naming the file, line and column),
+    ``latin-1`` (every byte sequence decodes), or ``utf-8-or-latin-1`` (UTF-8, else the whole file
+    as Latin-1: the NLTK Project Gutenberg selection has two Latin-1 files and NLTK reads it so;
+    the corpus manifest lists such files under ``latin1_files``).
     """
+    from taco.data.textfile import describe_decode_error, InputEncodingError
+
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown --encoding {encoding!r}; expected one of {ENCODINGS}")
     raw = Path(path).read_bytes().replace(b"\r\n", b"\n")
+    if encoding == "latin-1":
+        return raw.decode("latin-1"), "latin-1"
     try:
         return raw.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as exc:
+        if encoding == "utf-8":
+            raise InputEncodingError(describe_decode_error(
+                path, raw, exc, "corpus file (or set corpus.encoding / --encoding utf-8-or-latin-1)")) from None
         return raw.decode("latin-1"), "latin-1"
 
 
@@ -188,12 +203,12 @@ def is_wikitext_tokenized(text: str) -> bool:
 
 def read_local_documents(files: Sequence[Path], split_by: str = "blank_line",
                          detokenize: bool = False, unk_policy: str = "drop",
-                         report: dict[str, Any] | None = None) -> list[str]:
+                         report: dict[str, Any] | None = None, encoding: str = "utf-8") -> list[str]:
     """Documents of the given files in order: split, then ``<unk>`` policy, then detokenized.
 
     ``detokenize`` applies the WikiText detokenizer only to files that are WikiText-tokenized
     (``is_wikitext_tokenized``): plain prose read next to WikiText (the Gutenberg books) is kept as
-    written. Files that are not UTF-8 are read as Latin-1 (``read_text_file``). If ``report`` is a
+    written. Files are decoded by ``encoding`` (``read_text_file``). If ``report`` is a
     dict it receives ``{"latin1_files": [...], "detokenized_files": [...]}`` (file names).
     """
     if unk_policy not in UNK_POLICIES:
@@ -201,8 +216,8 @@ def read_local_documents(files: Sequence[Path], split_by: str = "blank_line",
     docs: list[str] = []
     latin1, detok = [], []
     for f in files:
-        text, encoding = read_text_file(f)
-        if encoding != "utf-8":
+        text, used = read_text_file(f, encoding)
+        if used != "utf-8":
             latin1.append(Path(f).name)
         detok_file = detokenize and is_wikitext_tokenized(text)
         if detok_file:
@@ -286,16 +301,18 @@ def load_hub_documents(specs: Sequence[tuple[str, str | None, str, str | None]],
 
 def _local_file_documents(task: tuple) -> tuple[list[str], dict[str, Any]]:
     """Worker: the documents of one local input file (text: split/unk/detokenize; parquet: rows)."""
-    f, split_by, detokenize, unk_policy, text_column = task
+    f, split_by, detokenize, unk_policy, text_column, encoding = task
     if Path(f).suffix == ".parquet":
         docs = [t.strip() for batch in iter_parquet_texts(f, text_column) for t in batch]
         return [d for d in docs if d], {}
     report: dict[str, Any] = {}
-    return read_local_documents([Path(f)], split_by, detokenize, unk_policy, report=report), report
+    return read_local_documents([Path(f)], split_by, detokenize, unk_policy, report=report,
+                                encoding=encoding), report
 
 
 def _local_part(files: Sequence[Path], data_dir: Path, split_by: str, detokenize: bool, unk_policy: str,
-                text_column: str, rows_per_doc: int, workers: int) -> tuple[dict[str, Any], dict[str, Any], int]:
+                text_column: str, rows_per_doc: int, workers: int,
+                encoding: str = "utf-8") -> tuple[dict[str, Any], dict[str, Any], int]:
     """Write the local documents to ``data_dir/text.arrow`` (files read by ``workers`` processes,
     in order, a few files in memory at a time). Returns (part, read report, characters)."""
     report: dict[str, list] = {"latin1_files": [], "detokenized_files": []}
@@ -303,7 +320,7 @@ def _local_part(files: Sequence[Path], data_dir: Path, split_by: str, detokenize
     rows_done = [0]
 
     def batches():
-        tasks = [(str(f), split_by, detokenize, unk_policy, text_column) for f in files]
+        tasks = [(str(f), split_by, detokenize, unk_policy, text_column, encoding) for f in files]
         with WorkerPool(workers) as pool:
             for docs, rep in pool.map(_local_file_documents, tasks):
                 for k, v in rep.items():
@@ -359,7 +376,8 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
                  hub_rows: Sequence[str] | None = None,
                  hub_preset: str = "paper", hub_text_column: str = "text", cache_dir: str | None = None,
                  num_proc: int | None = None, num_documents: int = 4000, seed: int = 0,
-                 span_rows: int = DEFAULT_SPAN_ROWS, workers: int = 1, overwrite: bool = False) -> Path:
+                 span_rows: int = DEFAULT_SPAN_ROWS, workers: int = 1, overwrite: bool = False,
+                 encoding: str = "utf-8") -> Path:
     """Build (or reuse) the corpus artifact at ``output``; returns its path.
 
     Args (besides the source's own, see the module docstring):
@@ -394,10 +412,16 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
         if unk_policy not in UNK_POLICIES:
             raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
         files = local_input_files(paths or [])
-        for f in files:  # a bad shard stops the step here, named, before any work
+        if encoding not in ENCODINGS:
+            raise ValueError(f"unknown --encoding {encoding!r}; expected one of {ENCODINGS}")
+        for f in files:  # a bad shard or a non-UTF-8 text file stops the step here, named, before any work
             if f.suffix == ".parquet":
                 check_parquet_shard(f, text_column)
+            elif encoding == "utf-8":
+                read_text_file(f, "utf-8")
         params.update(split_by=split_by, wikitext_detokenize=bool(wikitext_detokenize), unk_policy=unk_policy)
+        if encoding != "utf-8":
+            params["encoding"] = encoding
         if rows != "document":
             params.update(rows=rows, span_rows=span_rows)
         if any(f.suffix == ".parquet" for f in files):
@@ -440,7 +464,7 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
                       "in_place": False, "files": file_records([data_dir / "text.arrow"], "text", relative_to=tmp)}]
         elif source == "local":
             part, extra["local_files"], n_chars = _local_part(
-                files, data_dir, split_by, wikitext_detokenize, unk_policy, text_column, rpd, workers)
+                files, data_dir, split_by, wikitext_detokenize, unk_policy, text_column, rpd, workers, encoding)
             parts = [part]
         else:
             parts, extra["hub_fingerprints"] = _hub_parts(
@@ -495,6 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--split-by", choices=SPLIT_BY, default="blank_line")
     g.add_argument("--wikitext-detokenize", action="store_true")
     g.add_argument("--unk-policy", choices=UNK_POLICIES, default="drop")
+    g.add_argument("--encoding", choices=ENCODINGS, default="utf-8",
+                   help="decoding of text files: strict utf-8 (a bad byte stops with file and line), "
+                        "latin-1, or utf-8-or-latin-1 (per file; Latin-1 files listed in the manifest)")
     g.add_argument("--rows", choices=ROW_KINDS, default="document",
                    help="what one document of the input is: a document, or a sentence (grouped in spans)")
     g.add_argument("--text-column", default="text", help="text column of *.parquet inputs")
@@ -527,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
             hub_text_column=args.hub_text_column, cache_dir=args.cache_dir, num_proc=args.num_proc,
             num_documents=args.num_documents, seed=args.seed, overwrite=args.overwrite,
             rows=args.rows, text_column=args.text_column, hub_rows=args.hub_rows,
-            span_rows=args.span_rows, workers=args.workers)
+            span_rows=args.span_rows, workers=args.workers, encoding=args.encoding)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"taco corpus: error: {e}", file=sys.stderr)
         return 2

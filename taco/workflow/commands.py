@@ -144,7 +144,8 @@ class Commands:
             return args + ["--num-documents", _s(c["num_documents"]), "--seed", _s(self.config["seed"])]
         if c["source"] == "local":
             args += ["--paths", *(wc.substitute_root(p, self.config) for p in c["paths"]),
-                     "--split-by", c["split_by"], "--unk-policy", c["unk_policy"]]
+                     "--split-by", c["split_by"], "--unk-policy", c["unk_policy"],
+                     "--encoding", c.get("encoding", "utf-8")]
             if c.get("rows", "document") == "sentence":
                 args += ["--rows", "sentence", "--span-rows", _s(c.get("span_rows", 50))]
             return args + (["--wikitext-detokenize"] if c["wikitext_detokenize"] else [])
