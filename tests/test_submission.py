@@ -200,7 +200,7 @@ def test_errors_before_writing(tmp_path, capsys):
     with pytest.raises(UsageError, match=r":2: expected 3 tab-separated fields"):
         sub.read_run(bad)
     assert sub.main(["--runs", str(tmp_path / "nothing"), "--output", str(out)]) == 2
-    assert "no metrics.json" in capsys.readouterr().err
+    assert "nothing/metrics.json: no such metrics.json" in capsys.readouterr().err
     assert sub.main(["--runs", str(a), str(b), "--output", str(out)]) == 2
     assert not out.exists()
     assert sub.main(["--runs", str(a), "--output", str(out)]) == 0 and out.is_file()

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import math
 import os
 import sys
@@ -224,17 +223,12 @@ def read_run(directory: str | os.PathLike) -> RunRecord:
 
     Raises UsageError naming the file when ``metrics.json`` is missing or lacks a key.
     """
+    from taco.manifest import read_json_record
+
     d = Path(directory)
     mpath = d / "metrics.json"
-    if not mpath.is_file():
-        raise UsageError(f"{d}: no metrics.json (not a finished taco finetune run)")
-    try:
-        m = json.loads(mpath.read_text())
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{mpath}: not JSON ({exc})") from None
-    missing = [k for k in ("task", "seed", "checkpoint") if k not in m]
-    if missing:
-        raise UsageError(f"{mpath}: missing key(s) {', '.join(missing)}")
+    m = read_json_record(mpath, ("task", "seed", "checkpoint"), UsageError,
+                         "metrics.json (not a finished taco finetune run)")
     if m["task"] not in GLUE_TASK_SPECS:
         raise UsageError(f"{mpath}: unknown task {m['task']!r}")
     tpath = d / TEST_PREDICTIONS_NAME
