@@ -368,6 +368,37 @@ def _hub_parts(specs, row_kinds: Sequence[str], span_rows: int, text_column: str
     return parts, fingerprints
 
 
+def _local_parameters(paths, split_by: str, wikitext_detokenize: bool, unk_policy: str, rows: str,
+                      span_rows: int, text_column: str, encoding: str) -> tuple[list[Path], dict[str, Any], dict[str, str]]:
+    """Checks and artifact parameters of a local corpus, before any work: the input files (a bad
+    parquet shard or, with strict UTF-8, a text file that is not UTF-8 raises here, named), the
+    parameters that enter the artifact key, and the inputs' sha256 by path."""
+    params: dict[str, Any] = {}
+    if split_by not in SPLIT_BY:
+        raise ValueError(f"unknown --split-by {split_by!r}; expected one of {SPLIT_BY}")
+    if unk_policy not in UNK_POLICIES:
+        raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
+    files = local_input_files(paths or [])
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown --encoding {encoding!r}; expected one of {ENCODINGS}")
+    for f in files:  # a bad shard or a non-UTF-8 text file stops the step here, named, before any work
+        if f.suffix == ".parquet":
+            check_parquet_shard(f, text_column)
+        elif encoding == "utf-8":
+            read_text_file(f, "utf-8")
+    params.update(split_by=split_by, wikitext_detokenize=bool(wikitext_detokenize), unk_policy=unk_policy)
+    if encoding != "utf-8":
+        params["encoding"] = encoding
+    if rows != "document":
+        params.update(rows=rows, span_rows=span_rows)
+    if any(f.suffix == ".parquet" for f in files):
+        params["text_column"] = text_column
+    inputs = {str(f): sha256_file(f) for f in files}
+    # the key depends on file contents and order, not on where the files lie
+    params["input_order"] = [f.name for f in files]
+    return files, params, inputs
+
+
 def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str | os.PathLike] | None = None,
                  split_by: str = "blank_line", wikitext_detokenize: bool = False, unk_policy: str = "drop",
                  rows: str = "document", text_column: str = "text",
@@ -407,28 +438,9 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
             raise ValueError(f"--num-documents must be >= 1, got {num_documents}")
         params.update(num_documents=num_documents, seed=seed)
     elif source == "local":
-        if split_by not in SPLIT_BY:
-            raise ValueError(f"unknown --split-by {split_by!r}; expected one of {SPLIT_BY}")
-        if unk_policy not in UNK_POLICIES:
-            raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
-        files = local_input_files(paths or [])
-        if encoding not in ENCODINGS:
-            raise ValueError(f"unknown --encoding {encoding!r}; expected one of {ENCODINGS}")
-        for f in files:  # a bad shard or a non-UTF-8 text file stops the step here, named, before any work
-            if f.suffix == ".parquet":
-                check_parquet_shard(f, text_column)
-            elif encoding == "utf-8":
-                read_text_file(f, "utf-8")
-        params.update(split_by=split_by, wikitext_detokenize=bool(wikitext_detokenize), unk_policy=unk_policy)
-        if encoding != "utf-8":
-            params["encoding"] = encoding
-        if rows != "document":
-            params.update(rows=rows, span_rows=span_rows)
-        if any(f.suffix == ".parquet" for f in files):
-            params["text_column"] = text_column
-        inputs = {str(f): sha256_file(f) for f in files}
-        # the key depends on file contents and order, not on where the files lie
-        params["input_order"] = [f.name for f in files]
+        files, local_params, inputs = _local_parameters(paths, split_by, wikitext_detokenize, unk_policy,
+                                                        rows, span_rows, text_column, encoding)
+        params.update(local_params)
     else:
         specs = _hub_specs(hub_datasets, hub_configs, hub_splits, hub_revisions, hub_preset)
         kinds = list(hub_rows or []) or (HUB_PRESET_ROWS.get(hub_preset, []) if not hub_datasets else [])

@@ -616,43 +616,7 @@ def run(plan: Plan) -> int:
     runlog = RunLogCallback(state_dir / "logs", extra={"until": plan.until})
     runlog._is_world_zero = rank == 0
 
-    # where to start: newest valid scratch state of this run past the resume point, else the budget
-    states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage)
-              if plan.start_step < s <= plan.until]
-    if states and states[-1][0] == plan.until:  # a kept final state: exported before?
-        problem = _final_state_problem(plan, states[-1][1])
-        if problem:
-            runlog.write_event({"event": "stale_final_state", "step": plan.until, "path": str(states[-1][1]),
-                                "reason": problem})
-            print(f"taco pretrain: the kept final state {states[-1][1]} does not match its export record "
-                  f"({problem}); training the segment again", file=sys.stderr)
-            if rank == 0:
-                shutil.rmtree(states[-1][1], ignore_errors=True)
-            states = states[:-1]
-    resume_ckpt: Path | None = None
-    wall_before = 0.0
-    if states:
-        step, resume_ckpt = states[-1]
-        wall_before = float(json.loads((resume_ckpt / STATE_MARKER).read_text()).get("segment_wall_time_s", 0.0))
-        runlog.write_event({"event": "resume_state", "step": step, "path": str(resume_ckpt)})
-        if step == plan.until:
-            runlog.write_event({"event": "reexport", "step": step, "path": str(resume_ckpt)})
-            print(f"taco pretrain: the final state of this segment is in {resume_ckpt} (step {step}, same "
-                  "settings and parent): exporting it again, no training", file=sys.stderr)
-        else:
-            print(f"taco pretrain: resuming from intermediate state {resume_ckpt} (step {step})", file=sys.stderr)
-    elif plan.resume_from is not None:
-        if rank == 0:
-            resume_ckpt = _stage_budget(plan.resume_from, state_dir, plan.start_step, plan.config_hash,
-                                        plan.parent_lineage)
-            runlog.write_event({"event": "resume_budget", "step": plan.start_step, "path": str(plan.resume_from)})
-        else:  # torchrun: rank 0 stages the budget; the others wait for its marker
-            resume_ckpt = state_dir / f"checkpoint-{plan.start_step}"
-            deadline = time.time() + 1800
-            while not (resume_ckpt / STATE_MARKER).is_file():
-                if time.time() > deadline:
-                    raise RuntimeError(f"rank {rank}: {resume_ckpt} was not staged by rank 0")
-                time.sleep(1.0)
+    resume_ckpt, wall_before = _start_point(plan, state_dir, runlog, rank)
     current_step = int(_CKPT_RE.match(resume_ckpt.name).group(1)) if resume_ckpt else 0
 
     # SIGTERM: finish the current step, save a state, exit 143
@@ -710,6 +674,57 @@ def run(plan: Plan) -> int:
 
     if rank != 0:  # rank 0 writes the budget checkpoint
         return 0
+    _export_and_keep_final_state(plan, state_dir, t0, wall_before)
+    print(f"taco pretrain: wrote {plan.output} (step {plan.until})", file=sys.stderr)
+    return 0
+
+
+def _start_point(plan: Plan, state_dir: Path, runlog: Any, rank: int) -> tuple[Path | None, float]:
+    """Where the segment starts: the newest valid scratch state of this run past the resume point
+    (a kept final state only if it matches its export record), else the staged parent budget, else
+    nothing (step 0). Returns ``(checkpoint or None, segment wall time already spent, s)``."""
+    states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage)
+              if plan.start_step < s <= plan.until]
+    if states and states[-1][0] == plan.until:  # a kept final state: exported before?
+        problem = _final_state_problem(plan, states[-1][1])
+        if problem:
+            runlog.write_event({"event": "stale_final_state", "step": plan.until, "path": str(states[-1][1]),
+                                "reason": problem})
+            print(f"taco pretrain: the kept final state {states[-1][1]} does not match its export record "
+                  f"({problem}); training the segment again", file=sys.stderr)
+            if rank == 0:
+                shutil.rmtree(states[-1][1], ignore_errors=True)
+            states = states[:-1]
+    resume_ckpt: Path | None = None
+    wall_before = 0.0
+    if states:
+        step, resume_ckpt = states[-1]
+        wall_before = float(json.loads((resume_ckpt / STATE_MARKER).read_text()).get("segment_wall_time_s", 0.0))
+        runlog.write_event({"event": "resume_state", "step": step, "path": str(resume_ckpt)})
+        if step == plan.until:
+            runlog.write_event({"event": "reexport", "step": step, "path": str(resume_ckpt)})
+            print(f"taco pretrain: the final state of this segment is in {resume_ckpt} (step {step}, same "
+                  "settings and parent): exporting it again, no training", file=sys.stderr)
+        else:
+            print(f"taco pretrain: resuming from intermediate state {resume_ckpt} (step {step})", file=sys.stderr)
+    elif plan.resume_from is not None:
+        if rank == 0:
+            resume_ckpt = _stage_budget(plan.resume_from, state_dir, plan.start_step, plan.config_hash,
+                                        plan.parent_lineage)
+            runlog.write_event({"event": "resume_budget", "step": plan.start_step, "path": str(plan.resume_from)})
+        else:  # torchrun: rank 0 stages the budget; the others wait for its marker
+            resume_ckpt = state_dir / f"checkpoint-{plan.start_step}"
+            deadline = time.time() + 1800
+            while not (resume_ckpt / STATE_MARKER).is_file():
+                if time.time() > deadline:
+                    raise RuntimeError(f"rank {rank}: {resume_ckpt} was not staged by rank 0")
+                time.sleep(1.0)
+    return resume_ckpt, wall_before
+
+
+def _export_and_keep_final_state(plan: Plan, state_dir: Path, t0: float, wall_before: float) -> None:
+    """Rank 0: write the budget checkpoint from the final state, record the export, and drop the
+    intermediate states (the final one stays, hard-linked, so a deleted budget is exported again)."""
     final = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage)
              if s == plan.until]
     if not final:
@@ -728,8 +743,6 @@ def run(plan: Plan) -> int:
         if p != final_ckpt:
             shutil.rmtree(p, ignore_errors=True)
     _drop_retained_parent_state(plan)
-    print(f"taco pretrain: wrote {plan.output} (step {plan.until})", file=sys.stderr)
-    return 0
 
 
 def _link_or_copy(src: Path, dest: Path) -> None:
