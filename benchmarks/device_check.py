@@ -257,13 +257,11 @@ def _need_datasets() -> None:
 
 
 def _cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    """The CPU's model name (one definition: ``bench_pretrain.cpu_name``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_pretrain import cpu_name
+
+    return cpu_name()
 
 
 def _driver_version() -> str | None:
