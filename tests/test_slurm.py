@@ -50,6 +50,9 @@ REDUCTION = {
     ("finetune", "max_train_samples"): 128,
     ("finetune", "max_eval_samples"): 128,
     ("dynamics", "enabled"): False,
+    # configs/smoke.yaml runs all seeds of a (checkpoint, task) in one job; config.yaml, which SLURM
+    # users run, submits one job per seed: that is the form tested here.
+    ("finetune", "seeds_per_job"): "one",
 }
 # The profile's per-job sizes are a real cluster's (8 CPUs per GPU, 64 GB, ...); the test node has
 # 4 CPU slots, 16 GB and 4 fake GPUs. Only these keys change; the GPU counts, every other setting and
@@ -73,7 +76,7 @@ def derived_config(tmp_path: Path) -> Path:
 def derived_profile(tmp_path: Path) -> Path:
     profile = yaml.safe_load(PROFILE.read_text())
     assert profile["executor"] == "slurm"
-    for rule in ("pretrain", "finetune", "dynamics"):
+    for rule in ("pretrain", "finetune", "finetune_seeds", "dynamics"):
         assert profile["set-resources"][rule]["gpu"] >= 1, rule
         profile["set-resources"][rule].update(TEST_NODE_SIZES)
     profile["default-resources"]["mem_mb"] = TEST_NODE_SIZES["mem_mb"]
