@@ -5,6 +5,7 @@ to reuse an artifact made with other parameters."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -265,3 +266,22 @@ def test_progress_lines():
     q = Progress("x", interval=3600, stream=quiet)
     q.update(5)
     assert quiet.getvalue() == ""  # nothing before the interval has passed
+
+
+def test_scaling_benchmark_corpus_reads_the_real_books(shared_data, tmp_path, monkeypatch):
+    """``bench_packing.py --scaling`` builds its corpus from WikiText-2 and every Gutenberg book,
+    two of which hold Latin-1 bytes (SOURCES.md): it must read them (as configs/cpu-real.yaml does)
+    and write UTF-8 files of the requested size."""
+    import importlib
+    import sys as _sys
+
+    monkeypatch.setenv("TACO_SHARED_DATA", str(shared_data))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    _sys.modules.pop("bench_packing", None)
+    bench = importlib.import_module("bench_packing")
+    written, n_docs = bench.write_text_corpus(tmp_path / "text", 0.002, file_mb=1)
+    files = sorted((tmp_path / "text").glob("part-*.txt"))
+    assert len(files) == 2 and written >= 2_000_000 and n_docs > 100
+    assert sum(f.stat().st_size for f in files) == written
+    for f in files:
+        f.read_text(encoding="utf-8")  # strict: every file is valid UTF-8
