@@ -7,7 +7,9 @@ gets a fresh parse:
 
 prints one line ``DAG_JOBS_JSON=[...]`` with, per job: ``rule``, ``wildcards``, ``shellcmd`` (the
 command exactly as Snakemake formats it for the shell), ``input`` (name -> paths, ``""`` = all),
-``output`` (all paths), ``threads`` and the rule's ``resources``. :func:`list_jobs` wraps it.
+``output`` (all paths), ``threads``, the rule's ``resources`` and ``local`` (a ``localrules:`` rule or
+one without a command: Snakemake runs it itself and never submits it to a cluster executor; the
+test of ``Workflow.is_local`` without its "everything is local" switch). :func:`list_jobs` wraps it.
 
 The DAG is built with ``forceall`` (every job of the targets, nothing on disk needed) through
 ``WorkflowApi._workflow._prepare_dag/_build_dag``: the steps ``snakemake --dry-run`` takes, minus the
@@ -81,6 +83,7 @@ def main(argv: list[str]) -> int:
                 "output": [str(f) for f in job.output],
                 "threads": job.threads,
                 "resources": {k: _plain(v) for k, v in job.resources.items()},
+                "local": job.rule.name in workflow._localrules or bool(job.rule.norun),
             })
     print(MARK + json.dumps(jobs))
     return 0

@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dag_jobs import list_jobs  # noqa: E402
 from slurm_cluster import LocalSlurm, unavailable_reason  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -114,13 +115,9 @@ def job_stats(log: str) -> dict[str, int]:
     return counts
 
 
-def local_rules() -> set[str]:
-    """The rules the workflow declares ``localrules:`` (run by Snakemake itself, never submitted)."""
-    names: set[str] = set()
-    for smk in [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]:
-        for block in re.findall(r"^localrules:\s*\n((?:[ \t]+\w+,?[ \t]*\n)+)", smk.read_text(), re.M):
-            names.update(re.findall(r"\w+", block))
-    return names
+def local_rules(config: Path, workdir: Path) -> set[str]:
+    """The rules of ``config``'s DAG that Snakemake runs itself (``localrules:``, ``all``): never submitted."""
+    return {job["rule"] for job in list_jobs(workdir, [config]) if job["local"]}
 
 
 def squeue_all() -> dict[str, dict[str, str]]:
@@ -209,10 +206,10 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
     planned = job_stats(slurm_log)
     assert planned.get("pretrain") == 6, planned  # 2 variants x 3 budget segments
     assert planned.get("finetune", 0) >= 1, planned
-    local = local_rules()
-    assert {"analysis_spec", "run_config"} <= local, local
+    local = local_rules(config, tmp_path / "dag")
+    assert {"all", "analysis_spec", "run_config"} <= local, local
     assert {rule: len(ids) for rule, ids in by_rule.items()} == {
-        rule: n for rule, n in planned.items() if rule != "all" and rule not in local}, (planned, by_rule)
+        rule: n for rule, n in planned.items() if rule not in local}, (planned, by_rule)
     assert "analysis_spec" in planned and not local & set(by_rule)  # localrules never go to SLURM
     # the profile's GPU requests reached SLURM (fake GPUs on the test node)
     assert re.search(r"gres[:/]gpu[:=]2", scontrol_job(by_rule["pretrain"][0])), scontrol_job(by_rule["pretrain"][0])

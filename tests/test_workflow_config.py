@@ -179,23 +179,19 @@ def test_bad_analysis_setting_stops_before_any_job(tmp_path):
     assert "primary_metric" in text and "qqp" in text and "Job stats" not in text
 
 
-def test_slurm_profile_sizes_every_gpu_rule():
-    """Each rule that asks for a GPU (``gpu=`` other than 0 among its resources, the ``use rule ... as
-    X with:`` variants included) has its own ``set-resources`` entry with ``gpu >= 1`` in the SLURM
+def test_slurm_profile_sizes_every_gpu_rule(tmp_path):
+    """Each rule whose jobs ask for a GPU in the paper configuration (``gpu >= 1`` among the job's
+    resources as Snakemake builds them; both fine-tuning forms, one job per seed and
+    ``finetune.seeds_per_job: all``) has its own ``set-resources`` entry with ``gpu >= 1`` in the SLURM
     profile; otherwise SLURM would run it on a CPU node with the default resources."""
-    import re
+    from dag_jobs import list_jobs
 
-    profile = yaml.safe_load((REPO / "workflow/profiles/slurm/config.v8+.yaml").read_text())
-    header = re.compile(r"^\s*(?:rule (\w+):|use rule \w+ as (\w+) with:)", re.M)
     gpu_rules = set()
-    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
-        text = smk.read_text()
-        heads = list(header.finditer(text))
-        for head, nxt in zip(heads, heads[1:] + [None]):
-            body = text[head.end(): nxt.start() if nxt else len(text)]
-            if re.search(r"^\s+gpu=(?!0,)", body, re.M):
-                gpu_rules.add(head.group(1) or head.group(2))
+    for name, override in (("one", None), ("all", {"finetune": {"seeds_per_job": "all"}})):
+        jobs = list_jobs(tmp_path / name, [REPO / "config.yaml"], override)
+        gpu_rules |= {j["rule"] for j in jobs if (j["resources"].get("gpu") or 0) >= 1}
     assert {"pretrain", "finetune", "finetune_seeds"} <= gpu_rules, gpu_rules
+    profile = yaml.safe_load((REPO / "workflow/profiles/slurm/config.v8+.yaml").read_text())
     sized = profile["set-resources"]
     missing = sorted(r for r in gpu_rules if r not in sized or sized[r].get("gpu", 0) < 1)
     assert not missing, f"GPU rules without a set-resources entry in the SLURM profile: {missing}"
