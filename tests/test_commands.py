@@ -248,21 +248,34 @@ def expect_pretrain(cfg, job):
         "size": s["preset"], "size_name": w["size"], "objective": w["variant"], "max_steps": s["max_steps"],
         "warmup_steps": s["warmup_steps"], "per_device_batch_size": s["per_device_batch_size"],
         "grad_accum": s["grad_accum"], "lr": s["learning_rate"], "weight_decay": s["weight_decay"],
-        "mlm_probability": pre["mlm_probability"], "tc_weight": tc["weight"], "tc_temperature": tc["temperature"],
-        "tc_window": tc["window"], "tc_negatives": tc["negatives"], "precision": s["precision"],
+        "mlm_probability": pre["mlm_probability"], "precision": s["precision"],
         "seed": cfg["seed"], "until": int(w["step"]), "save_every": s["save_every"],
         "logging_steps": pre["logging_steps"], "no_progress": True, "resume_from": parent,
         "blocks": f"{R}/data/blocks/data-{w['fraction']}", "output": f"{R}/pretrain/{run_dir(w)}",
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
-        **expect_tp(cfg, w),
+        **expect_tc(cfg, w), **expect_tp(cfg, w),
     }
+
+
+def expect_tc(cfg, w):
+    """The TC loss's options reach `taco pretrain` only for objectives that use the TC loss (registry
+    flag uses_tc): for MLM and MLM+TP they cannot change the weights, so they are no params."""
+    from taco.registry import OBJECTIVE_SPECS
+
+    if not OBJECTIVE_SPECS[w["variant"]].uses_tc:
+        return {}
+    tc = cfg["pretrain"]["tc"]
+    return {"tc_weight": tc["weight"], "tc_temperature": tc["temperature"], "tc_window": tc["window"],
+            "tc_negatives": tc["negatives"]}
 
 
 def expect_tp(cfg, w):
     """MLM+TP's weighting reaches `taco pretrain` only when pretrain.tp differs from its defaults."""
     tp = cfg["pretrain"].get("tp") or {}
     weight, mode = float(tp.get("weight", 1.0)), tp.get("mode", "separate")
-    if w["variant"] != "mlm_tp" or (weight == 1.0 and mode == "separate"):
+    from taco.registry import OBJECTIVE_SPECS
+
+    if not OBJECTIVE_SPECS[w["variant"]].uses_tp or (weight == 1.0 and mode == "separate"):
         return {}
     return {"tp_weight": weight, "tp_mode": mode}
 
@@ -283,15 +296,47 @@ def test_tp_weighting_reaches_mlm_tp_only():
     assert "--tp-mode" not in Commands(cfg).pretrain_args(W("taco"))
 
 
+def test_loss_options_reach_only_the_objectives_that_use_the_loss():
+    """Issue 19.4: pretrain.tc reaches TC objectives only, pretrain.tp MLM+TP only (registry flags), so
+    a TC temperature never changes an MLM segment's params; a TC run's params keep their old form."""
+    from taco.registry import OBJECTIVE_SPECS
+    from taco.workflow.commands import Commands
+
+    class W:  # the wildcards of one pretrain job
+        def __init__(self, variant):
+            self.size, self.variant, self.fraction, self.step = "small", variant, "1.0", "10000"
+
+    base = load_config(["config.yaml"], {})
+    hot = load_config(["config.yaml"], {"pretrain": {"tc": {"temperature": 0.5, "window": 7, "negatives": 9,
+                                                             "weight": 2.0},
+                                                      "tp": {"weight": 0.5, "mode": "separate"}}})
+    for name, spec in OBJECTIVE_SPECS.items():
+        before, after = Commands(base).pretrain_args(W(name)), Commands(hot).pretrain_args(W(name))
+        assert ("--tc-temperature" in after) == spec.uses_tc, (name, after)
+        assert ("--tp-weight" in after) == spec.uses_tp, (name, after)
+        assert (before == after) == (not spec.uses_tc and not spec.uses_tp), name
+    words = Commands(hot).pretrain_args(W("taco"))
+    i = words.index("--mlm-probability")
+    assert words[i + 2:i + 11] == ["--tc-weight", "2.0", "--tc-temperature", "0.5", "--tc-window", "7",
+                                   "--tc-negatives", "9", "--precision"]
+    assert "--tp-weight" not in words
+    tp = Commands(hot).pretrain_args(W("mlm_tp"))
+    assert tp[tp.index("--tp-weight") + 1] == "0.5" and "--tc-weight" not in tp
+
+
 def check_pretrain(cfg, job, parsed):
+    from taco.registry import OBJECTIVE_SPECS
     from taco.training.pretrain import _objective_params
 
     tc = cfg["pretrain"]["tc"]
     s = cfg["pretrain"]["sizes"][job["wildcards"]["size"]]
     # the values reach the objective as the model's parameters (temperature tau, window W, K, ...)
     params = _objective_params(parsed.args)
-    assert params["tc_temperature"] == tc["temperature"] and params["tc_window"] == tc["window"]
-    assert params["tc_num_negatives"] == tc["negatives"] and params["tc_weight"] == tc["weight"]
+    if OBJECTIVE_SPECS[job["wildcards"]["variant"]].uses_tc:
+        assert params["tc_temperature"] == tc["temperature"] and params["tc_window"] == tc["window"]
+        assert params["tc_num_negatives"] == tc["negatives"] and params["tc_weight"] == tc["weight"]
+    else:
+        assert "--tc-" not in job["shellcmd"], job["shellcmd"]
     assert params["mlm_probability"] == cfg["pretrain"]["mlm_probability"]
     # one process per GPU of the job: the global batch is per_device x grad_accum x num_gpus
     torchrun = parsed.wrappers.get("torch.distributed.run")

@@ -29,7 +29,9 @@ what Snakemake does when they change:
 Settings that change no result and therefore stay out of ``params`` (tested by
 ``tests/test_rerun.py``): ``pretrain.logging_steps``, ``pretrain.sizes.<size>.{save_every, threads,
 mem_mb, runtime}``, ``finetune.{threads, mem_mb, runtime, num_gpus, seeds_per_job}``,
-``data_threads``, ``gpus`` and the interpreter. ``pretrain.sizes.<size>.num_gpus`` is
+``data_threads``, ``gpus``, ``gpu_lock_dir`` and the interpreter; and a loss's options for the objectives
+that do not use that loss: ``pretrain.tc`` reaches only objectives with ``uses_tc``, ``pretrain.tp``
+only those with ``uses_tp`` (``taco.registry``). ``pretrain.sizes.<size>.num_gpus`` is
 result-changing: it sets the number of processes and so the global batch
 (``per_device_batch_size x grad_accum x num_gpus``).
 
@@ -45,6 +47,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from taco.registry import OBJECTIVE_SPECS
 from taco.workflow import config as wc
 
 #: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
@@ -191,9 +194,10 @@ class Commands:
 
     # ------------------------------------------------------------------ pre-training
     def pretrain_args(self, wildcards: Any) -> list[str]:
+        """``taco pretrain`` with what changes the weights of this run: schedule, batch, optimiser, seed,
+        and the options of the losses its objective uses (:meth:`_loss_args`)."""
         s = self.config["pretrain"]["sizes"][wildcards.size]
         pre = self.config["pretrain"]
-        tc = pre["tc"]
         n = int(s["num_gpus"])
         # several GPUs in one job (local slots or a SLURM allocation): one process per GPU
         module = (["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", _s(n)] if n > 1 else [])
@@ -202,19 +206,29 @@ class Commands:
             "--max-steps", _s(s["max_steps"]), "--warmup-steps", _s(s["warmup_steps"]),
             "--per-device-batch-size", _s(s["per_device_batch_size"]), "--grad-accum", _s(s["grad_accum"]),
             "--lr", _s(s["learning_rate"]), "--weight-decay", _s(s["weight_decay"]),
-            "--mlm-probability", _s(pre["mlm_probability"]), "--tc-weight", _s(tc["weight"]),
-            "--tc-temperature", _s(tc["temperature"]), "--tc-window", _s(tc["window"]),
-            "--tc-negatives", _s(tc["negatives"]), "--precision", s["precision"],
+            "--mlm-probability", _s(pre["mlm_probability"]), *self._tc_args(wildcards),
+            "--precision", s["precision"],
             "--seed", _s(wc.pretrain_seed_of(self.config, getattr(wildcards, "pseed", ""))),
             "--until", wildcards.step] + self._tp_args(wildcards)
 
+    def _tc_args(self, wildcards: Any) -> list[str]:
+        """``--tc-weight/--tc-temperature/--tc-window/--tc-negatives`` of a run whose objective uses the
+        TC loss (``taco.registry`` flag ``uses_tc``); none for the others (MLM, MLM+TP), whose weights
+        these options cannot change, so changing ``pretrain.tc`` re-runs none of their segments."""
+        if not OBJECTIVE_SPECS[wildcards.variant].uses_tc:
+            return []
+        tc = self.config["pretrain"]["tc"]
+        return ["--tc-weight", _s(tc["weight"]), "--tc-temperature", _s(tc["temperature"]),
+                "--tc-window", _s(tc["window"]), "--tc-negatives", _s(tc["negatives"])]
+
     def _tp_args(self, wildcards: Any) -> list[str]:
-        """``--tp-weight``/``--tp-mode`` of an ``mlm_tp`` run, only when ``pretrain.tp`` differs from
-        the defaults (weight 1.0, mode separate, which ``taco pretrain`` applies itself): the params of
-        every run trained before the setting existed stay the same, so nothing re-runs."""
+        """``--tp-weight``/``--tp-mode`` of a run whose objective uses token prediction (registry flag
+        ``uses_tp``: ``mlm_tp``), only when ``pretrain.tp`` differs from the defaults (weight 1.0, mode
+        separate, which ``taco pretrain`` applies itself): the params of every run trained before the
+        setting existed stay the same, so nothing re-runs; other objectives never get them."""
         tp = self.config["pretrain"].get("tp") or {}
         weight, mode = float(tp.get("weight", 1.0)), tp.get("mode", "separate")
-        if wildcards.variant != "mlm_tp" or (weight == 1.0 and mode == "separate"):
+        if not OBJECTIVE_SPECS[wildcards.variant].uses_tp or (weight == 1.0 and mode == "separate"):
             return []
         return ["--tp-weight", _s(weight), "--tp-mode", mode]
 
