@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tables": ("taco.report.tables", "paper tables (CSV, Markdown, LaTeX) beside published values"),
     "figures": ("taco.report.figures", "paper figures (PNG, PDF)"),
     "pretrain-curves": ("taco.report.pretrain_curves", "pre-training curves: training losses, validation loss per budget"),
+    "efficiency": ("taco.report.efficiency",
+                   "steps-to-target speedups of TACO over MLM with intervals, and their verdicts"),
     "claims": ("taco.report.claims", "check the paper's claims on the reproduced numbers"),
     "deviations": ("taco.report.deviations", "every difference of the run configuration from the paper's setup"),
     "plan": ("taco.workflow.plan", "compute plan of a configuration: jobs, FLOPs, GPU-hours, disk, time limits"),

@@ -1,0 +1,713 @@
+"""Steps-to-target speedups with intervals, and the decision of "B reaches A's level at T in fewer steps".
+
+``taco efficiency --checkpoints DIR [DIR ...] [--aggregate-dir DIR] [--analysis FILE] --output-dir D``
+writes ``efficiency.csv``, ``efficiency.md`` and ``efficiency.png`` / ``.pdf`` into ``D``.
+
+**The speedup.** For a reference arm A (``mlm``), an arm B (``taco``) of one model size and data
+fraction, and a target budget T (steps): the target is A's mean value at T; k* is the step at which
+B's *mean curve* (mean over its statistical units at every step they share) reaches the target, by
+linear interpolation in log-step between the two points of B that bracket it (``ln k`` linear in the
+value between them). The speedup is T / k* (dimensionless; > 1: B needs fewer steps). When B's
+first point already reaches the target, k* is at most that step and the speedup at least T / step
+(status ``already beats at first point``, the speedup printed as ``>= T/step``); when no point of B
+reaches it, the speedup is below T / last step (status ``never reaches``). Steps <= 0 (the
+no-pre-training control) are not on a log axis and are left out.
+
+Two kinds of curve, each a row of the table:
+
+- ``validation_mlm_loss`` (nats, lower is better): the validation MLM loss on the fixed validation
+  blocks and masks (:mod:`taco.training.validation`) of every budget checkpoint of a run, plus the
+  points measured inside a segment (``eval.json`` key ``points``: a list of ``{"step", "mlm_loss"}``;
+  read when present). T is the last budget both arms reached. The unit is the pre-training run.
+- ``glue_average`` (GLUE points x100, higher is better): the per-seed GLUE average of the fine-tuned
+  budgets (``taco aggregate``'s ``per_seed.csv``, over the spec's average keys), the paper's form:
+  T is the step that plays the paper's ``250k`` for the small role (``500k`` for base), and the
+  paper's speedup (5x: TACO-50k matches MLM-250k; 2x for base) is printed beside. Units as in
+  :func:`taco.report.stats.statistical_units`: pre-training runs (their fine-tuning seeds nested and
+  averaged) when an arm has two or more, else fine-tuning seeds (then the interval covers
+  fine-tuning only, and the note says so).
+
+**The interval.** A bootstrap over the units, each arm resampled on its own (A's target moves with
+its resample): pre-training runs drawn with replacement and, inside each drawn run, its fine-tuning
+seeds drawn with replacement (two-stage bootstrap of nested data, Davison & Hinkley 1997, Sec. 3.8);
+``n_resamples`` draws, generator ``rng_for(seed, label)``. The interval is the percentile interval at
+level 1 - 2 alpha (90% for alpha = 0.05) of T / k*, taken as order statistics (``never reaches``
+counts as speedup 0, ``already beats`` as infinity: both are ordered correctly without a value).
+With fewer than two units in an arm there is no interval, and the reason is printed. Percentile
+intervals under-cover at 3-5 units (docs: DESIGN pitfalls); the note says how many units made it.
+
+**Compute.** The same ratio in training FLOPs with the TC term counted: FLOPs of A's T steps over
+FLOPs of B's k* steps, FLOPs per step = ``pretrain_flops_per_token`` (:mod:`taco.workflow.flops`,
+pure Python) x ``seq_len`` x global batch, all read from the checkpoints' manifests. Since the
+per-step FLOPs are constants, the compute speedup and its interval are the step speedup and its
+interval times F_A / F_B.
+
+**The decision** (claims ``E1`` validation loss, ``E2`` GLUE average), at alpha = 1 -
+``confidence_level`` of the analysis spec:
+
+- *supported* when the per-unit values at T are better for B by the one-sided exact permutation test
+  (``scipy.stats.permutation_test``, difference of means, every partition when they fit in
+  ``n_resamples``: 1 / C(n_A + n_B, n_A) = 1/20 at the extreme for 3 vs 3) with p <= alpha, and the
+  lower bound of the speedup's 1 - 2 alpha interval exceeds 1;
+- *not supported* when A is better at T by the same test (p <= alpha) or the interval's upper bound
+  is below 1;
+- *inconclusive* otherwise, including every arm with a single unit (no test, no interval).
+
+Variance components at T (the SD of the pre-training run and of the fine-tuning seed, one-way
+random-effects ANOVA with the unbalanced n0 of Searle et al. 1992, Sec. 3.6; the run component
+truncated at 0) are reported where both exist (GLUE curves of replicated pre-training); for the
+validation loss only the run SD exists.
+
+Reads JSON and CSV only (torch-free: the statistics environment runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from taco.manifest import read_manifest
+from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.report.stats import (
+    average_keys,
+    min_attainable_pvalue,
+    permutation_pvalue,
+    rng_for,
+)
+
+NAME = "efficiency"
+LOWER, HIGHER = "lower", "higher"
+REACHED, NEVER, ALREADY, NO_CURVE = "reached", "never reaches", "already beats at first point", "no curve"
+SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
+LOSS_FORM, GLUE_FORM = "validation_mlm_loss", "glue_average"
+#: reference and compared objective of every efficiency claim
+REFERENCE, COMPARED = "mlm", "taco"
+#: role -> (paper budget of A = the target T, paper budget where B matches it, the paper's speedup);
+#: Sec. 5 / Tables 1 and 3: TACO-50k matches MLM-250k (small), TACO-250k matches MLM-500k (base)
+PAPER_SPEEDUP: dict[str, tuple[str, str, float]] = {"small": ("250k", "50k", 5.0), "base": ("500k", "250k", 2.0)}
+#: fine-tuning seed recorded for a curve without fine-tuning (the validation loss)
+NO_FINETUNE = -1
+
+CSV_COLUMNS = [
+    "claim_id", "form", "unit_of_value", "better", "size", "fraction", "a", "b", "target_step", "target_budget",
+    "target_value", "status", "k_star", "speedup", "ci_level", "speedup_ci_low", "speedup_ci_high",
+    "interval_note", "flops_per_step_a", "flops_per_step_b", "compute_speedup", "compute_ci_low",
+    "compute_ci_high", "paper_speedup", "unit", "n_units_a", "n_units_b", "n_runs_a", "n_runs_b",
+    "mean_a_at_t", "mean_b_at_t", "p_b_better", "p_a_better", "min_attainable_p", "sd_run_a", "sd_run_b",
+    "sd_seed_a", "sd_seed_b", "verdict", "reason", "curve_steps",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# the crossing
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Crossing:
+    """Where a curve reaches a target: ``step`` k* (None unless ``status == REACHED``), ``status``,
+    and ``bound_step``: the first point's step (``ALREADY``) or the last one's (``NEVER``)."""
+
+    step: float | None
+    status: str
+    bound_step: float | None = None
+
+    def speedup(self, target_step: float) -> float:
+        """T / k* (dimensionless); 0 for ``NEVER``, +inf for ``ALREADY`` (their ordering), nan for no curve."""
+        if self.status == REACHED:
+            return float(target_step) / float(self.step)
+        if self.status == NEVER:
+            return 0.0
+        if self.status == ALREADY:
+            return math.inf
+        return math.nan
+
+
+def _reaches(value: float, target: float, better: str) -> bool:
+    return value <= target if better == LOWER else value >= target
+
+
+def crossing_step(steps: Sequence[float], values: Sequence[float], target: float, better: str = LOWER) -> Crossing:
+    """The step k* at which the curve ``(steps, values)`` first reaches ``target``.
+
+    Between the bracketing points (s0, v0), (s1, v1), ln k* = ln s0 + (v0 - target) / (v0 - v1) *
+    (ln s1 - ln s0): linear in log-step. ``better``: ``lower`` (a loss: reached when value <= target)
+    or ``higher`` (a score: value >= target). Points with step <= 0 or a non-finite value are left
+    out; the rest are sorted by step. Returns :class:`Crossing` (``ALREADY`` if the first point
+    reaches it, ``NEVER`` if none does, ``NO_CURVE`` without points).
+    """
+    if better not in (LOWER, HIGHER):
+        raise ValueError(f"better must be {LOWER!r} or {HIGHER!r}, got {better!r}")
+    pts = sorted((float(s), float(v)) for s, v in zip(steps, values) if s > 0 and math.isfinite(v))
+    if not pts or not math.isfinite(target):
+        return Crossing(None, NO_CURVE)
+    if _reaches(pts[0][1], target, better):
+        return Crossing(None, ALREADY, pts[0][0])
+    for (s0, v0), (s1, v1) in zip(pts, pts[1:]):
+        if _reaches(v1, target, better):
+            frac = (v0 - target) / (v0 - v1)  # v0 does not reach it, v1 does: v0 != v1
+            return Crossing(math.exp(math.log(s0) + frac * (math.log(s1) - math.log(s0))), REACHED)
+    return Crossing(None, NEVER, pts[-1][0])
+
+
+# ---------------------------------------------------------------------------------------------
+# an arm's curves
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ArmCurves:
+    """The curves of one arm on a common step grid.
+
+    ``runs``: one array per pre-training run, shape (n_finetune_seeds, n_steps) (one row for the
+    validation loss); ``run_ids``: the pre-training seeds; ``steps``: the grid (steps every run and
+    seed has, ascending). The value at a step of a run is the mean over its fine-tuning seeds; the
+    arm's mean curve is the mean over runs (each run weighs the same).
+    """
+
+    steps: np.ndarray
+    runs: list[np.ndarray]
+    run_ids: list[int] = field(default_factory=list)
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.runs)
+
+    @property
+    def nested(self) -> bool:
+        """Whether the unit is the pre-training run (two or more runs), else the fine-tuning seed."""
+        return self.n_runs >= 2
+
+    def units(self) -> np.ndarray:
+        """Per-unit curves, shape (n_units, n_steps): runs (seeds averaged) when nested, else the seeds of the one run."""
+        if not self.runs:
+            return np.empty((0, len(self.steps)))
+        if self.nested:
+            return np.stack([r.mean(axis=0) for r in self.runs])
+        return self.runs[0]
+
+    def mean_curve(self) -> np.ndarray:
+        """Mean over runs of the runs' seed means (``nan`` where empty)."""
+        if not self.runs:
+            return np.full(len(self.steps), np.nan)
+        return np.mean([r.mean(axis=0) for r in self.runs], axis=0)
+
+    def at(self, step: int) -> np.ndarray:
+        """Per-unit values at ``step`` (empty if the step is not on the grid)."""
+        idx = np.flatnonzero(self.steps == step)
+        return self.units()[:, idx[0]] if idx.size else np.empty(0)
+
+    def resample(self, rng: np.random.Generator) -> np.ndarray:
+        """One bootstrap mean curve: runs with replacement, then seeds within each drawn run (a single
+        run: its seeds with replacement)."""
+        if self.nested:
+            picks = rng.integers(0, self.n_runs, size=self.n_runs)
+            curves = []
+            for i in picks:
+                r = self.runs[i]
+                curves.append(r[rng.integers(0, r.shape[0], size=r.shape[0])].mean(axis=0))
+            return np.mean(curves, axis=0)
+        r = self.runs[0]
+        return r[rng.integers(0, r.shape[0], size=r.shape[0])].mean(axis=0)
+
+    @property
+    def n_units(self) -> int:
+        return self.units().shape[0]
+
+
+def arm_curves(df: pd.DataFrame) -> ArmCurves:
+    """:class:`ArmCurves` from rows ``run, seed, step, value`` of one arm (``seed`` = fine-tuning seed,
+    :data:`NO_FINETUNE` for the validation loss). The grid is the steps (> 0) every (run, seed) has."""
+    df = df[(df["step"] > 0) & np.isfinite(df["value"].astype(float))]
+    if df.empty:
+        return ArmCurves(np.empty(0, dtype=int), [], [])
+    groups = list(df.groupby(["run", "seed"]))
+    common = set.intersection(*(set(g["step"].astype(int)) for _, g in groups))
+    steps = np.array(sorted(common), dtype=int)
+    runs, ids = [], []
+    for run, g in df[df["step"].isin(steps)].groupby("run", sort=True):
+        wide = g.pivot_table(index="seed", columns="step", values="value", aggfunc="mean")
+        runs.append(wide[steps].to_numpy(dtype=float))
+        ids.append(int(run))
+    return ArmCurves(steps, runs, ids)
+
+
+# ---------------------------------------------------------------------------------------------
+# speedup, interval, test, variance components
+# ---------------------------------------------------------------------------------------------
+def _order_stat_interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    """Percentile interval at ``level`` as order statistics (no interpolation between 0 / inf)."""
+    a = (1.0 - level) / 2.0
+    lo = float(np.quantile(values, a, method="lower"))
+    hi = float(np.quantile(values, 1.0 - a, method="higher"))
+    return lo, hi
+
+
+def bootstrap_speedups(a: ArmCurves, b: ArmCurves, target_step: int, better: str, *, n_resamples: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """``n_resamples`` bootstrap replicates of T / k* (0 for never, inf for already; see the module docstring)."""
+    ia = np.flatnonzero(a.steps == target_step)[0]
+    out = np.empty(n_resamples)
+    for i in range(n_resamples):
+        target = a.resample(rng)[ia]
+        out[i] = crossing_step(b.steps, b.resample(rng), target, better).speedup(target_step)
+    return out
+
+
+def variance_components(arm: ArmCurves, step: int) -> tuple[float, float]:
+    """(SD of the pre-training run, SD of the fine-tuning seed) at ``step``, same unit as the values.
+
+    One-way random-effects ANOVA on the nested values (runs x their seeds): sigma^2_seed = MS_within,
+    sigma^2_run = max(0, (MS_between - MS_within) / n0), n0 = (N - sum n_i^2 / N) / (k - 1) (Searle,
+    Casella & McCulloch 1992, Sec. 3.6). Without fine-tuning seeds (one value per run) the run SD is the
+    sample SD of the runs and the seed SD nan; with one run, the run SD is nan.
+    """
+    idx = np.flatnonzero(arm.steps == step)
+    if not idx.size or not arm.runs:
+        return math.nan, math.nan
+    groups = [r[:, idx[0]] for r in arm.runs]
+    k, n = len(groups), np.array([g.size for g in groups])
+    if (n <= 1).all():
+        vals = np.array([g.mean() for g in groups])
+        return (float(np.std(vals, ddof=1)) if k >= 2 else math.nan), math.nan
+    big_n = n.sum()
+    ss_within = sum(((g - g.mean()) ** 2).sum() for g in groups)
+    df_within = big_n - k
+    ms_within = ss_within / df_within if df_within > 0 else math.nan
+    if k < 2:
+        return math.nan, math.sqrt(ms_within) if math.isfinite(ms_within) else math.nan
+    grand = np.concatenate(groups).mean()
+    ms_between = sum(g.size * (g.mean() - grand) ** 2 for g in groups) / (k - 1)
+    n0 = (big_n - (n ** 2).sum() / big_n) / (k - 1)
+    var_run = max(0.0, (ms_between - ms_within) / n0) if math.isfinite(ms_within) else math.nan
+    return math.sqrt(var_run), math.sqrt(ms_within) if math.isfinite(ms_within) else math.nan
+
+
+def one_sided_p(better_side: np.ndarray, other: np.ndarray, better: str, *, n_resamples: int,
+                rng: np.random.Generator) -> float:
+    """p of the one-sided permutation test that ``better_side`` is better than ``other`` (difference of
+    means; exact when every partition fits in ``n_resamples``); nan with fewer than 2 values in a side."""
+    if better == LOWER:
+        return permutation_pvalue(other, better_side, alternative="greater", n_resamples=n_resamples, rng=rng)
+    return permutation_pvalue(better_side, other, alternative="greater", n_resamples=n_resamples, rng=rng)
+
+
+def decide(p_b_better: float, p_a_better: float, ci_low: float, ci_high: float, alpha: float) -> tuple[str, str]:
+    """The verdict of "B reaches A's value at T in fewer steps" and why (rule: module docstring)."""
+    sig = lambda p: math.isfinite(p) and p <= alpha  # noqa: E731
+    if sig(p_a_better):
+        return NOT_SUPPORTED, f"A better at T (one-sided permutation p = {p_a_better:.3g} <= {alpha})"
+    if math.isfinite(ci_high) and ci_high < 1.0:
+        return NOT_SUPPORTED, f"speedup interval below 1 (upper bound {ci_high:.3g})"
+    if sig(p_b_better) and not math.isnan(ci_low) and ci_low > 1.0:
+        return SUPPORTED, (f"B better at T (p = {p_b_better:.3g} <= {alpha}) and the speedup's lower bound "
+                           f"{_fmt_bound(ci_low)} > 1")
+    why = []
+    if not math.isfinite(p_b_better):
+        why.append("no permutation test (fewer than 2 units in an arm)")
+    elif not sig(p_b_better):
+        why.append(f"B not better at T by the test (p = {p_b_better:.3g} > {alpha})")
+    if math.isnan(ci_low):
+        why.append("no speedup interval")
+    elif ci_low <= 1.0:
+        why.append(f"speedup's lower bound {_fmt_bound(ci_low)} <= 1")
+    return INCONCLUSIVE, "; ".join(why) or "undecided"
+
+
+def _fmt_bound(x: float) -> str:
+    if x == math.inf:
+        return "inf (B already better at its first point)"
+    return f"{x:.3g}"
+
+
+@dataclass
+class Pair:
+    """One comparison: curves of A and B, the target step, the direction, labels."""
+
+    claim_id: str
+    form: str
+    size: str
+    fraction: float
+    a: ArmCurves
+    b: ArmCurves
+    target_step: int | None
+    better: str
+    unit_of_value: str
+    target_budget: str = ""
+    paper_speedup: float = math.nan
+    flops_per_step: tuple[float, float] = (math.nan, math.nan)
+    note: str = ""
+
+
+def _unit_label(a: ArmCurves, b: ArmCurves, form: str) -> str:
+    def one(arm: ArmCurves) -> str:
+        if form == LOSS_FORM or arm.nested:
+            return "pre-training run"
+        return "fine-tuning seed"
+    ua, ub = one(a), one(b)
+    return ua if ua == ub else f"A: {ua}, B: {ub}"
+
+
+def evaluate_pair(pair: Pair, *, alpha: float, n_resamples: int, seed: int) -> dict[str, Any]:
+    """The table row of one comparison (``CSV_COLUMNS``): speedup, interval, compute ratio, tests, verdict."""
+    a, b, t = pair.a, pair.b, pair.target_step
+    level = round(1.0 - 2.0 * alpha, 12)
+    label = f"{pair.form}|{pair.size}|{pair.fraction:g}|{t}"
+    fa, fb = pair.flops_per_step
+    row: dict[str, Any] = {c: math.nan for c in CSV_COLUMNS}
+    row.update(claim_id=pair.claim_id, form=pair.form, unit_of_value=pair.unit_of_value, better=pair.better,
+               size=pair.size, fraction=pair.fraction, a=REFERENCE, b=COMPARED, target_step=t,
+               target_budget=pair.target_budget, paper_speedup=pair.paper_speedup, ci_level=level,
+               flops_per_step_a=fa, flops_per_step_b=fb, n_units_a=a.n_units, n_units_b=b.n_units,
+               n_runs_a=a.n_runs, n_runs_b=b.n_runs, unit=_unit_label(a, b, pair.form),
+               curve_steps=";".join(str(int(s)) for s in b.steps), interval_note="", reason="")
+    if t is None or not a.runs or not b.runs or t not in set(a.steps.tolist()):
+        why = pair.note or ("no target step" if t is None else
+                            f"A has no value at T = {t}" if a.runs else "A has no curve")
+        if not b.runs:
+            why = pair.note or "B has no curve"
+        row.update(status=NO_CURVE, verdict=NOT_RUN, reason="not run: " + why)
+        return row
+    ia = int(np.flatnonzero(a.steps == t)[0])
+    target = float(a.mean_curve()[ia])
+    cross = crossing_step(b.steps, b.mean_curve(), target, pair.better)
+    sp = cross.speedup(t)
+    row.update(target_value=target, status=cross.status, k_star=cross.step if cross.step is not None else math.nan,
+               speedup=sp if cross.status == REACHED else math.nan)
+    if cross.status == ALREADY:
+        row["interval_note"] = f"speedup >= {t / cross.bound_step:.3g} (B's first point, step {cross.bound_step:g}, already beats A at T). "
+    elif cross.status == NEVER:
+        row["interval_note"] = f"speedup < {t / cross.bound_step:.3g} (B never reaches A's value at T up to step {cross.bound_step:g}). "
+    ratio = fa / fb if math.isfinite(fa) and math.isfinite(fb) and fb > 0 else math.nan
+    if math.isfinite(row["speedup"]):
+        row["compute_speedup"] = row["speedup"] * ratio
+    # interval
+    if a.n_units < 2 or b.n_units < 2:
+        if pair.form == LOSS_FORM:
+            row["interval_note"] += ("no interval: one pre-training run per arm (the interval resamples "
+                                     "pre-training runs; run pretrain.seeds >= 2, better >= 3)")
+        else:
+            row["interval_note"] += "no interval: fewer than 2 units in an arm"
+        lo = hi = math.nan
+    else:
+        boots = bootstrap_speedups(a, b, t, pair.better, n_resamples=n_resamples, rng=rng_for(seed, "speedup|" + label))
+        lo, hi = _order_stat_interval(boots, level)
+        n_never, n_already = int((boots == 0).sum()), int(np.isinf(boots).sum())
+        row["interval_note"] += (f"{level * 100:g}% percentile bootstrap over {a.n_units}/{b.n_units} units "
+                                 f"(A/B; {n_resamples} resamples; never reaches in {n_never}, already beats "
+                                 f"in {n_already}); percentile intervals under-cover at 3-5 units")
+        if not any(arm.nested for arm in (a, b)) and pair.form == GLUE_FORM:
+            row["interval_note"] += "; one pre-training run per arm: covers fine-tuning seeds only"
+    row.update(speedup_ci_low=lo, speedup_ci_high=hi)
+    if math.isfinite(ratio):
+        row.update(compute_ci_low=lo * ratio if not math.isnan(lo) else math.nan,
+                   compute_ci_high=hi * ratio if not math.isnan(hi) else math.nan)
+    # tests at T
+    va, vb = a.at(t), b.at(t)
+    row.update(mean_a_at_t=float(va.mean()) if va.size else math.nan,
+               mean_b_at_t=float(vb.mean()) if vb.size else math.nan)
+    p_b = p_a = math.nan
+    if va.size >= 2 and vb.size >= 2:
+        p_b = one_sided_p(vb, va, pair.better, n_resamples=n_resamples, rng=rng_for(seed, "pb|" + label))
+        p_a = one_sided_p(va, vb, pair.better, n_resamples=n_resamples, rng=rng_for(seed, "pa|" + label))
+        row["min_attainable_p"] = min_attainable_pvalue(va.size, vb.size, n_resamples)
+    row.update(p_b_better=p_b, p_a_better=p_a)
+    row["sd_run_a"], row["sd_seed_a"] = variance_components(a, t)
+    row["sd_run_b"], row["sd_seed_b"] = variance_components(b, t) if vb.size else (math.nan, math.nan)
+    verdict, reason = decide(p_b, p_a, lo, hi, alpha)
+    notes = [reason]
+    if not vb.size:
+        notes.append(f"B has no value at T = {t}: no test")
+    if pair.note:
+        notes.append(pair.note)
+    row.update(verdict=verdict, reason="; ".join(notes))
+    return row
+
+
+# ---------------------------------------------------------------------------------------------
+# reading the inputs
+# ---------------------------------------------------------------------------------------------
+def eval_points(ev: Mapping[str, Any], step: int | None = None) -> list[tuple[int, float]]:
+    """(step, validation MLM loss in nats) of one ``eval.json``: the in-segment ``points`` (a list of
+    ``{"step", "mlm_loss"}``, when present) and the checkpoint's own point (``step``, ``mlm_loss``;
+    ``step`` overrides a missing one). Points without a finite loss are skipped."""
+    out: dict[int, float] = {}
+    for p in ev.get("points") or []:
+        if isinstance(p, Mapping) and p.get("step") is not None and p.get("mlm_loss") is not None:
+            out[int(p["step"])] = float(p["mlm_loss"])
+    s = ev.get("step", step)
+    if s is not None and ev.get("mlm_loss") is not None:
+        out[int(s)] = float(ev["mlm_loss"])
+    return sorted((k, v) for k, v in out.items() if math.isfinite(v))
+
+
+def flops_per_step(manifest: Mapping[str, Any]) -> float:
+    """Training FLOPs of one pre-training step of a checkpoint (:func:`taco.workflow.flops.
+    pretrain_flops_per_token` x seq_len x global batch), from its manifest; nan when a field is missing."""
+    from taco.workflow.flops import pretrain_flops_per_token
+
+    try:
+        hi = manifest.get("hash_inputs") or {}
+        op = manifest.get("objective_params") or {}
+        seq_len = int(manifest["seq_len"])
+        per_token = pretrain_flops_per_token(
+            str(manifest["size_preset"]), seq_len, str(manifest["objective"]),
+            vocab_size=int(hi["vocab_size"]), negatives=int(op.get("tc_num_negatives", 50)))
+        return per_token * seq_len * int(manifest["global_batch_size"])
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+
+
+def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[tuple[str, str], float]]:
+    """Validation-loss rows ``size, objective, fraction, run, seed, step, value`` (value in nats; run =
+    the manifest's ``pretrain_seed``, seed = :data:`NO_FINETUNE`) from budget checkpoint directories,
+    and FLOPs per step by (size, objective). The control (step 0) is skipped. A step measured twice
+    in one run (a rerun) keeps the last. FileNotFoundError names a directory without a manifest."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    fps: dict[tuple[str, str], float] = {}
+    for ckpt in map(Path, checkpoints):
+        m = read_manifest(ckpt)
+        step = int(m.get("step") or 0)
+        if step <= 0 or m.get("objective") in (None, "control"):
+            continue
+        size, obj = str(m.get("size")), str(m.get("objective"))
+        frac, run = round(float(m.get("fraction") or 1.0), 6), int(m.get("pretrain_seed") or 0)
+        f = flops_per_step(m)
+        if math.isfinite(f):
+            fps[(size, obj)] = f
+        ev = m.get("validation") or {}
+        if (ckpt / "eval.json").is_file():
+            ev = json.loads((ckpt / "eval.json").read_text())
+        for s, v in eval_points(ev, step):
+            rows[(size, obj, frac, run, s)] = {"size": size, "objective": obj, "fraction": frac, "run": run,
+                                                "seed": NO_FINETUNE, "step": s, "value": v}
+    cols = ["size", "objective", "fraction", "run", "seed", "step", "value"]
+    return pd.DataFrame(list(rows.values()), columns=cols), fps
+
+
+def glue_rows(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Per-(run, fine-tuning seed) GLUE average in points over ``keys`` from ``per_seed.csv`` rows:
+    ``size, objective, fraction, run, seed, step, value``; a seed missing a key is left out."""
+    cols = ["size", "objective", "fraction", "run", "seed", "step", "value"]
+    if per_seed.empty or not keys:
+        return pd.DataFrame(columns=cols)
+    df = per_seed[per_seed["score_key"].isin(keys)].copy()
+    if "pretrain_seed" not in df.columns:
+        df["pretrain_seed"] = 0
+    g = df.groupby(["size", "objective", "fraction", "pretrain_seed", "seed", "step"])["value"]
+    out = pd.DataFrame({"value": g.mean(), "n": g.count()}).reset_index()
+    out = out[out["n"] == len(keys)].rename(columns={"pretrain_seed": "run"})
+    out["fraction"] = out["fraction"].astype(float).round(6)
+    return out[cols].reset_index(drop=True)
+
+
+def _arm(df: pd.DataFrame, size: str, obj: str, frac: float) -> ArmCurves:
+    if df.empty:
+        return ArmCurves(np.empty(0, dtype=int), [], [])
+    sub = df[(df["size"] == size) & (df["objective"] == obj) & np.isclose(df["fraction"].astype(float), frac)]
+    return arm_curves(sub)
+
+
+def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConfig,
+                fps: Mapping[tuple[str, str], float]) -> list[Pair]:
+    """The comparisons of the run: per size with both MLM and TACO on all the data, the validation loss
+    (E1; T = the last step both reached) and, with the aggregate, the GLUE average of the paper's form
+    for each role (E2, T = the role's ``250k`` / ``500k`` step)."""
+    pairs: list[Pair] = []
+    sizes = sorted(set(loss["size"])) if not loss.empty else []
+    for size in sizes:
+        a, b = _arm(loss, size, REFERENCE, 1.0), _arm(loss, size, COMPARED, 1.0)
+        if not a.runs or not b.runs:
+            continue
+        common = sorted(set(a.steps.tolist()) & set(b.steps.tolist()))
+        t = int(common[-1]) if common else (int(a.steps[-1]) if a.steps.size else None)
+        pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats",
+                          target_budget=cfg.budget_name(size, t) or "" if t is not None else "",
+                          flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))))
+    if glue is not None:
+        for role, (t_name, b_name, paper) in PAPER_SPEEDUP.items():
+            size = cfg.roles.get(role)
+            if size is None:
+                continue
+            t = cfg.budget_step(size, t_name)
+            a, b = _arm(glue, size, REFERENCE, 1.0), _arm(glue, size, COMPARED, 1.0)
+            note = f"paper: TACO-{b_name} matches MLM-{t_name} ({paper:g}x, Sec. 5)"
+            if t is None:
+                note = f"not run: no step plays the paper's {t_name} for {size} (analysis.budget_names); " + note
+            pairs.append(Pair("E2", GLUE_FORM, size, 1.0, a, b, t, HIGHER, "GLUE points (x100)",
+                              target_budget=t_name, paper_speedup=paper, note=note,
+                              flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))))
+    return pairs
+
+
+def evaluate(pairs: Sequence[Pair], cfg: AnalysisConfig) -> pd.DataFrame:
+    """The efficiency table: one row per pair (``CSV_COLUMNS``)."""
+    rows = [evaluate_pair(p, alpha=cfg.alpha, n_resamples=cfg.n_resamples, seed=cfg.seed) for p in pairs]
+    return pd.DataFrame(rows, columns=CSV_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs
+# ---------------------------------------------------------------------------------------------
+def _f(x: Any, nd: int = 3) -> str:
+    if isinstance(x, (int, float)) and x == math.inf:
+        return "inf"
+    return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.{nd}g}"
+
+
+def rule_text(alpha: float) -> str:
+    """The decision rule in words (claims page)."""
+    lvl = f"{(1 - 2 * alpha) * 100:g}%"
+    return (f"supported when the per-unit values at T are better for B by the one-sided exact permutation test "
+            f"(p <= {alpha}) and the lower bound of the speedup's {lvl} bootstrap interval exceeds 1; not supported "
+            f"when A is better at T by the same test (p <= {alpha}) or the interval's upper bound is below 1; "
+            "inconclusive otherwise (always with one unit per arm: no test, no interval)")
+
+
+CLAIM_TEXT = {
+    "E1": "B (TACO) reaches A's (MLM's) validation MLM loss at T in fewer steps",
+    "E2": "B (TACO) reaches A's (MLM's) GLUE average at T in fewer steps (the paper: TACO-50k matches MLM-250k, 5x)",
+}
+
+
+def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
+    """efficiency.md: the table, the rule, and per row the verdict with its reason and notes."""
+    lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
+    lines = ["# Steps-to-target speedups (TACO against MLM)", "",
+             "k*: the step at which B's mean curve reaches A's mean value at the target step T (linear in "
+             "log-step between B's points); speedup = T / k*; compute speedup = FLOPs of A's T steps / FLOPs "
+             f"of B's k* steps (TC term counted). Interval: {lvl} percentile bootstrap over the statistical "
+             "units, each arm resampled on its own.", "",
+             f"| claim | size | curve | T | target | k* | speedup [{lvl}] | compute speedup [{lvl}] | paper | "
+             "n units (A/B) | mean A / B at T | p (B better / A better) | SD run A/B | SD seed A/B | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in df.itertuples():
+        kstar = _f(r.k_star, 4) if r.status == REACHED else r.status
+        lines.append(
+            f"| {r.claim_id} | {r.size} | {r.form} ({r.unit_of_value}) | {r.target_step if r.target_step == r.target_step else 'n/a'}"
+            f"{' (' + r.target_budget + ')' if r.target_budget else ''} | {_f(r.target_value, 4)} | {kstar} | "
+            f"{_f(r.speedup)} [{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}] | "
+            f"{_f(r.compute_speedup)} [{_f(r.compute_ci_low)}, {_f(r.compute_ci_high)}] | {_f(r.paper_speedup)} | "
+            f"{r.n_units_a}/{r.n_units_b} | {_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | "
+            f"{_f(r.p_b_better)} / {_f(r.p_a_better)} | {_f(r.sd_run_a)}/{_f(r.sd_run_b)} | "
+            f"{_f(r.sd_seed_a)}/{_f(r.sd_seed_b)} | **{r.verdict}** |")
+    lines += ["", f"Rule (alpha = {cfg.alpha}): " + rule_text(cfg.alpha) + ".", ""]
+    for r in df.itertuples():
+        lines += [f"## {r.claim_id} ({r.size}): {CLAIM_TEXT.get(r.claim_id, '')}", "",
+                  f"- Verdict: **{r.verdict}** - {r.reason}",
+                  f"- Curve steps of B: {r.curve_steps or 'none'}; unit: {r.unit}",
+                  f"- Interval: {r.interval_note or 'n/a'}", ""]
+    return "\n".join(lines)
+
+
+def figure(pairs: Sequence[Pair], df: pd.DataFrame):
+    """One panel per pair: mean curves (lines), the replicate range (band: min to max over units), the
+    target line at A's value at T, T and k* marked; log-step axis; the legend outside the data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from taco.report.style import variant_label, variant_style
+
+    n = max(1, len(pairs))
+    fig, axes = plt.subplots(n, 1, figsize=(7.5, 3.4 * n), squeeze=False)
+    if not pairs:
+        axes[0, 0].text(0.5, 0.5, "no pair of MLM and TACO curves found", ha="center", va="center",
+                        transform=axes[0, 0].transAxes)
+    for ax, pair, row in zip(axes[:, 0], pairs, df.itertuples()):
+        for obj, arm in ((REFERENCE, pair.a), (COMPARED, pair.b)):
+            if not arm.runs:
+                continue
+            st = variant_style(obj)
+            units = arm.units()
+            lo, hi = units.min(axis=0), units.max(axis=0)
+            band = f"{variant_label(obj)}: range over {units.shape[0]} units"
+            if arm.steps.size == 1:  # one step: the range as an error bar (a band would be invisible)
+                ax.errorbar(arm.steps, arm.mean_curve(), yerr=[arm.mean_curve() - lo, hi - arm.mean_curve()],
+                            color=st["color"], alpha=0.5, capsize=4, linestyle="none", label=band)
+            else:
+                ax.fill_between(arm.steps, lo, hi, color=st["color"], alpha=0.2, linewidth=0, label=band)
+            ax.plot(arm.steps, arm.mean_curve(), color=st["color"], marker=st["marker"], linestyle=st["linestyle"],
+                    markersize=4, label=f"{variant_label(obj)}: mean")
+        if math.isfinite(row.target_value):
+            ax.axhline(row.target_value, color="grey", linestyle="--", linewidth=1,
+                       label=f"target: {variant_label(REFERENCE)} at T = {row.target_step}")
+            ax.axvline(row.target_step, color="grey", linestyle=":", linewidth=1)
+        if row.status == REACHED:
+            ax.plot([row.k_star], [row.target_value], marker="*", markersize=13, color="black", linestyle="none",
+                    label=f"k* = {row.k_star:.4g} (speedup {row.speedup:.3g})")
+        ax.set_xscale("log")
+        ax.set_xlabel("pre-training step (log scale)")
+        ax.set_ylabel(f"{'validation MLM loss' if pair.form == LOSS_FORM else 'GLUE average'} ({pair.unit_of_value})")
+        ax.set_title(f"{pair.claim_id} ({pair.size}): {row.verdict}", fontsize=10)
+        ax.grid(True, alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    fig.tight_layout()
+    return fig
+
+
+def make(checkpoints: Sequence[str | Path], out_dir: str | Path, cfg: AnalysisConfig,
+         aggregate_dir: str | Path | None = None) -> list[Path]:
+    """Read, evaluate and write ``efficiency.{csv,md,png,pdf}`` into ``out_dir``; returns the paths."""
+    from taco.manifest import atomic_write_text
+    from taco.report.figures import save
+
+    loss, fps = read_checkpoints(checkpoints)
+    glue = None
+    if aggregate_dir is not None:
+        per_seed_path = Path(aggregate_dir) / "per_seed.csv"
+        if not per_seed_path.is_file():
+            raise FileNotFoundError(f"aggregate directory {aggregate_dir}: missing per_seed.csv (run `taco aggregate`)")
+        glue = glue_rows(pd.read_csv(per_seed_path), average_keys(cfg))
+    pairs = build_pairs(loss, glue, cfg, fps)
+    df = evaluate(pairs, cfg)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"))
+    atomic_write_text(out / f"{NAME}.md", render_markdown(df, cfg))
+    paths = save(figure(pairs, df), out, NAME)
+    for r in df.itertuples():
+        print(f"{r.claim_id} {r.size} {r.form}: speedup {_f(r.speedup)} [{_f(r.speedup_ci_low)}, "
+              f"{_f(r.speedup_ci_high)}] -> {r.verdict}")
+    return [out / f"{NAME}.csv", out / f"{NAME}.md", *paths]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``taco efficiency``."""
+    ap = argparse.ArgumentParser(prog="taco efficiency", description=__doc__.split("\n")[0])
+    ap.add_argument("--checkpoints", nargs="+", required=True, help="budget checkpoint directories (taco pretrain)")
+    ap.add_argument("--aggregate-dir", help="output folder of `taco aggregate` (adds the GLUE-average form)")
+    ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
+    ap.add_argument("--output-dir", default="results")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``taco efficiency``: checkpoints (+ aggregate) -> efficiency.{csv,md,png,pdf} + manifest."""
+    from taco.manifest import atomic_write_text, build_manifest
+
+    args = build_parser().parse_args(argv)
+    t0 = time.time()
+    try:
+        cfg = load_analysis(args.analysis)
+        paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir)
+    except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
+        print(f"taco efficiency: error: {exc}", file=sys.stderr)
+        return 2
+    man = build_manifest(NAME, {"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir},
+                         inputs={str(c): "" for c in args.checkpoints},
+                         outputs=[p.name for p in paths], wall_time_s=round(time.time() - t0, 3))
+    atomic_write_text(Path(args.output_dir) / f"{NAME}.manifest.json", json.dumps(man, indent=2, default=str) + "\n")
+    print(f"taco efficiency: {len(paths)} files -> {args.output_dir}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
