@@ -69,6 +69,7 @@ def test_every_claim_has_a_row(five_seeds):
     md = (out / "claims.md").read_text()
     assert "| C2: TACO-250k beats MLM-250k" in md and "Rule:" in md and "Fewest seeds" in md
     assert "Not checked as claims: Figure 6" in md
+    assert "Welch's t interval of the difference of means" in md and "bootstrap" not in md  # method named
 
 
 def test_verdicts_on_constructed_effects(five_seeds):
@@ -147,14 +148,11 @@ def test_taco_two_points_better_matches_and_beats():
     assert set(c.loc[["C4", "C4b"], "verdict"]) == {NOT_RUN} and c.loc["C5", "verdict"] == NOT_RUN
     # three seeds at alpha 0.05: the exact permutation p can reach 1/20 = 0.05 and no lower
     assert c.loc["C1", "p_value"] == pytest.approx(1 / 20)
-    # the decision interval is the 1 - 2 alpha = 90% bootstrap CI (scipy, same generator), inside the 95% one
-    from taco.report.stats import rng_for
-
+    # the decision interval is the 1 - 2 alpha = 90% Welch t interval (scipy's Welch test), inside the 95% one
     a, b = np.array([82.0 + n for n in NOISE]), np.array([80.0 + n for n in NOISE])
-    ref = sst.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis=axis) - y.mean(axis=axis), vectorized=True,
-                        confidence_level=0.90, n_resamples=999, method="BCa",
-                        rng=rng_for(1, "dci|C1|avg|" + ";".join(KEYS))).confidence_interval
+    ref = sst.ttest_ind(a, b, equal_var=False).confidence_interval(0.90)
     assert c.loc["C1", "decision_ci_low"] == pytest.approx(ref.low) and c.loc["C1", "decision_ci_high"] == pytest.approx(ref.high)
+    assert c.loc["C1", "ci_method"] == "t"
     assert c.loc["C1", "ci_low"] <= c.loc["C1", "decision_ci_low"] < c.loc["C1", "decision_ci_high"] <= c.loc["C1", "ci_high"]
 
 

@@ -32,6 +32,7 @@ from taco.report.stats import (
     per_seed_table,
     rng_for,
     summarize,
+    t_interval,
 )
 
 SMALL_SPEC = dict(
@@ -100,8 +101,10 @@ def test_summarize_matches_numpy_and_scipy():
 def test_summarize_edge_cases():
     one = summarize([70.0], n_resamples=99)
     assert one["n"] == 1 and one["mean"] == 70.0 and math.isnan(one["std"]) and math.isnan(one["ci_low"])
-    const = summarize([70.0, 70.0, 70.0], n_resamples=99)  # BCa undefined -> percentile, a point
+    const = summarize([70.0, 70.0, 70.0], n_resamples=99, method="BCa")  # BCa undefined -> percentile
     assert (const["ci_low"], const["ci_high"]) == (70.0, 70.0) and const["ci_method"].startswith("percentile")
+    const_t = summarize([70.0, 70.0, 70.0])  # t interval of zero variance: the point, said so
+    assert (const_t["ci_low"], const_t["ci_high"]) == (70.0, 70.0) and const_t["ci_method"] == "t (zero variance)"
     assert summarize([], n_resamples=99)["n"] == 0
 
 
@@ -109,10 +112,15 @@ def test_compare_against_scipy():
     a, b = [76.1, 76.8, 75.9, 76.5], [75.0, 75.4, 74.6, 75.2, 74.9]
     c = compare(a, b, shifts=[0.5], n_resamples=999, seed=11, label="t")
     assert c.delta == pytest.approx(np.mean(a) - np.mean(b))
+    # the default CI is Welch's t interval: scipy's Welch test gives it
+    ref_t = sst.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (c.ci_low, c.ci_high) == pytest.approx((ref_t.low, ref_t.high))
+    assert c.ci_method == "t"
+    cb = compare(a, b, shifts=[0.5], n_resamples=999, seed=11, label="t", method="BCa")  # bootstrap on request
     diff = lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis)  # noqa: E731
     ref = sst.bootstrap((np.array(a), np.array(b)), diff, n_resamples=999, vectorized=True,
                         rng=rng_for(11, "ci|t"))
-    assert (c.ci_low, c.ci_high) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high))
+    assert (cb.ci_low, cb.ci_high) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high))
     # 4 vs 5 values: 126 partitions < 999 resamples, so scipy runs the exact test; count by hand
     pooled = np.array(a + b)
     import itertools
@@ -184,10 +192,11 @@ def test_cells_match_numpy(agg):
     assert r["mean"] == pytest.approx(np.mean(vals))
     assert r["std"] == pytest.approx(np.std(vals, ddof=1))
     assert r["median"] == pytest.approx(np.median(vals))
-    ref = sst.bootstrap((np.array(vals),), np.mean, n_resamples=199, method="BCa",
-                        rng=rng_for(3, "tiny|mlm|1|60|qqp"))
-    assert r.ci_low == pytest.approx(ref.confidence_interval.low, abs=1e-6)
-    assert r.ci_high == pytest.approx(ref.confidence_interval.high, abs=1e-6)
+    # Student t interval of the mean at the spec's confidence level (scipy's one-sample t test)
+    ref_t = sst.ttest_1samp(vals, 0.0).confidence_interval(r.confidence_level)
+    assert r.ci_low == pytest.approx(ref_t.low, abs=1e-6)
+    assert r.ci_high == pytest.approx(ref_t.high, abs=1e-6)
+    assert r.ci_method == "t"
     assert r.unit == "GLUE points (x100)"
 
 
@@ -320,3 +329,32 @@ def test_undefined_metric_counts_as_zero_and_is_flagged(tmp_path):
                         "--output-dir", str(tmp_path / "res")]) == 0
     md = (tmp_path / "res" / "ablation.md").read_text()
     assert "STS-B: 1 run(s) with an undefined spearmanr (constant predictions) counted as 0" in md
+
+
+# ---- coverage of the printed interval ---------------------------------------------------------------
+def _coverage(n: int, reps: int, rng: np.random.Generator) -> tuple[float, float]:
+    """Share of ``reps`` normal samples of size ``n`` (one per arm) whose 90% t interval covers the
+    true mean (one sample) and the true difference of means (two samples, unequal SDs)."""
+    hit_mean = hit_diff = 0
+    for _ in range(reps):
+        x = rng.normal(75.0, 0.8, n)
+        y = rng.normal(74.0, 1.3, n)
+        lo, hi, _m = t_interval((x,), confidence_level=0.90)
+        hit_mean += lo <= 75.0 <= hi
+        lo, hi, _m = t_interval((x, y), confidence_level=0.90)
+        hit_diff += lo <= 1.0 <= hi
+    return hit_mean / reps, hit_diff / reps
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_t_interval_coverage_holds_at_few_seeds(n):
+    """Issue 21.5: the printed 90% CI must cover at least 0.87 at 3 seeds (normal data). 4000
+    replications: the standard error of a coverage near 0.9 is 0.005, so 0.87 is 6 SE below."""
+    cov_mean, cov_diff = _coverage(n, 4000, np.random.default_rng(20221))
+    assert cov_mean >= 0.87 and cov_diff >= 0.87, (cov_mean, cov_diff)
+    assert cov_mean <= 0.93  # a t interval of a mean is exact for normal data: not just wide
+
+
+def test_t_interval_zero_and_one_values():
+    assert all(math.isnan(x) for x in t_interval(([1.0],), confidence_level=0.9)[:2])
+    assert t_interval(([2.0, 2.0], [1.0, 1.0]), confidence_level=0.9) == (1.0, 1.0, "t (zero variance)")

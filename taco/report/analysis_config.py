@@ -31,7 +31,9 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
 ``reduced_fraction``
     the data fraction of the paper's "25% data" runs (default 0.25).
 ``confidence_level``, ``n_resamples``, ``ci_method``, ``seed``, ``min_seeds``
-    bootstrap / permutation settings and the fewest seeds per cell for a claim to be decidable.
+    interval / permutation settings and the fewest seeds per cell for a claim to be decidable;
+    ``ci_method`` ``"t"`` (default: Student / Welch t, whose coverage holds at 3-5 seeds) or a
+    bootstrap method (``"BCa"``, ``"percentile"``, ``"basic"``).
 ``budgets``, ``finetuned_budgets``
     (written by the workflow) ``{size: [steps]}`` pre-trained and fine-tuned; when
     ``finetuned_budgets`` is given, the expected cells are its steps (named or not).
@@ -86,7 +88,7 @@ DEFAULTS: dict[str, Any] = {
     "reduced_fraction": 0.25,
     "confidence_level": 0.95,
     "n_resamples": 9999,
-    "ci_method": "BCa",
+    "ci_method": "t",
     "seed": 0,
     "min_seeds": 3,
     "budgets": None,
@@ -129,7 +131,7 @@ class AnalysisConfig:
     reduced_fraction: float = 0.25
     confidence_level: float = 0.95
     n_resamples: int = 9999
-    ci_method: str = "BCa"
+    ci_method: str = "t"
     seed: int = 0
     min_seeds: int = 3
     budgets: dict[str, tuple[int, ...]] | None = None
@@ -266,7 +268,7 @@ def analysis_schema() -> dict[str, Any]:
             "reduced_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
             "confidence_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
             "n_resamples": pos_int,
-            "ci_method": {"enum": ["BCa", "percentile", "basic"]},
+            "ci_method": {"enum": ["t", "BCa", "percentile", "basic"]},
             "seed": {"type": "integer", "minimum": 0},
             "min_seeds": {"type": "integer", "minimum": 2},
             "budgets": steps,
