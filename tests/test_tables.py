@@ -9,7 +9,9 @@ import pytest
 
 from fixtures_stats import build_aggregate, paper_table1_runs, smoke_spec, write_spec
 from taco.report.stats import main as aggregate_main
-from taco.report.tables import approach_label, budget_steps_from_name, load_paper_values, main
+from taco.report.analysis_config import validate_analysis
+from taco.report.tables import (NOT_AVAILABLE, approach_label, budget_steps_from_name, build_tables,
+                                load_paper_values, main, write_tables)
 
 PAPER_SPEC = {
     "roles": {"small": "small", "base": None},
@@ -70,7 +72,16 @@ def test_unknown_published_values_are_na(paper_tables):
                                    "INFOWORD (cited from Kong et al., ICLR 2020)"}
     assert cited["mean"].isna().all() and cited.note.str.contains("Kong et al., ICLR 2020").all()
     md = (paper_tables / "table4.md").read_text()
-    assert "| dev | BERT-NCE (cited from Kong et al., ICLR 2020) | n/a |" in md
+    assert f"| dev | BERT-NCE (cited from Kong et al., ICLR 2020) | {NOT_AVAILABLE} |" in md
+    # Tables 2-4: the "(paper)" rows say the values are not available, never a row of n/a, and no
+    # difference row stands under them
+    for name in ("table2", "table3", "table4"):
+        md = (paper_tables / f"{name}.md").read_text()
+        rows = [line for line in md.splitlines() if line.startswith("| dev |")]
+        paper_rows = [r for r in rows if "(paper)" in r or "cited from" in r]
+        assert paper_rows and all(NOT_AVAILABLE in r for r in paper_rows), name
+        assert not any("difference (ours - paper)" in r for r in rows), name
+        assert "docs/paper-facts.md" in md
     t3 = pd.read_csv(paper_tables / "table3.csv")  # base role null
     assert t3["mean"].isna().all() and t3.note.str.contains("roles.base is null").all()
 
@@ -143,3 +154,76 @@ def test_markdown_names_each_columns_metric_and_the_caps(tmp_path):
                            "--output-dir", str(agg2)]) == 0
     assert main(["--aggregate-dir", str(agg2), "--analysis", str(spec2), "--output-dir", str(plain)]) == 0
     assert "capped" not in (plain / "table1.md").read_text()
+
+
+def test_published_values_added_in_paper_values_json_fill_tables_2_to_4(tmp_path):
+    """Values for Tables 2-4 go in one place (the paper_values mapping): added there, they print as
+    the "(paper)" row with a difference row, and the not-available sentence goes."""
+    spec = {**PAPER_SPEC, "roles": {"small": "small", "base": "base"}, "tasks": ["mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte"],
+            "budget_names": {**PAPER_SPEC["budget_names"], "base": {"250k": 250000}},
+            "variants": PAPER_SPEC["variants"] + [
+                {"size": "small", "objective": "mlm", "fraction": 0.25, "budgets": ["250k"]},
+                {"size": "base", "objective": "mlm", "fraction": 1.0},
+                {"size": "base", "objective": "taco", "fraction": 1.0}]}
+    agg_dir, spec_path = build_aggregate(tmp_path, spec, seeds=[1, 2])
+    from taco.report.stats import read_aggregate
+
+    agg, cfg = read_aggregate(agg_dir), validate_analysis(spec)
+    pv = load_paper_values()
+    pv["table3_base"] = {"TACO-250k": {"avg": 80.0}}
+    pv["table2_data_efficiency"] = {"MLM-250k (25% data)": {"sst2": 88.0}}
+    pv["table4_bert_nce_infoword"] = {"INFOWORD": {"avg": 79.0}}
+    tables = build_tables(agg, cfg, pv)
+    t3 = tables["table3"]
+    row = t3[(t3.approach == "TACO-250k") & (t3.column == "avg")].iloc[0]
+    assert row["paper"] == 80.0 and row["diff"] == pytest.approx(row["mean"] - 80.0)
+    write_tables(tables, tmp_path / "out", cfg)
+    md3 = (tmp_path / "out" / "table3.md").read_text()
+    assert "| dev | TACO-250k (paper) | n/a |" in md3 and "80.0" in md3 and "difference (ours - paper)" in md3
+    assert f"| dev | MLM-250k (paper) | {NOT_AVAILABLE} |" in md3  # still unknown
+    md2 = (tmp_path / "out" / "table2.md").read_text()
+    assert "88.0" in md2
+    md4 = (tmp_path / "out" / "table4.md").read_text()
+    assert "| dev | INFOWORD (cited from Kong et al., ICLR 2020) | n/a |" in md4 and "79.0" in md4
+
+
+def _rendered(tmp_path, **spec_over):
+    """Tables rendered by ``taco tables`` from fixture runs of :func:`smoke_spec` with ``spec_over``."""
+    spec = smoke_spec(n_resamples=99, **spec_over)
+    agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1, 2])
+    out = tmp_path / "res"
+    assert main(["--aggregate-dir", str(agg), "--analysis", str(spec_path), "--output-dir", str(out)]) == 0
+    return out
+
+
+def test_synthetic_tasks_are_labelled_and_never_compared_with_the_paper(tmp_path):
+    out = _rendered(tmp_path, glue_source="synthetic", corpus_source="synthetic",
+                    presets={"tiny": "tiny", "tinybase": "tiny"})
+    for name in ("table1", "table2", "table3", "table4", "ablation"):
+        md = (out / f"{name}.md").read_text()
+        title = md.splitlines()[0]
+        assert "SYNTHETIC GLUE-format tasks and synthetic corpus" in title, name
+        assert " on GLUE" not in title, name
+        assert "difference (ours - paper)" not in md and "(paper) |" not in md, name
+        assert "gluebenchmark.com/submit" not in md and "cannot be submitted" in md, name
+        assert "SYNTHETIC" in (out / f"{name}.tex").read_text(), name
+        df = pd.read_csv(out / f"{name}.csv")
+        assert df["diff"].isna().all(), name
+    t1 = pd.read_csv(out / "table1.csv")
+    assert set(t1.section) == {"dev"}  # no test section beside the paper's test rows
+    assert "Table 1: BERT-small on synthetic GLUE-format tasks" in (out / "table1.md").read_text()
+
+
+def test_tiny_model_on_real_glue_prints_no_difference_against_bert_small(tmp_path):
+    out = _rendered(tmp_path, glue_source="local", corpus_source="local",
+                    presets={"tiny": "tiny", "tinybase": "tiny"})
+    md = (out / "table1.md").read_text()
+    assert "SYNTHETIC" not in md and "synthetic" not in md.splitlines()[0]
+    assert "| dev | MLM-250k [step 60] (paper) | 76.9 |" in md  # the published row stays, for reference
+    assert "difference (ours - paper)" not in md
+    assert "model preset 'tiny' is not BERT-small" in md
+    t1 = pd.read_csv(out / "table1.csv")
+    assert t1["diff"].isna().all() and t1[t1.section == "dev"]["paper"].notna().any()
+    # the same fixture with the paper's preset recorded prints the difference rows
+    out2 = _rendered(tmp_path / "paper_size", glue_source="local", presets={"tiny": "small", "tinybase": "base"})
+    assert "difference (ours - paper)" in (out2 / "table1.md").read_text()

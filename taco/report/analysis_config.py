@@ -49,6 +49,14 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
     sizes whose no-pre-training control (objective ``control``, step 0: the randomly initialised
     architecture, fine-tuned like the checkpoints) was run; Table 1 and Figure 5 show it and the
     sanity claim "pre-training helps" compares the final MLM checkpoint with it. Default none.
+``corpus_source``, ``glue_source``
+    (written by the workflow) where the pre-training corpus and the GLUE tasks came from: ``"hub"``,
+    ``"local"`` or ``"synthetic"`` (``null``: not said, read as real data). With synthetic tasks every
+    title, axis, caption and claim says so and nothing is compared with the paper's numbers.
+``presets``
+    (written by the workflow) ``{size: model preset}``. A size whose preset is not the paper's size
+    it plays (the tiny preset in the role of BERT-small) prints no difference against the published
+    numbers. A size missing here counts as the paper's size only when it is named ``small``/``base``.
 
 Errors name the offending key (``AnalysisConfigError``, a ``ValueError``).
 """
@@ -98,6 +106,9 @@ DEFAULTS: dict[str, Any] = {
     "max_train_samples": None,
     "max_eval_samples": None,
     "controls": [],
+    "corpus_source": None,
+    "glue_source": None,
+    "presets": {},
 }
 
 
@@ -141,6 +152,9 @@ class AnalysisConfig:
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
     controls: tuple[str, ...] = ()
+    corpus_source: str | None = None
+    glue_source: str | None = None
+    presets: dict[str, str] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- derived views -------------------------------------------------------------------------
@@ -203,6 +217,34 @@ class AnalysisConfig:
             for v in self.variants
         )
 
+    @property
+    def synthetic_tasks(self) -> bool:
+        """Whether the fine-tuning tasks are this suite's synthetic GLUE-format tasks (a smoke test)."""
+        return self.glue_source == "synthetic"
+
+    @property
+    def synthetic_corpus(self) -> bool:
+        """Whether the pre-training corpus is synthetic."""
+        return self.corpus_source == "synthetic"
+
+    def preset_of(self, size: str | None) -> str | None:
+        """The model preset of run size ``size`` (``presets``; a size named ``small``/``base`` without
+        an entry is that preset; None when unknown)."""
+        if size is None:
+            return None
+        return self.presets.get(size) or (size if size in ("small", "base") else None)
+
+    def paper_comparison_blocker(self, size: str | None, role: str) -> str:
+        """Why the numbers of ``size`` in the role of BERT-``role`` must not be differenced against the
+        paper's published ones ('' when they may): synthetic tasks, or a model that is not that size."""
+        if self.synthetic_tasks:
+            return "synthetic GLUE-format tasks: no difference against the paper's GLUE numbers"
+        preset = self.preset_of(size)
+        if size is not None and preset != role:
+            what = f"model preset {preset!r}" if preset else f"size {size!r} (preset not recorded)"
+            return f"{what} is not BERT-{role}: no difference against BERT-{role}'s published numbers"
+        return ""
+
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (for manifests)."""
         return {
@@ -221,6 +263,8 @@ class AnalysisConfig:
             "seeds": None if self.seeds is None else list(self.seeds),
             "max_train_samples": self.max_train_samples, "max_eval_samples": self.max_eval_samples,
             "controls": list(self.controls),
+            "corpus_source": self.corpus_source, "glue_source": self.glue_source,
+            "presets": dict(self.presets),
             "primary_metric": dict(self.primary_metric),
             **{k: getattr(self, k) for k in (
                 "equivalence_margin", "match_rule", "improvement_target", "improvement_margin",
@@ -279,6 +323,9 @@ def analysis_schema() -> dict[str, Any]:
             "max_train_samples": count,
             "max_eval_samples": count,
             "controls": {"type": ["array", "null"], "items": {"type": "string"}},
+            "corpus_source": {"enum": ["hub", "local", "synthetic", None]},
+            "glue_source": {"enum": ["hub", "local", "synthetic", None]},
+            "presets": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
         },
     }
 
@@ -379,6 +426,9 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
         max_train_samples=raw["max_train_samples"],
         max_eval_samples=raw["max_eval_samples"],
         controls=tuple(raw["controls"] or ()),
+        corpus_source=raw["corpus_source"],
+        glue_source=raw["glue_source"],
+        presets={str(k): str(v) for k, v in (raw["presets"] or {}).items()},
         raw=raw,
     )
 

@@ -11,8 +11,15 @@ concentrated TACO, MLM, MLM+TP over budgets):
 - ``<name>.md`` and ``<name>.tex``: laid out like the paper, three rows per approach: ours (mean
   +- SD over seeds), paper, and the difference.
 
-Units: GLUE points (x100). Published values: ``taco/resources/paper_values.json`` (Table 1 and the
-Figure 5 averages); every other published number is UNKNOWN and prints as n/a, never invented.
+Units: GLUE points (x100). Published values: ``taco/resources/paper_values.json``, the one place
+they live (Table 1 and the Figure 5 averages; the keys ``table2_data_efficiency``, ``table3_base`` and
+``table4_bert_nce_infoword`` are null because this project's sources do not give those tables: their
+"(paper)" rows say "published values not available to this project", never invented numbers).
+
+Honest labels: with synthetic GLUE-format tasks (analysis spec ``glue_source: synthetic``) every
+title says so, Table 1 has no test section and no row compares with the paper; for a size whose model
+is not the paper's size it plays (``presets``), the published row stays for reference but no
+difference row is printed.
 Budgets and sizes come from the analysis spec: a paper budget name is mapped to the step that was
 actually run, and the step is shown when it differs from the name.
 """
@@ -54,6 +61,10 @@ OBJ_LABELS = OBJECTIVE_LABELS
 TABLE2_KEYS = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")
 TABLES = ("table1", "table2", "table3", "table4", "ablation")
 KONG_2020 = "Kong et al., ICLR 2020 (cited by the paper; numbers not in paper_values.json)"
+#: what a "(paper)" row says when this project has no published value for any of its columns
+NOT_AVAILABLE = "published values not available to this project: see docs/paper-facts.md"
+#: ``paper_source`` of a row the paper does not have (the no-pre-training control)
+NOT_IN_PAPER = "not in the paper"
 
 
 def load_paper_values() -> dict[str, Any]:
@@ -98,8 +109,10 @@ def _nan(x: Any) -> float:
 class TableBuilder:
     """Builds long-form rows of one table from the aggregate frames and the spec."""
 
-    def __init__(self, agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig):
-        self.agg, self.cfg = agg, cfg
+    def __init__(self, agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, role: str | None = None):
+        """``role``: the paper size (``small``/``base``) the table's published numbers belong to;
+        rows of a size that is not that model get no difference against them."""
+        self.agg, self.cfg, self.role = agg, cfg, role
         self.cells = agg["cells"]
         self.per_seed = agg["per_seed"]
         self.rows: list[dict[str, Any]] = []
@@ -192,8 +205,14 @@ class TableBuilder:
             comparable = akeys is None or tuple(akeys) == GLUE_AVERAGE_KEYS
             if pv is not None and not comparable:
                 notes.append("partial average: not comparable with the paper's 9-score average")
-            rec["diff"] = rec["mean"] - rec["paper"] if comparable else math.nan
-            rec["paper_source"] = paper_source if pv is not None else "UNKNOWN (not published)"
+            blocker = (self.cfg.paper_comparison_blocker(size, self.role) if size and self.role else
+                       self.cfg.paper_comparison_blocker(None, "small"))
+            rec["diff"] = rec["mean"] - rec["paper"] if comparable and not blocker else math.nan
+            rec["paper_blocker"] = blocker
+            if blocker and pv is not None and kind == "reproduced":
+                notes.append(blocker)
+            rec["paper_source"] = paper_source if pv is not None or paper_source == NOT_IN_PAPER \
+                else "UNKNOWN (not published)"
             rec["note"] = "; ".join(dict.fromkeys(n for n in notes if n))
             self.rows.append(rec)
 
@@ -225,17 +244,18 @@ def _step_note(cfg: AnalysisConfig, size: str | None, budget: str, step: int | N
 def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
     """Table 1: BERT-small MLM-250k, TACO-50k, TACO-250k, GLUE dev (reproduced beside published)
     and test (published only: the test set needs the GLUE server)."""
-    tb = TableBuilder(agg, cfg)
+    tb = TableBuilder(agg, cfg, "small")
     size = cfg.roles.get("small")
     pv = (paper_values.get("table1_bert_small") or {})
     src = "paper Table 1 (paper_values.json)"
-    for section in ("dev", "test"):
+    # synthetic tasks have no GLUE test set: no test section to stand beside the paper's
+    for section in ("dev",) if cfg.synthetic_tasks else ("dev", "test"):
         published = pv.get(section) or {}
         approaches = [("mlm", "250k"), ("taco", "50k"), ("taco", "250k")]
         if section == "dev" and cfg.has_control(size):  # this suite's sanity baseline, not in the paper
             tb.add(table="table1", section=section, label=f"{OBJ_LABELS[CONTROL]} (control: random init, step 0)",
                    size=size, objective=CONTROL, fraction=1.0, budget="", step=0, keys=GLUE_AVERAGE_KEYS,
-                   avg_keys=average_keys(cfg), paper=None, paper_source="",
+                   avg_keys=average_keys(cfg), paper=None, paper_source=NOT_IN_PAPER,
                    note="no-pre-training control: the architecture from random initialisation, fine-tuned alike")
         for obj, budget in approaches:
             name = f"{OBJ_LABELS[obj]}-{budget}"
@@ -265,9 +285,10 @@ def control_average(agg, cfg: AnalysisConfig, size: str | None) -> dict[str, Any
 def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
     """Table 2: MLM and TACO on the reduced fraction vs full data, at every budget a reduced-data
     variant was run (default 250k), on MNLI-m/mm, QQP, QNLI, SST-2 plus their average."""
-    tb = TableBuilder(agg, cfg)
+    tb = TableBuilder(agg, cfg, "small")
     size = cfg.roles.get("small")
     red = cfg.reduced_fraction
+    published = paper_values.get("table2_data_efficiency") or {}  # "MLM-250k (25% data)" -> {key: value}
     steps: set[int] = set()
     for v in cfg.variants:
         if v.size == size and math.isclose(v.fraction, red) and v.objective in ("mlm", "taco"):
@@ -285,14 +306,16 @@ def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
                     note = f"variant {obj} ({fmt_fraction(frac)} data) not in the analysis spec"
                 tb.add(table="table2", section="dev", label=approach_label(obj, budget, frac, st), size=size,
                        objective=obj, fraction=frac, budget=budget, step=st, keys=keys, avg_keys=avg_keys,
-                       paper=None, paper_source="", note=note)
+                       paper=published.get(approach_label(obj, budget, frac)),
+                       paper_source="paper Table 2 (paper_values.json)", note=note)
     return tb.frame()
 
 
 def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
     """Table 3: the BERT-base role, MLM and TACO at each budget of that size (published: UNKNOWN)."""
-    tb = TableBuilder(agg, cfg)
+    tb = TableBuilder(agg, cfg, "base")
     size = cfg.roles.get("base")
+    published = paper_values.get("table3_base") or {}  # "TACO-250k" -> {key: value}
     budgets = cfg.size_steps(size)
     if not budgets:
         budgets = [(b, None) for b in ("100k", "250k", "500k")]
@@ -303,26 +326,31 @@ def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
                 note = f"variant {obj} not in the analysis spec"
             tb.add(table="table3", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
                    objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
-                   avg_keys=average_keys(cfg), paper=None, paper_source="", note=note)
+                   avg_keys=average_keys(cfg), paper=published.get(approach_label(obj, budget)),
+                   paper_source="paper Table 3 (paper_values.json)", note=note)
     return tb.frame()
 
 
 def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
     """Table 4: TACO beside BERT-NCE and INFOWORD. The two baselines are cited from Kong et al.
-    (ICLR 2020) by the paper; their numbers are not in paper_values.json, so every cell is n/a.
+    (ICLR 2020) by the paper; their numbers (key ``table4_bert_nce_infoword``: ``BERT-NCE``,
+    ``INFOWORD``, ``TACO``) are not available to this project, so those rows say so.
     Ours: TACO at the largest budget of the base role (the small role when base was not run)."""
-    tb = TableBuilder(agg, cfg)
+    size = cfg.roles.get("base") or cfg.roles.get("small")
+    role = "base" if cfg.roles.get("base") else "small"
+    tb = TableBuilder(agg, cfg, role)
+    published = paper_values.get("table4_bert_nce_infoword") or {}
     for name in ("BERT-NCE", "INFOWORD"):
         tb.add(table="table4", section="dev", label=f"{name} (cited from Kong et al., ICLR 2020)", size=None,
                objective=name.lower(), fraction=1.0, budget="", step=None, keys=GLUE_AVERAGE_KEYS,
-               avg_keys=GLUE_AVERAGE_KEYS, paper=None, paper_source="",
+               avg_keys=GLUE_AVERAGE_KEYS, paper=published.get(name),
+               paper_source="paper Table 4, cited from Kong et al. (paper_values.json)",
                note=f"cited from {KONG_2020}; not reproduced by this suite", ours_available=False,
                kind="cited")
-    size = cfg.roles.get("base") or cfg.roles.get("small")
-    role = "base" if cfg.roles.get("base") else "small"
     tb.add(table="table4", section="dev", label="TACO (paper)", size=None, objective="taco", fraction=1.0,
-           budget="", step=None, keys=GLUE_AVERAGE_KEYS, avg_keys=GLUE_AVERAGE_KEYS, paper=None,
-           paper_source="", note="published Table 4 values UNKNOWN", ours_available=False,
+           budget="", step=None, keys=GLUE_AVERAGE_KEYS, avg_keys=GLUE_AVERAGE_KEYS, paper=published.get("TACO"),
+           paper_source="paper Table 4 (paper_values.json)", note="published Table 4 values UNKNOWN",
+           ours_available=False,
            kind="published")
     if size and cfg.size_steps(size):
         budget, step = cfg.size_steps(size)[-1]
@@ -346,7 +374,7 @@ def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) ->
     """Ablation: TACO, concentrated TACO, MLM, MLM+TP at each small-role budget (100% data). The
     published average is known only where Figure 5 plots it (TACO at every budget, MLM at 250k,
     read from the plot +-0.1 points)."""
-    tb = TableBuilder(agg, cfg)
+    tb = TableBuilder(agg, cfg, "small")
     size = cfg.roles.get("small")
     fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
     budgets = cfg.size_steps(size) or [("250k", None)]
@@ -386,9 +414,23 @@ def _avg_header(long: pd.DataFrame, label: str) -> str:
     return "Avg. (partial: " + ", ".join(KEY_LABELS.get(k, k) for k in keys) + ")"
 
 
+def _not_available_row(section: str, approach: str, headers: Sequence[str]) -> dict[str, str]:
+    """A "(paper)" row without any published value: the :data:`NOT_AVAILABLE` sentence in its first
+    value column instead of a row of n/a."""
+    row = {"Set": section, "Approach": approach}
+    for i, h in enumerate(headers):
+        row[h] = NOT_AVAILABLE if i == 0 else ""
+    return row
+
+
 def wide_table(long: pd.DataFrame) -> pd.DataFrame:
-    """Paper layout: per approach three rows (ours mean +- SD with n, paper, difference); one column
-    per score key plus the average, all as display strings (``n/a`` where unknown)."""
+    """Paper layout: per approach up to three rows (ours mean +- SD with n, paper, difference); one
+    column per score key plus the average, all as display strings (``n/a`` where unknown).
+
+    The "(paper)" row of an approach with no published value at all says :data:`NOT_AVAILABLE`
+    (and has no difference row); a row the paper does not have (the control) gets neither; with
+    synthetic tasks there is no paper or difference row; for a model that is not the paper's size
+    the paper row stays for reference and the difference row is left out (``paper_blocker``)."""
     cols = list(dict.fromkeys(long["column"]))
     headers = {c: long[long["column"] == c]["column_label"].iloc[0] for c in cols}
     headers = {c: _avg_header(long, h) if c == "avg" else h for c, h in headers.items()}
@@ -396,7 +438,14 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
     for (section, approach), g in long.groupby(["section", "approach"], sort=False):
         g = g.set_index("column")
         kind = g["kind"].iloc[0]
+        known = bool(g["paper"].notna().any())
+        blocker = next((b for b in g.get("paper_blocker", pd.Series(dtype=str)) if isinstance(b, str) and b), "")
         if kind != "reproduced":  # cited or published-only rows: one row, the known values
+            if blocker.startswith("synthetic"):
+                continue  # the paper's rows have nothing to stand beside on synthetic tasks
+            if not known:
+                out.append(_not_available_row(section, approach, [headers[c] for c in cols]))
+                continue
             row = {"Set": section, "Approach": approach}
             for c in cols:
                 row[headers[c]] = _fmt(g.loc[c]["paper"])
@@ -414,7 +463,15 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
                 _fmt(m) + (f" ±{sd:.1f}" if math.isfinite(sd) else "") + ("*" if r["n_degenerate"] else ""))
             paper[headers[c]] = _fmt(r["paper"])
             diff[headers[c]] = _fmt(r["diff"], signed=True)
-        out += [ours, paper, diff]
+        out.append(ours)
+        if (g["paper_source"] == NOT_IN_PAPER).all() or blocker.startswith("synthetic"):
+            continue
+        if not known:
+            out.append(_not_available_row(section, f"{approach} (paper)", [headers[c] for c in cols]))
+        elif blocker:
+            out.append(paper)
+        else:
+            out += [paper, diff]
     return pd.DataFrame(out)
 
 
@@ -462,6 +519,21 @@ def capped_sets_note(cfg: AnalysisConfig | None) -> str:
             "comparable with its rows in absolute terms.")
 
 
+#: with synthetic tasks: there is no GLUE test score to get (no upload advice)
+SYNTHETIC_TEST_NOTE = ("Test scores: none. These are dev-set numbers on this suite's SYNTHETIC GLUE-format tasks; "
+                       "their test rows are not the GLUE test sets, so the `glue_submission` zips of this run "
+                       "cannot be submitted to the GLUE server and nothing here compares with the paper's numbers.")
+
+
+def synthetic_label(cfg: AnalysisConfig | None) -> str:
+    """What is synthetic in this run, for titles (``''`` when the tasks are real): e.g.
+    ``SYNTHETIC GLUE-format tasks and synthetic corpus (smoke test; not comparable with the paper)``."""
+    if cfg is None or not cfg.synthetic_tasks:
+        return ""
+    return ("SYNTHETIC GLUE-format tasks" + (" and synthetic corpus" if cfg.synthetic_corpus else "")
+            + " (smoke test; not comparable with the paper)")
+
+
 #: how to obtain test-set numbers (``taco glue-submission``; zips written by the workflow below the results folder)
 TEST_SCORES_NOTE = ("Test scores: these are dev-set numbers. For each fine-tuned checkpoint and seed the workflow "
                     "writes a GLUE server submission, `glue_submission/<size>/<variant>/data-<fraction>/step-<step>/"
@@ -481,7 +553,10 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
     lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds (95% bootstrap CI in the CSV); "
               "`*` = includes degenerate runs (constant predictions; an undefined correlation counts as 0); "
               "n/a = not run or not published (never invented).", "", column_metrics_note(long),
-              "", TEST_SCORES_NOTE]
+              "", SYNTHETIC_TEST_NOTE if cfg is not None and cfg.synthetic_tasks else TEST_SCORES_NOTE]
+    blockers = sorted({b for b in long.get("paper_blocker", pd.Series(dtype=str)) if isinstance(b, str) and b})
+    if blockers:
+        lines += ["", "No difference against the paper is printed: " + "; ".join(blockers) + "."]
     capped = capped_sets_note(cfg)
     if capped:
         lines += ["", capped]
@@ -521,13 +596,18 @@ def render_latex(long: pd.DataFrame, title: str) -> str:
 TABLE_ROLES = {"table1": "small", "table2": "small", "table3": "base", "table4": "base", "ablation": "small"}
 
 
-def table_title(name: str, long: pd.DataFrame) -> str:
-    """The table's title; says which configured size played the paper's size when they differ."""
+def table_title(name: str, long: pd.DataFrame, cfg: AnalysisConfig | None = None) -> str:
+    """The table's title; says which configured size played the paper's size when they differ, and
+    (``cfg`` with synthetic tasks) that the tasks are synthetic."""
     sizes = sorted({str(x) for x in long.get("size", pd.Series(dtype=str)) if x})
     role = TABLE_ROLES[name]
+    title = TITLES[name]
+    synthetic = synthetic_label(cfg)
+    if synthetic:
+        title = title.replace(" on GLUE", " on synthetic GLUE-format tasks")
     if sizes and sizes != [role]:
-        return f"{TITLES[name]} [size run: {', '.join(sizes)}, in the role of BERT-{role}]"
-    return TITLES[name]
+        title += f" [size run: {', '.join(sizes)}, in the role of BERT-{role}]"
+    return f"{title} - {synthetic}" if synthetic else title
 
 
 def build_tables(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
@@ -546,8 +626,8 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path,
     written = []
     for name, df in tables.items():
         for ext, text in (("csv", df.to_csv(index=False, float_format="%.6g")),
-                          ("md", render_markdown(df, table_title(name, df), cfg)),
-                          ("tex", render_latex(df, table_title(name, df)))):
+                          ("md", render_markdown(df, table_title(name, df, cfg), cfg)),
+                          ("tex", render_latex(df, table_title(name, df, cfg)))):
             p = out / f"{name}.{ext}"
             atomic_write_text(p, text)
             written.append(p)
