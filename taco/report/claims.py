@@ -45,9 +45,15 @@ the decision interval and p(H1) the one-sided permutation p-value:
   alpha; not supported if hi < -d and p(delta < -d) <= alpha. Equivalence (TOST within +-d) is
   reported as a detail. ``match_rule: equivalence`` decides by TOST instead (not supported when
   the interval lies beyond either margin).
-- competitive (C3; "on all four largest tasks"): an intersection-union test (Berger 1982): the
-  non-inferiority rule on every score key at level alpha, no multiplicity correction; supported if
-  every key is, not supported if any key is, inconclusive otherwise.
+- competitive (C3; "on all four largest tasks"): supported by an intersection-union test (Berger
+  1982): the non-inferiority rule on every score key at level alpha, no multiplicity correction
+  (the claim needs every key, so the family is not inflated); supported if every key is. Refuted
+  ("not supported") when any key is shown worse by more than the margin *after Holm's correction
+  over the keys*: the refutation is a union of per-key rejections, so without a correction five
+  keys at the margin refute a true claim about 22% of the time instead of alpha. A key is refuted
+  when its decision interval lies below -d and its Holm-adjusted p(delta < -d) <= alpha (column
+  ``p_holm`` of the key rows); inconclusive otherwise. Refuting needs 1 / C(2n, n) <= alpha / k
+  for k keys (5 seeds per arm for 5 keys at alpha 0.05).
 - improvement ("beats by about t"): non-inferiority to the claimed size: supported if lo > t - m
   and p(delta > t - m) <= alpha (a larger improvement supports it); not supported if hi < t - m and
   p(delta < t - m) <= alpha. Whether A beats B at all (p(delta > 0)) is a detail.
@@ -65,7 +71,8 @@ Fewest seeds (``fewest_seeds`` column): the smallest number of seeds per arm wit
 test can reach p <= alpha at all: the smallest n with 1 / C(2n, n) <= alpha (the exact two-sample
 permutation test's smallest one-sided p-value, attained when the two arms separate completely;
 1 / (n_resamples + 1) once the test is randomised). It is the same for every one-sided rule, the
-TOST and the intersection-union test (each component runs at alpha). ``seeds_for_power`` adds an
+TOST and the support side of the intersection-union test (each component runs at alpha; refuting
+C3 after Holm over k keys needs 1 / C(2n, n) <= alpha / k). ``seeds_for_power`` adds an
 estimate for the data at hand: the seeds per arm for 80% power of the deciding one-sided test at the
 observed effect and pooled SD (normal approximation, n = 2 (z_{1-alpha} + z_{0.8})^2 s^2 /
 (delta - boundary)^2, rounded up, at least ``fewest_seeds``); n/a without an SD.
@@ -192,8 +199,11 @@ def rule_text(kind: str, cfg: AnalysisConfig) -> str:
     if _decides_by_non_inferiority(kind, cfg):
         every = "on every score key (intersection-union test, no multiplicity correction): " \
             if kind == "competitive" else ""
+        against = (f"not supported if on some key the {dl} CI high < -{d} and the Holm-adjusted (over the keys) "
+                   f"p(delta < -{d}) <= {a}" if kind == "competitive"
+                   else f"not supported if the {dl} CI high < -{d} and p(delta < -{d}) <= {a}")
         return (f"non-inferiority, margin {d} points, {every}supported if the {dl} CI low > -{d} and "
-                f"p(delta > -{d}) <= {a}; not supported if the {dl} CI high < -{d} and p(delta < -{d}) <= {a}"
+                f"p(delta > -{d}) <= {a}; {against}"
                 + ("; equivalence within +-{d} (TOST) reported as a detail".format(d=d) if kind == "match" else ""))
     if kind == "match":
         return (f"equivalence (TOST), margin +-{d} points: supported if the {dl} CI lies inside (-{d}, {d}) and "
@@ -525,7 +535,8 @@ def describe_test(kind: str, cfg: AnalysisConfig) -> str:
     base = {"match": "one-sided permutation test of delta > -{d} (non-inferiority)".format(d=d)
             if cfg.match_rule == "non_inferiority" else "TOST, two one-sided permutation tests",
             "competitive": f"intersection-union test: one-sided permutation test of delta > -{d} per score "
-                           "key, each at alpha, no multiplicity correction",
+                           f"key, each at alpha, no multiplicity correction; refutation: delta < -{d} per key, "
+                           "Holm-adjusted over the keys",
             "improvement": f"one-sided permutation test of delta > {t - m:g}",
             "below": "one-sided permutation test of delta < 0",
             "not_better": f"one-sided permutation test of delta < {d} (non-superiority)",
@@ -579,8 +590,9 @@ def summary_row(claim: Claim, per_seed: pd.DataFrame, arm_a: ArmCell, arm_b: Arm
 def key_rows(claim: Claim, per_seed: pd.DataFrame, arm_a: ArmCell, arm_b: ArmCell,
              keys: Sequence[str], cfg: AnalysisConfig) -> list[dict[str, Any]]:
     """One row per score key: for a per-key claim each key is decided by the claim's rule at alpha
-    (intersection-union: no correction); for a claim about the average the rows are details with a
-    two-sided test and Holm-adjusted p-values across keys."""
+    (intersection-union: no correction on the support side; the refutation side is Holm-corrected
+    over the keys by :func:`holm_refutation`); for a claim about the average the rows are details
+    with a two-sided test and Holm-adjusted p-values across keys."""
     rows, comps = [], []
     for key in keys:
         row = _row(claim, "task", key, arm_a, arm_b, cfg)
@@ -607,17 +619,41 @@ def key_rows(claim: Claim, per_seed: pd.DataFrame, arm_a: ArmCell, arm_b: ArmCel
     if not claim.per_task:
         for row, p in zip(rows, holm([c.p_two_sided if c is not None else math.nan for c in comps])):
             row["p_holm"] = p
+    else:
+        holm_refutation(rows, cfg)
     return rows
 
 
+def holm_refutation(rows: Sequence[dict[str, Any]], cfg: AnalysisConfig) -> None:
+    """Holm's correction of the refutation side of a per-key claim, in place.
+
+    ``rows``: the claim's key rows, each with ``p_against`` (the one-sided p-value against the claim
+    on that key, nan where not computed) and a verdict from :func:`decide` at alpha. Sets
+    ``p_holm`` to the Holm-adjusted ``p_against`` over the keys with a p-value; a key ``not
+    supported`` at alpha whose adjusted p exceeds alpha becomes ``inconclusive`` (its reason says
+    why). The family-wise error of refuting a true claim (every key at or above the margin) is then
+    at most alpha, whatever the number of keys.
+    """
+    adjusted = holm([r["p_against"] for r in rows])
+    m = sum(1 for p in adjusted if math.isfinite(p))
+    for r, p in zip(rows, adjusted):
+        r["p_holm"] = p
+        if r["verdict"] == NOT_SUPPORTED and not _sig(p, cfg.alpha):
+            r["verdict"] = INCONCLUSIVE
+            r["reason"] = (f"{r['reason']}; refuted on this key alone (p={r['p_against']:.3g}) but not after "
+                           f"Holm's correction over the {m} keys (p_holm={p:.3g} > {cfg.alpha})")
+
+
 def intersection_union(row: dict[str, Any], rows: Sequence[Mapping[str, Any]], notes: list[str]) -> None:
-    """Combine per-key verdicts into the claim's (Berger 1982): supported only if every key is,
-    not supported if any key is; p for = the largest per-key p, p against = the smallest."""
+    """Combine per-key verdicts into the claim's: supported only if every key is (intersection-union,
+    Berger 1982), not supported if any key is after Holm's correction (:func:`holm_refutation`);
+    p for = the largest per-key p, p against = the smallest Holm-adjusted one."""
     verdicts = [r["verdict"] for r in rows]
     if any(v == NOT_SUPPORTED for v in verdicts):
         row["verdict"] = NOT_SUPPORTED
         notes.insert(0, "not supported on " + ", ".join(KEY_LABELS.get(r["scope"], r["scope"]) for r in rows
-                                                         if r["verdict"] == NOT_SUPPORTED))
+                                                         if r["verdict"] == NOT_SUPPORTED)
+                     + " (Holm-corrected over the keys)")
     elif verdicts and all(v == SUPPORTED for v in verdicts):
         row["verdict"] = SUPPORTED
         notes.insert(0, "supported on every score key (intersection-union test, each at alpha)")
@@ -626,7 +662,7 @@ def intersection_union(row: dict[str, Any], rows: Sequence[Mapping[str, Any]], n
         notes.insert(0, "undecided on " + ", ".join(KEY_LABELS.get(r["scope"], r["scope"]) for r in rows
                                                     if r["verdict"] != SUPPORTED))
     row["p_value"] = max((r["p_value"] for r in rows if math.isfinite(r["p_value"])), default=math.nan)
-    row["p_against"] = min((r["p_against"] for r in rows if math.isfinite(r["p_against"])), default=math.nan)
+    row["p_against"] = min((r["p_holm"] for r in rows if math.isfinite(r["p_holm"])), default=math.nan)
     row["seeds_for_power"] = max((r["seeds_for_power"] for r in rows if math.isfinite(r["seeds_for_power"])),
                                  default=math.nan)
 
@@ -653,6 +689,12 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
         intersection_union(row, rows, notes)
         if few:
             row["verdict"] = INCONCLUSIVE
+        k = sum(1 for r in rows if math.isfinite(r["p_holm"]))
+        mp = row["min_attainable_p"]
+        if row["verdict"] == INCONCLUSIVE and k > 1 and isinstance(mp, float) and math.isfinite(mp) \
+                and mp * k > cfg.alpha:
+            notes.append(f"with these seeds no key can be refuted after Holm's correction over {k} keys "
+                         f"(smallest attainable p {mp:.3g} x {k} > alpha {cfg.alpha})")
     if row["n_degenerate"]:
         notes.append(f"computed from {row['n_degenerate']} seed(s) with a degenerate run (constant "
                      "predictions; an undefined metric counts as 0)")
@@ -729,7 +771,8 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
               "**Fewest seeds**: the smallest number of fine-tuning seeds per arm with which the claim's test can "
               f"reach p <= {cfg.alpha} at all, analytically: the smallest n with 1 / C(2n, n) <= alpha, the smallest "
               "one-sided p of the exact two-sample permutation test (complete separation of the arms); the same "
-              "for every rule here, since one-sided tests, TOST and the intersection-union test all test at alpha. "
+              "for every rule here, since one-sided tests, TOST and the intersection-union test all test at alpha "
+              "(refuting the per-key claim C3 after Holm's correction over k keys needs 1 / C(2n, n) <= alpha / k). "
               "In brackets: seeds per arm for 80% power at the observed effect and pooled SD (normal approximation "
               "to the deciding one-sided test: n = 2 (z_{1-alpha} + z_0.8)^2 s^2 / (effect - boundary)^2).", "",
               "Not checked as claims: Figure 6's learning-dynamics pattern (TACO keeps intra-context similarity "
