@@ -82,7 +82,8 @@ def test_figure5_legend_outside_and_reference_line_labelled(tmp_path):
     from taco.report.figures import figure5
     from taco.report.style import VARIANT_STYLE
 
-    frames, cfg, pv = _frames(tmp_path, SPEC)
+    # the fixture's sizes play the paper's models here (else the published points are left out)
+    frames, cfg, pv = _frames(tmp_path, dict(SPEC, presets={"tiny": "small", "tinybase": "base"}))
     fig = figure5(frames, cfg, pv)
     ax = fig.axes[0]
     leg = ax.get_legend()
@@ -120,3 +121,54 @@ def test_data_efficiency_panels_only_for_what_was_run(tmp_path):
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert any("not run in this configuration" in t for t in texts)
     plt.close(fig)
+
+
+def _texts(fig) -> list[str]:
+    """Every title, axis label, legend entry and free text of a figure."""
+    out = [t.get_text() for t in fig.texts]
+    if fig._suptitle is not None:
+        out.append(fig._suptitle.get_text())
+    for ax in fig.axes:
+        out += [ax.get_title(), ax.get_ylabel(), ax.get_xlabel()] + [t.get_text() for t in ax.texts]
+        leg = ax.get_legend()
+        if leg is not None:
+            out += [t.get_text() for t in leg.get_texts()]
+    return [t for t in out if t]
+
+
+def test_synthetic_tasks_are_labelled_in_every_figure_and_the_paper_points_left_out(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from taco.report.figures import ablation_figure, data_efficiency_figure, figure5
+
+    spec = dict(SPEC, glue_source="synthetic", corpus_source="synthetic", presets={"tiny": "tiny", "tinybase": "tiny"})
+    frames, cfg, pv = _frames(tmp_path, spec)
+    for make in (figure5, ablation_figure, data_efficiency_figure):
+        fig = make(frames, cfg, pv)
+        texts = _texts(fig)
+        titles = [fig._suptitle.get_text()] if fig._suptitle is not None else [ax.get_title() for ax in fig.axes[:1]]
+        assert all("SYNTHETIC GLUE-format tasks and synthetic corpus" in t for t in titles), (make.__name__, titles)
+        ylabels = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
+        assert ylabels and all("SYNTHETIC GLUE-format tasks" in y and "GLUE dev score" not in y for y in ylabels)
+        assert not any("(paper" in t for t in texts), make.__name__
+        plt.close(fig)
+    fig = figure5(frames, cfg, pv)
+    assert any("Figure 5 points are not drawn: synthetic" in t for t in _texts(fig))
+    plt.close(fig)
+
+
+def test_figure5_draws_the_paper_points_only_beside_the_papers_model(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from taco.report.figures import figure5
+
+    for presets, drawn in (({"tiny": "small", "tinybase": "base"}, True), ({"tiny": "tiny", "tinybase": "tiny"}, False)):
+        frames, cfg, pv = _frames(tmp_path / str(drawn), dict(SPEC, glue_source="hub", presets=presets))
+        fig = figure5(frames, cfg, pv)
+        texts = _texts(fig)
+        assert any("(paper, Figure 5)" in t for t in texts) is drawn
+        assert fig.axes[0].get_ylabel().startswith("average GLUE dev score")
+        assert not any("SYNTHETIC" in t for t in texts)
+        if not drawn:
+            assert any("model preset 'tiny' is not BERT-small" in t for t in texts)
+        plt.close(fig)

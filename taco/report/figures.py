@@ -16,6 +16,11 @@ is drawn only at a budget that was run (the others are listed in the figure's fo
 Colours: one per variant for every figure (:mod:`taco.report.style`, Okabe-Ito, colour-blind safe),
 with distinct markers and line styles as well.
 Units: GLUE points (x100).
+
+Honest labels: with synthetic GLUE-format tasks (analysis spec ``glue_source: synthetic``) every
+title and y axis says so; the published Figure 5 points are drawn only beside runs that may be
+compared with them (real GLUE, the model of the paper's size: ``AnalysisConfig.paper_comparison_blocker``),
+and the footnote says why they are absent otherwise.
 """
 
 from __future__ import annotations
@@ -105,6 +110,22 @@ def _budget_axis(ax, cfg: AnalysisConfig, size: str | None) -> None:
     top.set_xlabel("paper budget this step plays", fontsize=8)
 
 
+def score_label(cfg: AnalysisConfig, what: str = "average") -> str:
+    """The y-axis label: ``average GLUE dev score (GLUE points (x100))``, or with synthetic tasks
+    ``average dev score on SYNTHETIC GLUE-format tasks (...)``."""
+    if cfg.synthetic_tasks:
+        return f"{what} dev score on SYNTHETIC GLUE-format tasks ({UNIT})".strip()
+    return f"{what} GLUE dev score ({UNIT})" if what else f"dev score ({UNIT})"
+
+
+def titled(cfg: AnalysisConfig, title: str) -> str:
+    """``title`` with the synthetic-data label appended when the tasks are synthetic."""
+    from taco.report.tables import synthetic_label
+
+    label = synthetic_label(cfg)
+    return f"{title}\n{label}" if label else title
+
+
 def _finish(fig, ax, title: str, footnote: str = "") -> None:
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
@@ -160,7 +181,8 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
         ax.axhline(ctrl["mean"], color=st["color"], linestyle=":", linewidth=0.8, alpha=0.6)
         _seed_dots(ax, agg["glue_average"], size, CONTROL, 1.0, st["color"])
         drawn = True
-    fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
+    blocker = cfg.paper_comparison_blocker(size, "small")
+    fig5 = {} if blocker else paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
     unplaced = []
     for obj, key in (("taco", "TACO"), ("mlm", "MLM")):
         pts = fig5.get(key) or {}
@@ -186,9 +208,11 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     if not drawn:
         _empty(ax, "no TACO / MLM runs of the small role")
     ax.set_xlabel("pre-training steps")
-    ax.set_ylabel(f"average GLUE dev score ({UNIT})")
+    ax.set_ylabel(score_label(cfg))
     _budget_axis(ax, cfg, size)
     foot = []
+    if blocker:
+        foot.append(f"the paper's Figure 5 points are not drawn: {blocker}")
     if partial:
         foot.append(f"ours: {avg_label}; the published points average all 9 scores: not directly comparable")
     if unplaced:
@@ -196,7 +220,8 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     foot = "\n".join(foot)
     if drawn:  # outside the axes, right of them: never over the curves' last points
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    _finish(fig, ax, f"Figure 5: average GLUE vs pre-training steps (size {size!r}, full data)", foot)
+    _finish(fig, ax, titled(cfg, f"Figure 5: average {'score' if cfg.synthetic_tasks else 'GLUE'} vs pre-training "
+                                f"steps (size {size!r}, full data)"), foot)
     return fig
 
 
@@ -220,13 +245,13 @@ def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_
     else:
         ax.legend(fontsize=8, loc="lower right")
     ax.set_xlabel("pre-training steps")
-    ax.set_ylabel(f"average GLUE dev score ({UNIT})")
+    ax.set_ylabel(score_label(cfg))
     _budget_axis(ax, cfg, cfg.roles.get("small"))
     label = d["column_label"].iloc[0] if not d.empty else ""
     foot = f"mean over seeds, band: {int(cfg.confidence_level * 100)}% bootstrap CI; {label}"
     if missing:
         foot += "; not run: " + ", ".join(missing)
-    _finish(fig, ax, "Ablation: objectives vs pre-training steps (small role, full data)", foot)
+    _finish(fig, ax, titled(cfg, "Ablation: objectives vs pre-training steps (small role, full data)"), foot)
     return fig
 
 
@@ -303,12 +328,12 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
         if ax.figure is not None:  # removed panels have none
             ax.set_xlabel("pre-training budget (steps run)", fontsize=8)
     for ax in axes[:, 0]:
-        ax.set_ylabel(f"dev score ({UNIT})")
+        ax.set_ylabel(score_label(cfg, ""))
     if handles:
         fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=4, fontsize=8,
                    bbox_to_anchor=(0.5, -0.02))
-    fig.suptitle(f"Data efficiency: {fmt_fraction(red)} vs full pre-training data "
-                 f"(small role; bars: {int(cfg.confidence_level * 100)}% bootstrap CI)", fontsize=10)
+    fig.suptitle(titled(cfg, f"Data efficiency: {fmt_fraction(red)} vs full pre-training data "
+                             f"(small role; bars: {int(cfg.confidence_level * 100)}% bootstrap CI)"), fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig
 
