@@ -38,3 +38,5 @@ rule all:
         f"{R}/plan.md",
         submission_targets(),
         f"{R}/pretrain_curves.png",
+        f"{R}/efficiency.md",
+        f"{R}/efficiency.png",

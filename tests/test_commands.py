@@ -455,6 +455,18 @@ def expect_pretrain_curves(cfg, job):
     return {"checkpoints": sorted(set(ckpts)), "output_dir": R}
 
 
+def expect_efficiency(cfg, job):
+    R = cfg["results_dir"]
+    seeds = cfg["pretrain"].get("seeds") or [cfg["seed"]]
+    pseeds = ["" if int(s) == int(cfg["seed"]) else f"/pretrain-seed-{s}" for s in seeds]
+    ckpts = [f"{R}/pretrain/{entry['size']}/{v}/data-{float(f)!r}{p}/step-{s}"
+             for entry in cfg["pretrain"]["runs"] for v in entry["variants"]
+             for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]
+             for p in pseeds]
+    return {"checkpoints": sorted(set(ckpts)), "aggregate_dir": f"{R}/aggregate",
+            "analysis": f"{R}/analysis.json", "output_dir": R}
+
+
 #: rule -> (the taco command it runs, expected values, extra checks)
 CONTRACT = {
     "corpus": ("corpus", expect_corpus, check_corpus),
@@ -473,6 +485,7 @@ CONTRACT = {
     "glue_submission": ("glue-submission", expect_glue_submission, None),
     "pretrain_control": ("init", expect_pretrain_control, None),
     "pretrain_curves": ("pretrain-curves", expect_pretrain_curves, None),
+    "efficiency": ("efficiency", expect_efficiency, None),
 }
 #: rules that run Python inside Snakemake (no command line)
 LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs", "run_config", "plan"}

@@ -351,6 +351,14 @@ class Commands:
     def pretrain_curves_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return ["--checkpoints", *_files(input.checkpoints), "--output-dir", os.path.dirname(output.png)]
 
+    def efficiency_args(self, wildcards: Any = None) -> list[str]:
+        """``taco efficiency``: its options all come from the analysis spec (a file input)."""
+        return self._taco("efficiency")
+
+    def efficiency_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--checkpoints", *_files(input.checkpoints), "--aggregate-dir", os.path.dirname(input.per_seed),
+                "--analysis", input.spec, "--output-dir", os.path.dirname(output.csv)]
+
     def dynamics_figures_args(self, wildcards: Any = None) -> list[str]:
         return self._taco("dynamics-figures")
 

@@ -1,5 +1,7 @@
 # Pre-training curves: training loss components over steps (each segment's train_log.jsonl) and the
-# validation MLM loss of every budget checkpoint and of the control (eval.json), one line per variant.
+# validation MLM loss of every budget checkpoint and of the control (eval.json), one line per variant;
+# the steps-to-target speedup of TACO over MLM from the same eval.json files and the GLUE averages
+# (taco efficiency: table, figure and the verdicts of claims E1 / E2).
 
 
 rule pretrain_curves:
@@ -22,5 +24,36 @@ rule pretrain_curves:
     params:
         args=CMD.args("pretrain_curves"),
         paths=CMD.paths("pretrain_curves"),
+    shell:
+        "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
+
+
+rule efficiency:
+    input:
+        checkpoints=pretrain_targets(),
+        per_seed=f"{R}/aggregate/per_seed.csv",
+        spec=f"{R}/analysis.json",
+    output:
+        csv=report(
+            f"{R}/efficiency.csv",
+            caption="../report/efficiency.rst",
+            category="Claims",
+        ),
+        md=f"{R}/efficiency.md",
+        png=report(
+            f"{R}/efficiency.png",
+            caption="../report/efficiency.rst",
+            category="Figures",
+        ),
+        pdf=f"{R}/efficiency.pdf",
+    log:
+        f"{R}/logs/report/efficiency.log",
+    conda:
+        ENVS["stats"]
+    resources:
+        launch=CMD.launch("efficiency"),
+    params:
+        args=CMD.args("efficiency"),
+        paths=CMD.paths("efficiency"),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
