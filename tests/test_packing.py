@@ -285,3 +285,214 @@ def test_scaling_benchmark_corpus_reads_the_real_books(shared_data, tmp_path, mo
     assert sum(f.stat().st_size for f in files) == written
     for f in files:
         f.read_text(encoding="utf-8")  # strict: every file is valid UTF-8
+
+
+# ------------------------------------------------------------------ literal special-token text (issue 19.7)
+
+SPECIALS_TEXT = ("[MASK]", "[SEP]", "[CLS]", "[PAD]", "[UNK]")
+
+
+@pytest.fixture(scope="module")
+def special_text(shared_data, tmp_path_factory):
+    """A 40-document file whose text holds literal "[MASK]", "[SEP]", "[CLS]", "[PAD]", "[UNK]"
+    (alone, glued to words, at the start and end of a document), and three tokenizers: the BERT
+    vocabulary, a Hub-style tokenizer (a local ``save_pretrained`` directory) and one trained on it."""
+    base = tmp_path_factory.mktemp("specials")
+    docs = []
+    for i in range(40):
+        lit = SPECIALS_TEXT[i % len(SPECIALS_TEXT)]
+        docs.append(f"{lit} document {i} fills the {lit} here and x{lit}y there.\n"
+                    f"a second line of document {i} says the cat sat {lit}")
+    src = base / "specials.txt"
+    src.write_text("\n\n".join(docs) + "\n")
+    corpus = build_corpus("local", base / "corpus", paths=[src], split_by="blank_line")
+    vocab = build_tokenizer("vocab", base / "vocab", vocab_file=shared_data / "bert" / "vocab.txt")
+    hub = build_tokenizer("hub", base / "hub", hub_id=str(vocab))
+    trained = build_tokenizer("train", base / "trained", corpus=corpus, vocab_size=200, min_frequency=1)
+    return base, corpus, {"vocab": vocab, "hub": hub, "train": trained}
+
+
+def _special_ids(tok):
+    return sorted({tok.convert_tokens_to_ids(t) for t in SPECIALS_TEXT})
+
+
+@pytest.mark.parametrize("kind", ["vocab", "hub", "train"])
+def test_literal_special_text_is_text(special_text, kind):
+    """No special id comes from a document's text: counted in the blocks against the format's own
+    specials, and against an independent tokenization (transformers, ``split_special_tokens``)."""
+    base, corpus, toks = special_text
+    tok = load_tokenizer(toks[kind])
+    texts = list(load_documents(corpus)["text"])
+    n_literal = sum(t.count(s) for t in texts for s in SPECIALS_TEXT)
+    assert n_literal == 40 * 4
+    # the bug being fixed: the plain call maps the literal strings to special ids
+    plain = tok(texts, add_special_tokens=False)["input_ids"]
+    assert sum(i in _special_ids(tok) for ids in plain for i in ids) == n_literal
+    specials = np.array(_special_ids(tok))
+    for sep in ("none", "sep"):
+        out = pack_documents(corpus, toks[kind], base / f"{kind}-{sep}", max_seq_length=L, seed=0,
+                             validation_blocks=1, document_separator=sep)
+        dd, m = load_packed(out)
+        stream = []
+        for split in ("validation", "train"):
+            blocks = np.asarray(dd[split]["input_ids"])
+            assert (blocks[:, 0] == tok.cls_token_id).all() and (blocks[:, -1] == tok.sep_token_id).all()
+            body = blocks[:, 1:-1]
+            in_text = int(np.isin(body, specials).sum())
+            # the only special id inside a framed body is the document separator, one per document
+            seps = int((body == tok.sep_token_id).sum())
+            assert in_text == seps and (seps == 0 if sep == "none" else seps > 0), (kind, sep, split)
+            stream += body.ravel().tolist()
+        assert m["parameters"]["special_token_text"] == "text"
+    # literal "[MASK]" becomes "[", "mask", "]" pieces (or finer) in every tokenizer
+    assert tok.tokenize("[MASK]", split_special_tokens=True)[0] == "["
+    expected = tok(texts, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    assert not any(i in _special_ids(tok) for ids in expected for i in ids)
+    assert m["counts"]["documents"]["train"] + m["counts"]["documents"]["validation"] == 40
+
+
+def test_literal_special_text_stream_equals_independent_encoding(special_text):
+    """The packed stream is exactly what transformers gives with ``split_special_tokens=True``."""
+    base, corpus, toks = special_text
+    tok = load_tokenizer(toks["vocab"])
+    texts = list(load_documents(corpus)["text"])
+    out = pack_documents(corpus, toks["vocab"], base / "exact", max_seq_length=L, seed=0, validation_fraction=0.05,
+                         document_separator="none")
+    dd, _ = load_packed(out)
+    train_ids, _ = split_documents_for_packing(len(texts), seed=0, fraction=1.0, validation_fraction=0.05)
+    ids = tok([texts[i] for i in train_ids], add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    stream = [x for doc in ids for x in doc]
+    body = np.asarray(dd["train"]["input_ids"])[:, 1:-1].ravel().tolist()
+    assert len(body) > 0 and body == stream[: len(body)]
+    # "[MASK]" as text: the pieces of "[", "mask", "]" occur where the text has it
+    lb, mask_piece, rb = tok.convert_tokens_to_ids(["[", "mask", "]"])
+    triples = sum(1 for a, b, c in zip(stream, stream[1:], stream[2:]) if (a, b, c) == (lb, mask_piece, rb))
+    assert triples == sum(texts[i].count("[MASK]") for i in train_ids) > 0
+
+
+def test_keep_unk_token_corpus_keeps_unk(shared_data, tmp_path):
+    """``unk_policy: keep_unk_token`` writes WikiText's ``<unk>`` as "[UNK]" on purpose: that one
+    stays the [UNK] id (the same ids as the tokenizer's own split gave); "[MASK]" is still text."""
+    src = tmp_path / "wiki.txt"
+    src.write_text("".join(f" = Title {i} = \n\n the <unk> sat on a [MASK] mat , <unk> said {i} .\n\n" for i in range(30)))
+    corpus = build_corpus("local", tmp_path / "corpus", paths=[src], unk_policy="keep_unk_token")
+    tok_dir = build_tokenizer("vocab", tmp_path / "tok", vocab_file=shared_data / "bert" / "vocab.txt")
+    tok = load_tokenizer(tok_dir)
+    out = pack_documents(corpus, tok_dir, tmp_path / "p", max_seq_length=L, seed=0, validation_fraction=0.3,
+                         document_separator="none")
+    dd, _ = load_packed(out)
+    texts = list(load_documents(corpus)["text"])
+    assert sum(t.count("[UNK]") for t in texts) == 60 and sum(t.count("[MASK]") for t in texts) == 30
+    words = lambda t: tok(t, add_special_tokens=False, split_special_tokens=True)["input_ids"]  # noqa: E731
+    train_ids, val_ids = split_documents_for_packing(len(texts), seed=0, fraction=1.0, validation_fraction=0.3)
+    for split, ids in (("train", train_ids), ("validation", val_ids)):
+        expected = []
+        for i in ids:  # each "[UNK]" the [UNK] id, the rest text
+            parts = texts[i].split("[UNK]")
+            expected += words(parts[0]) + [x for part in parts[1:] for x in [tok.unk_token_id, *words(part)]]
+        assert expected.count(tok.unk_token_id) == sum(texts[i].count("[UNK]") for i in ids)
+        body = np.asarray(dd[split]["input_ids"])[:, 1:-1].ravel().tolist()
+        assert len(body) > 0 and body == expected[: len(body)]
+        assert tok.mask_token_id not in body
+    from taco.data.packing import _encoder, encode
+
+    backend = _encoder(tok)
+    plain = "a[UNK]b [UNK] c [UNK]"  # no other literal special: the tokenizer's own added-token split
+    assert encode(backend, [plain], unk_id=tok.unk_token_id)[0] == tok(plain, add_special_tokens=False)["input_ids"]
+    mixed = "a[UNK]b [MASK] c [UNK]"
+    assert encode(backend, [mixed], unk_id=tok.unk_token_id)[0] == \
+        words("a") + [tok.unk_token_id] + words("b [MASK] c ") + [tok.unk_token_id]
+    assert encode(backend, [mixed])[0] == words(mixed)  # a corpus without the policy: all text
+
+
+# ------------------------------------------------------------------ the official block format (issue 21.1)
+
+
+def _official_stream(corpus, tok_dir, doc_ids):
+    """The official code's stream, built independently: ``tokenizer(text)`` per row ([CLS] ... [SEP],
+    transformers' call path, literal specials as text), concatenated in corpus order."""
+    from taco.data.corpus_store import CorpusReader
+
+    tok = load_tokenizer(tok_dir)
+    reader = CorpusReader(corpus)
+    starts, stops = reader.documents()
+    rows = np.concatenate([np.arange(starts[d], stops[d]) for d in doc_ids])
+    ids = tok(reader.texts(rows), split_special_tokens=True)["input_ids"]
+    return [x for row in ids for x in row], len(rows)
+
+
+def test_official_format_blocks(sentences):
+    """Every row (sentence) framed by its own [CLS]/[SEP], raw L-token slices of the stream; only
+    the final remainder dropped; the format in the manifest and the artifact key."""
+    base, corpus, tok_dir = sentences
+    tok = load_tokenizer(tok_dir)
+    out = pack_documents(corpus, tok_dir, base / "official", max_seq_length=L, seed=1, fraction=0.5,
+                         validation_fraction=0.1, block_format="official")
+    framed = pack_documents(corpus, tok_dir, base / "framed", max_seq_length=L, seed=1, fraction=0.5,
+                            validation_fraction=0.1)
+    dd, m = load_packed(out)
+    _, mf = load_packed(framed)
+    train_ids, val_ids = split_documents_for_packing(60, seed=1, fraction=0.5, validation_fraction=0.1)
+    for split, ids in (("train", train_ids), ("validation", val_ids)):
+        blocks = np.asarray(dd[split]["input_ids"])
+        stream, n_rows = _official_stream(corpus, tok_dir, ids)
+        assert stream.count(tok.cls_token_id) == stream.count(tok.sep_token_id) == n_rows  # one pair per sentence
+        n = len(stream) // L
+        assert blocks.shape == (n, L) and blocks.ravel().tolist() == stream[: n * L]
+        assert m["counts"]["blocks"][split] == n and m["counts"]["dropped_tokens"][split] == len(stream) - n * L
+        assert m["counts"]["stream_tokens"][split] == len(stream) == m["counts"]["tokens"][split] + 2 * n_rows
+        # not framed: most blocks neither start with [CLS] nor end with [SEP]; ~2 specials per sentence
+        assert (blocks[:, 0] != tok.cls_token_id).mean() > 0.5
+        per_block = np.isin(blocks, [tok.cls_token_id, tok.sep_token_id]).sum(1).mean()
+        assert per_block == pytest.approx(2 * L / (len(stream) / n_rows), rel=0.1)
+        assert not np.isin(blocks, [tok.mask_token_id, tok.pad_token_id, tok.unk_token_id]).any()
+    assert m["block_format"] == "official" and m["parameters"]["block_format"] == "official"
+    assert m["parameters"]["document_separator"] is None
+    # the framed format keeps its parameters (its key has no block_format entry) and blocks
+    assert mf["block_format"] == "framed" and "block_format" not in mf["parameters"]
+    assert mf["artifact_key"] != m["artifact_key"]
+    with pytest.raises(ArtifactMismatchError, match="block_format"):
+        pack_documents(corpus, tok_dir, framed, max_seq_length=L, seed=1, fraction=0.5, validation_fraction=0.1,
+                       block_format="official")
+
+
+def test_official_format_identical_for_any_workers_and_exact_validation(sentences, monkeypatch):
+    """Official format: byte-identical blocks with 1 or 2 workers and any chunk size; exactly
+    ``validation_blocks`` validation blocks; the first one starts with its first sentence's [CLS]."""
+    from taco.data import packing
+
+    base, corpus, tok_dir = sentences
+    monkeypatch.setattr(packing, "WRITE_BLOCKS", 8)
+    a = pack_documents(corpus, tok_dir, base / "ow1", max_seq_length=L, seed=2, validation_blocks=5,
+                       block_format="official", workers=1, chunk_rows=7)
+    b = pack_documents(corpus, tok_dir, base / "ow2", max_seq_length=L, seed=2, validation_blocks=5,
+                       block_format="official", workers=2, chunk_rows=50)
+    for split in ("train", "validation"):
+        assert (a / split / SHARD).read_bytes() == (b / split / SHARD).read_bytes()
+    dd, m = load_packed(a)
+    assert len(dd["validation"]) == 5 and m["counts"]["blocks"]["validation"] == 5
+    assert dd["validation"][0]["input_ids"][0] == load_tokenizer(tok_dir).cls_token_id
+    assert _row_numbers_official(tok_dir, dd["validation"]["input_ids"]) == \
+        sorted(_row_numbers_official(tok_dir, dd["validation"]["input_ids"]))
+
+
+SHARD = "data-00000-of-00001.arrow"
+
+
+def _row_numbers_official(tok_dir, blocks):
+    import re
+
+    return [int(x) for x in re.findall(r"row (\d+) says", load_tokenizer(tok_dir).decode(np.asarray(blocks).ravel().tolist()))]
+
+
+def test_official_format_cli(inputs, tmp_path, capsys):
+    """``taco pack --block-format official``; ``--document-separator none`` belongs to the framed format."""
+    from taco.data.packing import main
+
+    _, corpus, tok, _ = inputs
+    rc = main(["--corpus", str(corpus), "--tokenizer", str(tok), "--output", str(tmp_path / "bad"),
+               "--max-seq-length", str(L), "--block-format", "official", "--document-separator", "none"])
+    assert rc == 2 and "--document-separator" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+    rc = main(["--corpus", str(corpus), "--tokenizer", str(tok), "--output", str(tmp_path / "ok"),
+               "--max-seq-length", str(L), "--block-format", "official", "--validation-blocks", "2"])
+    assert rc == 0 and load_packed(tmp_path / "ok")[1]["block_format"] == "official"

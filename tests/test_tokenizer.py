@@ -73,3 +73,20 @@ def test_cli_errors(tmp_path, capsys):
     assert "--vocab-file" in capsys.readouterr().err
     assert main(["--kind", "vocab", "--vocab-file", str(tmp_path / "none.txt"), "--output", str(tmp_path / "x")]) == 2
     assert "none.txt" in capsys.readouterr().err
+
+
+def test_text_backend_tokenizes_literal_specials_as_text(bert_dir, tmp_path):
+    """Issue 19.7: the packing backend splits a literal "[MASK]" into "[", "mask", "]"; the saved
+    tokenizer (and so its hash and the model's special ids) is unchanged."""
+    from taco.data.tokenizer import text_backend
+
+    tok = load_tokenizer(bert_dir)
+    before = tokenizer_hash(tok)
+    for source in (tok, tok.backend_tokenizer.to_str()):
+        enc = text_backend(source).encode("a [MASK] b [SEP][CLS] c", add_special_tokens=False)
+        assert enc.tokens == ["a", "[", "mask", "]", "b", "[", "sep", "]", "[", "cl", "##s", "]", "c"]
+        assert not set(enc.ids) & set(tok.all_special_ids)
+        # a copy with the post-processor still frames a text with the real specials
+        assert text_backend(source).encode("a [MASK]").ids == [101, 1037, 1031, 7308, 1033, 102]
+    assert tok("a [MASK]", add_special_tokens=False)["input_ids"] == [1037, 103]  # the tokenizer itself: as before
+    assert tokenizer_hash(tok) == before == tokenizer_hash(bert_dir)

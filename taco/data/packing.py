@@ -1,4 +1,4 @@
-"""Tokenize documents and pack the token stream into ``[CLS] ... [SEP]`` blocks.
+"""Tokenize documents and pack the token stream into blocks: ``[CLS] ... [SEP]`` framed, or the official format.
 
 Algorithm (deterministic in the data ``seed``; the same blocks, byte for byte, whatever the
 number of workers or the chunk size):
@@ -15,11 +15,26 @@ number of workers or the chunk size):
    neighbouring rows that are adjacent sentences is the same for every fraction; the 25% set is a
    subset of every larger fraction's. The subset depends on the data seed only (``taco pack
    --seed``, the configuration's top-level ``seed``): pre-training seeds never redraw it.
-4. Each document's rows are tokenized with the fast tokenizer (no special tokens) and concatenated;
-   each non-empty document is followed by ``[SEP]`` (``document_separator="sep"``) or nothing
-   (``"none"``), into **one continuous stream**, cut into chunks of ``max_seq_length - 2`` tokens,
-   each framed ``[CLS] chunk [SEP]``. Unlike run_mlm's ``group_texts`` (which drops a remainder in
-   every batch of 1000 examples) only the final remainder is dropped.
+4. Each document's rows are tokenized with the fast tokenizer (no special tokens) into **one
+   continuous stream**, in one of two block formats (``block_format``):
+
+   - ``framed`` (default): a document's rows are concatenated and each non-empty document is
+     followed by ``[SEP]`` (``document_separator="sep"``) or nothing (``"none"``); the stream is cut
+     into chunks of ``max_seq_length - 2`` tokens, each framed ``[CLS] chunk [SEP]``.
+   - ``official`` (the official code's, ``run_mlm_with_contrastive.py`` lines 566-591): every row
+     (a text: a Wikipedia article, a BookCorpus sentence) becomes ``[CLS] text [SEP]`` (an empty
+     row ``[CLS] [SEP]``, as ``tokenizer("")`` gives), concatenated, and the stream is cut into raw
+     slices of ``max_seq_length`` tokens: a block starts and ends wherever the cut falls and holds
+     the inner ``[CLS]``/``[SEP]`` of every text it spans. ``document_separator`` is not used.
+
+   Unlike run_mlm's ``group_texts`` (which drops a remainder in every batch of 1000 examples) only
+   the final remainder is dropped, in both formats.
+
+   Text is tokenized **as text** (``taco.data.tokenizer.text_backend``): a literal "[MASK]",
+   "[SEP]" or "[CLS]" written in a document becomes ``[``, ``mask``, ``]`` pieces, never a special
+   id, so special ids in a block come only from its format. One exception, on purpose: in a corpus
+   built with ``unk_policy: keep_unk_token`` (WikiText's ``<unk>`` written as "[UNK]" by the corpus
+   step) the literal "[UNK]" stays the ``[UNK]`` id, as that policy means.
 
 Parallelism: ``workers`` spawned processes tokenize chunks of ``chunk_rows`` rows (each worker's
 tokenizer limited to one thread; spawned, never forked after the Rust tokenizer started threads);
@@ -44,7 +59,8 @@ Progress: a line in the job's log every 30 s per split (documents and tokens don
 left; ``taco.data.parallel.Progress``).
 
 CLI: ``taco pack --corpus DIR --tokenizer DIR --max-seq-length 256 --fraction 1.0 --seed 0
-[--validation-fraction F | --validation-blocks N] [--workers N] --output DIR``.
+[--block-format framed|official] [--validation-fraction F | --validation-blocks N] [--workers N]
+--output DIR``.
 """
 
 from __future__ import annotations
@@ -69,6 +85,14 @@ from taco.data.parallel import Progress, WorkerPool
 from taco.manifest import atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json, write_manifest
 
 SEPARATORS = ("sep", "none")
+#: ``framed``: ``[CLS] max_seq_length - 2 tokens [SEP]`` over the stream of documents; ``official``:
+#: ``[CLS] text [SEP]`` per row, raw ``max_seq_length`` slices (the official code's format)
+BLOCK_FORMATS = ("framed", "official")
+#: what ``unk_policy: keep_unk_token`` writes for WikiText's ``<unk>`` (``taco.data.detokenize``)
+UNK_TEXT = "[UNK]"
+#: ``parameters.special_token_text`` of every artifact: literal special-token text is tokenized as
+#: text (an artifact made before, which mapped it to special ids, is not reused)
+SPECIAL_TOKEN_TEXT = "text"
 #: rows per tokenization task (a worker's unit of work)
 CHUNK_ROWS = 2000
 CHUNK_DOCUMENTS = CHUNK_ROWS  # the name benchmarks used
@@ -105,22 +129,28 @@ def split_documents_for_packing(num_documents: int, seed: int = 0, fraction: flo
 
 
 class BlockPacker:
-    """Turn a token stream, fed in pieces, into full ``[CLS] ... [SEP]`` blocks across piece borders.
+    """Turn a token stream, fed in pieces, into full blocks across piece borders.
 
-    ``add_stream(stream)`` (int32 ids, separators already in place) returns an
+    ``framed=True``: each block is ``[CLS] body [SEP]`` with ``max_seq_length - 2`` stream tokens;
+    ``framed=False`` (the official format): each block is a raw slice of ``max_seq_length`` stream
+    tokens, whose specials are already in the stream (``[CLS] text [SEP]`` per text).
+
+    ``add_stream(stream)`` (int32 ids, separators / per-text specials already in place) returns an
     (n, max_seq_length) int32 array of the blocks completed so far (n may be 0); a remainder
-    shorter than ``max_seq_length - 2`` is carried to the next call. ``add(list_of_id_lists)``
-    does the same for documents given as id lists (separator after each non-empty one).
-    ``carry`` holds what would be dropped at the end. Counts: ``documents``, ``empty_documents``,
-    ``tokens`` (document tokens, separators excluded), ``stream_tokens`` (with separators),
-    ``blocks``; ``max_blocks`` stops at that many blocks (the rest counts as dropped).
+    shorter than the body is carried to the next call. ``add(list_of_id_lists)`` does the same for
+    documents given as id lists (framed: the separator after each non-empty one; unframed: each
+    list is a text, put as ``[CLS] ids [SEP]``). ``carry`` holds what would be dropped at the end.
+    Counts: ``documents``, ``empty_documents``, ``tokens`` (text tokens, separators and specials
+    excluded), ``stream_tokens`` (with them), ``blocks``; ``max_blocks`` stops at that many blocks
+    (the rest counts as dropped).
     """
 
     def __init__(self, max_seq_length: int, cls_id: int, sep_id: int, separator_id: int | None,
-                 max_blocks: int | None = None):
+                 max_blocks: int | None = None, framed: bool = True):
         if max_seq_length < 3:
             raise ValueError(f"--max-seq-length must be >= 3, got {max_seq_length}")
-        self.length, self.body = max_seq_length, max_seq_length - 2
+        self.framed = bool(framed)
+        self.length, self.body = max_seq_length, (max_seq_length - 2 if self.framed else max_seq_length)
         self.cls_id, self.sep_id, self.separator_id = cls_id, sep_id, separator_id
         self.max_blocks = max_blocks
         self.carry = np.zeros(0, dtype=np.int32)
@@ -134,7 +164,10 @@ class BlockPacker:
     def add(self, id_lists: Sequence[Sequence[int]]) -> np.ndarray:
         lengths = np.fromiter((len(x) for x in id_lists), dtype=np.int64, count=len(id_lists))
         flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=np.int32, count=int(lengths.sum()))
-        stream = _with_separators(flat, lengths, self.separator_id)
+        if self.framed:
+            stream = _with_separators(flat, lengths, self.separator_id)
+        else:
+            stream = _with_text_specials(flat, lengths, self.cls_id, self.sep_id)
         return self.add_stream(stream, documents=len(id_lists), empty=int((lengths == 0).sum()),
                                tokens=int(lengths.sum()))
 
@@ -150,10 +183,13 @@ class BlockPacker:
         n = len(stream) // self.body
         if self.max_blocks is not None:
             n = min(n, self.max_blocks - self.blocks)
-        out = np.empty((n, self.length), dtype=np.int32)
-        out[:, 0] = self.cls_id
-        out[:, -1] = self.sep_id
-        out[:, 1:-1] = stream[: n * self.body].reshape(n, self.body)
+        if self.framed:
+            out = np.empty((n, self.length), dtype=np.int32)
+            out[:, 0] = self.cls_id
+            out[:, -1] = self.sep_id
+            out[:, 1:-1] = stream[: n * self.body].reshape(n, self.body)
+        else:
+            out = np.array(stream[: n * self.body], dtype=np.int32).reshape(n, self.length)
         self.carry = stream[n * self.body:]
         self.blocks += n
         return out
@@ -172,24 +208,45 @@ def _with_separators(flat: np.ndarray, doc_tokens: np.ndarray, separator_id: int
     return np.insert(flat, ends, np.int32(separator_id))
 
 
+def _with_text_specials(flat: np.ndarray, row_tokens: np.ndarray, cls_id: int, sep_id: int) -> np.ndarray:
+    """``flat`` (the rows' ids, concatenated) with every row put as ``[CLS] row [SEP]`` (an empty
+    row too: ``[CLS] [SEP]``, as the official code's ``tokenizer("")`` gives)."""
+    ends = np.cumsum(row_tokens)
+    starts = ends - row_tokens
+    at = np.stack([starts, ends], axis=1).ravel()  # [s0, e0, s1, e1, ...]: e_i == s_{i+1} keeps SEP before CLS
+    values = np.tile(np.array([cls_id, sep_id], dtype=np.int32), len(row_tokens))
+    return np.insert(np.asarray(flat, dtype=np.int32), at, values)
+
+
 def _encoder(tokenizer):
-    """A copy of the fast tokenizer's backend with truncation and padding off."""
+    """A copy of the fast tokenizer's backend that tokenizes text as text (``text_backend``)."""
     return _backend_from_json(tokenizer.backend_tokenizer.to_str())
 
 
 def _backend_from_json(tokenizer_json: str):
-    from tokenizers import Tokenizer
+    """The backend of ``tokenizer_json`` with truncation and padding off and literal special-token
+    text split as text (``taco.data.tokenizer.text_backend``)."""
+    from taco.data.tokenizer import text_backend
 
-    backend = Tokenizer.from_str(tokenizer_json)
-    backend.no_truncation()
-    backend.no_padding()
-    return backend
+    return text_backend(tokenizer_json)
 
 
-def encode(backend, texts: Sequence[str]) -> list[list[int]]:
-    """Token ids of each text without special tokens (Rust-side batch encoding)."""
+def encode(backend, texts: Sequence[str], unk_id: int | None = None) -> list[list[int]]:
+    """Token ids of each text without special tokens (Rust-side batch encoding).
+
+    With a ``text_backend`` a literal special token in a text is text. ``unk_id`` (a corpus built
+    with ``unk_policy: keep_unk_token``): each literal "[UNK]" becomes ``unk_id``, the text between
+    them tokenized as text (the same ids as the tokenizer's own added-token split gave).
+    """
     fn = getattr(backend, "encode_batch_fast", backend.encode_batch)
-    return [e.ids for e in fn(list(texts), add_special_tokens=False)]
+    texts = list(texts)
+    out = [e.ids for e in fn(texts, add_special_tokens=False)]
+    if unk_id is not None:
+        for i, text in enumerate(texts):
+            if UNK_TEXT in text:
+                parts = [e.ids for e in fn(text.split(UNK_TEXT), add_special_tokens=False)]
+                out[i] = parts[0] + [x for p in parts[1:] for x in (unk_id, *p)]
+    return out
 
 
 # ------------------------------------------------------------------------------------ workers
@@ -197,32 +254,43 @@ def encode(backend, texts: Sequence[str]) -> list[list[int]]:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_encoder(corpus_dir: str, tokenizer_json: str, separator_id: int | None) -> None:
-    """Per-process state of a tokenizing worker: the corpus reader and its own tokenizer."""
+def _init_encoder(corpus_dir: str, tokenizer_json: str, separator_id: int | None,
+                  text_specials: tuple[int, int] | None = None, unk_id: int | None = None) -> None:
+    """Per-process state of a tokenizing worker: the corpus reader and its own tokenizer.
+
+    ``text_specials`` = ``(cls_id, sep_id)``: the official format (every row ``[CLS] row [SEP]``,
+    ``separator_id`` unused); ``unk_id``: literal "[UNK]" kept as that id (see ``encode``)."""
     from taco.data.corpus_store import CorpusReader
 
     _WORKER.update(reader=CorpusReader(corpus_dir, check=False), backend=_backend_from_json(tokenizer_json),
-                   separator_id=separator_id)
+                   separator_id=separator_id, text_specials=text_specials, unk_id=unk_id)
 
 
 def encode_documents(task: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
     """Worker: the token stream of whole documents (row ranges ``[starts[i], stops[i])``).
 
-    Rows of a document are tokenized and concatenated; the separator follows each document that
-    has tokens. Returns ``{"stream": int32 array, "document_stream": stream tokens per document,
+    Framed format: rows of a document are tokenized and concatenated; the separator follows each
+    document that has tokens. Official format (``text_specials``): every row is ``[CLS] row
+    [SEP]``. Returns ``{"stream": int32 array, "document_stream": stream tokens per document,
     "documents", "empty_documents", "tokens", "rows"}``.
     """
     starts, stops = task
     reader, backend, sep = _WORKER["reader"], _WORKER["backend"], _WORKER["separator_id"]
+    text_specials = _WORKER.get("text_specials")
     n_rows = stops - starts
     first = np.repeat(starts - np.concatenate([[0], np.cumsum(n_rows)[:-1]]), n_rows)
     rows = first + np.arange(int(n_rows.sum()), dtype=np.int64)
-    ids = encode(backend, reader.texts(rows))
+    ids = encode(backend, reader.texts(rows), _WORKER.get("unk_id"))
     row_tokens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
     flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(row_tokens.sum()))
     doc_tokens = np.add.reduceat(row_tokens, np.cumsum(n_rows) - n_rows) if len(ids) else row_tokens
-    stream = _with_separators(flat, doc_tokens, sep)
-    return {"stream": stream, "document_stream": doc_tokens + (doc_tokens > 0 if sep is not None else 0),
+    if text_specials is not None:
+        stream = _with_text_specials(flat, row_tokens, *text_specials)
+        document_stream = doc_tokens + 2 * n_rows
+    else:
+        stream = _with_separators(flat, doc_tokens, sep)
+        document_stream = doc_tokens + (doc_tokens > 0 if sep is not None else 0)
+    return {"stream": stream, "document_stream": document_stream,
             "documents": len(starts), "empty_documents": int((doc_tokens == 0).sum()),
             "tokens": int(row_tokens.sum()), "rows": len(rows)}
 
@@ -242,11 +310,13 @@ class DocumentEncoder:
     """Tokenizes documents of a corpus in ``workers`` processes; chunks come back in order."""
 
     def __init__(self, corpus: str | os.PathLike, tokenizer_json: str, separator_id: int | None,
-                 workers: int = 1, chunk_rows: int = CHUNK_ROWS):
+                 workers: int = 1, chunk_rows: int = CHUNK_ROWS, text_specials: tuple[int, int] | None = None,
+                 unk_id: int | None = None):
         if chunk_rows < 1:
             raise ValueError(f"--chunk-rows must be >= 1, got {chunk_rows}")
         self.chunk_rows = chunk_rows
-        self.pool = WorkerPool(workers, _init_encoder, (str(corpus), tokenizer_json, separator_id))
+        self.pool = WorkerPool(workers, _init_encoder, (str(corpus), tokenizer_json, separator_id, text_specials,
+                                                        unk_id))
 
     def chunks(self, starts: np.ndarray, stops: np.ndarray) -> Iterator[dict[str, Any]]:
         return self.pool.map(encode_documents, _tasks(starts, stops, self.chunk_rows))
@@ -267,11 +337,17 @@ def _blocks_table(blocks: np.ndarray):
 
 
 def check_arguments(max_seq_length: int, fraction: float, validation_fraction: float | None,
-                    validation_blocks: int | None, document_separator: str, workers: int) -> float | None:
+                    validation_blocks: int | None, document_separator: str, workers: int,
+                    block_format: str = "framed") -> float | None:
     """Step 1: reject bad parameters before any work; returns the validation fraction in force
     (None when ``validation_blocks`` decides). Raises ValueError naming the option."""
+    if block_format not in BLOCK_FORMATS:
+        raise ValueError(f"unknown --block-format {block_format!r}; expected one of {BLOCK_FORMATS}")
     if document_separator not in SEPARATORS:
         raise ValueError(f"unknown --document-separator {document_separator!r}; expected one of {SEPARATORS}")
+    if block_format == "official" and document_separator != "sep":
+        raise ValueError("--document-separator is an option of --block-format framed; the official format "
+                         "puts [CLS] ... [SEP] around every text")
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"--fraction must be in (0, 1], got {fraction}")
     if max_seq_length < 3:
@@ -411,18 +487,22 @@ def _ids_sha256(ids: np.ndarray) -> str:
 def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, output: str | os.PathLike, *,
                    max_seq_length: int = 256, fraction: float = 1.0, seed: int = 0,
                    validation_fraction: float | None = 0.01, validation_blocks: int | None = None,
-                   document_separator: str = "sep", hash_inputs: bool = True, workers: int = 1,
-                   chunk_rows: int = CHUNK_ROWS, overwrite: bool = False) -> Path:
+                   document_separator: str = "sep", block_format: str = "framed", hash_inputs: bool = True,
+                   workers: int = 1, chunk_rows: int = CHUNK_ROWS, overwrite: bool = False) -> Path:
     """Build (or reuse) a packed-blocks artifact; returns ``output``. See the module docstring.
 
     Args:
         corpus: a ``taco corpus`` artifact (format 3: documents and sentence spans).
         tokenizer: a ``taco tokenizer`` (or any fast BERT-style ``save_pretrained``) directory.
-        max_seq_length: block length in tokens, [CLS] and [SEP] included (paper: 256).
+        max_seq_length: block length in tokens, specials included (paper: 256).
         fraction: share of the non-validation documents used for train (paper variant: 0.25).
         seed: the data seed; drives the document order (validation choice and fraction subset).
         validation_fraction / validation_blocks: size of the held-out split (blocks wins if set).
-        document_separator: ``sep`` puts [SEP] after every document in the stream; ``none``.
+        document_separator: ``sep`` puts [SEP] after every document in the stream; ``none``
+            (framed format only).
+        block_format: ``framed`` (``[CLS] body [SEP]`` blocks) or ``official`` (``[CLS] text [SEP]``
+            per row, raw slices: the official code's); see the module docstring. ``official`` enters
+            the parameters (and so the artifact key); ``framed`` leaves the key of earlier versions.
         hash_inputs: re-hash the corpus's text files against its manifest (else sizes and rows only).
         workers: tokenizing processes (the job's threads); the output does not depend on it.
         chunk_rows: rows per tokenization task; bounds memory; the output does not depend on it.
@@ -441,12 +521,16 @@ def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, outp
     t0 = time.time()
     output = Path(output)
     validation_fraction = check_arguments(max_seq_length, fraction, validation_fraction, validation_blocks,
-                                          document_separator, workers)
+                                          document_separator, workers, block_format)
+    official = block_format == "official"
     tok = load_tokenizer(tokenizer)
     reader, inputs = pack_inputs(corpus, tok, hash_inputs, threads=workers)
     params = {"max_seq_length": max_seq_length, "fraction": fraction, "seed": seed,
               "validation_fraction": validation_fraction, "validation_blocks": validation_blocks,
-              "document_separator": document_separator}
+              "document_separator": None if official else document_separator,
+              "special_token_text": SPECIAL_TOKEN_TEXT}
+    if official:  # framed artifacts keep their parameters: one format, one key, as before
+        params["block_format"] = block_format
     key = sha256_json({"kind": "packed", "parameters": params, "inputs": inputs, "format": 2})
     if check_existing(output, key, overwrite, parameters=params, inputs=inputs):
         print(f"pack: {output} is up to date (artifact_key {key[:12]})", file=sys.stderr)
@@ -454,18 +538,23 @@ def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, outp
 
     starts, stops = reader.documents()
     sep_id, cls_id = tok.sep_token_id, tok.cls_token_id
-    separator = sep_id if document_separator == "sep" else None
-    encoder = DocumentEncoder(corpus, tok.backend_tokenizer.to_str(), separator, workers, chunk_rows)
+    separator = sep_id if document_separator == "sep" and not official else None
+    keep_unk = (reader.manifest.get("parameters") or {}).get("unk_policy") == "keep_unk_token"
+    encoder = DocumentEncoder(corpus, tok.backend_tokenizer.to_str(), separator, workers, chunk_rows,
+                              text_specials=(cls_id, sep_id) if official else None,
+                              unk_id=tok.unk_token_id if keep_unk else None)
+    body = max_seq_length if official else max_seq_length - 2
     try:
         with atomic_directory(output, overwrite=True) as tmp:
             train_ids, val_ids = draw_documents(encoder, starts, stops, seed, fraction, validation_fraction,
-                                                validation_blocks, max_seq_length - 2)
-            val_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator, max_blocks=validation_blocks)
+                                                validation_blocks, body)
+            val_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator, max_blocks=validation_blocks,
+                                     framed=not official)
             pack_split(encoder, starts[val_ids], stops[val_ids], val_packer, tmp / "validation", "pack validation")
             if val_packer.blocks == 0:
                 raise ValueError(f"validation split has no full block of {max_seq_length} tokens; "
                                  "raise --validation-fraction or use --validation-blocks")
-            train_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator)
+            train_packer = BlockPacker(max_seq_length, cls_id, sep_id, separator, framed=not official)
             pack_split(encoder, starts[train_ids], stops[train_ids], train_packer, tmp / "train", "pack train")
             if train_packer.blocks == 0:
                 raise ValueError(f"train split has no full block of {max_seq_length} tokens "
@@ -480,7 +569,7 @@ def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, outp
                         "parameters": reader.manifest.get("parameters")},
                 counts=packed_counts(reader.num_rows, starts, stops, train_ids, val_ids, train_packer, val_packer),
                 tokenizer_hash=inputs["tokenizer_hash"], max_seq_length=max_seq_length,
-                fraction=fraction, seed=seed, workers=workers,
+                block_format=block_format, fraction=fraction, seed=seed, workers=workers,
                 train_documents_sha256=_ids_sha256(train_ids), validation_documents_sha256=_ids_sha256(val_ids),
                 wall_time_s=round(time.time() - t0, 3)))
     finally:
@@ -511,7 +600,10 @@ def build_parser() -> argparse.ArgumentParser:
     v = p.add_mutually_exclusive_group()
     v.add_argument("--validation-fraction", type=float, default=None, help="share of documents (default 0.01)")
     v.add_argument("--validation-blocks", type=int, default=None, help="exact number of validation blocks")
-    p.add_argument("--document-separator", choices=SEPARATORS, default="sep")
+    p.add_argument("--block-format", choices=BLOCK_FORMATS, default="framed",
+                   help="framed: [CLS] body [SEP] per block; official: [CLS] text [SEP] per row, raw slices "
+                        "(the official code's)")
+    p.add_argument("--document-separator", choices=SEPARATORS, default="sep", help="framed format only")
     p.add_argument("--workers", type=int, default=1, help="tokenizing processes (the job's threads)")
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per tokenization task")
     p.add_argument("--no-hash-inputs", dest="hash_inputs", action="store_false",
@@ -528,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
             fraction=args.fraction, seed=args.seed,
             validation_fraction=0.01 if args.validation_fraction is None else args.validation_fraction,
             validation_blocks=args.validation_blocks, document_separator=args.document_separator,
-            hash_inputs=args.hash_inputs, workers=args.workers, chunk_rows=args.chunk_rows,
+            block_format=args.block_format, hash_inputs=args.hash_inputs, workers=args.workers, chunk_rows=args.chunk_rows,
             overwrite=args.overwrite)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"taco pack: error: {e}", file=sys.stderr)

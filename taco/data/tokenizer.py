@@ -128,6 +128,36 @@ def tokenizer_hash(tokenizer_or_dir: Any) -> str:
     return sha256_json({"backend": backend, "special_tokens": special})
 
 
+def text_backend(tokenizer_or_json: Any):
+    """A copy of a fast tokenizer's Rust backend that tokenizes text **as text**.
+
+    ``tokenizer_or_json``: a fast tokenizer or its backend's JSON (``backend_tokenizer.to_str()``).
+    Truncation and padding are off, and ``encode_special_tokens`` is on: a literal "[MASK]",
+    "[SEP]" or "[CLS]" written in a document is split like any other text (``[``, ``mask``,
+    ``]``), never mapped to a special id (``add_special_tokens=False`` only turns off the
+    post-processor's ``[CLS] $A [SEP]``; the added-token matcher still maps the literal strings).
+    Special ids in packed blocks thus come only from the block format (``taco.data.packing``).
+    The same for a ``vocab``, ``hub`` or ``train`` tokenizer: it is a property of the backend, not
+    of the saved tokenizer (which stays unchanged, so ``tokenizer_hash`` does too).
+
+    Raises ValueError when this ``tokenizers`` version still maps a literal special token.
+    """
+    from tokenizers import Tokenizer
+
+    text = tokenizer_or_json if isinstance(tokenizer_or_json, str) else tokenizer_or_json.backend_tokenizer.to_str()
+    backend = Tokenizer.from_str(text)
+    backend.no_truncation()
+    backend.no_padding()
+    backend.encode_special_tokens = True  # not serialized by to_str(): set on every copy
+    specials = {t.content for t in backend.get_added_tokens_decoder().values() if t.special}
+    probe = " ".join(sorted(specials))
+    leaked = [t for t in backend.encode(probe, add_special_tokens=False).tokens if t in specials]
+    if leaked:
+        raise ValueError(f"this tokenizers version maps literal special-token text to special ids ({leaked}); "
+                         "tokenizers >= 0.19 (encode_special_tokens) is needed")
+    return backend
+
+
 def check_tokenizer(tok) -> None:
     """Raise ValueError unless ``tok`` is fast, has [CLS]/[SEP]/[MASK]/[PAD] and is not all-[UNK]."""
     if not getattr(tok, "is_fast", False):
