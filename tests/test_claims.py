@@ -351,3 +351,21 @@ def test_degenerate_runs_are_named_in_the_claim_row():
 
     md = render_markdown(df, cfg)
     assert "(from 1 seed(s) with degenerate runs)" in [ln for ln in md.splitlines() if ln.startswith("| C6: ")][0]
+
+
+def test_synthetic_tasks_are_named_in_every_claim_on_the_page(tmp_path):
+    """With synthetic GLUE-format tasks the claims page's title, opening paragraph and every claim
+    say so; with real tasks none of it appears."""
+    spec = smoke_spec(tasks=["sst2", "rte"], n_resamples=99, glue_source="synthetic", corpus_source="synthetic")
+    _, claims, out = _run(tmp_path / "synthetic", spec, seeds=[1, 2, 3])
+    md = (out / "claims.md").read_text()
+    assert "SYNTHETIC GLUE-format tasks" in md.splitlines()[0]
+    assert "synthetic pre-training corpus" in md and "not the paper's claims" in md
+    ids = tuple(claims.index)
+    summary = [ln for ln in md.splitlines() if ln.startswith(tuple(f"| {i}: " for i in ids))]
+    headings = [ln for ln in md.splitlines() if ln.startswith(tuple(f"## {i}: " for i in ids))]
+    assert len(summary) == len(claims) == len(headings)
+    assert all("[on SYNTHETIC GLUE-format tasks]" in ln for ln in summary + headings)
+    real = dict(spec, glue_source="local", corpus_source="local")
+    _, _, out = _run(tmp_path / "real", real, seeds=[1, 2, 3])
+    assert "SYNTHETIC" not in (out / "claims.md").read_text()

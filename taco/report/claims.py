@@ -745,13 +745,30 @@ def _interval_words(cfg: AnalysisConfig) -> str:
     return f"{cfg.ci_method} bootstrap, scipy.stats.bootstrap, {cfg.n_resamples} resamples"
 
 
+#: appended to every claim's name on the page when the tasks are synthetic
+SYNTHETIC_CLAIM_TAG = " [on SYNTHETIC GLUE-format tasks]"
+
+
+def synthetic_banner(cfg: AnalysisConfig) -> list[str]:
+    """The claims page's opening lines about synthetic data (none when the tasks are real)."""
+    if not cfg.synthetic_tasks:
+        return []
+    corpus = " and a synthetic pre-training corpus" if cfg.synthetic_corpus else ""
+    return [f"**Synthetic data: these runs use this suite's SYNTHETIC GLUE-format tasks{corpus} (a smoke "
+            "test). \"GLUE points\" below are points on those synthetic tasks; the verdicts test the pipeline, "
+            "not the paper's claims, and nothing here is compared with the paper's numbers.**", ""]
+
+
 def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     """claims.md: a summary table (verdicts, claims not run marked ``not run``, degenerate inputs
-    named), the method, then per claim its rule, test, reason and per-key details."""
+    named), the method, then per claim its rule, test, reason and per-key details. With synthetic
+    tasks the title, an opening paragraph and every claim's name say so."""
     cl = int(round(cfg.confidence_level * 100))
     dl = f"{decision_level(cfg) * 100:g}%"
     claims = df[df["level"] == "claim"]
-    lines = ["# The paper's claims on the reproduced numbers", "",
+    tag = SYNTHETIC_CLAIM_TAG if cfg.synthetic_tasks else ""
+    lines = ["# The paper's claims on the reproduced numbers"
+             + (" (SYNTHETIC GLUE-format tasks: a smoke test)" if tag else ""), "", *synthetic_banner(cfg),
              f"Effects are mean(A) - mean(B) in GLUE points (x100) over fine-tuning seeds. Decisions: one-sided "
              f"permutation tests (scipy.stats.permutation_test) at alpha = {cfg.alpha}, each with the {dl} "
              f"interval (1 - 2 alpha; method: {_interval_words(cfg)}) that matches a one-sided test at alpha; "
@@ -761,7 +778,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
              f"| Claim | A vs B | scope | n (A/B) | effect | {dl} CI | p for / against | fewest seeds (80% power) | verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in claims.itertuples():
-        lines.append(f"| {r.claim_id}: {r.claim} | {r.a} vs {r.b} | {r.scope or 'n/a'} | {r.n_a}/{r.n_b} | "
+        lines.append(f"| {r.claim_id}: {r.claim}{tag} | {r.a} vs {r.b} | {r.scope or 'n/a'} | {r.n_a}/{r.n_b} | "
                      f"{_f(r.effect)} | [{_f(r.decision_ci_low)}, {_f(r.decision_ci_high)}] | "
                      f"{_p(r.p_value)} / {_p(r.p_against)} | {_n(r.fewest_seeds)} ({_n(r.seeds_for_power)}) | "
                      f"{_verdict_cell(r)} |")
@@ -781,7 +798,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
               "objective (CIs over validation blocks), so there is no replicate-level test at a stated margin; "
               "see figure6. TACO vs BERT-NCE / INFOWORD: cited numbers, not reproduced here (Table 4)."]
     for r in claims.itertuples():
-        lines += ["", f"## {r.claim_id}: {r.claim}", "",
+        lines += ["", f"## {r.claim_id}: {r.claim}{tag}", "",
                   f"- Source: {r.source}; size role: {r.role} ({r.size or 'not run'})",
                   f"- A = {r.a}, B = {r.b}; scope: {r.scope or 'n/a'}",
                   f"- Rule: {r.rule}",
