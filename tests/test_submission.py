@@ -173,11 +173,14 @@ def test_zip_holds_every_file_and_readme_names_the_placeholders(tmp_path):
 def test_synthetic_runs_are_marked_not_submittable(tmp_path):
     d = _run(tmp_path, "rte", source="synthetic", files={"RTE.tsv": ([0], ["entailment"])})
     sub.build_submission([d], tmp_path / "s.zip")
-    assert "Not submittable" in _read_zip(tmp_path / "s.zip")["README.md"]
+    synthetic = _read_zip(tmp_path / "s.zip")["README.md"]
+    assert "Not submittable" in synthetic and "SYNTHETIC GLUE-format tasks" in synthetic
+    assert "gluebenchmark.com" not in synthetic and "Upload" not in synthetic  # no upload advice
     d2 = _run(tmp_path / "b", "rte", files={"RTE.tsv": ([0], ["entailment"])})
     sub.build_submission([d2], tmp_path / "l.zip")
     readme = _read_zip(tmp_path / "l.zip")["README.md"]
     assert "Not submittable" not in readme and "RTE.tsv (1, expected 3000)" in readme
+    assert "Upload this zip at https://gluebenchmark.com/submit" in readme
 
 
 def test_errors_before_writing(tmp_path, capsys):

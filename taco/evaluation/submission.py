@@ -284,15 +284,19 @@ def readme_text(runs: Sequence[RunRecord], real: Mapping[str, list], reasons: Ma
         f"Fine-tuning seed: {r0.seed}  ",
         f"GLUE source of the runs: {', '.join(sources)}",
         "",
-        "Upload this zip at https://gluebenchmark.com/submit to get the test scores that the paper's",
-        "test rows report. Files marked PLACEHOLDER hold one constant prediction per test row so that",
-        "the server accepts the archive: their scores are a constant baseline's, not the model's, and",
-        "so is any GLUE average that includes them.",
-        "",
     ]
-    if any(s not in ("hub", "local") for s in sources):
-        lines += ["**Not submittable as is:** the runs used the synthetic GLUE tasks, whose test rows",
-                  "are not the GLUE test sets.", ""]
+    if any(s not in ("hub", "local") for s in sources):  # synthetic: no upload advice
+        lines += ["**Not submittable:** the runs used this suite's SYNTHETIC GLUE-format tasks, whose test",
+                  "rows are not the GLUE test sets. This archive only has the GLUE server's file layout, so",
+                  "that the packaging can be tested; it gives no test scores and nothing in it compares with",
+                  "the paper's test rows. Files marked PLACEHOLDER hold one constant prediction per test row.",
+                  ""]
+    else:
+        lines += ["Upload this zip at https://gluebenchmark.com/submit to get the test scores that the paper's",
+                  "test rows report. Files marked PLACEHOLDER hold one constant prediction per test row so that",
+                  "the server accepts the archive: their scores are a constant baseline's, not the model's, and",
+                  "so is any GLUE average that includes them.",
+                  ""]
     wrong = [f for f, rows in real.items() if len(rows) != SUBMISSION_FILES[f][1]]
     if wrong and all(s in ("hub", "local") for s in sources):
         lines += ["**Warning:** row counts differ from the GLUE test sets for "
