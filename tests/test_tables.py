@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -227,3 +228,35 @@ def test_tiny_model_on_real_glue_prints_no_difference_against_bert_small(tmp_pat
     # the same fixture with the paper's preset recorded prints the difference rows
     out2 = _rendered(tmp_path / "paper_size", glue_source="local", presets={"tiny": "small", "tinybase": "base"})
     assert "difference (ours - paper)" in (out2 / "table1.md").read_text()
+
+
+CAPTIONS = Path(__file__).resolve().parent.parent / "workflow" / "report"
+
+
+@pytest.mark.parametrize("name", ["table1", "table2", "table3", "table4", "ablation", "figure5",
+                                  "data_efficiency", "claims", "figure2", "figure6", "pretrain_curves"])
+def test_report_captions_say_synthetic_for_the_smoke_config_only(name):
+    """The ``snakemake --report`` captions, rendered as Snakemake renders them (Jinja2 with
+    ``snakemake.config``, then reStructuredText), name the synthetic tasks / corpus of the smoke
+    configuration and stay silent about them for the paper's configuration."""
+    import types
+
+    import jinja2
+    import yaml
+    from docutils.core import publish_parts
+
+    repo = CAPTIONS.parent.parent
+    text = (CAPTIONS / f"{name}.rst").read_text()
+    corpus_only = name in ("figure2", "figure6", "pretrain_curves")  # no fine-tuning in these
+    for config_file, synthetic in (("configs/smoke.yaml", True), ("config.yaml", False)):
+        config = yaml.safe_load((repo / config_file).read_text())
+        rendered = jinja2.Environment().from_string(text).render(snakemake=types.SimpleNamespace(config=config))
+        publish_parts(rendered, writer_name="html", settings_overrides={"halt_level": 2})  # valid RST
+        said = "Synthetic corpus" in rendered if corpus_only else "SYNTHETIC GLUE-format tasks" in rendered
+        assert said is synthetic, (name, config_file)
+        if not synthetic:
+            assert "synthetic" not in rendered.lower(), (name, config_file)
+    if name == "table1":
+        real = jinja2.Environment().from_string(text).render(
+            snakemake=types.SimpleNamespace(config=yaml.safe_load((repo / "config.yaml").read_text())))
+        assert "beside the published values" in real
