@@ -232,7 +232,8 @@ def expect_pack(cfg, job):
     # pre-training seed or other wildcard reaches a pack job
     assert set(w) == {"fraction"}, w
     return {"max_seq_length": cfg["max_seq_length"], "fraction": float(w["fraction"]), "seed": cfg["seed"],
-            "validation_blocks": cfg["validation_blocks"], "corpus": f"{R}/data/corpus",
+            "validation_blocks": cfg["validation_blocks"], "block_format": cfg["pack"]["format"],
+            "corpus": f"{R}/data/corpus",
             "tokenizer": f"{R}/data/tokenizer", "output": f"{R}/data/blocks/data-{w['fraction']}",
             **data_workers(cfg, job)}
 

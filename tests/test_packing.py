@@ -496,3 +496,41 @@ def test_official_format_cli(inputs, tmp_path, capsys):
     rc = main(["--corpus", str(corpus), "--tokenizer", str(tok), "--output", str(tmp_path / "ok"),
                "--max-seq-length", str(L), "--block-format", "official", "--validation-blocks", "2"])
     assert rc == 0 and load_packed(tmp_path / "ok")[1]["block_format"] == "official"
+
+
+def test_block_format_in_configs_and_deviations():
+    """``pack.format`` is validated; config.yaml and configs/gpu-mini.yaml (the paper's recipe) use
+    the official format and list no block-format row; a framed configuration lists one."""
+    import copy
+
+    import yaml
+    from snakemake.utils import update_config, validate
+
+    from taco.report.deviations import find_deviations
+
+    repo = Path(__file__).resolve().parent.parent
+    schema = str(repo / "workflow" / "schemas" / "config.schema.yaml")
+
+    def resolved(path, **overrides):
+        cfg = yaml.safe_load((repo / path).read_text())
+        update_config(cfg, copy.deepcopy(overrides))
+        validate(cfg, schema)
+        return cfg
+
+    def row(cfg):
+        rows = [d for d in find_deviations(cfg) if d.key == "pack.format"]
+        assert len(rows) <= 1
+        return rows[0] if rows else None
+
+    for path in ("config.yaml", "configs/gpu-mini.yaml"):
+        assert resolved(path)["pack"]["format"] == "official" and row(resolved(path)) is None
+    framed = resolved("config.yaml", pack={"format": "framed"})
+    r = row(framed)
+    assert r is not None and r.kind == "configuration" and r.here.startswith("framed: every block [CLS] + 254 tokens")
+    assert "scripts/run_mlm_with_contrastive.py:566-591" in r.paper
+    smoke = resolved("configs/smoke.yaml")
+    assert smoke["pack"]["format"] == "framed" and row(smoke) is not None  # the schema's default
+    from snakemake.exceptions import WorkflowError
+
+    with pytest.raises(WorkflowError, match=r"instance\['pack'\]\['format'\]"):
+        resolved("config.yaml", pack={"format": "raw"})

@@ -126,3 +126,70 @@ def test_negatives_need_two_sequences():
         sample_negative_index(torch.ones(2, 8), 0)
     with pytest.raises(ValueError, match=r"\(B, L\)"):
         sample_negative_index(torch.ones(8), 3)
+
+
+# ------------------------------------------------------------------ inner [CLS]/[SEP] (official block format)
+
+
+def _official_batch(tok, B=32, L=64, seed=0):
+    """Blocks in the official format (``taco pack --block-format official``): texts of 5-25 plain
+    word ids, each ``[CLS] text [SEP]``, cut into raw L-token slices."""
+    import numpy as np
+
+    from taco.data.packing import BlockPacker
+
+    rng = np.random.default_rng(seed)
+    packer = BlockPacker(L, tok.cls_token_id, tok.sep_token_id, None, framed=False)
+    blocks = []
+    while sum(len(b) for b in blocks) < B:
+        texts = [rng.integers(2000, 29000, size=int(rng.integers(5, 26))).tolist() for _ in range(50)]
+        blocks.append(packer.add(texts))
+    return torch.as_tensor(np.concatenate(blocks)[:B], dtype=torch.long)
+
+
+def test_inner_specials_never_masked_and_in_tc_as_official(shared_data):
+    """As the official code (docs/paper-facts.md, "Block format and inner special tokens"): inner
+    [CLS]/[SEP] are never selected for MLM; they are TC anchors, positives (the window crosses the
+    text boundary) and negatives like any other position."""
+    from taco.data.tokenizer import tokenizer_from_vocab
+    from taco.model.collator import TacoCollator
+    from taco.model.objectives import tc_anchor_mask
+
+    tok = tokenizer_from_vocab(shared_data / "bert" / "vocab.txt")
+    ids = _official_batch(tok)
+    B, L = ids.shape
+    special = (ids == tok.cls_token_id) | (ids == tok.sep_token_id)
+    assert special[:, 1:-1].sum() > 4 * B  # inner ones: ~2 per ~17-token text
+    collate = TacoCollator(tok, mlm_probability=0.15, generator=torch.Generator().manual_seed(0))
+    selected_plain = total_plain = 0
+    for _ in range(50):
+        batch = collate([{"input_ids": row} for row in ids])
+        assert torch.equal(batch["original_input_ids"], ids)
+        assert (batch["labels"][special] == -100).all(), "an inner [CLS]/[SEP] was selected for MLM"
+        assert torch.equal(batch["input_ids"][special], ids[special])
+        selected_plain += int((batch["labels"][~special] != -100).sum())
+        total_plain += int((~special).sum())
+    assert abs(selected_plain / total_plain - 0.15) < 0.01  # the others at the MLM rate
+
+    attention = batch["attention_mask"]
+    anchors = tc_anchor_mask("taco", attention, batch["labels"])
+    assert anchors[special].all()  # every inner special is an anchor (official: no mask on the InfoNCE)
+    assert not tc_anchor_mask("taco_concentrated", attention, batch["labels"])[special].any()
+
+    g = torch.Generator().manual_seed(1)
+    reps = 200
+    pos = torch.stack([sample_positive_index(attention, 5, generator=g) for _ in range(reps)])  # (reps, B, L)
+    j = torch.arange(L)
+    # anchors whose right neighbour is an inner special, window inside the block: the special is
+    # their positive a quarter of the time (offsets -2, -1, +1, +2 uniform), as for any token
+    before_special = torch.zeros_like(special)
+    before_special[:, :-1] = special[:, 1:]
+    inside = (j >= 2) & (j < L - 2)
+    sel = before_special & inside & ~special
+    hits = (pos == (j + 1)).float()[:, sel].mean()
+    assert abs(float(hits) - 0.25) < 0.02, float(hits)
+    # and the window crosses into the next text: positives at +2 from the token before a [SEP]
+    assert abs(float((pos == (j + 2)).float()[:, sel].mean()) - 0.25) < 0.02
+    neg = sample_negative_index(attention, 50, generator=g)
+    share = special.reshape(-1)[neg.reshape(-1)].float().mean()
+    assert abs(float(share) - float(special.float().mean())) < 0.01  # specials drawn as often as any position

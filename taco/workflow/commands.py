@@ -184,10 +184,15 @@ class Commands:
         return ["--corpus", input.corpus, "--output", _files(output)[0]]
 
     def pack_args(self, wildcards: Any) -> list[str]:
+        """``taco pack`` with what changes the blocks. ``--block-format`` only for ``pack.format:
+        official``: the framed format is ``taco pack``'s default, so the params of every framed
+        configuration stay as they were and nothing packed before re-runs."""
         c = self.config
+        fmt = (c.get("pack") or {}).get("format", "framed")
         return self._taco("pack") + [
             "--max-seq-length", _s(c["max_seq_length"]), "--fraction", wildcards.fraction,
-            "--seed", _s(c["seed"]), "--validation-blocks", _s(c["validation_blocks"])]
+            "--seed", _s(c["seed"]), "--validation-blocks", _s(c["validation_blocks"])] + (
+            ["--block-format", fmt] if fmt != "framed" else [])
 
     def pack_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return ["--corpus", input.corpus, "--tokenizer", input.tokenizer, "--output", _files(output)[0]]
