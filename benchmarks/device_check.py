@@ -53,25 +53,36 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "benchmarks"
 SCHEMA = "taco-device-check/1"
-PARTS = ("env", "tc", "objectives", "pretrain_bench", "mfu", "resume", "finetune")
+PARTS = ("env", "tc", "objectives", "pretrain_bench", "mfu", "compile_attn", "resume", "finetune", "repro")
+#: the check (``--part check``): resume and finetune are left out of it to fit its ~3-minute box (the
+#: reproduction runs ``taco pretrain`` segments resumed from budgets and ``taco finetune`` on the
+#: device); ``--parts resume,finetune`` still runs them
+CHECK_PARTS = ("env", "tc", "objectives", "pretrain_bench", "mfu", "compile_attn")
+#: ``--part`` -> groups of parts; each group has its own time budget (GROUP_BUDGETS)
+PART_GROUPS = {"check": ("check",), "repro": ("repro",), "both": ("check", "repro")}
 
-#: seconds each part may take (GPU mode); the whole check is also bounded by --budget-s
-TIME_BOXES = {"env": 25, "tc": 40, "objectives": 60, "pretrain_bench": 50, "mfu": 50, "resume": 120,
-              "finetune": 45}
+#: seconds each part may take (GPU mode); each group is also bounded by its budget
+TIME_BOXES = {"env": 15, "tc": 25, "objectives": 30, "pretrain_bench": 20, "mfu": 30, "compile_attn": 60,
+              "resume": 120, "finetune": 45, "repro": 185}
 #: CPU toy mode: generous boxes on a loaded 2-core machine; the toy sizes take far less
-CPU_TIME_BOXES = {"env": 60, "tc": 90, "objectives": 120, "pretrain_bench": 120, "mfu": 90, "resume": 400,
-                  "finetune": 150}
+CPU_TIME_BOXES = {"env": 60, "tc": 90, "objectives": 120, "pretrain_bench": 120, "mfu": 90, "compile_attn": 240,
+                  "resume": 400, "finetune": 150, "repro": 420}
+#: each group's budget, seconds (GPU: about 3 minutes each, 6 together; CPU toy mode: generous)
+GROUP_BUDGETS = {"cuda": {"check": 185.0, "repro": 185.0}, "cpu": {"check": 700.0, "repro": 420.0}}
 
 #: sizes per mode (GPU sizes are those of issue 15; CPU sizes are toys that finish in seconds)
 SETTINGS = {
     "cuda": {
         "tc": dict(B=32, L=256, K=50, H=512),
-        "objectives": ["--size", "small", "--batch", "128", "--length", "256", "--dtype", "bf16",
-                       "--rounds", "20", "--warmup", "3"],
-        "pretrain_bench": ["--size", "small", "--batch", "128", "--seq-len", "256", "--precision", "bf16",
-                           "--steps", "10", "--warmup", "3"],
-        "mfu": dict(presets=("small", "base"), objectives=("mlm", "taco"), batch=128, seq_len=256,
-                    dtype="bf16", warmup=3, steps=10),
+        # the paper's per-device batch, 256 x 256, bf16 autocast
+        "objectives": ["--size", "small", "--batch", "256", "--length", "256", "--dtype", "bf16",
+                       "--rounds", "10", "--warmup", "2"],
+        "pretrain_bench": ["--size", "small", "--batch", "256", "--seq-len", "256", "--precision", "bf16",
+                           "--steps", "6", "--warmup", "2"],
+        "mfu": dict(presets=("small", "base"), objectives=("mlm", "taco"), batch=256, seq_len=256,
+                    dtype="bf16", warmup=2, steps=6),
+        "compile_attn": dict(size="small", batch=256, seq_len=256, precision="bf16", objectives=("mlm", "taco"),
+                             steps=5, warmup=2, vocab=30522, negatives=50, backend="inductor"),
         "resume": dict(size="small", docs=3000, vocab=4000, seq_len=128, batch=32, max_steps=30,
                        save_every=10, sleep=0.25, negatives=50, lr="5e-4", warmup=4, extra=[]),
         "finetune": ["--max-length", "128", "--batch-size", "32", "--epochs", "2", "--device", "cuda"],
@@ -84,6 +95,9 @@ SETTINGS = {
                            "--steps", "2", "--warmup", "1"],
         "mfu": dict(presets=("tiny",), objectives=("mlm", "taco"), batch=4, seq_len=32, dtype="fp32",
                     warmup=1, steps=2),
+        # aot_eager: exercises torch.compile's path without inductor's C++ build (minutes on 2 cores)
+        "compile_attn": dict(size="tiny", batch=4, seq_len=32, precision="fp32", objectives=("mlm",),
+                             steps=2, warmup=1, vocab=1000, negatives=8, backend="aot_eager"),
         "resume": dict(size="tiny", docs=300, vocab=400, seq_len=64, batch=4, max_steps=8, save_every=2,
                        sleep=0.4, negatives=8, lr="1e-3", warmup=2, extra=["--device", "cpu"]),
         "finetune": ["--max-length", "64", "--batch-size", "16", "--epochs", "1", "--device", "cpu",
@@ -469,6 +483,39 @@ def part_mfu(mode: str, res: PartResult, deadline: float, work: Path, peak_tflop
                 torch.cuda.empty_cache()
 
 
+def part_compile_attn(mode: str, res: PartResult, deadline: float, work: Path) -> None:
+    """torch.compile against eager and SDPA against eager attention (``bench_compile_attn.measure``)."""
+    sys.path.insert(0, str(BENCH))
+    from bench_compile_attn import measure, report_lines
+
+    s = SETTINGS[mode]["compile_attn"]
+    res.set("setting", s)
+    rows: dict = {}
+
+    def on_row(objective, row):
+        rows[objective] = row
+        res.set("runs", rows)
+        print("\n".join(report_lines({objective: row})), flush=True)
+
+    measure(mode, s["size"], s["batch"], s["seq_len"], s["precision"], tuple(s["objectives"]), s["steps"],
+            s["warmup"], vocab=s["vocab"], negatives=s["negatives"], compile_backend=s["backend"], on_row=on_row,
+            deadline=deadline - 20)
+    res.set("ratios", {obj: row.get("ratios") for obj, row in rows.items()})
+
+
+def part_repro(mode: str, res: PartResult, deadline: float, work: Path, carry: str | None = None,
+               rates: dict | None = None) -> None:
+    """BERT-small MLM vs TACO on the carried corpus, curves, GLUE with 3 seeds (``device_repro``)."""
+    _need_datasets()
+    sys.path.insert(0, str(BENCH))
+    from device_repro import CARRY, run_repro
+
+    out = work / "repro"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    run_repro(mode, res, deadline, out, carry=Path(carry) if carry else CARRY, measured_tokens_per_s=rates)
+
+
 def _wait_state(state: Path, at_least: int, proc: subprocess.Popen, deadline: float) -> int:
     while time.time() < deadline:
         steps = [int(p.parent.name.split("-")[1]) for p in state.glob("checkpoint-*/taco_state.json")]
@@ -634,7 +681,8 @@ def part_finetune(mode: str, res: PartResult, deadline: float, work: Path) -> No
 
 
 PART_FUNCS = {"env": part_env, "tc": part_tc, "objectives": part_objectives, "pretrain_bench": part_pretrain_bench,
-              "mfu": part_mfu, "resume": part_resume, "finetune": part_finetune}
+              "mfu": part_mfu, "compile_attn": part_compile_attn, "resume": part_resume, "finetune": part_finetune,
+              "repro": part_repro}
 
 
 # ================================================================================================
@@ -665,9 +713,20 @@ def _verdicts(mode: str, parts: dict) -> dict:
 
 
 def write_summary(out_dir: Path, summary: dict) -> tuple[Path, Path]:
-    """Write ``device_check.json`` and ``device_check.md`` (atomically) into ``out_dir``."""
+    """Write ``device_check.json``, ``device_check.md`` (atomically) and, once the reproduction has
+    a curve or a score, ``device_check.png`` into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     summary["verdicts"] = _verdicts(summary["device_mode"], summary["parts"])
+    repro = summary["parts"].get("repro", {}).get("result") or {}
+    if repro:
+        try:  # a figure that cannot be drawn is named, never fatal: the JSON and Markdown still come
+            sys.path.insert(0, str(BENCH))
+            from device_repro import write_figure
+
+            fig = write_figure(out_dir / "device_check.png", repro)
+            summary["figure"] = fig.name if fig else None
+        except Exception as exc:  # noqa: BLE001
+            summary["figure"] = f"not drawn: {type(exc).__name__}: {exc}"[:300]
     js, md = out_dir / "device_check.json", out_dir / "device_check.md"
     for path, text in ((js, json.dumps(summary, indent=2, default=str)), (md, render_markdown(summary))):
         tmp = path.with_suffix(path.suffix + ".tmp")
@@ -717,6 +776,19 @@ def key_figures(summary: dict) -> list[str]:
         out.append(f"resume: max abs weight diff resumed vs uninterrupted {z['resumed_vs_uninterrupted']['max_abs']:.3g}"
                    + (f", uninterrupted vs uninterrupted {floor['max_abs']:.3g}" if floor else "")
                    + f"; equal: {z.get('resume_verdict', {}).get('equal')}")
+    for obj, row in (r("compile_attn").get("runs") or {}).items():
+        ra = row.get("ratios") or {}
+        tps = {k: v.get("tokens_per_s") for k, v in row.items() if isinstance(v, dict) and "tokens_per_s" in v}
+        errs = {k: v["error"][:120] for k, v in row.items() if isinstance(v, dict) and "error" in v}
+        out.append(f"compile_attn {obj}: tokens/s {tps}; SDPA/eager attention {ra.get('sdpa_over_eager_attention')}x, "
+                   f"compile/eager {ra.get('compile_over_eager')}x"
+                   + (f", compile first step {row['compile-sdpa'].get('first_step_s')} s" if "compile-sdpa" in row else "")
+                   + (f"; failed: {errs}" if errs else ""))
+    if r("repro"):
+        sys.path.insert(0, str(BENCH))
+        from device_repro import key_figure_lines
+
+        out += key_figure_lines(r("repro"))
     f = r("finetune")
     if "wall_s" in f and "n_train" in f:
         out.append(f"finetune synthetic sst2: {f['wall_s']} s wall ({f.get('metrics_wall_time_s')} s in process), "
@@ -728,7 +800,8 @@ def render_markdown(summary: dict) -> str:
     """The human summary: header (date, hardware, versions), one section per part, verdicts."""
     env = summary["parts"].get("env", {}).get("result", {})
     lines = [f"# Device check ({summary['device_mode']})", "",
-             f"- date (UTC): {summary['started_utc']} ; wall {summary.get('wall_s', '-')} s of budget {summary['budget_s']} s",
+             f"- date (UTC): {summary['started_utc']} ; wall {summary.get('wall_s', '-')} s of budget {summary['budget_s']} s "
+             f"({', '.join(f'{k} {v:.0f} s' for k, v in summary.get('budgets', {}).items())})",
              f"- command: `{summary['command']}`",
              f"- GPU: {env.get('gpu', 'none')} ({_fmt(env.get('gpu_memory_gib'))} GiB, capability "
              f"{env.get('gpu_capability', '-')}), driver {env.get('driver', '-')}",
@@ -758,21 +831,38 @@ def render_markdown(summary: dict) -> str:
         lines += [f"### {name}", ""]
         if p.get("reason"):
             lines += [f"status {p['status']}: {p['reason'][:600]}", ""]
+        if name == "repro":
+            sys.path.insert(0, str(BENCH))
+            from device_repro import CANNOT_ANSWER, markdown_lines
+
+            try:
+                lines += markdown_lines(r) if r else [f"What this cannot answer: {CANNOT_ANSWER}", ""]
+            except Exception as exc:  # noqa: BLE001
+                lines += [f"repro section unavailable: {type(exc).__name__}: {exc}", ""]
+            if summary.get("figure"):
+                lines += [f"Figure: {summary['figure']}", ""]
+            continue
         if r:
             lines += ["```", json.dumps(r, indent=1, default=str)[:4000], "```", ""]
     return "\n".join(lines)
 
 
+def _measured_rates(summary: dict, size: str) -> dict | None:
+    """tokens/s of ``size`` per objective from this command's mfu part (sizes the reproduction)."""
+    runs = summary["parts"].get("mfu", {}).get("result", {}).get("runs", {})
+    rates = {o: runs.get(f"{size}/{o}", {}).get("tokens_per_s") for o in ("mlm", "taco")}
+    return rates if all(rates.values()) else None
+
+
 def run_parts(args, mode: str, out_dir: Path) -> dict:
     t_start = time.time()
-    deadline = t_start + args.budget_s
     boxes = TIME_BOXES if mode == "cuda" else CPU_TIME_BOXES
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="taco-device-check-"))
     work.mkdir(parents=True, exist_ok=True)
     summary = {"schema": SCHEMA, "device_mode": mode,
                "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "command": "bash benchmarks/device_check.sh " + " ".join(args.argv), "budget_s": args.budget_s,
-               "work_dir": str(work), "parts": {}}
+               "command": "bash benchmarks/device_check.sh " + " ".join(args.argv),
+               "budget_s": sum(args.budgets.values()), "budgets": args.budgets, "work_dir": str(work), "parts": {}}
     def _on_term(signum, frame):  # the shell's hard timeout: record where it stopped, then exit
         for entry in summary["parts"].values():
             if entry["status"] == "running":
@@ -784,13 +874,18 @@ def run_parts(args, mode: str, out_dir: Path) -> dict:
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, _on_term)
+    group_deadline: dict[str, float] = {}
     for name in args.parts:
+        group = "repro" if name == "repro" else "check"
+        if group not in group_deadline:  # a group's clock starts with its first part
+            group_deadline[group] = time.time() + args.budgets[group]
+        deadline = group_deadline[group]
         remaining = deadline - time.time()
         limit = min(boxes[name] * args.box_scale, remaining - 3)
         entry = {"status": "running", "timeout_s": round(limit, 1)}
         summary["parts"][name] = entry
         if limit < 5:
-            entry.update(status="skipped", reason=f"no time left in the {args.budget_s} s budget")
+            entry.update(status="skipped", reason=f"no time left in the {args.budgets[group]:.0f} s {group} budget")
             write_summary(out_dir, summary)
             continue
         result_file = work / f"part-{name}.json"
@@ -799,6 +894,12 @@ def run_parts(args, mode: str, out_dir: Path) -> dict:
                "--work", str(work), "--result", str(result_file), "--part-deadline", str(time.time() + limit)]
         if args.peak_tflops:
             cmd += ["--peak-tflops", str(args.peak_tflops)]
+        if name == "repro":
+            sys.path.insert(0, str(BENCH))
+            from device_repro import REPRO
+
+            rates = _measured_rates(summary, REPRO[mode]["size"])
+            cmd += ["--carry", str(args.carry)] + (["--rates", json.dumps(rates)] if rates else [])
         t0 = time.time()
         print(f"[device_check] {name}: running (limit {limit:.0f} s)", flush=True)
         try:
@@ -832,6 +933,8 @@ def _child(args) -> int:
     try:
         fn = PART_FUNCS[args.run_part]
         kw = {"peak_tflops": args.peak_tflops} if args.run_part == "mfu" else {}
+        if args.run_part == "repro":
+            kw = {"carry": args.carry, "rates": json.loads(args.rates) if args.rates else None}
         fn(args.device, res, args.part_deadline, Path(args.work), **kw)
     except ModuleNotFoundError as exc:
         res.set("skipped", str(exc))
@@ -853,10 +956,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                    help="auto: cuda when a GPU is visible, else the CPU toy mode")
     p.add_argument("--out", default=None, help="output folder (default: $OUT, else benchmarks/results)")
+    p.add_argument("--part", choices=tuple(PART_GROUPS), default="both",
+                   help="check: the device check (~3 min on GPU); repro: MLM vs TACO reproduction (~3 min); both")
     p.add_argument("--budget-s", type=float, default=None,
-                   help="the whole check's time budget, seconds (default 285 on GPU, 900 in the CPU toy mode)")
+                   help="the check's time budget, seconds (default 185 on GPU, 700 in the CPU toy mode)")
+    p.add_argument("--repro-budget-s", type=float, default=None,
+                   help="the reproduction's time budget, seconds (default 185 on GPU, 420 in the CPU toy mode)")
     p.add_argument("--box-scale", type=float, default=1.0, help="scale every part's time box")
-    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
+    p.add_argument("--parts", default=None,
+                   help=f"the check's parts, comma-separated subset of {','.join(p for p in PARTS if p != 'repro')} "
+                        f"(default {','.join(CHECK_PARTS)})")
+    p.add_argument("--carry", default=str(BENCH / "carry"), help="the carried folder (blocks, GLUE TSVs)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list what the device tool would carry and its size (<= 64 MiB), run nothing")
+    p.add_argument("--prepare", action="store_true",
+                   help="here, on the CPU: pack the corpus and copy the GLUE TSVs into --carry, then exit")
+    p.add_argument("--toy", action="store_true", help="with --prepare: the small carry of the CPU toy mode")
+    p.add_argument("--data-root", default=None, help="with --prepare: ../shared/data (or $TACO_SHARED_DATA)")
     p.add_argument("--peak-tflops", type=float, default=None,
                    help="peak dense TFLOP/s for MFU (default 989, H100/H200 bf16; none on CPU)")
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one, removed)")
@@ -864,14 +980,45 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-part", default=None, help=argparse.SUPPRESS)
     p.add_argument("--result", default=None, help=argparse.SUPPRESS)
     p.add_argument("--part-deadline", type=float, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--rates", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.run_part:
         return _child(args)
     args.argv = argv
-    parts = [x.strip() for x in args.parts.split(",") if x.strip()]
-    bad = [x for x in parts if x not in PARTS]
-    if bad or not parts:
-        p.error(f"--parts: unknown part(s) {bad}; valid: {', '.join(PARTS)}")
+    sys.path.insert(0, str(BENCH))
+    if args.dry_run:
+        from device_repro import dry_run
+
+        carry = os.path.relpath(Path(args.carry).resolve(), REPO)
+        d = dry_run([".whl", carry])
+        for c, e in d["carry"].items():
+            print(f"carry {c}: {'present' if e['present'] else 'MISSING'}, {e['bytes'] / 2**20:.2f} MiB"
+                  + (f", {len(e.get('files', []))} files listed" if e.get("files") else ""))
+            for f in e.get("files", [])[:12]:
+                print(f"    {f}")
+        print(f"working tree (tracked + untracked not ignored): {d['working_tree_bytes'] / 2**20:.2f} MiB")
+        print(f"total that would travel: {d['total_bytes'] / 2**20:.2f} MiB of {d['limit_bytes'] / 2**20:.0f} MiB: "
+              + ("OK" if d["ok"] else "NOT OK: " + "; ".join(d["problems"])))
+        print('device tool call: run(command="bash benchmarks/device_check.sh --part both", '
+              f'carry=[".whl", "{carry}"], timeout_s=450)')
+        return 0 if d["ok"] else 1
+    if args.prepare:
+        from device_repro import DATA_ROOT, prepare
+
+        man = prepare(Path(args.carry), Path(args.data_root) if args.data_root else DATA_ROOT, toy=args.toy)
+        print(json.dumps(man, indent=1, default=str))
+        return 0
+    groups = PART_GROUPS[args.part]
+    parts: list[str] = []
+    if "check" in groups:
+        parts = [x.strip() for x in (args.parts or ",".join(CHECK_PARTS)).split(",") if x.strip()]
+        bad = [x for x in parts if x not in PARTS or x == "repro"]
+        if bad or not parts:
+            p.error(f"--parts: unknown part(s) {bad}; valid: {', '.join(x for x in PARTS if x != 'repro')}")
+    elif args.parts:
+        p.error("--parts selects parts of the check: use it with --part check or both")
+    if "repro" in groups:
+        parts += (["env"] if "env" not in parts else []) + ["repro"]
     args.parts = parts
     import torch
 
@@ -880,10 +1027,13 @@ def main(argv: list[str] | None = None) -> int:
         mode = "cuda" if torch.cuda.is_available() else "cpu"
     if mode == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda but torch sees no GPU")
-    if args.budget_s is None:
-        args.budget_s = 285.0 if mode == "cuda" else 900.0
-    if args.budget_s <= 0:
-        p.error("--budget-s must be positive")
+    args.budgets = {g: b for g, b in GROUP_BUDGETS[mode].items() if g in groups}
+    if args.budget_s is not None and "check" in groups:
+        args.budgets["check"] = args.budget_s
+    if args.repro_budget_s is not None and "repro" in groups:
+        args.budgets["repro"] = args.repro_budget_s
+    if any(b <= 0 for b in args.budgets.values()):
+        p.error("--budget-s / --repro-budget-s must be positive")
     out_dir = Path(args.out or os.environ.get("OUT") or BENCH / "results")
     summary = run_parts(args, mode, out_dir)
     return 0 if all(v["status"] in ("ok",) for v in summary["parts"].values()) else 1
