@@ -232,8 +232,7 @@ def expect_pack(cfg, job):
     # pre-training seed or other wildcard reaches a pack job
     assert set(w) == {"fraction"}, w
     return {"max_seq_length": cfg["max_seq_length"], "fraction": float(w["fraction"]), "seed": cfg["seed"],
-            "validation_blocks": cfg["validation_blocks"], "block_format": cfg["pack"]["format"],
-            "corpus": f"{R}/data/corpus",
+            "validation_blocks": cfg["validation_blocks"], "corpus": f"{R}/data/corpus",
             "tokenizer": f"{R}/data/tokenizer", "output": f"{R}/data/blocks/data-{w['fraction']}",
             **data_workers(cfg, job)}
 
@@ -369,6 +368,8 @@ def _finetune_hp(cfg, size):
 
 
 def expect_finetune(cfg, job):
+    from taco.registry import GLUE_TASK_SPECS
+
     R, w = cfg["results_dir"], job["wildcards"]
     ft, g = cfg["finetune"], cfg["glue"]
     hp = _finetune_hp(cfg, w["size"])
@@ -383,6 +384,12 @@ def expect_finetune(cfg, job):
         "max_length": ft["max_length"], "batch_size": ft["batch_size"], "lr": hp["learning_rate"],
         "epochs": hp["epochs"], "warmup_steps": ft["warmup_steps"], "report_rule": ft["report_rule"],
         "max_train_samples": ft["max_train_samples"] or None, "max_eval_samples": ft["max_eval_samples"] or None,
+        # capped sets are a sample drawn with the top-level seed; rule best chooses by the analysis' metric
+        **({"data_seed": cfg["seed"]} if ft["max_train_samples"] or ft["max_eval_samples"] else {}),
+        **({"primary_metric": [f"{k}={m}" for k, m in cfg["analysis"]["primary_metric"].items()
+                               if k in GLUE_TASK_SPECS[w["task"]].score_keys]}
+           if ft["report_rule"] == "best" and any(k in GLUE_TASK_SPECS[w["task"]].score_keys
+                                                  for k in cfg["analysis"]["primary_metric"]) else {}),
     }
 
 

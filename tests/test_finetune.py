@@ -68,7 +68,17 @@ def test_rte_metrics_format_and_same_seed_same_metrics(ckpt, tmp_path):
     assert (a / "predictions.tsv").read_text() == (b / "predictions.tsv").read_text()
     rows = list(csv.DictReader(open(a / "predictions.tsv"), delimiter="\t"))
     assert len(rows) == 32 and set(rows[0]) == {"split", "idx", "prediction", "label"}
-    assert rows[0]["split"] == "validation" and rows[0]["idx"] == "0"
+    assert rows[0]["split"] == "validation"
+    # the dev cap is a seeded, label-stratified random sample of the file, not its first 32 rows
+    idx = [int(r["idx"]) for r in rows]
+    assert idx == sorted(idx) and idx != list(range(32)) and max(idx) >= 64
+    dev_labels = [ln.split("\t")[-1] for ln in (GLUE_DIR / "RTE" / "dev.tsv").read_text().splitlines()[1:]]
+    share = sum(lab == "entailment" for lab in dev_labels) / len(dev_labels)
+    assert abs(sum(dev_labels[i] == "entailment" for i in idx) - 32 * share) < 1
+    assert hp["data_seed"] == 0 and ma["n_train"] == 32
+    other = tmp_path / "seed9"  # another data seed draws another sample
+    assert _ft(ckpt, other, "rte", "--data-seed", "9", "--epochs", "1") == 0
+    assert [int(r["idx"]) for r in csv.DictReader(open(other / "predictions.tsv"), delimiter="\t")] != idx
     # test predictions: every row of RTE/test.tsv (never capped), server label strings
     test = list(csv.reader(open(a / "test_predictions.tsv"), delimiter="\t"))
     n_test = len((GLUE_DIR / "RTE" / "test.tsv").read_text().rstrip("\n").split("\n")) - 1
@@ -164,3 +174,23 @@ def test_several_seeds_in_one_process_equal_separate_runs(ckpt, tmp_path):
     # several seeds need {seed} in --output; checked before any work
     assert finetune.main(base + ["--seed", "5", "6", "--output", str(tmp_path / "same")]) == 2
     assert not (tmp_path / "same").exists()
+
+
+def test_best_rule_chooses_by_the_configured_primary_metric():
+    """--report-rule best picks the epoch by the primary metric the analysis reports (issue 21.6):
+    MRPC's default is F1; with --primary-metric mrpc=accuracy the accuracy-best epoch is reported."""
+    epochs = [{"epoch": 1, "scores": {"mrpc": {"accuracy": 0.70, "f1": 0.82}}},
+              {"epoch": 2, "scores": {"mrpc": {"accuracy": 0.75, "f1": 0.80}}},
+              {"epoch": 3, "scores": {"mrpc": {"accuracy": 0.75, "f1": 0.79}}}]
+    ns = finetune.build_parser().parse_args(["--checkpoint", "c", "--task", "mrpc", "--output", "o"])
+    assert finetune.choose_epoch(epochs, "best", finetune.primary_metrics(ns)) == 0  # default F1: epoch 1
+    ns = finetune.build_parser().parse_args(["--checkpoint", "c", "--task", "mrpc", "--output", "o",
+                                             "--primary-metric", "mrpc=accuracy", "stsb=pearson"])
+    prim = finetune.primary_metrics(ns)
+    assert prim["mrpc"] == "accuracy" and prim["stsb"] == "pearson" and prim["qqp"] == "f1"
+    assert finetune.choose_epoch(epochs, "best", prim) == 1  # accuracy: the earliest of the tied best
+    assert finetune.choose_epoch(epochs, "last", prim) == 2
+    for bad in ("mrpc", "mrpc=pearson", "nope=accuracy"):
+        ns.primary_metric = [bad]
+        with pytest.raises(finetune.UsageError, match="--primary-metric"):
+            finetune.primary_metrics(ns)

@@ -181,3 +181,57 @@ def test_test_splits_from_hub_local_and_synthetic(tmp_path):
     assert {s.submission_file: len(d) for s, d in present.items()} == {"MNLI-m.tsv": 5, "MNLI-mm.tsv": 5, "AX.tsv": 5}
     again, _ = load_glue_test("mnli", "synthetic", num_test=5)
     assert [d["premise"] for d in present.values()] == [d["premise"] for d in again.values()]
+
+
+# ---- capped sets: a seeded random sample (issue 21.3) ----------------------------------------------
+def test_sample_indices_stratified_seeded_not_the_first_rows():
+    from collections import Counter
+
+    from taco.data.glue import sample_indices
+
+    labels = [0] * 700 + [1] * 200 + [2] * 100  # ordered by label, as GLUE files are ordered by source
+    idx = sample_indices(labels, 100, seed=7, stratify=True, stream="x|train")
+    assert len(idx) == len(set(idx)) == 100 and idx == sorted(idx)
+    assert Counter(labels[i] for i in idx) == {0: 70, 1: 20, 2: 10}  # the label proportions, exactly
+    assert idx != list(range(100))
+    assert idx == sample_indices(labels, 100, seed=7, stratify=True, stream="x|train")  # same seed, same rows
+    assert idx != sample_indices(labels, 100, seed=8, stratify=True, stream="x|train")
+    assert idx != sample_indices(labels, 100, seed=7, stratify=True, stream="x|validation")
+    # uneven shares: largest remainders, the total is still n and no class exceeds its proportion by > 1
+    odd = sample_indices(labels, 33, seed=1, stratify=True)
+    counts = Counter(labels[i] for i in odd)
+    assert sum(counts.values()) == 33
+    assert all(abs(counts[c] - 33 * k / 1000) < 1 for c, k in ((0, 700), (1, 200), (2, 100)))
+    # regression: a simple random sample spread over the whole file
+    reg = sample_indices([0.5] * 1000, 200, seed=3, stratify=False)
+    assert len(set(reg)) == 200 and max(reg) > 800 and min(reg) < 200
+    assert sample_indices(labels, 5000, seed=0, stratify=True) == list(range(1000))  # cap above size: all
+
+
+def test_capped_cola_and_stsb_cover_the_whole_file(shared_data):
+    """CoLA's first 5,000 training rows come from 7 of its 17 source publications; the seeded sample
+    covers every source and keeps the label shares. STS-B's first 5,000 leave out its last 749 pairs;
+    the sample takes them in proportion. Coverage is measured on the raw files, independently."""
+    from collections import Counter
+
+    from taco.data.glue import cap_split
+
+    raw = (shared_data / "glue" / "CoLA" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    sources = [ln.split("\t")[0] for ln in raw]
+    raw_labels = [int(ln.split("\t")[1]) for ln in raw]
+    assert len(set(sources[:5000])) == 7 and len(set(sources)) == 17
+    cola = load_glue_task("cola", "local", shared_data / "glue")
+    capped = cap_split(cola["train"], 5000, seed=0, task="cola", split="train")
+    idx = capped["idx"]
+    assert len(idx) == 5000 and idx != list(range(5000))
+    assert len({sources[i] for i in idx}) == 17
+    share = Counter(raw_labels[i] for i in idx)
+    full = Counter(raw_labels)
+    assert all(abs(share[c] - 5000 * full[c] / len(raw_labels)) < 1 for c in full)
+    assert cap_split(cola["train"], 5000, seed=0, task="cola", split="train")["idx"] == idx  # reproducible
+    dev = cap_split(cola["validation"], 500, seed=0, task="cola", split="validation")["idx"]
+    assert len(dev) == 500 and max(dev) >= 900  # the dev cap is a sample too, not the first 500
+    stsb = load_glue_task("stsb", "local", shared_data / "glue")["train"]
+    sidx = cap_split(stsb, 5000, seed=0, task="stsb", split="train")["idx"]
+    tail = sum(i >= 5000 for i in sidx)
+    assert 550 <= tail <= 750  # expected 5000 x 749 / 5749 = 651 (hypergeometric SD about 8)

@@ -260,6 +260,64 @@ def load_glue_task(task: str, source: str, data_dir: str | os.PathLike | None = 
     return DatasetDict(_select(GLUE_TASKS[task], ds, splits))
 
 
+# ------------------------------------------------------------------------------------------------
+# capped sets: a seeded random sample, never the first N rows
+# ------------------------------------------------------------------------------------------------
+#: how a capped set is drawn, in words (fine-tuning records, table notes, deviations)
+CAP_SAMPLING = ("a seeded random sample (stratified by label for classification tasks; drawn with the "
+                "data seed, each split on its own stream)")
+
+
+def sample_indices(labels: Sequence[Any], n: int, seed: int, *, stratify: bool, stream: str = "") -> list[int]:
+    """Row indices of a seeded random sample of ``n`` of the ``len(labels)`` rows, ascending.
+
+    GLUE files are ordered (CoLA by source publication, STS-B by genre), so the first ``n`` rows are
+    a biased subset: CoLA's first 5,000 training rows cover 7 of its 17 sources. ``stratify`` (for
+    classification) allocates ``n`` to the labels in proportion to their counts (largest
+    remainders, ties to the smaller label) and samples within each label without replacement;
+    otherwise (regression: STS-B) a simple random sample. The generator is
+    ``numpy.random.default_rng([seed, crc32(stream)])``: the same seed and stream always give the
+    same rows, and train and dev splits (different ``stream``) are drawn independently. ``n`` at
+    or above the row count returns every row.
+    """
+    total = len(labels)
+    if n < 0:
+        raise ValueError(f"sample size must be >= 0, got {n}")
+    if n >= total:
+        return list(range(total))
+    import zlib
+
+    import numpy as np
+
+    rng = np.random.default_rng([int(seed), zlib.crc32(stream.encode())])
+    if not stratify:
+        return sorted(int(i) for i in rng.choice(total, size=n, replace=False))
+    lab = np.asarray(labels)
+    classes, counts = np.unique(lab, return_counts=True)
+    exact = n * counts / total
+    alloc = np.floor(exact).astype(int)
+    short = n - int(alloc.sum())
+    order = sorted(range(len(classes)), key=lambda c: (-(exact[c] - alloc[c]), c))
+    for c in order[:short]:
+        alloc[c] += 1
+    chosen: list[int] = []
+    for c, k in zip(classes, alloc):
+        rows = np.flatnonzero(lab == c)
+        chosen += [int(i) for i in rng.choice(rows, size=int(k), replace=False)]
+    return sorted(chosen)
+
+
+def cap_split(ds, n: int | None, seed: int, task: str, split: str):
+    """``ds`` (a ``datasets.Dataset`` of ``task``'s ``split``) capped at ``n`` rows by
+    :func:`sample_indices` (stratified by label unless the task is a regression; stream
+    ``"<task>|<split>"``); ``ds`` itself when ``n`` is None or not below its size."""
+    if n is None or n >= len(ds):
+        return ds
+    t = get_task(task)
+    idx = sample_indices(ds["label"], n, seed, stratify=not t.is_regression, stream=f"{task}|{split}")
+    return ds.select(idx)
+
+
 def task_names(tasks: Sequence[str] | None = None) -> list[str]:
     """Validate a list of task names (None: all, in table order)."""
     if tasks is None:

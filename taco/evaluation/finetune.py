@@ -4,7 +4,9 @@ Defaults are those of the official scripts (run_glue.py of transformers 4.6 as t
 runs it): max length 128, batch 32, 100 warmup steps, lr 5e-5 and 4 epochs for small (and tiny),
 3e-5 and 6 epochs for base, linear decay, AdamW (weight decay 0). The dev split(s) are evaluated
 after every epoch (MNLI: matched and mismatched); the reported epoch is the last one (``--report-rule
-last``, default) or the one with the best mean primary metric (``best``).
+last``, default) or the one with the best mean primary metric (``best``; the primary metric of each
+score key is ``--primary-metric`` where given, the workflow's ``analysis.primary_metric``, else the
+registry default: the number the tables report is the number the epoch is chosen by).
 
 Outputs in ``--output`` (written atomically; an existing output is never overwritten):
 ``metrics.json`` (format in ``docs/INTERFACES.md``), ``predictions.tsv`` (columns ``split``,
@@ -59,8 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-steps", type=int, default=100)
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--report-rule", choices=("last", "best"), default="last")
-    p.add_argument("--max-train-samples", type=int, default=None, help="first N training examples")
-    p.add_argument("--max-eval-samples", type=int, default=None, help="first N examples of each dev split")
+    p.add_argument("--primary-metric", nargs="*", default=[], metavar="KEY=METRIC",
+                   help="score key -> metric that --report-rule best chooses the epoch by (e.g. mrpc=accuracy); "
+                        "keys not given use the default (MRPC/QQP F1, STS-B Spearman, CoLA MCC, others accuracy)")
+    p.add_argument("--max-train-samples", type=int, default=None,
+                   help="cap: a seeded random sample of N training examples (stratified by label for "
+                        "classification; drawn with --data-seed)")
+    p.add_argument("--max-eval-samples", type=int, default=None,
+                   help="cap: a seeded random sample of N examples of each dev split (as --max-train-samples)")
+    p.add_argument("--data-seed", type=int, default=0,
+                   help="seed of the capped samples (the workflow's top-level seed; default 0); the same for "
+                        "every fine-tuning seed, so all runs of a task see the same examples")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
                    help="auto: bf16 on GPUs that support it, else fp32")
@@ -101,6 +112,7 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1")
     if args.epochs is not None and args.epochs < 1:
         raise UsageError("--epochs must be >= 1")
+    primary_metrics(args)  # a bad --primary-metric fails before any work
     if args.device == "cuda":
         import torch
 
@@ -156,10 +168,32 @@ def _degenerate(predictions, is_regression: bool) -> bool:
     return bool(np.allclose(p, p[0])) if is_regression else bool(len(np.unique(p)) == 1)
 
 
-def _primary_value(scores: dict[str, dict[str, float]]) -> float:
+def primary_metrics(args: argparse.Namespace) -> dict[str, str]:
+    """Score key -> primary metric: the registry defaults, overridden by ``--primary-metric
+    KEY=METRIC`` entries (keys of other tasks are ignored). UsageError names a malformed entry or a
+    metric the key does not have."""
+    from taco.registry import DEFAULT_PRIMARY_METRIC, METRICS_BY_SCORE_KEY
+
+    out = dict(DEFAULT_PRIMARY_METRIC)
+    for item in getattr(args, "primary_metric", None) or []:
+        key, sep, metric = str(item).partition("=")
+        if not sep or key not in METRICS_BY_SCORE_KEY:
+            raise UsageError(f"--primary-metric {item!r}: expected KEY=METRIC with KEY a score key "
+                             f"({', '.join(sorted(METRICS_BY_SCORE_KEY))})")
+        if metric not in METRICS_BY_SCORE_KEY[key]:
+            raise UsageError(f"--primary-metric {item!r}: {key} has the metrics "
+                             f"{', '.join(METRICS_BY_SCORE_KEY[key])}")
+        out[key] = metric
+    return out
+
+
+def _primary_value(scores: dict[str, dict[str, float]], primary: dict[str, str] | None = None) -> float:
+    """Mean over the score keys of each key's primary metric (``primary``, default the registry's);
+    -inf when none is defined."""
     from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC
 
-    vals = [scores[k].get(DEFAULT_PRIMARY_METRIC.get(k, "accuracy"), float("nan")) for k in scores]
+    primary = primary or DEFAULT_PRIMARY_METRIC
+    vals = [scores[k].get(primary.get(k, "accuracy"), float("nan")) for k in scores]
     vals = [v for v in vals if v is not None and not math.isnan(v)]
     return sum(vals) / len(vals) if vals else float("-inf")
 
@@ -184,26 +218,22 @@ class TaskData:
 
 
 def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
-    """Load the task's train and dev splits (capped by ``--max-*-samples``) and, unless
+    """Load the task's train and dev splits (capped by ``--max-*-samples`` to a seeded random sample,
+    :func:`taco.data.glue.cap_split`, with ``--data-seed``) and, unless
     ``--no-test-predictions``, its test split(s) (GLUE: every row; synthetic: as many rows as the
     capped dev set); tokenize all of them (pairs truncated to ``--max-length``; labels as float for
     STS-B). Raises UsageError when a train/dev split is missing."""
-    from taco.data.glue import GLUE_TASKS, load_glue_task, load_glue_test
+    from taco.data.glue import GLUE_TASKS, cap_split, load_glue_task, load_glue_test
 
     task = GLUE_TASKS[args.task]
     data = load_glue_task(args.task, args.glue_source, args.glue_dir)
     missing = [s for s in ("train", *task.dev_splits) if s not in data]
     if missing:
         raise UsageError(f"GLUE {args.task} ({args.glue_source}): split(s) {missing} missing")
-    train = data["train"]
-    if args.max_train_samples is not None:
-        train = train.select(range(min(args.max_train_samples, len(train))))
-    devs = {}
-    for split in task.dev_splits:
-        d = data[split]
-        if args.max_eval_samples is not None:
-            d = d.select(range(min(args.max_eval_samples, len(d))))
-        devs[split] = d
+    data_seed = getattr(args, "data_seed", 0)
+    train = cap_split(data["train"], args.max_train_samples, data_seed, args.task, "train")
+    devs = {split: cap_split(data[split], args.max_eval_samples, data_seed, args.task, split)
+            for split in task.dev_splits}
 
     def encode(batch):
         texts = [batch[f] for f in task.text_fields]
@@ -304,11 +334,11 @@ def predict_tests(trainer, data: TaskData) -> dict[str, tuple[list[int], list[st
     return out
 
 
-def _make_epoch_evaluator(data: TaskData, report_rule: str):
+def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, str] | None = None):
     """A ``TrainerCallback`` that scores every dev split after each epoch (``epochs``,
     ``predictions`` per epoch) and, for ``--report-rule best``, predicts the test splits whenever
-    an epoch becomes the best so far (``test``: (epoch index, rows)); the earliest best epoch wins
-    ties, as ``choose_epoch``."""
+    an epoch becomes the best so far by the ``primary`` metrics (``test``: (epoch index, rows)); the
+    earliest best epoch wins ties, as ``choose_epoch``."""
     from transformers import TrainerCallback
 
     from taco.evaluation.metrics import compute_glue_metrics
@@ -333,7 +363,7 @@ def _make_epoch_evaluator(data: TaskData, report_rule: str):
             self.epochs.append({"epoch": epoch, "step": state.global_step, "scores": scores})
             self.predictions.append(preds_by_split)
             print(f"taco finetune: epoch {epoch}: {json.dumps(scores)}", file=sys.stderr, flush=True)
-            value = _primary_value(scores)
+            value = _primary_value(scores, primary)
             if report_rule == "best" and data.test_enc and (self._best is None or value > self._best):
                 self._best = value
                 self.test = (epoch - 1, predict_tests(self.trainer, data))
@@ -341,12 +371,13 @@ def _make_epoch_evaluator(data: TaskData, report_rule: str):
     return EpochEvaluator()
 
 
-def choose_epoch(epochs: list[dict[str, Any]], report_rule: str) -> int:
+def choose_epoch(epochs: list[dict[str, Any]], report_rule: str, primary: dict[str, str] | None = None) -> int:
     """Index of the reported epoch: the last, or (``best``) the earliest with the highest mean
-    primary metric."""
+    primary metric (``primary``: score key -> metric, :func:`primary_metrics`; default the
+    registry's)."""
     if report_rule == "last":
         return len(epochs) - 1
-    return max(range(len(epochs)), key=lambda i: (_primary_value(epochs[i]["scores"]), -i))
+    return max(range(len(epochs)), key=lambda i: (_primary_value(epochs[i]["scores"], primary), -i))
 
 
 # ---- step 4: the record -------------------------------------------------------------------------------
@@ -374,7 +405,8 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
         "glue_source": args.glue_source,
         "report_rule": args.report_rule,
         "reported_epoch": reported["epoch"],
-        "primary_metric": {k: DEFAULT_PRIMARY_METRIC.get(k, "accuracy") for k in task.score_keys},
+        "primary_metric": {k: primary_metrics(args).get(k, DEFAULT_PRIMARY_METRIC.get(k, "accuracy"))
+                           for k in task.score_keys},
         "epochs": epochs,
         "scores": reported["scores"],
         "degenerate": {k: _degenerate(preds[s], task.is_regression)
@@ -387,6 +419,7 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
             "max_length": args.max_length, "warmup_steps": args.warmup_steps,
             "weight_decay": args.weight_decay, "precision": precision,
             "max_train_samples": args.max_train_samples, "max_eval_samples": args.max_eval_samples,
+            "data_seed": getattr(args, "data_seed", 0),
         },
         "test_predictions": None if test_rows is None else {
             "epoch": reported["epoch"],
@@ -433,7 +466,8 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     t0 = time.time()
     precision = _precision(args)
     data = load_task_data(args, facts["tokenizer"])
-    evaluator = _make_epoch_evaluator(data, args.report_rule)
+    primary = primary_metrics(args)
+    evaluator = _make_epoch_evaluator(data, args.report_rule, primary)
     work = Path(tempfile.mkdtemp(prefix="taco-finetune-"))
     from taco.training.runlog import ProgressCallback
 
@@ -447,7 +481,7 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     epochs = evaluator.epochs
     if not epochs:
         raise RuntimeError("no epoch was evaluated")
-    chosen = choose_epoch(epochs, args.report_rule)
+    chosen = choose_epoch(epochs, args.report_rule, primary)
     test_rows = None
     if args.test_predictions:
         if args.report_rule == "last":

@@ -184,15 +184,10 @@ class Commands:
         return ["--corpus", input.corpus, "--output", _files(output)[0]]
 
     def pack_args(self, wildcards: Any) -> list[str]:
-        """``taco pack`` with what changes the blocks. ``--block-format`` only for ``pack.format:
-        official``: the framed format is ``taco pack``'s default, so the params of every framed
-        configuration stay as they were and nothing packed before re-runs."""
         c = self.config
-        fmt = (c.get("pack") or {}).get("format", "framed")
         return self._taco("pack") + [
             "--max-seq-length", _s(c["max_seq_length"]), "--fraction", wildcards.fraction,
-            "--seed", _s(c["seed"]), "--validation-blocks", _s(c["validation_blocks"])] + (
-            ["--block-format", fmt] if fmt != "framed" else [])
+            "--seed", _s(c["seed"]), "--validation-blocks", _s(c["validation_blocks"])]
 
     def pack_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return ["--corpus", input.corpus, "--tokenizer", input.tokenizer, "--output", _files(output)[0]]
@@ -279,6 +274,15 @@ class Commands:
             args += ["--max-train-samples", _s(ft["max_train_samples"])]
         if ft["max_eval_samples"]:
             args += ["--max-eval-samples", _s(ft["max_eval_samples"])]
+        if ft["max_train_samples"] or ft["max_eval_samples"]:  # capped sets: a sample drawn with the data seed
+            args += ["--data-seed", _s(self.config["seed"])]
+        if ft["report_rule"] == "best":  # the epoch is chosen by the metric the analysis reports
+            from taco.registry import GLUE_TASK_SPECS
+
+            prim = (self.config.get("analysis") or {}).get("primary_metric") or {}
+            keys = [k for k in GLUE_TASK_SPECS[wildcards.task].score_keys if k in prim]
+            if keys:
+                args += ["--primary-metric", *(f"{k}={prim[k]}" for k in keys)]
         return args
 
     def finetune_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
