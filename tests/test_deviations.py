@@ -93,3 +93,130 @@ def test_bad_input_exits_2(tmp_path, capsys):
 def test_statistics_environment_never_imports_torch():
     code = "import sys, taco.report.deviations, taco.report.claims; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# every claim about the official code is a fact of docs/paper-facts.md (issue 21.2)
+# ---------------------------------------------------------------------------------------------
+import os
+import re
+
+from taco.registry import FINETUNE_HYPERPARAMETERS, PRETRAIN_SCHEDULE
+from taco.report.deviations import OFFICIAL
+
+#: ``file.ext:12-14, 20`` in a row's "Paper / official code" column
+CITATION = re.compile(r"([\w.\-]+\.(?:sh|py|md)):(\d+(?:-\d+)?(?:, \d+(?:-\d+)?)*)")
+
+
+def official_facts() -> dict:
+    """The machine-readable block of docs/paper-facts.md (``# official-code-facts``)."""
+    text = (REPO / "docs" / "paper-facts.md").read_text()
+    m = re.search(r"```yaml\n(# official-code-facts\n.*?)```", text, re.S)
+    assert m, "docs/paper-facts.md has no official-code-facts block"
+    data = yaml.safe_load(m.group(1))
+    for f in data["facts"]:
+        a, _, b = str(f["lines"]).partition("-")
+        f["range"] = (int(a), int(b or a))
+    return data
+
+
+def _fmt_value(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def citations(text: str) -> list[tuple[str, int, int]]:
+    """(file name, first line, last line) of every ``file:line`` citation in ``text``."""
+    out = []
+    for name, ranges in CITATION.findall(text):
+        for r in ranges.split(", "):
+            a, _, b = r.partition("-")
+            out.append((name, int(a), int(b or a)))
+    return out
+
+
+def _all_configs(tmp_path) -> dict[str, dict]:
+    """Every shipped configuration, resolved, plus one that changes every setting a row covers."""
+    everything = resolved("config.yaml", max_seq_length=128,
+                          pretrain={"mlm_probability": 0.2, "tc": {"weight": 0.5, "temperature": 0.1, "window": 3,
+                                                                   "negatives": 10},
+                                    "sizes": {"small": {"max_steps": 1000, "warmup_steps": 10, "learning_rate": 5e-4,
+                                                        "weight_decay": 0.1, "per_device_batch_size": 8}}},
+                          finetune={"max_length": 64, "batch_size": 16, "warmup_steps": 10,
+                                    "hyperparameters": {"small": {"learning_rate": 1e-4, "epochs": 2}}},
+                          tokenizer={"kind": "hub", "hub_id": "bert-base-cased"})
+    return {"config.yaml": resolved("config.yaml"), "smoke": resolved("configs/smoke.yaml"),
+            "gpu-mini": resolved("configs/gpu-mini.yaml"),
+            "cpu-real": resolved("configs/cpu-real.yaml", data_root=str(tmp_path)),
+            "local": resolved("configs/local.yaml", data_root=str(tmp_path)), "everything": everything}
+
+
+def test_every_claim_about_the_official_code_cites_a_recorded_fact(tmp_path):
+    facts = official_facts()
+    by_file: dict[str, list[dict]] = {}
+    for f in facts["facts"]:
+        by_file.setdefault(Path(f["file"]).name, []).append(f)
+    checked = 0
+    for name, cfg in _all_configs(tmp_path).items():
+        for d in find_deviations(cfg):
+            cites = citations(d.paper)
+            if OFFICIAL in d.paper:
+                assert cites, f"{name}: row {d.topic!r} claims something of the official code without file:line"
+            for file, a, b in cites:
+                known = by_file.get(file, [])
+                covered = {ln for f in known for ln in range(f["range"][0], f["range"][1] + 1)}
+                assert set(range(a, b + 1)) <= covered, f"{name}: {d.topic!r} cites {file}:{a}-{b}, not a fact"
+                exact = [f for f in known if f["range"] == (a, b)]
+                for f in exact or [f for f in known if a <= f["range"][0] and f["range"][1] <= b]:
+                    assert _fmt_value(f["value"]) in d.paper, (name, d.topic, f["id"], f["value"])
+                    checked += 1
+    assert checked >= 30  # the rows do cite: shape, batch, steps, TC, fine-tuning, corpus, subset, e, window
+
+
+def test_the_suites_paper_setup_agrees_with_the_official_facts():
+    v = {f["id"]: f["value"] for f in official_facts()["facts"]}
+    for role in ("small", "base"):
+        assert PAPER_SETUP["global_batch"] == v[f"{role}_per_gpu_batch"] * v[f"{role}_grad_accum"] * v[f"{role}_gpus"]
+        assert PRETRAIN_SCHEDULE[role] == {"max_steps": v[f"{role}_max_steps"], "warmup_steps": v[f"{role}_warmup"]}
+        assert PAPER_SETUP["learning_rate"] == v[f"{role}_lr"] and PAPER_SETUP["weight_decay"] == v[f"{role}_weight_decay"]
+        assert FINETUNE_HYPERPARAMETERS[role] == {"learning_rate": v[f"ft_{role}_lr"], "epochs": v[f"ft_{role}_epochs"]}
+    assert PAPER_SETUP["max_seq_length"] == v["small_seq_len"] and PAPER_SETUP["mlm_probability"] == v["small_mlm_prob"]
+    assert PAPER_SETUP["tc"] == {"weight": v["small_tc_weight"], "temperature": v["small_tau"],
+                                 "window": v["small_window"], "negatives": v["small_neg_k"]}
+    assert PAPER_SETUP["finetune"] == {"max_length": v["ft_small_max_length"], "batch_size": v["ft_small_batch"],
+                                       "warmup_steps": v["ft_small_warmup"], "seed": v["ft_small_seed"]}
+
+
+@pytest.mark.skipif(not os.environ.get("TACO_OFFICIAL_REPO"),
+                    reason="TACO_OFFICIAL_REPO (a git clone or mirror of FUZHIYI/TACO) not set")
+def test_the_facts_read_as_the_official_repository_does():
+    """Each fact's ``code`` is on its first cited line of the official repository at its commit."""
+    facts = official_facts()
+    for f in facts["facts"]:
+        text = subprocess.run(["git", "-C", os.environ["TACO_OFFICIAL_REPO"], "show", f"{facts['commit']}:{f['file']}"],
+                              capture_output=True, text=True, check=True).stdout.split("\n")
+        assert f["code"] in text[f["range"][0] - 1], (f["id"], text[f["range"][0] - 1])
+
+
+def test_rows_of_issue_21_2(tmp_path):
+    """The subset draw, held-out validation blocks, pinned corpus versions, the tokenizer's reason,
+    and no Hub-copies row for a corpus that is not from the Hub."""
+    cfgs = _all_configs(tmp_path)
+    paper = _rows(find_deviations(cfgs["config.yaml"]), "method")
+    subset = paper["how the reduced-data subset is drawn"]
+    assert "no data-fraction option" in subset.paper and "first N texts" in subset.paper and "25%" in subset.paper
+    assert "seeded random draw (data seed 0)" in subset.here
+    held = paper["held-out validation blocks"]
+    assert "trains on everything" in held.paper
+    assert held.here.startswith(f"{cfgs['config.yaml']['validation_blocks']} blocks of whole documents")
+    versions = paper["corpus versions"]
+    assert "`20220301.en`" in versions.paper and "`bookcorpus`" in versions.paper
+    assert "not published" not in versions.paper.split(";")[1]
+    smoke = find_deviations(cfgs["smoke"])
+    assert not any("Hub" in d.reason or "Hub copies" in d.here or d.topic == "corpus versions" for d in smoke)
+    smoke_conf = _rows(smoke, "configuration")
+    assert smoke_conf["GLUE tasks"].here.startswith("SYNTHETIC GLUE-format tasks")
+    assert "synthetic corpus's own" in smoke_conf["tokenizer"].reason
+    cpu = _rows(find_deviations(cfgs["cpu-real"]), "configuration")
+    assert cpu["tokenizer"].reason.startswith("speed, not availability") and "8192" in cpu["tokenizer"].here
+    assert "how the reduced-data subset is drawn" not in _rows(find_deviations(cfgs["cpu-real"]), "method")
+    assert "GLUE tasks" not in cpu

@@ -14,7 +14,9 @@ writes one table per kind:
   fine-tuning settings, seeds, capped sets, corpus and tokenizer source), one row per difference.
 
 Each row: the setting, the paper's / official code's value (with its source), this run's value,
-the reason, and the expected effect. "Expected" effects are expectations, not measurements.
+the reason, and the expected effect. "Expected" effects are expectations, not measurements. A claim
+about the official code cites ``file:line`` of the official repository; every citation is a fact of
+the machine-readable block in ``docs/paper-facts.md`` (checked by ``tests/test_deviations.py``).
 
 The paper's setup (sources: the paper, Fu et al. ACL 2022, and the official code,
 github.com/FUZHIYI/TACO: ``train_small.sh``, ``train_base.sh``, ``finetune_small.sh``,
@@ -125,8 +127,8 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     pre_seeds = config["pretrain"].get("seeds")
     out = [
         Deviation(
-            "precision", f"pre-training fp16, fine-tuning fp32 ({OFFICIAL}: train_*.sh FP16=True; "
-            "finetune_small.sh has no --fp16)",
+            "precision", f"pre-training fp16, fine-tuning fp32 ({OFFICIAL}: FP16=True in train_small.sh:26 "
+            "and train_base.sh:26; no --fp16 in finetune_small.sh:35)",
             f"pre-training precision: {', '.join(precisions)} (auto = bf16 on GPUs that support it, else fp16; "
             "fp32 on CPU); fine-tuning: auto = bf16 on GPUs that support it, else fp32",
             "bf16 has fp32's range: no loss scaling and no fp16 overflow in the TC logits (cos / 0.07)",
@@ -138,26 +140,22 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             "the test labels are not public (GLUE server only)",
             "compare dev with dev only: test scores are typically lower than dev scores", "method"),
         Deviation(
-            "corpus versions", "BookCorpus + English Wikipedia, versions not published",
-            corpus_here, "the original BookCorpus is no longer distributed; current Hub copies are used",
-            "a newer Wikipedia dump and a BookCorpus replica change the text distribution slightly; "
-            "absolute scores may shift, comparisons between objectives on the same corpus should not",
-            "method", "corpus"),
-        Deviation(
             "definition of e (global part g = h - e)",
-            f"paper: the token embedding; {OFFICIAL}: hidden_states[0], the embedding layer's output "
-            "(word + position + token type, LayerNorm, dropout; at masked positions the corrupted input)",
+            f"paper: the token embedding; {OFFICIAL}: hidden_states[0] (run_mlm_with_contrastive.py:80), the "
+            "embedding layer's output (word + position + token type, LayerNorm, dropout; at masked positions "
+            "the corrupted input)",
             "hidden_states[0], as the official code", "the code defines what was run",
             "none against the official code; against the paper's text, g also removes position information",
             "method"),
         Deviation(
-            "positive window", f"{OFFICIAL}: offsets +-1..+-floor(W/2) = +-2 for W = 5; its README: "
-            "0 < |t1 - t2| < W, i.e. up to +-4",
+            "positive window", f"{OFFICIAL}: offsets +-1..+-floor(W/2) = +-2 for W = 5 (sampler.py:43); its "
+            "README (README.md:43): 0 < |t1 - t2| < W, i.e. up to +-4",
             f"W = {window}: offsets +-1..+-{window // 2} (as the official code)",
             "the code defines what was run; the README's wording disagrees with it",
             "none against the official code", "method", "pretrain.tc.window"),
         Deviation(
-            "MLM+TP weighting", "not published; the official code has no MLM+TP",
+            "MLM+TP weighting", f"not published; the {OFFICIAL} has no MLM+TP (train_small.sh:86: modes mlm "
+            "and taco only)",
             f"pretrain.tp.mode = {tp_mode}" + (f", weight {tp_weight:g}: MLM mean + {tp_weight:g} x "
                                                 "token-prediction mean" if tp_mode == "separate"
                                                 else ": one cross-entropy over all predicted positions"),
@@ -167,8 +165,8 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             "method", "pretrain.tp"),
         Deviation(
             "fine-tuning seeds and reported epoch",
-            f"{OFFICIAL}: seed 123, evaluated every epoch; how many seeds and which epoch the paper "
-            "reports: not published",
+            f"{OFFICIAL}: seed 123 (finetune_small.sh:18), evaluated every epoch (finetune_small.sh:36); how "
+            "many seeds and which epoch the paper reports: not published",
             f"seeds {_fmt(list(ft.get('seeds', [])))}; reported epoch: {ft.get('report_rule', 'last')}",
             "several seeds give the uncertainty the claims are tested with",
             "means over seeds are less noisy than one seed; the 'last' rule avoids picking the best "
@@ -178,7 +176,41 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             f"pretrain.seeds = {_fmt(pre_seeds)}" if pre_seeds else "one pre-training run per arm (as the paper)",
             "pre-training is the expensive step",
             "with one run per arm, every CI covers fine-tuning variance only", "method", "pretrain.seeds"),
+        Deviation(
+            "held-out validation blocks",
+            f"{OFFICIAL}: trains on everything: validation_split_percentage defaults to 0 "
+            "(run_mlm_with_contrastive.py:262-263, 467-477) and train_small.sh:59 runs --do_train only",
+            f"{int(config.get('validation_blocks', 256))} blocks of whole documents, drawn with the data seed "
+            f"({config.get('seed', 0)}), held out of pre-training",
+            "a validation MLM / TC loss and the learning dynamics (Figures 2 and 6) need text the model has "
+            "not trained on", "pre-training sees slightly less text (those blocks' documents); negligible "
+            "against the full corpus, a few percent of a small local corpus", "method", "validation_blocks"),
     ]
+    if corpus.get("source") == "hub":  # only a Hub corpus has versions to compare
+        out.append(Deviation(
+            "corpus versions", f"paper: not published; {OFFICIAL}: Hub datasets `bookcorpus` (split train) and "
+            "`wikipedia` config `20220301.en` (run_mlm_with_contrastive.py:471-472), no revision pinned",
+            corpus_here, "the script-based `bookcorpus` and `wikipedia` loaders the official code calls do not "
+            "run on current `datasets` releases; the configuration names current Hub copies",
+            "a newer Wikipedia dump and a BookCorpus replica change the text distribution slightly; "
+            "absolute scores may shift, comparisons between objectives on the same corpus should not",
+            "method", "corpus.hub_datasets"))
+    fractions = sorted({float(f) for r in config["pretrain"]["runs"] for f in r.get("fractions", [1.0]) if float(f) < 1})
+    if fractions:
+        out.append(Deviation(
+            "how the reduced-data subset is drawn",
+            f"paper: {', '.join(f'{f * 100:g}%' for f in fractions)} of the data, how it was drawn not published; "
+            f"{OFFICIAL}: no data-fraction option (DataTrainingArguments, run_mlm_with_contrastive.py:220-305); "
+            "its only subset option, max_train_samples, keeps the first N texts "
+            "(run_mlm_with_contrastive.py:507) of BookCorpus + Wikipedia concatenated BookCorpus first "
+            "(run_mlm_with_contrastive.py:477)",
+            f"a seeded random draw (data seed {config.get('seed', 0)}) of whole documents (a Wikipedia article or a "
+            "span of contiguous BookCorpus sentences) after the validation documents; each smaller fraction's "
+            "set is a subset of the larger ones'",
+            "the official code cannot draw it; its first N texts would be BookCorpus sentences only (BookCorpus "
+            "comes first and has ~74M of the ~80M texts), while a random draw of documents keeps both sources "
+            "in proportion", "the reduced-data runs see a different subset from the paper's (unknown) one; "
+            "their absolute scores may differ, MLM and TACO share the same subset", "method", "seed"))
     return out
 
 
@@ -228,12 +260,14 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
         ("weight_decay", "weight decay", PAPER_SETUP["weight_decay"], s.get("weight_decay", 0.01),
          "set in the configuration", "minor"),
     ]
+    lines = {"max_steps": "23", "warmup_steps": "24", "global batch": "20-21", "learning_rate": "62",
+             "weight_decay": "65"}  # train_small.sh and train_base.sh alike (docs/paper-facts.md)
     for k, label, paper, here, reason, effect in checks:
         if _differs(paper, here):
-            src = f"{OFFICIAL} train_{role}.sh"
+            src = f"{OFFICIAL} train_{role}.sh:{lines[k]}"
             out.append(Deviation(
-                f"{name}: {label}", f"{_fmt(paper)} ({src}" + (": 256 per GPU x 4 accumulation x 2 GPUs)"
-                                                               if k == "global batch" else ")"),
+                f"{name}: {label}", f"{_fmt(paper)} ({src}" + (f": 256 per GPU x 4 accumulation x 2 GPUs, "
+                                                               f"train_{role}.sh:3)" if k == "global batch" else ")"),
                 f"{_fmt(here)}" + (f" ({s.get('per_device_batch_size')} x {s.get('grad_accum', 1)} x {gpus})"
                                    if k == "global batch" else ""),
                 reason, effect, key=f"{key}.{k}" if k != "global batch" else
@@ -254,7 +288,7 @@ def recipe_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     seq = config.get("max_seq_length", 256)
     if _differs(PAPER_SETUP["max_seq_length"], seq):
         out.append(Deviation("sequence length (packed block)", f"{PAPER_SETUP['max_seq_length']} tokens "
-                             f"({OFFICIAL})", f"{seq} tokens", "memory / compute of this configuration",
+                             f"({OFFICIAL} train_small.sh:22)", f"{seq} tokens", "memory / compute of this configuration",
                              "shorter contexts: fewer tokens per sequence for MLM and TC", key="max_seq_length"))
     block_format = (config.get("pack") or {}).get("format", "framed")
     if block_format != "official":
@@ -273,15 +307,15 @@ def recipe_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             key="pack.format"))
     mlm = pre.get("mlm_probability", 0.15)
     if _differs(PAPER_SETUP["mlm_probability"], mlm):
-        out.append(Deviation("MLM probability", "0.15", _fmt(mlm), "set in the configuration",
+        out.append(Deviation("MLM probability", f"0.15 ({OFFICIAL} train_small.sh:63)", _fmt(mlm), "set in the configuration",
                              "changes MLM's supervision density", key="pretrain.mlm_probability"))
     tc = pre.get("tc") or {}
-    for k, label in (("weight", "TC weight"), ("temperature", "TC temperature tau"),
-                     ("window", "positive window W"), ("negatives", "negatives K")):
+    for k, label, line in (("weight", "TC weight", 33), ("temperature", "TC temperature tau", 32),
+                           ("window", "positive window W", 31), ("negatives", "negatives K", 30)):
         paper = PAPER_SETUP["tc"][k]
         here = tc.get(k, paper)
         if _differs(paper, here):
-            out.append(Deviation(label, f"{_fmt(paper)} ({OFFICIAL})", _fmt(here), "set in the configuration",
+            out.append(Deviation(label, f"{_fmt(paper)} ({OFFICIAL} train_small.sh:{line})", _fmt(here), "set in the configuration",
                                  "changes the TC loss and so TACO's results", key=f"pretrain.tc.{k}"))
     return out
 
@@ -336,6 +370,12 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
                              "; ".join(f"{t}: {why}" for t, why in missing.items()),
                              "their files are absent from the local GLUE folder",
                              "averages cover fewer scores and are labelled partial", key="glue.data_dir"))
+    if glue.get("source", "synthetic") == "synthetic":
+        out.append(Deviation("GLUE tasks", "the GLUE tasks (HF run_glue.py --task_name, finetune_small.sh)",
+                             "SYNTHETIC GLUE-format tasks generated offline (same files and metrics, artificial "
+                             "sentences and labels)", "a smoke test of the pipeline",
+                             "scores say nothing about GLUE or the paper's claims; no table, figure or claim "
+                             "compares them with the paper's numbers", key="glue.source"))
     if glue.get("source") == "local":
         out.append(Deviation("GLUE data source", "GLUE distribution (via the Hub `glue` loader in HF run_glue.py)",
                              f"local TSV files ({_paths(config, [glue.get('data_dir', '')])})", "offline machine",
@@ -347,11 +387,11 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
                              f"at most {ft[k]} {label} examples per task", "CPU-sized configuration",
                              "much noisier and lower scores (a few hundred examples); dev CIs widen",
                              key=f"finetune.{k}"))
-    for k, label in (("max_length", "fine-tuning max length"), ("batch_size", "fine-tuning batch size"),
-                     ("warmup_steps", "fine-tuning warmup steps")):
+    for k, label, line in (("max_length", "fine-tuning max length", 13), ("batch_size", "fine-tuning batch size", 14),
+                           ("warmup_steps", "fine-tuning warmup steps", 17)):
         paper, here = PAPER_SETUP["finetune"][k], ft.get(k, PAPER_SETUP["finetune"][k])
         if _differs(paper, here):
-            out.append(Deviation(label, f"{paper} ({OFFICIAL} finetune_*.sh)", _fmt(here), "set in the configuration",
+            out.append(Deviation(label, f"{paper} ({OFFICIAL} finetune_small.sh:{line})", _fmt(here), "set in the configuration",
                                  "changes fine-tuning", key=f"finetune.{k}"))
     hps = ft.get("hyperparameters", {}) or {}
     for name, s in config["pretrain"]["sizes"].items():
@@ -360,9 +400,10 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
         here = hps.get(name) or FINETUNE_HYPERPARAMETERS.get(s["preset"], {})
         if paper is None or not here:
             continue
-        for k in ("learning_rate", "epochs"):
+        for k, line in (("learning_rate", 15), ("epochs", 16)):
             if k in here and _differs(paper[k], here[k]):
-                out.append(Deviation(f"{name}: fine-tuning {k.replace('_', ' ')}", f"{_fmt(paper[k])} ({OFFICIAL})",
+                out.append(Deviation(f"{name}: fine-tuning {k.replace('_', ' ')}",
+                                     f"{_fmt(paper[k])} ({OFFICIAL} finetune_{role}.sh:{line})",
                                      _fmt(here[k]), "set in the configuration", "changes fine-tuning",
                                      key=f"finetune.hyperparameters.{name}.{k}"))
     return out
@@ -372,21 +413,28 @@ def corpus_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     """Corpus and tokenizer sources that are not the paper's."""
     out: list[Deviation] = []
     corpus, tok = config.get("corpus", {}), config.get("tokenizer", {})
+    official_corpus = (f"BookCorpus + English Wikipedia ({OFFICIAL}: Hub `bookcorpus` and `wikipedia` "
+                       "`20220301.en`, run_mlm_with_contrastive.py:471-472)")
     if corpus.get("source") == "synthetic":
-        out.append(Deviation("corpus", "BookCorpus + English Wikipedia", "synthetic documents",
+        out.append(Deviation("corpus", official_corpus, "synthetic documents",
                              "a smoke test of the pipeline", "scores say nothing about the paper's claims",
                              key="corpus.source"))
     elif corpus.get("source") == "local":
-        out.append(Deviation("corpus", "BookCorpus + English Wikipedia", "local text: " + _paths(config, corpus.get("paths", [])),
+        out.append(Deviation("corpus", official_corpus, "local text: " + _paths(config, corpus.get("paths", [])),
                              "offline machine", "a much smaller corpus: pre-training sees repeated text",
                              key="corpus.paths"))
+    official_vocab = f"bert-base-uncased vocabulary (30522; {OFFICIAL} train_small.sh:58)"
     if tok.get("kind") == "hub" and tok.get("hub_id") not in (None, "bert-base-uncased"):
-        out.append(Deviation("tokenizer", "bert-base-uncased vocabulary (30522)", f"Hub tokenizer {tok['hub_id']}",
+        out.append(Deviation("tokenizer", official_vocab, f"Hub tokenizer {tok['hub_id']}",
                              "set in the configuration", "a different vocabulary", key="tokenizer.hub_id"))
     elif tok.get("kind") not in (None, "hub", "vocab"):
-        out.append(Deviation("tokenizer", "bert-base-uncased vocabulary (30522)",
-                             f"a WordPiece vocabulary trained here ({tok.get('vocab_size', 'n/a')} tokens)",
-                             "no bert-base-uncased vocabulary available", "a different vocabulary",
+        size = tok.get("vocab_size", "n/a")
+        reason = ("the synthetic corpus's own small vocabulary (a smoke test)" if corpus.get("source") == "synthetic"
+                  else f"speed, not availability (tokenizer.kind vocab or hub would use bert-base-uncased's): "
+                       f"{size} entries shrink the embedding and MLM output layers, so a pre-training step costs less")
+        out.append(Deviation("tokenizer", official_vocab,
+                             f"a WordPiece vocabulary trained on this corpus ({size} tokens)", reason,
+                             "a different vocabulary: token counts, masking units and scores are not the paper's",
                              key="tokenizer.kind"))
     return out
 
