@@ -182,7 +182,8 @@ def expect_corpus(cfg, job):
     if c["source"] == "synthetic":
         out.update(num_documents=c["num_documents"], seed=cfg["seed"])
     elif c["source"] == "local":
-        out.update(paths=[sub_root(p, cfg) for p in c["paths"]], split_by=c["split_by"],
+        split = c["split_by"]
+        out.update(paths=[sub_root(p, cfg) for p in c["paths"]], split_by=[split] if isinstance(split, str) else split,
                    unk_policy=c["unk_policy"], wikitext_detokenize=c["wikitext_detokenize"],
                    encoding=c["encoding"])
         if c.get("rows", "document") == "sentence":

@@ -207,3 +207,51 @@ def test_reader_texts_any_order_across_chunks(tmp_path):
     assert reader.texts(np.arange(5, 9)) == [f"file {r // 7} line {r % 7}" for r in range(5, 9)]
     with pytest.raises(IndexError):
         reader.texts(np.array([3, 21]))
+
+
+def test_split_by_paragraph_spans():
+    text = "p1a\np1b\n\np2\n\n\np3\n\np4\n\np5\n"
+    assert split_documents(text, "paragraphs:2") == ["p1a\np1b\np2", "p3\np4", "p5"]
+    assert split_documents(text, "paragraphs:1") == split_documents(text, "blank_line")
+    assert split_documents(text, "paragraphs:10") == ["p1a\np1b\np2\np3\np4\np5"]
+    for bad in ("paragraphs:0", "paragraphs:x", "paragraphs", "sentence"):
+        with pytest.raises(ValueError, match="unknown --split-by"):
+            split_documents(text, bad)
+
+
+def test_each_path_has_its_own_split(tmp_path):
+    """WikiText by article and a folder of books in spans of 2 paragraphs, in one corpus; a single
+    split for every path keeps the artifact key of a corpus built before per-path splits existed."""
+    wiki = tmp_path / "wiki.txt"
+    wiki.write_text(" = A = \n \n a1 \n \n a2 \n = B = \n \n b1 \n")
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "x.txt").write_text("x1\n\nx2\n\nx3\n")
+    (books / "y.txt").write_text("y1\n\ny2\n")
+    out = build_corpus("local", tmp_path / "c", paths=[wiki, books], split_by=["wikitext_article", "paragraphs:2"])
+    assert load_documents(out)["text"] == ["= A =\na1\na2", "= B =\nb1", "x1\nx2", "x3", "y1\ny2"]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["parameters"]["split_by"] == ["wikitext_article", "paragraphs:2"]  # one per path
+    # one split for all paths: the string, as before (same parameters, so the same artifact key)
+    one = build_corpus("local", tmp_path / "d", paths=[wiki, books], split_by=["blank_line"])
+    old = build_corpus("local", tmp_path / "e", paths=[wiki, books], split_by="blank_line")
+    mo, me = (json.loads((p / "manifest.json").read_text()) for p in (one, old))
+    assert mo["parameters"]["split_by"] == "blank_line" and mo["artifact_key"] == me["artifact_key"]
+    with pytest.raises(ValueError, match="3 values for 2 paths"):
+        build_corpus("local", tmp_path / "f", paths=[wiki, books], split_by=["line", "line", "line"])
+
+
+def test_cli_split_by_once_or_per_path(tmp_path):
+    from taco.data.corpus import build_parser, main
+
+    ns = build_parser().parse_args(["--output", "o", "--paths", "a", "b", "--split-by", "wikitext_article",
+                                    "paragraphs:20"])
+    assert ns.split_by == ["wikitext_article", "paragraphs:20"]
+    assert build_parser().parse_args(["--output", "o"]).split_by == ["blank_line"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--output", "o", "--split-by", "paragraphs:0"])
+    src = tmp_path / "t.txt"
+    src.write_text("a\n\nb\n\nc\n")
+    assert main(["--source", "local", "--paths", str(src), "--split-by", "paragraphs:2", "--output",
+                 str(tmp_path / "c")]) == 0
+    assert load_documents(tmp_path / "c")["text"] == ["a\nb", "c"]

@@ -15,8 +15,12 @@ Sources:
 
 - ``synthetic``: ``taco.data.synthetic.generate_documents(num_documents, seed)`` (offline default).
 - ``local``: plain-text files or folders (``*.txt``, ``*.tokens``, ``*.raw``, recursively, sorted);
-  one document per blank-line-separated block (``blank_line``), per line (``line``), or per
-  WikiText article (``wikitext_article``: a new document at each `` = Title = `` heading). Optional
+  one document per blank-line-separated block (``blank_line``), per line (``line``), per
+  WikiText article (``wikitext_article``: a new document at each `` = Title = `` heading), or per
+  span of N consecutive blank-line paragraphs (``paragraphs:N``, e.g. ``paragraphs:20`` for a book:
+  a stretch of unbroken text several blocks long). Each path may have its own split (``--split-by``
+  once for all paths or once per path; config ``corpus.split_by``: a string or a list, one per
+  path), so WikiText is split by article and the books in spans next to it. Optional
   WikiText detokenization (of the files that carry WikiText's escapes only, so books read next to
   WikiText stay as written) and an ``<unk>`` policy (``taco.data.detokenize``). Files that are not
   UTF-8 are read as Latin-1 (the Gutenberg selection, as NLTK reads it).
@@ -48,6 +52,8 @@ from taco.manifest import (atomic_directory, build_manifest, read_manifest, sha2
 
 SOURCES = ("synthetic", "local", "hub")
 SPLIT_BY = ("blank_line", "line", "wikitext_article")
+#: the split of a span of N blank-line paragraphs: ``paragraphs:N`` (N >= 1)
+PARAGRAPHS_PREFIX = "paragraphs:"
 LOCAL_SUFFIXES = (".txt", ".tokens", ".raw", ".parquet")
 
 #: Hub presets: name -> list of (dataset id, config, split, revision). Not reachable from this
@@ -107,16 +113,48 @@ def check_existing(output: str | os.PathLike, key: str, overwrite: bool = False,
 # ------------------------------------------------------------------------------------ local
 
 
+def check_split(split_by: str) -> str:
+    """``split_by`` if it is a known split (:data:`SPLIT_BY` or ``paragraphs:N`` with N >= 1), else
+    ValueError naming it and the valid forms."""
+    if split_by in SPLIT_BY:
+        return split_by
+    if isinstance(split_by, str) and split_by.startswith(PARAGRAPHS_PREFIX):
+        n = split_by[len(PARAGRAPHS_PREFIX):]
+        if n.isdigit() and int(n) >= 1:
+            return split_by
+    raise ValueError(f"unknown --split-by {split_by!r}; expected one of {SPLIT_BY} or "
+                     f"{PARAGRAPHS_PREFIX}N (N >= 1 paragraphs per document)")
+
+
+def splits_per_path(paths: Sequence[str | os.PathLike], split_by: str | Sequence[str]) -> list[str]:
+    """One split per path: ``split_by`` itself for every path (a string or a one-element list), or
+    the list as given when it has one entry per path. ValueError on a length mismatch or an unknown
+    split, naming them."""
+    splits = [split_by] if isinstance(split_by, str) else list(split_by)
+    if len(splits) == 1:
+        splits = splits * len(paths)
+    if len(splits) != len(paths):
+        raise ValueError(f"--split-by: {len(splits)} values for {len(paths)} paths (give one for all paths "
+                         "or one per path, in the order of --paths / corpus.paths)")
+    return [check_split(s) for s in splits]
+
+
 def split_documents(text: str, split_by: str = "blank_line") -> list[str]:
     """Split a file's text into documents (stripped; empty ones dropped).
 
     ``blank_line``: blocks separated by lines that are empty or whitespace only, the block's lines
     joined with a newline. ``line``: one document per non-blank line. ``wikitext_article``: a new
     document at each top-level heading `` = Title = `` (`` = = Section = = `` stays inside),
-    paragraphs joined with a newline.
+    paragraphs joined with a newline. ``paragraphs:N``: the ``blank_line`` paragraphs in
+    consecutive spans of N (the last span of a file may be shorter), joined with a newline.
     """
     lines = text.splitlines()
     docs: list[str] = []
+    check_split(split_by)
+    if split_by.startswith(PARAGRAPHS_PREFIX):
+        n = int(split_by[len(PARAGRAPHS_PREFIX):])
+        paras = split_documents(text, "blank_line")
+        return ["\n".join(paras[i:i + n]) for i in range(0, len(paras), n)]
     if split_by == "line":
         return [ln.strip() for ln in lines if ln.strip()]
     if split_by == "blank_line":
@@ -147,20 +185,27 @@ def local_input_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
 
     Raises FileNotFoundError naming a path that does not exist or a folder with no text files.
     """
-    files: list[Path] = []
-    for p in map(Path, paths):
+    return [f for f, _ in local_input_files_split(paths, "blank_line")]
+
+
+def local_input_files_split(paths: Sequence[str | os.PathLike],
+                            split_by: str | Sequence[str]) -> list[tuple[Path, str]]:
+    """(file, split) for every file of ``paths`` (folders expanded as :func:`local_input_files`),
+    each file with the split of the path it came from (:func:`splits_per_path`)."""
+    if not paths:
+        raise ValueError("local corpus needs at least one path (--paths)")
+    out: list[tuple[Path, str]] = []
+    for p, split in zip(map(Path, paths), splits_per_path(paths, split_by)):
         if p.is_file():
-            files.append(p)
+            out.append((p, split))
         elif p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in LOCAL_SUFFIXES)
             if not found:
                 raise FileNotFoundError(f"{p}: folder holds no {'/'.join(LOCAL_SUFFIXES)} files")
-            files.extend(found)
+            out.extend((f, split) for f in found)
         else:
             raise FileNotFoundError(f"{p}: no such file or folder (local corpus input)")
-    if not files:
-        raise ValueError("local corpus needs at least one path (--paths)")
-    return files
+    return out
 
 
 #: WikiText's in-number escapes; a file holding one of them is WikiText-tokenized
@@ -310,17 +355,19 @@ def _local_file_documents(task: tuple) -> tuple[list[str], dict[str, Any]]:
                                 encoding=encoding), report
 
 
-def _local_part(files: Sequence[Path], data_dir: Path, split_by: str, detokenize: bool, unk_policy: str,
-                text_column: str, rows_per_doc: int, workers: int,
+def _local_part(files: Sequence[Path], data_dir: Path, split_by: str | Sequence[str], detokenize: bool,
+                unk_policy: str, text_column: str, rows_per_doc: int, workers: int,
                 encoding: str = "utf-8") -> tuple[dict[str, Any], dict[str, Any], int]:
     """Write the local documents to ``data_dir/text.arrow`` (files read by ``workers`` processes,
-    in order, a few files in memory at a time). Returns (part, read report, characters)."""
+    in order, a few files in memory at a time). ``split_by``: one split for all files or one per
+    file. Returns (part, read report, characters)."""
+    splits = [split_by] * len(files) if isinstance(split_by, str) else list(split_by)
     report: dict[str, list] = {"latin1_files": [], "detokenized_files": []}
     progress = Progress("corpus local", total_documents=len(files), unit="files")
     rows_done = [0]
 
     def batches():
-        tasks = [(str(f), split_by, detokenize, unk_policy, text_column, encoding) for f in files]
+        tasks = [(str(f), split, detokenize, unk_policy, text_column, encoding) for f, split in zip(files, splits)]
         with WorkerPool(workers) as pool:
             for docs, rep in pool.map(_local_file_documents, tasks):
                 for k, v in rep.items():
@@ -368,17 +415,20 @@ def _hub_parts(specs, row_kinds: Sequence[str], span_rows: int, text_column: str
     return parts, fingerprints
 
 
-def _local_parameters(paths, split_by: str, wikitext_detokenize: bool, unk_policy: str, rows: str,
-                      span_rows: int, text_column: str, encoding: str) -> tuple[list[Path], dict[str, Any], dict[str, str]]:
+def _local_parameters(paths, split_by: str | Sequence[str], wikitext_detokenize: bool, unk_policy: str, rows: str,
+                      span_rows: int, text_column: str, encoding: str
+                      ) -> tuple[list[Path], dict[str, Any], dict[str, str], list[str]]:
     """Checks and artifact parameters of a local corpus, before any work: the input files (a bad
     parquet shard or, with strict UTF-8, a text file that is not UTF-8 raises here, named), the
-    parameters that enter the artifact key, and the inputs' sha256 by path."""
+    parameters that enter the artifact key, the inputs' sha256 by path, and each file's split.
+    ``split_by`` enters the key as given when it is one split for all paths (a string: the key of
+    every corpus built before per-path splits stays the same), else as the list, one per path."""
     params: dict[str, Any] = {}
-    if split_by not in SPLIT_BY:
-        raise ValueError(f"unknown --split-by {split_by!r}; expected one of {SPLIT_BY}")
+    splits = splits_per_path(paths or [None], split_by)  # checks the splits (and their number) first
     if unk_policy not in UNK_POLICIES:
         raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
-    files = local_input_files(paths or [])
+    pairs = local_input_files_split(paths or [], split_by)
+    files = [f for f, _ in pairs]
     if encoding not in ENCODINGS:
         raise ValueError(f"unknown --encoding {encoding!r}; expected one of {ENCODINGS}")
     for f in files:  # a bad shard or a non-UTF-8 text file stops the step here, named, before any work
@@ -386,7 +436,9 @@ def _local_parameters(paths, split_by: str, wikitext_detokenize: bool, unk_polic
             check_parquet_shard(f, text_column)
         elif encoding == "utf-8":
             read_text_file(f, "utf-8")
-    params.update(split_by=split_by, wikitext_detokenize=bool(wikitext_detokenize), unk_policy=unk_policy)
+    one = len(set(splits)) == 1
+    params.update(split_by=splits[0] if one else splits, wikitext_detokenize=bool(wikitext_detokenize),
+                  unk_policy=unk_policy)
     if encoding != "utf-8":
         params["encoding"] = encoding
     if rows != "document":
@@ -396,11 +448,11 @@ def _local_parameters(paths, split_by: str, wikitext_detokenize: bool, unk_polic
     inputs = {str(f): sha256_file(f) for f in files}
     # the key depends on file contents and order, not on where the files lie
     params["input_order"] = [f.name for f in files]
-    return files, params, inputs
+    return files, params, inputs, [s for _, s in pairs]
 
 
 def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str | os.PathLike] | None = None,
-                 split_by: str = "blank_line", wikitext_detokenize: bool = False, unk_policy: str = "drop",
+                 split_by: str | Sequence[str] = "blank_line", wikitext_detokenize: bool = False, unk_policy: str = "drop",
                  rows: str = "document", text_column: str = "text",
                  hub_datasets: Sequence[str] | None = None, hub_configs: Sequence[str | None] | None = None,
                  hub_splits: Sequence[str] | None = None, hub_revisions: Sequence[str | None] | None = None,
@@ -412,6 +464,7 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
     """Build (or reuse) the corpus artifact at ``output``; returns its path.
 
     Args (besides the source's own, see the module docstring):
+        split_by: local: one split for every path, or a list with one per path (module docstring).
         rows / hub_rows: what one row is, ``document`` or ``sentence`` (local: one value; hub: one
             per dataset or one for all; presets say ``sentence`` for BookCorpus). Sentence rows are
             grouped into documents of ``span_rows`` contiguous rows (``taco.data.corpus_store``).
@@ -438,8 +491,8 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
             raise ValueError(f"--num-documents must be >= 1, got {num_documents}")
         params.update(num_documents=num_documents, seed=seed)
     elif source == "local":
-        files, local_params, inputs = _local_parameters(paths, split_by, wikitext_detokenize, unk_policy,
-                                                        rows, span_rows, text_column, encoding)
+        files, local_params, inputs, file_splits = _local_parameters(
+            paths, split_by, wikitext_detokenize, unk_policy, rows, span_rows, text_column, encoding)
         params.update(local_params)
     else:
         specs = _hub_specs(hub_datasets, hub_configs, hub_splits, hub_revisions, hub_preset)
@@ -476,7 +529,7 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
                       "in_place": False, "files": file_records([data_dir / "text.arrow"], "text", relative_to=tmp)}]
         elif source == "local":
             part, extra["local_files"], n_chars = _local_part(
-                files, data_dir, split_by, wikitext_detokenize, unk_policy, text_column, rpd, workers, encoding)
+                files, data_dir, file_splits, wikitext_detokenize, unk_policy, text_column, rpd, workers, encoding)
             parts = [part]
         else:
             parts, extra["hub_fingerprints"] = _hub_parts(
@@ -518,6 +571,13 @@ def document_ids(corpus_dir: str | os.PathLike):
 # ------------------------------------------------------------------------------------ CLI
 
 
+def _split_arg(value: str) -> str:
+    try:
+        return check_split(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="taco corpus", description=__doc__.split("\n")[0])
     p.add_argument("--source", choices=SOURCES, default="synthetic")
@@ -528,7 +588,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g = p.add_argument_group("local")
     g.add_argument("--paths", nargs="+", default=[], help="text files or folders")
-    g.add_argument("--split-by", choices=SPLIT_BY, default="blank_line")
+    g.add_argument("--split-by", nargs="+", type=_split_arg, default=["blank_line"],
+                   help=f"one for all paths or one per path: {', '.join(SPLIT_BY)} or {PARAGRAPHS_PREFIX}N "
+                        "(spans of N blank-line paragraphs)")
     g.add_argument("--wikitext-detokenize", action="store_true")
     g.add_argument("--unk-policy", choices=UNK_POLICIES, default="drop")
     g.add_argument("--encoding", choices=ENCODINGS, default="utf-8",
@@ -559,7 +621,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         out = build_corpus(
-            args.source, args.output, paths=args.paths, split_by=args.split_by,
+            args.source, args.output, paths=args.paths,
+            split_by=args.split_by[0] if len(args.split_by) == 1 else args.split_by,
             wikitext_detokenize=args.wikitext_detokenize, unk_policy=args.unk_policy,
             hub_datasets=args.hub_dataset, hub_configs=args.hub_config, hub_splits=args.hub_split,
             hub_revisions=args.hub_revision, hub_preset=args.hub_preset,

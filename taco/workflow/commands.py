@@ -147,7 +147,7 @@ class Commands:
             return args + ["--num-documents", _s(c["num_documents"]), "--seed", _s(self.config["seed"])]
         if c["source"] == "local":
             args += ["--paths", *(wc.substitute_root(p, self.config) for p in c["paths"]),
-                     "--split-by", c["split_by"], "--unk-policy", c["unk_policy"],
+                     "--split-by", *self._split_by(c), "--unk-policy", c["unk_policy"],
                      "--encoding", c.get("encoding", "utf-8")]
             if c.get("rows", "document") == "sentence":
                 args += ["--rows", "sentence", "--span-rows", _s(c.get("span_rows", 50))]
@@ -160,6 +160,18 @@ class Commands:
             "--hub-split", *(d.get("split", "train") for d in specs),
             "--hub-rows", *rows,
         ] + (["--span-rows", _s(c.get("span_rows", 50))] if "sentence" in rows else [])
+
+    @staticmethod
+    def _split_by(corpus: dict[str, Any]) -> list[str]:
+        """``corpus.split_by`` as ``--split-by`` values: one for all paths, or one per path (a list
+        whose length is not 1 or that of ``corpus.paths`` is a ConfigError naming the key)."""
+        split = corpus["split_by"]
+        if isinstance(split, str):
+            return [split]
+        if len(split) not in (1, len(corpus["paths"])):
+            raise wc.ConfigError(f"corpus.split_by: {len(split)} values for {len(corpus['paths'])} paths "
+                                 "(give one value, or one per entry of corpus.paths)")
+        return [str(s) for s in split]
 
     @staticmethod
     def _workers(wildcards: Any, threads: int = 1) -> list[str]:
