@@ -148,6 +148,14 @@ def test_markdown_names_each_columns_metric_and_the_caps(tmp_path):
         assert part in md, part
     assert "training sets capped at 384 examples per task" in md
     assert "dev sets capped at 500 examples per task" in md
+    assert "a seeded random sample (stratified by label" in md and "not the first rows" in md  # issue 21.3
+    assert "95% CI in the CSV: t interval (Student t for a mean, Welch t for a difference of means)" in md
+    assert "bootstrap" not in md
+    # the LaTeX caption names each column's metric too (issue 21.6)
+    tex = (out / "table1.tex").read_text()
+    caption = [ln for ln in tex.splitlines() if ln.startswith(r"\caption{")][0]
+    for part in ("MRPC = F1", "STS-B = Spearman corr.", "CoLA = Matthews corr.", "SST-2 = accuracy"):
+        assert part in caption, part
     plain = tmp_path / "plain"
     spec2 = write_spec(tmp_path / "plain.json", smoke_spec(tasks=["sst2"], n_resamples=99))
     agg2 = tmp_path / "agg2"
@@ -234,7 +242,7 @@ CAPTIONS = Path(__file__).resolve().parent.parent / "workflow" / "report"
 
 
 @pytest.mark.parametrize("name", ["table1", "table2", "table3", "table4", "ablation", "figure5",
-                                  "data_efficiency", "claims", "figure2", "figure6", "pretrain_curves"])
+                                  "data_efficiency", "claims", "deviations", "figure2", "figure6", "pretrain_curves"])
 def test_report_captions_say_synthetic_for_the_smoke_config_only(name):
     """The ``snakemake --report`` captions, rendered as Snakemake renders them (Jinja2 with
     ``snakemake.config``, then reStructuredText), name the synthetic tasks / corpus of the smoke
