@@ -148,6 +148,14 @@ def test_markdown_names_each_columns_metric_and_the_caps(tmp_path):
         assert part in md, part
     assert "training sets capped at 384 examples per task" in md
     assert "dev sets capped at 500 examples per task" in md
+    assert "a seeded random sample (stratified by label" in md and "not the first rows" in md  # issue 21.3
+    assert "95% CI in the CSV: t interval (Student t for a mean, Welch t for a difference of means)" in md
+    assert "bootstrap" not in md
+    # the LaTeX caption names each column's metric too (issue 21.6)
+    tex = (out / "table1.tex").read_text()
+    caption = [ln for ln in tex.splitlines() if ln.startswith(r"\caption{")][0]
+    for part in ("MRPC = F1", "STS-B = Spearman corr.", "CoLA = Matthews corr.", "SST-2 = accuracy"):
+        assert part in caption, part
     plain = tmp_path / "plain"
     spec2 = write_spec(tmp_path / "plain.json", smoke_spec(tasks=["sst2"], n_resamples=99))
     agg2 = tmp_path / "agg2"

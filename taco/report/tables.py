@@ -6,7 +6,7 @@ MNLI / QQP / QNLI / SST-2), ``table3`` (base size, MLM and TACO at each budget),
 beside BERT-NCE and INFOWORD, cited from Kong et al., ICLR 2020) and ``ablation`` (TACO,
 concentrated TACO, MLM, MLM+TP over budgets):
 
-- ``<name>.csv``: long form, one row per table row and column: reproduced mean, SD, bootstrap CI,
+- ``<name>.csv``: long form, one row per table row and column: reproduced mean, SD, CI (t interval),
   n_seeds, n_degenerate, the published value and the difference (n/a where unknown), notes;
 - ``<name>.md`` and ``<name>.tex``: laid out like the paper, three rows per approach: ours (mean
   +- SD over seeds), paper, and the difference.
@@ -47,6 +47,7 @@ from taco.report.stats import (
     key_str,
     average_keys,
     average_label,
+    ci_method_name,
     fmt_fraction,
     seed_averages,
     summarize,
@@ -508,6 +509,8 @@ def capped_sets_note(cfg: AnalysisConfig | None) -> str:
     ``max_eval_samples``); empty when nothing was capped or the spec does not say."""
     if cfg is None:
         return ""
+    from taco.data.glue import CAP_SAMPLING
+
     caps = []
     if cfg.max_train_samples:
         caps.append(f"training sets capped at {cfg.max_train_samples} examples per task")
@@ -515,8 +518,8 @@ def capped_sets_note(cfg: AnalysisConfig | None) -> str:
         caps.append(f"dev sets capped at {cfg.max_eval_samples} examples per task (MNLI: per dev set)")
     if not caps:
         return ""
-    return ("Capped data: " + "; ".join(caps) + ". The paper used the full sets: these numbers are not "
-            "comparable with its rows in absolute terms.")
+    return ("Capped data: " + "; ".join(caps) + f", each {CAP_SAMPLING}, not the first rows of the file. "
+            "The paper used the full sets: these numbers are not comparable with its rows in absolute terms.")
 
 
 #: with synthetic tasks: there is no GLUE test score to get (no upload advice)
@@ -550,7 +553,9 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
     lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for _, r in w.iterrows():
         lines.append("| " + " | ".join(str(r[h]).replace("|", "\\|") for h in head) + " |")
-    lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds (95% bootstrap CI in the CSV); "
+    ci = (f"{cfg.confidence_level * 100:g}% CI in the CSV: {ci_method_name(cfg.ci_method)}" if cfg is not None
+          else f"CI in the CSV: {ci_method_name('t')}")
+    lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds ({ci}); "
               "`*` = includes degenerate runs (constant predictions; an undefined correlation counts as 0); "
               "n/a = not run or not published (never invented).", "", column_metrics_note(long),
               "", SYNTHETIC_TEST_NOTE if cfg is not None and cfg.synthetic_tasks else TEST_SCORES_NOTE]
@@ -573,7 +578,8 @@ def _tex_escape(s: str) -> str:
 
 
 def render_latex(long: pd.DataFrame, title: str) -> str:
-    """LaTeX (booktabs) table in the paper's layout, with a caption naming units and n/a."""
+    """LaTeX (booktabs) table in the paper's layout, with a caption naming units, the metric of each
+    column (:func:`column_metrics_note`) and n/a."""
     w = wide_table(long)
     head = list(w.columns)
     lines = [r"\begin{table}[t]", r"\centering", r"\small",
@@ -587,7 +593,8 @@ def render_latex(long: pd.DataFrame, title: str) -> str:
         lines.append(" & ".join(_tex_escape(r[h]) for h in head) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}",
               r"\caption{" + _tex_escape(title) + ". " + _tex_escape(
-                  f"{UNIT}; ours: mean ±SD over seeds; n/a: not run or not published.") + "}",
+                  f"{UNIT}; ours: mean ±SD over seeds; n/a: not run or not published. "
+                  + column_metrics_note(long)) + "}",
               r"\end{table}"]
     return "\n".join(lines) + "\n"
 
