@@ -63,7 +63,10 @@ def test_each_change_of_the_configuration_is_a_row():
     conf = _rows(devs, "configuration")
     batch = conf["base: global batch (sequences per step)"]
     assert batch.here.startswith(f"{128 * 4 * 2} (128 x 4 x 2)") and batch.paper.startswith("2048")
-    assert conf["capped dev sets"].here == "at most 500 dev examples per task"
+    dev_cap = conf["capped dev sets"]  # issue 21.3: says how the cap is drawn, with the real N
+    assert dev_cap.here.startswith("a seeded random sample of 500 dev examples per task")
+    assert f"data seed {cfg['seed']}" in dev_cap.here and "not the first rows" in dev_cap.here
+    assert "few hundred" not in dev_cap.effect and "500 dev examples" in dev_cap.effect
     assert "qqp: missing: train.tsv" in conf["GLUE tasks skipped (data absent)"].here
     assert "joint" in _rows(devs, "method")["MLM+TP weighting"].here
     assert _rows(devs, "method")["fine-tuning seeds and reported epoch"].here.startswith("seeds 1, 2, 3")
@@ -76,7 +79,7 @@ def test_cpu_configuration(tmp_path):
     conf = _rows(find_deviations(cfg), "configuration")
     assert conf["tiny: pre-training steps"].here == "160" and conf["tiny: pre-training steps"].paper.startswith("250000")
     assert conf["tiny: model shape (plays BERT-small)"].here == "preset 'tiny' (L2/H128/A2)"
-    assert conf["capped training sets"].here == "at most 384 training examples per task"
+    assert conf["capped training sets"].here.startswith("a seeded random sample of 384 training examples per task")
     assert "BERT-base 100% data: mlm, taco" in conf["pre-training runs not in this configuration"].here
     assert str(tmp_path) in conf["corpus"].here and "{data_root}" not in conf["corpus"].here
 

@@ -384,9 +384,11 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
             if ft.get(k)]
     for k, label in caps:
         out.append(Deviation(f"capped {label} sets", f"full {label} sets",
-                             f"at most {ft[k]} {label} examples per task", "CPU-sized configuration",
-                             "much noisier and lower scores (a few hundred examples); dev CIs widen",
-                             key=f"finetune.{k}"))
+                             f"a seeded random sample of {ft[k]} {label} examples per task (stratified by "
+                             f"label for classification; data seed {config.get('seed', 0)}; tasks with fewer "
+                             "keep all), not the first rows of the file", "CPU-sized configuration",
+                             f"noisier and lower scores than on the full sets ({ft[k]} {label} examples per "
+                             "task); dev CIs widen", key=f"finetune.{k}"))
     for k, label, line in (("max_length", "fine-tuning max length", 13), ("batch_size", "fine-tuning batch size", 14),
                            ("warmup_steps", "fine-tuning warmup steps", 17)):
         paper, here = PAPER_SETUP["finetune"][k], ft.get(k, PAPER_SETUP["finetune"][k])
