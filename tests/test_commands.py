@@ -422,6 +422,10 @@ def expect_report(cfg, job):
     return {"aggregate_dir": f"{R}/aggregate", "analysis": f"{R}/analysis.json", "output_dir": R}
 
 
+def expect_claims(cfg, job):
+    return {**expect_report(cfg, job), "efficiency": f"{cfg['results_dir']}/efficiency.csv"}
+
+
 def expect_deviations(cfg, job):
     R = cfg["results_dir"]
     return {"config": f"{R}/run_config.json", "analysis": f"{R}/analysis.json", "output": f"{R}/deviations.md"}
@@ -488,7 +492,7 @@ CONTRACT = {
     "aggregate": ("aggregate", expect_aggregate, None),
     "tables": ("tables", expect_report, None),
     "figures": ("figures", expect_report, None),
-    "claims": ("claims", expect_report, None),
+    "claims": ("claims", expect_claims, None),
     "deviations": ("deviations", expect_deviations, None),
     "dynamics_figures": ("dynamics-figures", expect_dynamics_figures, None),
     "glue_submission": ("glue-submission", expect_glue_submission, None),

@@ -255,3 +255,28 @@ def test_command_writes_table_markdown_and_figure(tmp_path):
     assert "supported" in md and "E2" in md and "5" in md
     assert (out / "efficiency.png").stat().st_size > 0
     assert eff.main(["--checkpoints", str(tmp_path / "nope"), "--output-dir", str(out)]) == 2
+
+
+def test_claims_page_carries_the_efficiency_claims(tmp_path):
+    """``taco claims --efficiency efficiency.csv`` adds E1 / E2 with their verdicts and the rule to claims.md."""
+    from taco.report.claims import main as claims_main
+    from tests.fixtures_stats import build_aggregate, smoke_spec
+
+    ckpts = _e1_checkpoints(tmp_path / "pretrain")
+    loss, fps = eff.read_checkpoints(ckpts)
+    cfg = _cfg(n_resamples=199)
+    table = eff.evaluate(eff.build_pairs(loss, None, cfg, fps), cfg)
+    (tmp_path / "efficiency.csv").write_text(table.to_csv(index=False))
+    back = eff.read_table(tmp_path / "efficiency.csv")
+    assert back.loc[0, "verdict"] == eff.SUPPORTED and back.loc[0, "target_budget"] == "250k"
+    agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(n_resamples=99), seeds=[1, 2])
+    out = tmp_path / "out"
+    assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out),
+                        "--efficiency", str(tmp_path / "efficiency.csv")]) == 0
+    md = (out / "claims.md").read_text()
+    assert "## Steps-to-target claims (taco efficiency)" in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| E1:"))
+    assert "2.83" in row and "**supported**" in row and "0.05 / 1" in row
+    assert "one-sided exact permutation test" in md
+    assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out)]) == 0
+    assert "Steps-to-target" not in (out / "claims.md").read_text()  # without the option: as before

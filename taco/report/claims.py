@@ -821,20 +821,33 @@ def _write_claims(agg, cfg, args) -> list[Path]:
     df = evaluate_claims(agg, cfg)
     out = Path(args.output_dir)
     atomic_write_text(out / "claims.csv", df.to_csv(index=False, float_format="%.6g"))
-    atomic_write_text(out / "claims.md", render_markdown(df, cfg))
+    md = render_markdown(df, cfg)
+    if getattr(args, "efficiency", None):  # the steps-to-target claims E1 / E2 (taco efficiency)
+        from taco.report.efficiency import claims_section, read_table
+
+        eff = read_table(args.efficiency)
+        md += claims_section(eff, cfg.alpha)
+        for r in eff.itertuples():
+            print(f"{r.claim_id} ({r.size}): {r.verdict}")
+    atomic_write_text(out / "claims.md", md)
     for r in df[df["level"] == "claim"].itertuples():
         print(f"{r.claim_id}: {r.verdict}")
     return [out / "claims.csv", out / "claims.md"]
 
 
+def _add_efficiency(ap) -> None:
+    ap.add_argument("--efficiency", help="efficiency.csv of `taco efficiency`: its claims (E1, E2) are added "
+                                         "to claims.md")
+
+
 def build_parser():
     """The command line of ``taco claims``."""
-    return report_parser("claims", __doc__.split("\n")[0])
+    return report_parser("claims", __doc__.split("\n")[0], _add_efficiency)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``taco claims``: aggregate CSVs + analysis spec -> claims.csv and claims.md."""
-    return report_main("claims", __doc__.split("\n")[0], _write_claims, argv)
+    """``taco claims``: aggregate CSVs + analysis spec (+ efficiency.csv) -> claims.csv and claims.md."""
+    return report_main("claims", __doc__.split("\n")[0], _write_claims, argv, add_arguments=_add_efficiency)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -606,6 +606,36 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     return "\n".join(lines)
 
 
+def claims_section(df: pd.DataFrame, alpha: float) -> str:
+    """The steps-to-target claims (E1, E2) as a section of the claims page (``taco claims --efficiency``):
+    one row per claim with the speedup, its interval, the tests at T and the verdict, then the rule."""
+    lvl = f"{(1 - 2 * alpha) * 100:g}%"
+    lines = ["", "## Steps-to-target claims (taco efficiency)", "",
+             f"| Claim | size | curve | T | k* | speedup [{lvl}] | compute speedup | paper | n units (A/B) | "
+             "p (B better / A better) | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in df.itertuples():
+        kstar = _f(r.k_star, 4) if r.status == REACHED else r.status
+        t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
+        lines.append(f"| {r.claim_id}: {CLAIM_TEXT.get(r.claim_id, '')} | {r.size} | {r.form} | {t} | {kstar} | "
+                     f"{_f(r.speedup)} [{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}] | {_f(r.compute_speedup)} | "
+                     f"{_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | {_f(r.p_b_better)} / {_f(r.p_a_better)} | "
+                     f"**{r.verdict}** |")
+    lines += ["", f"Rule: {rule_text(alpha)}. Details, intervals and the figure: efficiency.md / efficiency.png.", ""]
+    lines += [f"- {r.claim_id} ({r.size}): **{r.verdict}** - {r.reason}" for r in df.itertuples()]
+    return "\n".join(lines) + "\n"
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """``efficiency.csv`` as written by :func:`make` (FileNotFoundError naming a missing file)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no efficiency table (run `taco efficiency` first)")
+    df = pd.read_csv(p, dtype={"target_budget": str, "reason": str, "interval_note": str, "curve_steps": str})
+    for c in ("target_budget", "reason", "interval_note", "curve_steps", "status"):
+        df[c] = df[c].fillna("")
+    return df
+
+
 def figure(pairs: Sequence[Pair], df: pd.DataFrame):
     """One panel per pair: mean curves (lines), the replicate range (band: min to max over units), the
     target line at A's value at T, T and k* marked; log-step axis; the legend outside the data."""

@@ -358,7 +358,7 @@ class Commands:
         return self._report_args("claims")
 
     def claims_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
-        return self._report_paths(input, output)
+        return self._report_paths(input, output) + ["--efficiency", input.efficiency]
 
     def deviations_args(self, wildcards: Any = None) -> list[str]:
         return self._taco("deviations")

@@ -56,6 +56,7 @@ rule figures:
 rule claims:
     input:
         **AGG,
+        efficiency=f"{R}/efficiency.csv",  # the steps-to-target claims E1 / E2 (curves.smk)
     output:
         csv=report(f"{R}/claims.csv", caption="../report/claims.rst", category="Claims"),
         md=f"{R}/claims.md",
