@@ -369,3 +369,61 @@ def test_synthetic_tasks_are_named_in_every_claim_on_the_page(tmp_path):
     real = dict(spec, glue_source="local", corpus_source="local")
     _, _, out = _run(tmp_path / "real", real, seeds=[1, 2, 3])
     assert "SYNTHETIC" not in (out / "claims.md").read_text()
+
+
+def _per_seed_replicated(effects: dict[tuple, float], pretrain_seeds=(0, 1), ft_seeds=(1, 2, 3)) -> pd.DataFrame:
+    """A per_seed frame with replicated pre-training: every cell has runs of each pre-training seed,
+    each with the fine-tuning seeds nested in it (the unit becomes the pre-training run)."""
+    rows = []
+    for cell, e in effects.items():
+        for p, off in zip(pretrain_seeds, (0.0, 0.3, -0.2, 0.1, -0.1)):
+            for s, n in zip(ft_seeds, NOISE5):
+                for k in KEYS:
+                    rows.append(dict(size="s", objective=cell[0], fraction=cell[1], step=cell[2], pretrain_seed=p,
+                                     seed=s, score_key=k, value=80.0 + e + off + n, degenerate=False,
+                                     undefined_metric=False))
+    return pd.DataFrame(rows)
+
+
+def test_claims_page_names_the_unit_and_warns_on_two_pretraining_runs():
+    """Issue 21.6: "over fine-tuning seeds" only when that is the unit; two pre-training runs per arm
+    (pretrain.seeds of length 2) can never decide a claim, and the page says so."""
+    from taco.report.claims import render_markdown
+
+    cfg = validate_analysis(CONSTRUCTED_SPEC)
+    effects = {("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): 2.0, ("taco", 1.0, 250000): 3.0}
+    df = evaluate_claims({"per_seed": _per_seed_replicated(effects)}, cfg)
+    md = render_markdown(df, cfg)
+    assert "over pre-training runs (each the mean of its fine-tuning seeds)" in md
+    assert "over fine-tuning seeds" not in md
+    c1 = df[(df.level == "claim") & (df.claim_id == "C1")].iloc[0]
+    assert c1.sample_unit == "pre-training run" and (c1.n_a, c1.n_b) == (2, 2)
+    warn = [ln for ln in md.splitlines() if "pre-training runs per arm (pretrain.seeds of length 2)" in ln]
+    assert warn and "C1" in warn[0] and "C2" in warn[0] and "1 / C(4, 2) = 0.167" in warn[0]
+    assert md.index("**Warnings**") < md.index("| Claim |")
+    # three pre-training runs can decide: no warning, and the unit is still named
+    df3 = evaluate_claims({"per_seed": _per_seed_replicated(effects, pretrain_seeds=(0, 1, 2))}, cfg)
+    md3 = render_markdown(df3, cfg)
+    assert "pretrain.seeds of length" not in md3 and "over pre-training runs" in md3
+    # one pre-training run: fine-tuning seeds are the unit, and the page says so
+    md1 = render_markdown(evaluate_claims({"per_seed": _per_seed(_cells(effects))}, cfg), cfg)
+    assert "over fine-tuning seeds (one pre-training run per arm)" in md1 and "**Warnings**" not in md1
+
+
+def test_zero_variance_across_seeds_warns():
+    """Issue 21.6: identical scores across all seeds are decided, but with a warning in the claim's
+    reason and at the top of the page."""
+    from taco.report.claims import render_markdown
+
+    cfg = validate_analysis(CONSTRUCTED_SPEC)
+    cells = _cells({("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): 2.0, ("taco", 0.25, 250000): 0.0})
+    cells[("s", "taco", 1.0, 50000)] = {k: [82.0, 82.0, 82.0] for k in KEYS}  # every seed the same
+    df = evaluate_claims({"per_seed": _per_seed(cells)}, cfg)
+    c1 = df[(df.level == "claim") & (df.claim_id == "C1")].iloc[0]
+    assert c1.zero_variance == "A" and "warning: identical scores across all seeds" in c1.reason
+    assert c1.decision_ci_low < 2.0 < c1.decision_ci_high  # B still varies: a real interval
+    md = render_markdown(df, cfg)
+    top = md[:md.index("| Claim |")]
+    assert "identical scores across all seeds (zero variance) in C1 (A)" in top and "C1 QQP (A)" in top
+    c3 = df[(df.level == "claim") & (df.claim_id == "C3")].iloc[0]
+    assert c3.zero_variance == "" and "identical scores" not in c3.reason  # arms that vary: no warning

@@ -109,6 +109,8 @@ from taco.report.stats import (
     seed_averages,
     statistical_units,
     unit_note,
+    UNIT_FINETUNE,
+    UNIT_PRETRAIN,
 )
 from taco.registry import CONTROL
 from taco.report.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
@@ -510,7 +512,8 @@ def _row(claim: Claim, level: str, scope: str, arm_a: ArmCell, arm_b: ArmCell, c
             "decision_ci_low": math.nan, "decision_ci_high": math.nan, "hedges_g": math.nan,
             "test": "", "p_value": math.nan, "p_against": math.nan, "p_two_sided": math.nan,
             "p_holm": math.nan, "min_attainable_p": math.nan, "fewest_seeds": fewest_seeds(cfg),
-            "seeds_for_power": math.nan, "n_degenerate": 0, "equivalence": "",
+            "seeds_for_power": math.nan, "n_degenerate": 0, "equivalence": "", "sample_unit": "",
+            "zero_variance": "",
             "verdict": INCONCLUSIVE, "reason": ""}
 
 
@@ -520,7 +523,21 @@ def _fill(row: dict[str, Any], cmp, dci, a: Sample, b: Sample, claim: Claim, cfg
                ci_method=cmp.ci_method, decision_ci_low=dci[0], decision_ci_high=dci[1],
                hedges_g=cmp.hedges_g, p_two_sided=cmp.p_two_sided, min_attainable_p=cmp.min_p_one_sided,
                n_degenerate=a.n_degenerate + b.n_degenerate,
-               seeds_for_power=seeds_for_power(a.values, b.values, deciding_boundary(claim.kind, cfg), cfg))
+               seeds_for_power=seeds_for_power(a.values, b.values, deciding_boundary(claim.kind, cfg), cfg),
+               zero_variance=", ".join(name for name, v in (("A", a.values), ("B", b.values))
+                                       if len(v) >= 2 and max(v) == min(v)))
+
+
+def sample_unit(per_seed: pd.DataFrame, cell_a: tuple, cell_b: tuple) -> str:
+    """The statistical unit of a claim's samples (:func:`taco.report.stats.statistical_units`):
+    ``'fine-tuning seed'``, ``'pre-training run'``, both joined by ``' / '`` when the arms differ,
+    or ``''`` when neither arm has runs."""
+    units: set[str] = set()
+    for c in (cell_a, cell_b):
+        sub = statistical_units(_cell_rows(per_seed, c))
+        if not sub.empty:
+            units |= set(sub["unit"])
+    return " / ".join(sorted(units))
 
 
 def _few_seeds(n_a: int, n_b: int, cfg: AnalysisConfig) -> str:
@@ -567,6 +584,7 @@ def summary_row(claim: Claim, per_seed: pd.DataFrame, arm_a: ArmCell, arm_b: Arm
     scope = arms_unit_note(per_seed, arm_a.cell, arm_b.cell)
     if scope and (a.values or b.values):
         notes.append(scope)
+    row["sample_unit"] = sample_unit(per_seed, arm_a.cell, arm_b.cell)
     if a.n_incomplete or b.n_incomplete:
         notes.append(f"incomplete seeds excluded: A {a.n_incomplete}, B {b.n_incomplete}")
     if a.values and b.values:
@@ -698,6 +716,11 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
     if row["n_degenerate"]:
         notes.append(f"computed from {row['n_degenerate']} seed(s) with a degenerate run (constant "
                      "predictions; an undefined metric counts as 0)")
+    flat = [f"{KEY_LABELS.get(r['scope'], r['scope'])} ({r['zero_variance']})" for r in rows if r["zero_variance"]]
+    if row["zero_variance"] or flat:
+        where = ([f"the claim's scope ({row['zero_variance']})"] if row["zero_variance"] else []) + flat
+        notes.append(f"warning: identical scores across all seeds in {', '.join(where)}: zero variance is "
+                     f"suspicious ({ZERO_VARIANCE_CAUSES})")
     if claim.note:
         notes.append(claim.note)
     mp = row["min_attainable_p"]
@@ -715,6 +738,52 @@ def evaluate_claims(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
     for c in claims:
         rows += evaluate_claim(c, agg["per_seed"], cfg)
     return pd.DataFrame(rows)
+
+
+#: what identical scores across seeds usually mean (claims page warnings)
+ZERO_VARIANCE_CAUSES = ("seeds that do not reach the runs, one result copied, or constant predictions; "
+                        "its interval is a single point")
+
+
+def unit_phrase(df: pd.DataFrame) -> str:
+    """What the effects on the claims page are computed over, from the claim rows' ``sample_unit``:
+    fine-tuning seeds, pre-training runs, or (mixed) each claim's own unit."""
+    units = {u for x in df.get("sample_unit", pd.Series(dtype=str)) if isinstance(x, str) and x
+             for u in x.split(" / ")}
+    if units == {UNIT_FINETUNE}:
+        return "over fine-tuning seeds (one pre-training run per arm)"
+    if units == {UNIT_PRETRAIN}:
+        return "over pre-training runs (each the mean of its fine-tuning seeds)"
+    if units:
+        return ("over each claim's statistical unit (fine-tuning seeds where a cell has one pre-training run, "
+                "pre-training runs where it has several; each claim's reason says which)")
+    return "over seeds"
+
+
+def page_warnings(df: pd.DataFrame, cfg: AnalysisConfig) -> list[str]:
+    """Warnings at the top of claims.md: replicated pre-training with too few runs to decide any claim
+    (``pretrain.seeds`` of length 2: the smallest attainable p is 1/6), and identical scores across
+    all seeds (zero variance) in a claim or one of its keys."""
+    out = []
+    claims = df[df["level"] == "claim"]
+    few = {}
+    for r in claims.itertuples():
+        unit = getattr(r, "sample_unit", "")
+        n = min(int(r.n_a or 0), int(r.n_b or 0))
+        if isinstance(unit, str) and UNIT_PRETRAIN in unit and 0 < n < fewest_seeds(cfg):
+            few.setdefault(n, []).append(r.claim_id)
+    for n, ids in sorted(few.items()):
+        out.append(f"{', '.join(ids)}: {n} pre-training runs per arm (pretrain.seeds of length {n}) can never "
+                   f"decide a claim: the smallest attainable one-sided permutation p is 1 / C({2 * n}, {n}) = "
+                   f"{min_attainable_pvalue(n, n, cfg.n_resamples):.3g} > alpha {cfg.alpha}; give pretrain.seeds at "
+                   f"least {fewest_seeds(cfg)} entries (or none, to use fine-tuning seeds as the unit).")
+    zv = [f"{r.claim_id}" + ("" if r.level == "claim" else f" {KEY_LABELS.get(r.scope, r.scope)}")
+          + f" ({r.zero_variance})" for r in df.itertuples()
+          if isinstance(getattr(r, "zero_variance", ""), str) and r.zero_variance]
+    if zv:
+        out.append(f"identical scores across all seeds (zero variance) in {', '.join(zv)}: suspicious "
+                   f"({ZERO_VARIANCE_CAUSES}); check these runs before trusting their verdicts.")
+    return out
 
 
 def _f(x: Any, nd: int = 2) -> str:
@@ -769,7 +838,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     tag = SYNTHETIC_CLAIM_TAG if cfg.synthetic_tasks else ""
     lines = ["# The paper's claims on the reproduced numbers"
              + (" (SYNTHETIC GLUE-format tasks: a smoke test)" if tag else ""), "", *synthetic_banner(cfg),
-             f"Effects are mean(A) - mean(B) in GLUE points (x100) over fine-tuning seeds. Decisions: one-sided "
+             f"Effects are mean(A) - mean(B) in GLUE points (x100) {unit_phrase(claims)}. Decisions: one-sided "
              f"permutation tests (scipy.stats.permutation_test) at alpha = {cfg.alpha}, each with the {dl} "
              f"interval (1 - 2 alpha; method: {_interval_words(cfg)}) that matches a one-sided test at alpha; "
              f"the {cl}% CI is in claims.csv. Margin "
@@ -777,6 +846,9 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
              f"min_seeds = {cfg.min_seeds}; seed = {cfg.seed}.", "",
              f"| Claim | A vs B | scope | n (A/B) | effect | {dl} CI | p for / against | fewest seeds (80% power) | verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
+    warns = page_warnings(df, cfg)
+    if warns:
+        lines[-2:-2] = ["**Warnings**", "", *(f"- {w}" for w in warns), ""]
     for r in claims.itertuples():
         lines.append(f"| {r.claim_id}: {r.claim}{tag} | {r.a} vs {r.b} | {r.scope or 'n/a'} | {r.n_a}/{r.n_b} | "
                      f"{_f(r.effect)} | [{_f(r.decision_ci_low)}, {_f(r.decision_ci_high)}] | "
@@ -785,7 +857,8 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     counts = claims["verdict"].value_counts()
     lines += ["", "Verdicts: " + ", ".join(f"{v}: {int(counts.get(v, 0))}" for v in VERDICTS)
               + ". `not run`: an arm of the claim was not in this configuration (the detail says which).", "",
-              "**Fewest seeds**: the smallest number of fine-tuning seeds per arm with which the claim's test can "
+              "**Fewest seeds**: the smallest number of units per arm (fine-tuning seeds, or pre-training runs "
+              "where those are the unit) with which the claim's test can "
               f"reach p <= {cfg.alpha} at all, analytically: the smallest n with 1 / C(2n, n) <= alpha, the smallest "
               "one-sided p of the exact two-sample permutation test (complete separation of the arms); the same "
               "for every rule here, since one-sided tests, TOST and the intersection-union test all test at alpha "
