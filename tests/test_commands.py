@@ -233,7 +233,8 @@ def expect_pack(cfg, job):
     # pre-training seed or other wildcard reaches a pack job
     assert set(w) == {"fraction"}, w
     return {"max_seq_length": cfg["max_seq_length"], "fraction": float(w["fraction"]), "seed": cfg["seed"],
-            "validation_blocks": cfg["validation_blocks"], "corpus": f"{R}/data/corpus",
+            "validation_blocks": cfg["validation_blocks"], "block_format": cfg["pack"]["format"],
+            "corpus": f"{R}/data/corpus",
             "tokenizer": f"{R}/data/tokenizer", "output": f"{R}/data/blocks/data-{w['fraction']}",
             **data_workers(cfg, job)}
 
@@ -354,7 +355,8 @@ def check_slots(cfg, parsed, need):
     slot = parsed.wrappers.get("gpu-slot")
     if cfg["gpus"] and need:
         assert slot is not None and slot.gpus == cfg["gpus"] and slot.need == need
-        assert slot.lock_dir == f"{cfg['results_dir']}/.gpu-slots"
+        # locks are per machine: the wrapper's own default folder unless gpu_lock_dir names one (issue 19.6)
+        assert slot.lock_dir == cfg.get("gpu_lock_dir") and cfg["results_dir"] not in (slot.lock_dir or "")
     else:
         assert slot is None
 

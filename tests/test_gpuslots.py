@@ -158,3 +158,90 @@ def test_killed_wrapper_leaves_its_slot_held_while_the_child_runs(tmp_path):
         time.sleep(0.05)
     assert got is not None and got[0] == [0]
     gpuslots.release(got[1])
+
+
+# ---- locks per machine, not per results_dir (issue 19, item 6) ---------------------------------
+def test_default_lock_dir_is_one_per_machine():
+    assert gpuslots.default_lock_dir({}) == "/tmp/taco-gpu-slots" == gpuslots.DEFAULT_LOCK_DIR
+    assert gpuslots.default_lock_dir({"TACO_GPU_LOCK_DIR": "/shared/locks"}) == "/shared/locks"
+    assert gpuslots.default_lock_dir({"TACO_GPU_LOCK_DIR": ""}) == "/tmp/taco-gpu-slots"
+    assert gpuslots.build_parser().parse_args(["--gpus", "1", "--", "true"]).lock_dir is None
+
+
+def _slot_taker(results_dir, gpus=2, lock_dir=None):
+    """The launch words the workflow gives a fine-tuning job of a config with this results_dir."""
+    from types import SimpleNamespace
+
+    from taco.workflow.commands import Commands
+
+    cfg = {"results_dir": results_dir, "gpus": gpus, "finetune": {"num_gpus": 1}, "gpu_lock_dir": lock_dir}
+    return Commands(cfg, python=[sys.executable]).launch_words("finetune", SimpleNamespace(size="tiny"))
+
+
+def test_two_workflows_with_different_results_dirs_never_share_a_gpu(tmp_path):
+    """config.yaml and configs/gpu-mini.yaml started together on one box (results/ and results/gpu-mini):
+    the second workflow's job gets GPU 1 while the first one's holds GPU 0, and with one GPU it waits."""
+    import os
+
+    env = {"PATH": "/usr/bin:/bin", "TACO_GPU_LOCK_DIR": str(tmp_path / "locks")}
+    a, b = tmp_path / "paper", tmp_path / "mini"
+    a.mkdir()
+    b.mkdir()
+    first = _slot_taker("results")
+    second = _slot_taker("results/gpu-mini")
+    assert "--lock-dir" not in first and "--lock-dir" not in second  # the machine's folder, not results_dir
+    show = "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], flush=True)"
+    holder = subprocess.Popen(first + ["-c", show + "; import sys; sys.stdin.read()"], cwd=a, env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "0"
+        out = subprocess.run(second + ["-c", show], cwd=b, env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.strip() == "1", out.stderr
+        one_gpu = _slot_taker("results/gpu-mini", gpus=1)
+        i = one_gpu.index("--")
+        busy = subprocess.run(one_gpu[:i] + ["--timeout", "1"] + one_gpu[i:] + ["-c", show], cwd=b, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert busy.returncode == 2 and "no 1 free GPU slot" in busy.stderr and not busy.stdout
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert not (a / "results").exists() and not (b / "results").exists()  # nothing under results_dir
+    locks = sorted(p.name for p in (tmp_path / "locks").iterdir())
+    assert locks == [f"{os.uname().nodename}-gpu-0.lock", f"{os.uname().nodename}-gpu-1.lock"]
+    assert (tmp_path / "locks").stat().st_mode & 0o7777 == 0o1777  # shared by every user, as /tmp
+
+
+def test_gpu_lock_dir_overrides_the_default(tmp_path):
+    words = _slot_taker("results", lock_dir=str(tmp_path / "nfs"))
+    assert words[words.index("--lock-dir") + 1] == str(tmp_path / "nfs")
+    out = subprocess.run(words + ["-c", "print('ran')"], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "TACO_GPU_LOCK_DIR": str(tmp_path / "env")})
+    assert out.returncode == 0 and out.stdout.strip() == "ran", out.stderr
+    assert list((tmp_path / "nfs").iterdir()) and not (tmp_path / "env").exists()
+
+
+def test_a_lock_folder_this_user_cannot_write_is_a_clear_error(tmp_path):
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root may write any folder: the permission error cannot happen")
+    locked = tmp_path / "ro"
+    locked.mkdir(mode=0o555)
+    out = _slot_cli(locked, 1, 1, {})
+    assert out.returncode == 2 and "gpu_lock_dir" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_permission_error_names_the_keys(tmp_path, monkeypatch):
+    """Where the lock folder belongs to another user (root runs this test too: the error is injected)."""
+    import os
+
+    real_open = os.open
+
+    def denied(path, flags, mode=0o777, **kw):
+        if str(path).endswith(".lock"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, mode, **kw)
+
+    monkeypatch.setattr(gpuslots.os, "open", denied)
+    with pytest.raises(PermissionError, match="gpu_lock_dir or \\$TACO_GPU_LOCK_DIR"):
+        gpuslots.try_acquire(2, 1, tmp_path)

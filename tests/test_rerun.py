@@ -1,16 +1,20 @@
-"""Settings that change no result re-run nothing (issue 11, item 4, second part).
+"""Settings that change no result re-run nothing (issue 11, item 4; issue 19, item 4), over the whole DAG.
 
-A tiny DAG (synthetic data, one TACO run of two budget segments, fine-tuning with two seeds in one
-job, dynamics) is run for real once; then each such setting is changed and `snakemake -n` must have
-nothing to do: what Snakemake itself decides from its metadata, with the project's default profile.
-A setting that does change the weights (the TC temperature) must plan pre-training again, so the
-check cannot pass by seeing nothing.
+A tiny grid (synthetic data, MLM and TACO with two budget segments each, fine-tuning with two seeds
+in one job, dynamics, every table, figure, claim, submission and report file) is run for real once
+through the default target, in a scratch ``--directory``; then each such setting is changed and
+``snakemake -n`` of the default target must have nothing to do: what Snakemake itself decides from
+its metadata, with the project's default profile. A setting that only ``plan.md`` shows (a rule's
+``runtime``, ``finetune.num_gpus``, ``finetune.seeds_per_job``) re-plans that one local job and nothing
+else. Controls that show the check can fail: the TC temperature re-plans TACO's segments and not
+MLM's (MLM does not use the TC loss), and a changed setting is seen at all.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +25,6 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
-RUN = "results/tiny/{kind}/tiny/taco/data-1.0/step-{step}"
-TARGETS = ([f"{RUN.format(kind='finetune', step=4)}/rte/seed-{s}/metrics.json" for s in (1, 2)]
-           + [f"{RUN.format(kind='dynamics', step=s)}/dynamics.json" for s in (2, 4)])
-
 TINY = {
     "results_dir": "results/tiny",
     "corpus": {"source": "synthetic", "num_documents": 120},
@@ -32,7 +32,7 @@ TINY = {
     "max_seq_length": 32,
     "validation_blocks": 8,
     "pretrain": {
-        "runs": [{"size": "tiny", "variants": ["taco"], "fractions": [1.0]}],
+        "runs": [{"size": "tiny", "variants": ["mlm", "taco"], "fractions": [1.0]}],
         "sizes": {"tiny": {"preset": "tiny", "max_steps": 4, "warmup_steps": 1, "budgets": [2, 4],
                            "per_device_batch_size": 4, "grad_accum": 1, "num_gpus": 0,
                            "learning_rate": 1.0e-3, "save_every": 2, "precision": "fp32",
@@ -46,7 +46,7 @@ TINY = {
                  "max_train_samples": 16, "max_eval_samples": 16, "num_gpus": 1, "threads": 1,
                  "mem_mb": 1000, "runtime": 10},
     "glue": {"source": "synthetic", "tasks": ["rte"]},
-    "dynamics": {"enabled": True, "variants": ["taco"], "num_blocks": 4, "max_pairs": 200},
+    "dynamics": {"enabled": True, "variants": ["mlm", "taco"], "num_blocks": 4, "max_pairs": 200},
     "analysis": {"roles": {"small": "tiny", "base": None}, "n_resamples": 99, "min_seeds": 2},
     "gpus": 0,
 }
@@ -62,52 +62,81 @@ def _set(path: str, value):
     return mutate
 
 
-#: every setting that changes no result: (config key, new value)
+#: settings that change no result and that no written file shows: (config key, new value)
 NO_RESULT_SETTINGS = [
     ("pretrain.logging_steps", 3),
     ("pretrain.sizes.tiny.save_every", 1),
     ("pretrain.sizes.tiny.threads", 2),
     ("pretrain.sizes.tiny.mem_mb", 3000),
-    ("pretrain.sizes.tiny.runtime", 99),
     ("finetune.threads", 2),
     ("finetune.mem_mb", 3000),
+    ("gpus", 2),  # a GPU box: jobs now run under `taco gpu-slot`
+    ("gpu_lock_dir", "/tmp/elsewhere"),  # where the slot locks live
+    ("data_threads", 2),  # worker processes of corpus, tokenizer and pack
+    ("results_dir", "results/tiny/"),  # the same folder, spelt with a trailing slash
+]
+#: settings that change no result but that plan.md shows (jobs per rule, runtimes, CPU-only note)
+PLAN_SETTINGS = [
+    ("pretrain.sizes.tiny.runtime", 99),
     ("finetune.runtime", 99),
     ("finetune.num_gpus", 0),
     ("finetune.seeds_per_job", "one"),
-    ("gpus", 2),  # a GPU box: jobs now run under `taco gpu-slot`
-    ("data_threads", 2),  # worker processes of corpus, tokenizer and pack
 ]
 
 
 def snakemake(workdir: Path, cfg: dict, *extra: str, python: str = sys.executable) -> subprocess.CompletedProcess:
+    """Snakemake on the default target (the whole DAG) in ``workdir``, with ``cfg`` as its config file."""
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     return subprocess.run(
         [python, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-         "--configfile", str(path), "--cores", "2", *extra, *TARGETS],
-        capture_output=True, text=True, timeout=900, env=env)
+         "--configfile", str(path), "--cores", "2", *extra],
+        capture_output=True, text=True, timeout=1500, env=env)
+
+
+def planned(out: subprocess.CompletedProcess) -> dict[str, int]:
+    """rule -> jobs from the "Job stats" table of a dry run ({} when there is nothing to be done)."""
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    if "Nothing to be done" in text:
+        return {}
+    table = text.split("Job stats:", 1)[1]
+    counts = {}
+    for line in table.splitlines()[3:]:
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if not m or m.group(1) == "total":
+            break
+        counts[m.group(1)] = int(m.group(2))
+    assert counts, text[-3000:]
+    return counts
+
+
+def changed(key: str, value) -> dict:
+    cfg = copy.deepcopy(TINY)
+    _set(key, value)(cfg)
+    return cfg
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
-    """A working directory where the tiny DAG has run to the end."""
+    """A scratch working directory where the tiny grid's whole DAG (the default target) has run."""
     workdir = tmp_path_factory.mktemp("rerun")
     out = snakemake(workdir, TINY)
-    assert out.returncode == 0, out.stderr[-5000:]
-    again = snakemake(workdir, TINY, "-n")
-    assert "Nothing to be done" in again.stdout + again.stderr, (again.stdout + again.stderr)[-3000:]
+    assert out.returncode == 0, (out.stdout + out.stderr)[-5000:]
+    assert (workdir / "results/tiny/figure2.png").is_file() and (workdir / "results/tiny/deviations.md").is_file()
+    assert planned(snakemake(workdir, TINY, "-n")) == {}
     return workdir
 
 
 @pytest.mark.parametrize("key, value", NO_RESULT_SETTINGS, ids=[k for k, _ in NO_RESULT_SETTINGS])
 def test_setting_that_changes_no_result_reruns_nothing(finished, key, value):
-    cfg = copy.deepcopy(TINY)
-    _set(key, value)(cfg)
-    out = snakemake(finished, cfg, "-n")
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-3000:]
-    assert "Nothing to be done" in text, f"changing {key} re-plans work:\n{text[-3000:]}"
+    assert planned(snakemake(finished, changed(key, value), "-n")) == {}, f"changing {key} re-plans work"
+
+
+@pytest.mark.parametrize("key, value", PLAN_SETTINGS, ids=[k for k, _ in PLAN_SETTINGS])
+def test_setting_shown_only_by_the_plan_rewrites_only_the_plan(finished, key, value):
+    assert planned(snakemake(finished, changed(key, value), "-n")) == {"all": 1, "plan": 1}
 
 
 def test_another_interpreter_reruns_nothing(finished, tmp_path):
@@ -115,15 +144,19 @@ def test_another_interpreter_reruns_nothing(finished, tmp_path):
     link = tmp_path / "bin" / "python3"
     link.parent.mkdir()
     link.symlink_to(sys.executable)
-    out = snakemake(finished, TINY, "-n", python=str(link))
-    assert "Nothing to be done" in out.stdout + out.stderr, (out.stdout + out.stderr)[-3000:]
+    assert planned(snakemake(finished, TINY, "-n", python=str(link))) == {}
 
 
-def test_setting_that_changes_the_weights_reruns_pretraining(finished):
-    """The control: the TC temperature is a param of pre-training, so both segments run again."""
-    cfg = copy.deepcopy(TINY)
-    cfg["pretrain"]["tc"]["temperature"] = 0.1
-    out = snakemake(finished, cfg, "-n")
-    text = out.stdout + out.stderr
-    assert "Params have changed" in text or "params changed" in text.lower(), text[-3000:]
-    assert "rule pretrain:" in text and "Nothing to be done" not in text
+def test_tc_setting_reruns_the_tc_objective_only(finished):
+    """The control: the TC temperature is a param of TACO's segments (both run again, and what they
+    feed), but not of MLM's, whose weights it cannot change (issue 19.4)."""
+    jobs = planned(snakemake(finished, changed("pretrain.tc.temperature", 0.1), "-n"))
+    # of the 4 segments (2 objectives x 2 budgets) TACO's 2; its 1 fine-tuning job and 2 dynamics jobs
+    assert jobs.get("pretrain") == 2 and jobs.get("finetune_seeds") == 1 and jobs.get("dynamics") == 2, jobs
+
+
+def test_a_setting_run_config_shows_rewrites_it_and_the_deviations(finished):
+    """The control of the report files: the fine-tuning batch size is in run_config.json (and changes
+    every fine-tuning job), so run_config and deviations are planned again."""
+    jobs = planned(snakemake(finished, changed("finetune.batch_size", 4), "-n"))
+    assert jobs.get("run_config") == 1 and jobs.get("deviations") == 1 and jobs.get("finetune_seeds") == 2, jobs

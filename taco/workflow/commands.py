@@ -20,7 +20,7 @@ what Snakemake does when they change:
 ``launch`` (``resources.launch``)
     How and where the job runs, none of which changes a result: ``OMP_NUM_THREADS`` (the rule's
     threads), the GPU-slot wrapper of a local GPU box (config ``gpus``, ``*.num_gpus`` of jobs that
-    run one process), and the Python interpreter (this environment's, or the rule's conda
+    run one process, ``gpu_lock_dir``), and the Python interpreter (this environment's, or the rule's conda
     environment's with this checkout on ``PYTHONPATH``).
 ``paths`` (``params.paths``)
     The job's input and output paths. A param function of ``input``/``output``: Snakemake follows
@@ -131,8 +131,11 @@ class Commands:
         words = [f"OMP_NUM_THREADS={int(threads)}"] if threads is not None else []
         need = self.devices(rule, wildcards)
         if need:
+            # slot locks are per machine: `taco gpu-slot`'s own default folder ($TACO_GPU_LOCK_DIR, else
+            # /tmp/taco-gpu-slots), whatever the results_dir; config gpu_lock_dir overrides it
+            lock_dir = self.config.get("gpu_lock_dir")
             words += [*self.python, "-m", "taco", "gpu-slot", "--gpus", _s(self.config["gpus"]),
-                      "--need", _s(need), "--lock-dir", f"{self.results}/.gpu-slots", "--"]
+                      "--need", _s(need), *(["--lock-dir", lock_dir] if lock_dir else []), "--"]
         return words + self.python
 
     @staticmethod
@@ -196,10 +199,15 @@ class Commands:
         return ["--corpus", input.corpus, "--output", _files(output)[0]]
 
     def pack_args(self, wildcards: Any) -> list[str]:
+        """``taco pack`` with what changes the blocks. ``--block-format`` only for ``pack.format:
+        official``: the framed format is ``taco pack``'s default, so the params of every framed
+        configuration stay as they were and nothing packed before re-runs."""
         c = self.config
+        fmt = (c.get("pack") or {}).get("format", "framed")
         return self._taco("pack") + [
             "--max-seq-length", _s(c["max_seq_length"]), "--fraction", wildcards.fraction,
-            "--seed", _s(c["seed"]), "--validation-blocks", _s(c["validation_blocks"])]
+            "--seed", _s(c["seed"]), "--validation-blocks", _s(c["validation_blocks"])] + (
+            ["--block-format", fmt] if fmt != "framed" else [])
 
     def pack_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         return ["--corpus", input.corpus, "--tokenizer", input.tokenizer, "--output", _files(output)[0]]

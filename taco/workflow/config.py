@@ -7,7 +7,9 @@ cannot express; it raises :class:`ConfigError` naming the offending key before a
 
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,10 +148,28 @@ def _required_path(config: dict[str, Any], key: str, value: str | None, because:
     return path
 
 
+def normalise_config(config: dict[str, Any]) -> None:
+    """Put path settings in one spelling, in place: ``results_dir`` through :func:`os.path.normpath`
+    (``results/tiny/`` and ``./results/tiny`` become ``results/tiny``). Every output path and command
+    is built from it, so one spelling per folder keeps Snakemake's record of a job's outputs and
+    params the same from run to run (a trailing slash re-planned jobs on every run). An empty
+    ``results_dir`` is left for :func:`check_config` to reject."""
+    r = config.get("results_dir")
+    if isinstance(r, str) and r.strip():
+        config["results_dir"] = os.path.normpath(r)
+
+
 def _check_results_dir(results_dir: str | None) -> None:
-    """``results_dir`` must be a folder or creatable as one: neither it nor a parent an existing file."""
-    if not results_dir:
+    """``results_dir`` must be a folder below the filesystem root, or creatable as one: not empty,
+    not ``/``, and neither it nor a parent an existing file."""
+    if results_dir is None:
         return  # the schema's default fills it in
+    if not results_dir.strip():
+        raise ConfigError(f"results_dir: {results_dir!r} is empty; every output would land at the filesystem "
+                          "root (/run_config.json, /analysis.json, ...): give a folder, e.g. results")
+    root = os.path.abspath(results_dir)
+    if os.path.dirname(root) == root:
+        raise ConfigError(f"results_dir: {results_dir!r} is the filesystem root; give a folder, e.g. results")
     path = os.path.abspath(results_dir)
     while True:
         if os.path.exists(path):
@@ -164,12 +184,33 @@ def _check_results_dir(results_dir: str | None) -> None:
         path = parent
 
 
+def _warn_undecidable_pretrain_seeds(config: dict[str, Any]) -> None:
+    """Warn (before the first job) when ``pretrain.seeds`` has two or more entries, so the pre-training
+    run is the statistical unit, but too few for any claim to be decided: with n runs per arm the
+    smallest one-sided p of the exact permutation test is 1 / C(2n, n) (two runs: 1/6 > alpha 0.05)."""
+    seeds = config["pretrain"].get("seeds") or []
+    alpha = round(1.0 - float(config.get("analysis", {}).get("confidence_level", 0.95)), 12)
+    n = len(seeds)
+    if n >= 2 and 1.0 / math.comb(2 * n, n) > alpha:
+        need = next(k for k in range(n, 50) if 1.0 / math.comb(2 * k, k) <= alpha)
+        warnings.warn(f"pretrain.seeds: {n} pre-training runs per arm make the pre-training run the statistical "
+                      f"unit, and with {n} the smallest attainable p is 1 / C({2 * n}, {n}) = "
+                      f"{1.0 / math.comb(2 * n, n):.3g} > alpha {alpha:g}: no claim can be decided. Give at least "
+                      f"{need} seeds, or none (one run; fine-tuning seeds as the unit).", UserWarning, stacklevel=3)
+
+
 def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] | None = None) -> None:
     """Semantic checks after JSON-schema validation. Raises ConfigError naming the key.
+
+    First normalises the config in place (:func:`normalise_config`: ``results_dir`` in one spelling).
+    Besides each key's own checks, the requirements that span keys are checked here, before the first
+    job: those of the report steps too (:func:`_check_report_steps`), so that no valid configuration
+    fails after the compute.
 
     ``tasks_available`` (task -> None if present, else the reason it is absent) comes from
     ``taco.data.glue.available_local_tasks`` for a local GLUE folder; all-absent is an error.
     """
+    normalise_config(config)
     _check_results_dir(config.get("results_dir"))
     pre = config["pretrain"]
     sizes = pre["sizes"]
@@ -203,6 +244,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"pretrain.sizes.{entry['size']}.per_device_batch_size: {batch}, but "
                               f"pretrain.runs[{i}] trains {', '.join(tc_variants)} with the TC loss, whose "
                               "negatives come from the other sequences of the device batch: it needs >= 2")
+    _warn_undecidable_pretrain_seeds(config)
     if pre["tc"]["window"] % 2 == 0:
         raise ConfigError(f"pretrain.tc.window: the positive window W must be odd, got {pre['tc']['window']}")
     tp = pre.get("tp") or {}
@@ -229,6 +271,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
     for d in config["dynamics"]["variants"]:
         if d not in VARIANTS:
             raise ConfigError(f"dynamics.variants: unknown variant {d!r}")
+    _check_report_steps(config)
     # local paths
     corpus = config["corpus"]
     if corpus["source"] == "local":
@@ -253,6 +296,97 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             tasks_available.get(t) is None for t in glue["tasks"]
         ):
             raise ConfigError(f"glue.tasks: none of {glue['tasks']} is present in {d}")
+
+
+#: the objective that figure 2 (``taco dynamics-figures``, paper Section 2.2) analyses
+FIGURE2_OBJECTIVE = "mlm"
+
+
+def _check_report_steps(config: dict[str, Any]) -> None:
+    """What the report steps need from the grid, checked before the first job (each error names keys).
+
+    - ``aggregate`` (and the tables, figures and claims after it) needs at least one fine-tuned budget
+      checkpoint: ``finetune.budgets`` must select a budget of some run of ``pretrain.runs``.
+    - ``dynamics_figures`` (figures 6 and 2), with ``dynamics.enabled``: its inputs are the full-data
+      runs whose objective is in ``dynamics.variants``; there must be some, and figure 2 needs MLM's.
+
+    Tables, figures and claims themselves take any grid (a cell that was not run is reported "not
+    run"); the analysis keys are checked by :func:`analysis_spec`.
+    """
+    grid = runs(config)
+    if not any(finetune_budgets(config, r.size, r.fraction) for r in grid):
+        sizes = sorted({r.size for r in grid})
+        raise ConfigError(f"finetune.budgets: {config['finetune']['budgets']!r} selects no budget of the sizes "
+                          f"that pretrain.runs trains ({', '.join(sizes)}); aggregate, tables, figures and claims "
+                          "need at least one fine-tuned checkpoint")
+    dyn = config["dynamics"]
+    if not dyn["enabled"]:
+        return
+    measured = sorted({r.variant for r in grid if r.variant in dyn["variants"] and r.fraction == 1.0},
+                      key=VARIANTS.index)
+    full = sorted({r.variant for r in grid if r.fraction == 1.0}, key=VARIANTS.index)
+    if not measured:
+        raise ConfigError(f"dynamics.variants: {dyn['variants']} has no full-data run in pretrain.runs (full-data "
+                          f"objectives: {', '.join(full) or 'none'}), so dynamics_figures would have no input; "
+                          "list some of them, or set dynamics.enabled: false")
+    if FIGURE2_OBJECTIVE not in measured:
+        why = (f"add {FIGURE2_OBJECTIVE} to dynamics.variants" if FIGURE2_OBJECTIVE in full else
+               f"add a full-data {FIGURE2_OBJECTIVE} run to pretrain.runs and {FIGURE2_OBJECTIVE} to dynamics.variants")
+        raise ConfigError(f"dynamics.variants: {dyn['variants']} measures {', '.join(measured)}, but figure 2 of "
+                          f"dynamics_figures needs {FIGURE2_OBJECTIVE.upper()} checkpoints (a full-data "
+                          f"{FIGURE2_OBJECTIVE} run of pretrain.runs); {why}, or set dynamics.enabled: false")
+
+
+#: Settings that change no result: how and where jobs run (``taco.workflow.commands`` passes them as
+#: resources, never as params). ``*`` stands for every key of a mapping (each size).
+NO_RESULT_SETTINGS: tuple[str, ...] = (
+    "pretrain.logging_steps", "pretrain.sizes.*.save_every", "pretrain.sizes.*.threads",
+    "pretrain.sizes.*.mem_mb", "pretrain.sizes.*.runtime", "finetune.threads", "finetune.mem_mb",
+    "finetune.runtime", "finetune.num_gpus", "finetune.seeds_per_job", "data_threads", "gpus", "gpu_lock_dir",
+)
+#: Of those, what ``plan.md`` shows (``taco.workflow.plan``): jobs per rule (one per seed or one per
+#: task), each rule's ``runtime`` beside the longest job, and the CPU-only note (no GPU per job).
+PLAN_SHOWS: tuple[str, ...] = (
+    "pretrain.sizes.*.runtime", "finetune.runtime", "finetune.num_gpus", "finetune.seeds_per_job",
+)
+
+
+def without_settings(config: dict[str, Any], keys: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """A deep copy of ``config`` without the dotted ``keys`` (``*`` matches every key of a mapping);
+    keys that are absent are skipped."""
+    import copy
+
+    out = copy.deepcopy(config)
+
+    def drop(node: Any, parts: list[str]) -> None:
+        if not isinstance(node, dict):
+            return
+        head, rest = parts[0], parts[1:]
+        for k in (list(node) if head == "*" else [head]):
+            if k not in node:
+                continue
+            if rest:
+                drop(node[k], rest)
+            else:
+                del node[k]
+
+    for key in keys:
+        drop(out, key.split("."))
+    return out
+
+
+def run_config(config: dict[str, Any]) -> dict[str, Any]:
+    """What ``run_config.json`` holds: the resolved configuration without :data:`NO_RESULT_SETTINGS`
+    (``taco deviations`` compares the rest with the paper's setup; none of those is a deviation). The
+    ``run_config`` rule's only param, so that changing how jobs run rewrites neither it nor
+    ``deviations.md``."""
+    return without_settings(config, NO_RESULT_SETTINGS)
+
+
+def plan_config(config: dict[str, Any]) -> dict[str, Any]:
+    """What ``plan.md`` is made from: the configuration without the :data:`NO_RESULT_SETTINGS` that it
+    does not show (all but :data:`PLAN_SHOWS`). The ``plan`` rule's param and the config it renders."""
+    return without_settings(config, tuple(k for k in NO_RESULT_SETTINGS if k not in PLAN_SHOWS))
 
 
 def effective_tasks(config: dict[str, Any], tasks_available: dict[str, str | None] | None) -> list[str]:

@@ -17,9 +17,19 @@ One rule decides between the cases (:func:`decide`):
   share a device. Keep Snakemake's ``--resources gpu=`` equal to ``--gpus``: a job that needs all
   of an allocation's devices steps aside without locking, so only that limit keeps others off them.
 
-Lock files are ``<lock-dir>/<host>-gpu-<device>.lock``, one per physical device (the inherited
-entry, not the slot index), so two allocations on one node with different devices never block each
-other, and several nodes can share one results folder.
+Locks are per machine, not per workflow: two workflows on one box (``config.yaml`` and
+``configs/gpu-mini.yaml`` started together, whatever their ``results_dir``) take their slots from the
+same lock folder, so they never both get GPU 0. The folder (:func:`default_lock_dir`) is, first
+found: ``--lock-dir`` (the workflow passes its config key ``gpu_lock_dir`` when set), the environment
+variable ``TACO_GPU_LOCK_DIR``, else ``/tmp/taco-gpu-slots`` (the machine's ``/tmp``, not ``$TMPDIR``,
+which a batch system may make private to one job; not ``$XDG_RUNTIME_DIR``, private to one user). It
+is created world-writable with the sticky bit, as ``/tmp`` is, and lock files readable by all, so
+users of one box share it (``flock`` needs only a read-only descriptor). Containers or services with
+a private ``/tmp`` must point ``TACO_GPU_LOCK_DIR`` at a folder they share. Lock files are
+``<lock-dir>/<host>-gpu-<device>.lock``, one per physical device (the inherited entry, not the slot
+index), so two allocations on one node with different devices never block each other, and a folder
+on a shared filesystem can serve several nodes (``flock`` over NFS: Linux >= 2.6.12 emulates it with
+byte-range locks).
 
 Killed wrapper (``kill -9``): the locks must live exactly as long as the job does. The locked files
 are inherited by CMD (``Popen(pass_fds=...)``): an ``flock`` lock belongs to the open file
@@ -93,8 +103,47 @@ def decide(num_gpus: int, need: int, parent_visible: str | None) -> Decision:
                     f"slots map onto the inherited CUDA_VISIBLE_DEVICES={parent_visible}")
 
 
+#: environment variable that overrides the default lock folder (see the module docstring)
+LOCK_DIR_ENV = "TACO_GPU_LOCK_DIR"
+#: the machine-wide default lock folder
+DEFAULT_LOCK_DIR = "/tmp/taco-gpu-slots"
+
+
+def default_lock_dir(environ: dict[str, str] | None = None) -> str:
+    """The lock folder when ``--lock-dir`` is not given: ``$TACO_GPU_LOCK_DIR`` if set and not empty,
+    else :data:`DEFAULT_LOCK_DIR`; one folder per machine, whichever workflow asks."""
+    env = os.environ if environ is None else environ
+    return env.get(LOCK_DIR_ENV) or DEFAULT_LOCK_DIR
+
+
 def _lock_path(lock_dir: str | os.PathLike, device: str) -> Path:
     return Path(lock_dir) / f"{socket.gethostname()}-gpu-{device}.lock"
+
+
+def _make_lock_dir(lock_dir: str | os.PathLike) -> None:
+    """Create the lock folder shared by every user of the machine (mode 1777, as /tmp)."""
+    path = Path(lock_dir)
+    if path.is_dir():
+        return
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except PermissionError as err:
+        raise PermissionError(f"cannot create the GPU slot lock folder {path} ({err.strerror}); choose one "
+                              f"this user may write: config key gpu_lock_dir or ${LOCK_DIR_ENV}") from None
+    try:
+        os.chmod(path, 0o1777)
+    except PermissionError:  # made by another user in between: theirs to set
+        pass
+
+
+def _open_lock(path: Path) -> IO:
+    """Open (creating, readable by all) one device's lock file; a read-only descriptor suffices for flock."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except PermissionError as err:
+        raise PermissionError(f"cannot open GPU slot lock {path} ({err.strerror}); choose a lock folder "
+                              f"this user may write: config key gpu_lock_dir or ${LOCK_DIR_ENV}") from None
+    return os.fdopen(fd, "r")
 
 
 def try_acquire(num_gpus: int, need: int, lock_dir: str | os.PathLike,
@@ -110,11 +159,15 @@ def try_acquire(num_gpus: int, need: int, lock_dir: str | os.PathLike,
     devices = [str(i) for i in range(num_gpus)] if devices is None else list(devices)
     if len(devices) < num_gpus:
         raise ValueError(f"{num_gpus} slots but only {len(devices)} devices ({devices})")
-    Path(lock_dir).mkdir(parents=True, exist_ok=True)
+    _make_lock_dir(lock_dir)
     slots: list[int] = []
     handles: list[IO] = []
     for i in range(num_gpus):
-        fh = open(_lock_path(lock_dir, devices[i]), "a+")
+        try:
+            fh = _open_lock(_lock_path(lock_dir, devices[i]))
+        except PermissionError:
+            release(handles)
+            raise
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -167,13 +220,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpus", type=int, required=True,
                         help="GPU slots (this machine's GPUs, or at most the inherited CUDA_VISIBLE_DEVICES)")
     parser.add_argument("--need", type=int, default=1, help="GPUs this job needs")
-    parser.add_argument("--lock-dir", default="results/.gpu-slots", help="folder for slot lock files")
+    parser.add_argument("--lock-dir", default=None,
+                        help=f"folder for slot lock files, one per machine (default: ${LOCK_DIR_ENV}, else "
+                             f"{DEFAULT_LOCK_DIR})")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for free slots")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``taco gpu-slot``: take slots (or step aside), run the command, return its exit status (2: no slots)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -185,9 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         if decision.step_aside:
             print(f"taco gpu-slot: {decision.reason}: running the command as it is", file=sys.stderr)
             return subprocess.call(cmd)
-        slots, handles = acquire(args.gpus, args.need, args.lock_dir, timeout_s=args.timeout,
+        slots, handles = acquire(args.gpus, args.need, args.lock_dir or default_lock_dir(), timeout_s=args.timeout,
                                  devices=decision.devices)
-    except (ValueError, TimeoutError) as err:
+    except (ValueError, TimeoutError, PermissionError) as err:
         print(f"taco gpu-slot: error: {err}", file=sys.stderr)
         return 2
     env = dict(os.environ)

@@ -10,7 +10,6 @@ from taco.workflow import config as wc
 from taco.workflow import control as wctl
 from taco.workflow.commands import RUN_PATH, Commands, run_path
 
-R = config["results_dir"]
 USE_CONDA = any(
     m.name == "CONDA" for m in workflow.deployment_settings.deployment_method
 )
@@ -21,7 +20,6 @@ PYTHON = (
 )
 # Every rule's command line (taco.workflow.commands): params.args hold what changes a result,
 # resources.launch/settings what does not, params.paths the job's files.
-CMD = Commands(config, python=PYTHON)
 ENVS = {name: f"../../envs/{name}.yaml" for name in ("data", "train", "stats")}
 
 
@@ -38,11 +36,16 @@ def _local_glue_availability():
         raise wc.ConfigError(f"glue.data_dir: {err}") from None
 
 
+# checks every key and the requirements across keys (the report steps' too) before the first job;
+# normalises results_dir in place (one spelling: results/tiny/ -> results/tiny)
 try:
     GLUE_AVAILABILITY = _local_glue_availability()
     wc.check_config(config, GLUE_AVAILABILITY)
 except wc.ConfigError as err:
     raise WorkflowError(f"Invalid configuration: {err}") from None
+
+R = config["results_dir"]
+CMD = Commands(config, python=PYTHON)
 
 TASKS = wc.effective_tasks(config, GLUE_AVAILABILITY)
 MISSING_TASKS = {
@@ -68,6 +71,13 @@ if MISSING_TASKS and workflow.is_main_process:
 RUNS = wc.runs(config)
 FRACTIONS = sorted({r.fraction_str for r in RUNS})
 GPUS = config["gpus"]
+# gpus: 0 means no GPU-slot management, not "CPU only": on a GPU box every job would see every GPU
+# (and torch picks GPU 0), so the main process says so once
+if not GPUS and os.path.exists("/dev/nvidia0") and "CUDA_VISIBLE_DEVICES" not in os.environ \
+        and workflow.is_main_process:
+    print("NOTE: gpus is 0 on a machine with GPUs: jobs get no GPU slot and each sees every GPU (concurrent "
+          "jobs share GPU 0); set gpus: <number of GPUs>, or CUDA_VISIBLE_DEVICES=\"\" for CPU only",
+          file=sys.stderr)
 
 
 wildcard_constraints:

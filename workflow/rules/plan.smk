@@ -22,7 +22,9 @@ rule plan:
     log:
         f"{R}/logs/report/plan.log",
     params:
-        config=config,
+        # what plan.md shows, and only that: a setting it does not show (threads, mem_mb, logging,
+        # data_threads, gpus) re-plans nothing (taco.workflow.config.plan_config)
+        config=wc.plan_config(config),
     run:
         from taco.workflow.plan import build_plan, render_markdown
 
