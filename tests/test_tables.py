@@ -268,3 +268,21 @@ def test_report_captions_say_synthetic_for_the_smoke_config_only(name):
         real = jinja2.Environment().from_string(text).render(
             snakemake=types.SimpleNamespace(config=yaml.safe_load((repo / "config.yaml").read_text())))
         assert "beside the published values" in real
+
+
+def test_config_schema_describes_the_default_metrics():
+    """Issue 21.6: the schema's analysis.primary_metric description names the registry's defaults
+    (it used to say "stsb Pearson, others accuracy")."""
+    import yaml
+
+    from taco.registry import DEFAULT_PRIMARY_METRIC
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    text = schema["properties"]["analysis"]["properties"]["primary_metric"]["description"]
+    words = {"matthews_correlation": "MCC", "spearmanr": "Spearman", "pearson": "Pearson", "f1": "F1"}
+    assert DEFAULT_PRIMARY_METRIC["stsb"] == "spearmanr" and "stsb Spearman" in text and "Pearson" not in text
+    assert "mrpc and qqp F1" in text and DEFAULT_PRIMARY_METRIC["mrpc"] == DEFAULT_PRIMARY_METRIC["qqp"] == "f1"
+    assert f"cola {words[DEFAULT_PRIMARY_METRIC['cola']]}" in text
+    others = {k for k, m in DEFAULT_PRIMARY_METRIC.items() if k not in ("cola", "stsb", "mrpc", "qqp")}
+    assert all(DEFAULT_PRIMARY_METRIC[k] == "accuracy" for k in others) and "others accuracy" in text
+    assert "report_rule best" in text
