@@ -566,3 +566,27 @@ def test_values_with_spaces_stay_one_argument(tmp_path):
     ns = build_parser().parse_args(shlex.split(shlex.join(words))[3:] + ["--output", "x"])
     assert ns.paths == [p.replace("{data_root}", str(tmp_path / "my data")) for p in cfg["corpus"]["paths"]]
     assert os.sep in ns.paths[0]
+
+
+def test_finetune_gets_the_data_seed_with_caps_and_the_primary_metric_with_rule_best():
+    """Issue 21.3 / 21.6: capped sets are drawn with the top-level seed (--data-seed, only when a
+    cap is set: params of uncapped runs unchanged); report_rule best chooses the epoch by the
+    analysis' primary metric of the task (--primary-metric, only for keys the config sets)."""
+    from taco.evaluation.finetune import build_parser, primary_metrics
+    from taco.workflow.commands import Commands
+
+    class W:  # the wildcards of one finetune job
+        def __init__(self, task):
+            self.size, self.variant, self.fraction, self.step, self.task = "small", "mlm", "1.0", "10000", task
+
+    cfg = load_config(["config.yaml"], {})
+    words = Commands(cfg).finetune_args(W("mrpc"))
+    assert "--data-seed" not in words and "--primary-metric" not in words
+    cfg = load_config(["config.yaml"], {"seed": 7, "finetune": {"max_train_samples": 500, "report_rule": "best"},
+                                        "analysis": {"primary_metric": {"mrpc": "accuracy", "stsb": "pearson"}}})
+    words = Commands(cfg).finetune_args(W("mrpc"))
+    args = build_parser().parse_args(words[words.index("--task"):] + ["--checkpoint", "c", "--output", "o"])
+    assert args.data_seed == 7 and args.max_train_samples == 500
+    assert args.primary_metric == ["mrpc=accuracy"] and primary_metrics(args)["mrpc"] == "accuracy"
+    words = Commands(cfg).finetune_args(W("rte"))  # a task the config sets no metric for
+    assert "--primary-metric" not in words
