@@ -3,7 +3,7 @@
 ``taco figures --aggregate-dir results/aggregate --analysis FILE --output-dir results`` writes
 
 - ``figure5.png/.pdf``: average GLUE dev score vs pre-training steps for TACO and MLM (BERT-small
-  role, full data), mean with its bootstrap CI as a band, seeds as faint dots, and the published
+  role, full data), mean with its CI (t interval by default) as a band, seeds as faint dots, and the published
   Figure 5 points overlaid (hollow markers; MLM-250k also as a dashed line, as in the paper);
 - ``ablation.png/.pdf``: the four objectives (TACO, concentrated TACO, MLM, MLM+TP) vs steps;
 - ``data_efficiency.png/.pdf``: MLM and TACO on full vs reduced data, one panel per Table 2 score
@@ -42,6 +42,11 @@ import pandas as pd  # noqa: E402
 from taco.report.cli import report_main
 from taco.report.analysis_config import AnalysisConfig  # noqa: E402
 from taco.report.stats import UNIT, fmt_fraction  # noqa: E402
+
+
+def _ci_short(cfg) -> str:
+    """The interval's method in a figure's few words (analysis ``ci_method``)."""
+    return "t CI" if cfg.ci_method == "t" else f"{cfg.ci_method} bootstrap CI"
 from taco.report.style import VARIANT_STYLE  # noqa: E402
 from taco.report.tables import (  # noqa: E402
     KEY_LABELS,
@@ -248,7 +253,7 @@ def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_
     ax.set_ylabel(score_label(cfg))
     _budget_axis(ax, cfg, cfg.roles.get("small"))
     label = d["column_label"].iloc[0] if not d.empty else ""
-    foot = f"mean over seeds, band: {int(cfg.confidence_level * 100)}% bootstrap CI; {label}"
+    foot = f"mean over seeds, band: {int(cfg.confidence_level * 100)}% {_ci_short(cfg)}; {label}"
     if missing:
         foot += "; not run: " + ", ".join(missing)
     _finish(fig, ax, titled(cfg, "Ablation: objectives vs pre-training steps (small role, full data)"), foot)
@@ -333,7 +338,7 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
         fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=4, fontsize=8,
                    bbox_to_anchor=(0.5, -0.02))
     fig.suptitle(titled(cfg, f"Data efficiency: {fmt_fraction(red)} vs full pre-training data "
-                             f"(small role; bars: {int(cfg.confidence_level * 100)}% bootstrap CI)"), fontsize=10)
+                             f"(small role; bars: {int(cfg.confidence_level * 100)}% {_ci_short(cfg)})"), fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig
 
