@@ -51,7 +51,7 @@ CANNOT_ANSWER = (
     "of epochs in a minute, so late points measure memorisation of a small corpus as much as learning; a short "
     "learning-rate schedule of its own (not the paper's 250k-step one); one pre-training run per objective "
     "(the seeds vary fine-tuning only, so no interval covers pre-training variance, and the steps-to-target "
-    "speedup has no interval); fine-tuning on capped training sets (800 examples) of two small GLUE tasks. It "
+    "speedup has no interval); fine-tuning on capped training sets (800 examples in the GPU mode) of two small GLUE tasks. It "
     "cannot test the paper's claims (TACO-50k vs MLM-250k, the GLUE average, BERT-base), only whether TACO "
     "is ahead of MLM at equal early steps here.")
 
