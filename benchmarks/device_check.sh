@@ -14,17 +14,19 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-python3}
 EXTRA=""
-try_wheels() {  # $1: folder of wheels, $2: target; succeeds when datasets imports with them
+try_wheels() {  # $1: folder of wheels, $2: target, $3: the pyarrow major version that set needs;
+    # succeeds when the machine's pyarrow is new enough and datasets imports with them
     ls "$1"/*.whl >/dev/null 2>&1 || return 1
+    "$PY" -c "import pyarrow, sys; sys.exit(int(pyarrow.__version__.split('.')[0]) < $3)" 2>/dev/null || return 1
     rm -rf "$2"
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$2" "$1"/*.whl \
         && PYTHONPATH="$2${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c "import datasets" 2>/dev/null
 }
 if ! "$PY" -c "import datasets" >/dev/null 2>&1 && ls .whl/*.whl >/dev/null 2>&1; then
     SITE=${TMPDIR:-/tmp}/taco-device-site
-    if try_wheels .whl "$SITE"; then
+    if try_wheels .whl "$SITE" 24; then  # datasets 5.2.0: pyarrow >= 24
         EXTRA=$SITE
-    elif try_wheels .whl/fallback "$SITE-fallback"; then
+    elif try_wheels .whl/fallback "$SITE-fallback" 21; then  # datasets 4.4.2: pyarrow >= 21
         EXTRA=$SITE-fallback
         echo "device_check.sh: the primary wheels did not import here; using .whl/fallback" >&2
     else
