@@ -90,3 +90,35 @@ def test_text_backend_tokenizes_literal_specials_as_text(bert_dir, tmp_path):
         assert text_backend(source).encode("a [MASK]").ids == [101, 1037, 1031, 7308, 1033, 102]
     assert tok("a [MASK]", add_special_tokens=False)["input_ids"] == [1037, 103]  # the tokenizer itself: as before
     assert tokenizer_hash(tok) == before == tokenizer_hash(bert_dir)
+
+
+def test_text_backend_accepts_a_vocabulary_without_bracket_characters():
+    """A vocabulary trained on a synthetic language has no "[": literal "[MASK]" text becomes [UNK]
+    pieces, which is text, not a leak (regression: the check raised and the pack workers hung)."""
+    from transformers import BertTokenizerFast
+
+    from taco.data.tokenizer import text_backend
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(20)]
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)}, do_lower_case=True)
+    ids = text_backend(tok).encode("w1 [MASK] [SEP] w2", add_special_tokens=False).ids
+    assert tok.mask_token_id not in ids and tok.sep_token_id not in ids
+    assert ids[0] == words.index("w1") and ids[-1] == words.index("w2")
+
+
+def _raise_in_initializer():
+    raise ValueError("initializer failed")
+
+
+def _square(x):
+    return x * x
+
+
+def test_worker_pool_reports_a_failing_initializer_instead_of_hanging():
+    from taco.data.parallel import WorkerPool
+
+    with WorkerPool(2) as pool:
+        assert list(pool.map(_square, range(4))) == [0, 1, 4, 9]
+    with pytest.raises(RuntimeError, match="initializer failed"):
+        with WorkerPool(2, initializer=_raise_in_initializer) as pool:
+            list(pool.map(_square, range(4)))

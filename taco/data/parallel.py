@@ -35,10 +35,25 @@ def single_thread_tokenizers() -> None:
     os.environ["RAYON_NUM_THREADS"] = "1"
 
 
+#: in a worker: the exception its initializer raised (re-raised by the first task, see ``_call``)
+_INIT_ERROR: BaseException | None = None
+
+
 def _init(initializer, initargs):
+    global _INIT_ERROR
     single_thread_tokenizers()
     if initializer is not None:
-        initializer(*initargs)
+        try:
+            initializer(*initargs)
+        except Exception as exc:  # noqa: BLE001 - a raising initializer makes Pool respawn workers forever
+            _INIT_ERROR = exc
+
+
+def _call(fn, item):
+    """Run one task in a worker; a failed initializer surfaces here, in the caller's ``get()``."""
+    if _INIT_ERROR is not None:
+        raise RuntimeError(f"data worker initialisation failed: {_INIT_ERROR!r}") from _INIT_ERROR
+    return fn(item)
 
 
 class WorkerPool:
@@ -69,7 +84,7 @@ class WorkerPool:
         window = window or 2 * self.workers
         pending: collections.deque = collections.deque()
         for item in items:
-            pending.append(self.pool.apply_async(fn, (item,)))
+            pending.append(self.pool.apply_async(_call, (fn, item)))
             if len(pending) >= window:
                 yield pending.popleft().get()
         while pending:

@@ -492,6 +492,25 @@ class _SeededMaskingCollator:
             return self.inner(features)
 
 
+def micro_batches_before(global_step: int, micro_batches_per_epoch: int, grad_accum: int) -> int:
+    """Micro-batches this process has drawn before optimizer step ``global_step + 1``.
+
+    The Trainer (transformers ``Trainer._run_epoch``) groups an epoch's ``micro_batches_per_epoch``
+    batches into ``ceil(m / grad_accum)`` optimizer steps, the last over the remainder ``m % grad_accum``
+    (when non-zero). So after an epoch ended on a partial accumulation, ``global_step x grad_accum``
+    overcounts; the count is ``epochs x m + (global_step mod steps_per_epoch) x grad_accum``. Used to
+    restore the masking generator's batch index on resume (:class:`_SeededMaskingCollator`).
+
+    Raises ValueError for ``micro_batches_per_epoch < 1`` or ``grad_accum < 1``.
+    """
+    if micro_batches_per_epoch < 1 or grad_accum < 1:
+        raise ValueError(f"need micro_batches_per_epoch >= 1 and grad_accum >= 1, got "
+                         f"{micro_batches_per_epoch}, {grad_accum}")
+    steps_per_epoch = -(-micro_batches_per_epoch // grad_accum)
+    epochs, within = divmod(int(global_step), steps_per_epoch)
+    return epochs * micro_batches_per_epoch + within * grad_accum
+
+
 def _make_trainer_classes():
     """Trainer subclass and control callback (imported lazily: keeps `taco --help` cheap)."""
     import torch
@@ -539,8 +558,9 @@ def _make_trainer_classes():
             self.stop_requested = False
             self.stopped_by_signal = False
 
-        def on_train_begin(self, args, state, control, **kw):
-            self.collator.batch_index = state.global_step * args.gradient_accumulation_steps
+        def on_train_begin(self, args, state, control, train_dataloader=None, **kw):
+            self.collator.batch_index = micro_batches_before(
+                state.global_step, len(train_dataloader), args.gradient_accumulation_steps)
 
         def on_step_end(self, args, state, control, **kw):
             if self.plan.args.debug_step_sleep:
