@@ -408,3 +408,86 @@ def test_kept_final_state_that_differs_from_its_export_record_is_trained_again(f
     assert "reexport" not in events
     second = _weights(out)
     assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def _two_states(blocks, root: Path) -> Path:
+    """A state folder holding complete states at steps 2 and 4 of the MAX_STEPS run."""
+    import shutil
+
+    state = root / "state"
+    assert train.main(_args(blocks, root / "o2", state, until=2)) == 0
+    shutil.copytree(state / "checkpoint-2", root / "keep-2")
+    assert train.main(_args(blocks, root / "o4", state, until=4)) == 0  # resumes from checkpoint-2
+    shutil.copytree(root / "keep-2", state / "checkpoint-2")
+    return state
+
+
+def test_state_without_optimizer_falls_back_or_is_refused(full, tmp_path, capsys):
+    """Issue 19.2: a state lacking optimizer.pt gave exit 0 with a fresh optimizer (other weights).
+    A state whose marker lists its files falls back to the state before (exact); one with an older
+    marker (no file list) is refused, exit 2 naming the file, unless --fresh-optimizer (recorded)."""
+    import json
+
+    root, blocks, out_full = full
+    state = _two_states(blocks, tmp_path)
+    (state / "checkpoint-4" / "optimizer.pt").unlink()
+    assert train.main(_args(blocks, tmp_path / "a6", state)) == 0
+    assert "optimizer.pt is missing" in capsys.readouterr().err
+    assert _max_diff(out_full, tmp_path / "a6") == 0.0
+
+    state = _two_states(blocks, tmp_path / "old")
+    ckpt = state / "checkpoint-4"
+    (ckpt / "optimizer.pt").unlink()
+    marker = json.loads((ckpt / train.STATE_MARKER).read_text())
+    marker.pop("files")  # as written before markers listed their files
+    (ckpt / train.STATE_MARKER).write_text(json.dumps(marker))
+    assert train.main(_args(blocks, tmp_path / "b6", state)) == 2
+    err = capsys.readouterr().err
+    assert "optimizer.pt" in err and "checkpoint-4" in err and not (tmp_path / "b6").exists()
+    assert train.main(_args(blocks, tmp_path / "b6", state, "--fresh-optimizer")) == 0
+    assert read_manifest(tmp_path / "b6")["fresh_optimizer"] is True
+
+
+def test_parent_budget_without_optimizer_is_refused(full, tmp_path, capsys):
+    root, blocks, _ = full
+    a = tmp_path / "step-3"
+    assert train.main(_args(blocks, a, tmp_path / "s3", until=3)) == 0
+    (a / "trainer_state" / "scheduler.pt").unlink()
+    assert train.main(_args(blocks, tmp_path / "step-6", tmp_path / "s6", "--resume-from", str(a))) == 2
+    assert "trainer_state/scheduler.pt is missing" in capsys.readouterr().err
+
+
+def test_truncated_newest_state_falls_back_to_the_previous_one(full, tmp_path, capsys):
+    """Issue 19.2: a truncated model.safetensors in the newest state was picked on every rerun and
+    crashed; now the marker's file sizes reject it and the run continues from the state before,
+    to the weights of the uninterrupted run."""
+    root, blocks, out_full = full
+    state = _two_states(blocks, tmp_path)
+    model = state / "checkpoint-4" / "model.safetensors"
+    model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])
+    out = tmp_path / "o6"
+    assert train.main(_args(blocks, out, state)) == 0
+    err = capsys.readouterr().err
+    assert "skipping the damaged state" in err and "checkpoint-4" in err and "truncated" in err
+    assert _max_diff(out_full, out) == 0.0
+
+
+def test_config_hash_ignores_options_of_losses_the_objective_does_not_use(full, tmp_path):
+    """Issue 19.4: TC options must not change an MLM run's config hash (its weights cannot change),
+    and must change TACO's."""
+    root, blocks, _ = full
+
+    def plan_hash(objective, *extra):
+        args = [a if a != "taco" else objective for a in _args(blocks, tmp_path / "x", tmp_path / "s", *extra)]
+        return train.make_plan(train.build_parser().parse_args(args)).config_hash
+
+    assert plan_hash("mlm", "--tc-temperature", "0.5") == plan_hash("mlm", "--tc-temperature", "0.07")
+    assert plan_hash("mlm", "--tp-weight", "2.0") == plan_hash("mlm")
+    assert plan_hash("taco", "--tc-temperature", "0.5") != plan_hash("taco", "--tc-temperature", "0.07")
+    assert plan_hash("mlm_tp", "--tp-weight", "2.0") != plan_hash("mlm_tp")
+
+
+def test_tc_temperature_zero_is_a_usage_error(full, tmp_path, capsys):
+    root, blocks, _ = full
+    assert train.main(_args(blocks, tmp_path / "x", tmp_path / "s", "--tc-temperature", "0")) == 2
+    assert "--tc-temperature must be > 0" in capsys.readouterr().err

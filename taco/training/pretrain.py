@@ -131,6 +131,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mlm_tp: 'separate' = MLM mean + tp-weight x TP mean (default); 'joint' = one "
                         "cross-entropy over all predicted positions (taco.model.objectives)")
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="validation MLM loss on the fixed validation blocks and masks every N steps inside the "
+                        "segment (log event 'validation', eval.json 'points'); 0: only at the budget. Changes no "
+                        "weight (own generators, train mode restored) and is not in the config hash")
+    p.add_argument("--fresh-optimizer", action="store_true",
+                   help="continue from a state or --resume-from budget that lacks its optimizer/scheduler/RNG "
+                        "files with a fresh optimizer (the weights then differ from an uninterrupted run; "
+                        "recorded in the manifest). Without it such a state is refused (exit 2)")
+    p.add_argument("--torch-compile", action="store_true",
+                   help="torch.compile the model (Trainer torch_compile; default off). Not in the config hash")
+    p.add_argument("--attn-implementation", choices=("sdpa", "eager"), default="sdpa",
+                   help="attention kernel of BertModel (default sdpa). Not in the config hash")
     p.add_argument("--save-every", type=int, default=1000, help="intermediate state every N steps (0: only on "
                    "SIGTERM and at the budget)")
     p.add_argument("--keep-states", type=int, default=2, help="intermediate states kept in --state-dir")
@@ -238,7 +250,8 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
     for name, value, minimum in (("--max-steps", max_steps, 1), ("--warmup-steps", warmup, 0),
                                  ("--until", until, 1), ("--per-device-batch-size", args.per_device_batch_size, 1),
                                  ("--grad-accum", args.grad_accum, 1), ("--logging-steps", args.logging_steps, 1),
-                                 ("--save-every", args.save_every, 0), ("--keep-states", args.keep_states, 1)):
+                                 ("--save-every", args.save_every, 0), ("--keep-states", args.keep_states, 1),
+                                 ("--eval-every", getattr(args, "eval_every", 0), 0)):
         if value < minimum:
             raise UsageError(f"{name} must be >= {minimum}, got {value}")
     if objective.uses_tc and args.per_device_batch_size < 2:
@@ -247,6 +260,10 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
                          "it needs >= 2 sequences per device batch")
     if until > max_steps:
         raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
+    if not args.tc_temperature > 0:
+        raise UsageError(f"--tc-temperature must be > 0 (the InfoNCE logits are divided by it), got {args.tc_temperature}")
+    if args.tc_negatives < 1:
+        raise UsageError(f"--tc-negatives must be >= 1, got {args.tc_negatives}")
     if args.tc_window < 3 or args.tc_window % 2 == 0:
         raise UsageError(f"--tc-window must be odd and >= 3, got {args.tc_window}")
     if getattr(args, "tp_mode", "separate") == "joint" and args.tp_weight != 1.0:
@@ -313,10 +330,33 @@ def _objective_params(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
+def _hashed_objective_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The objective options that can change this objective's weights: those of a loss it does not use
+    (TC for MLM and MLM+TP, TP for the others; registry flags ``uses_tc``/``uses_tp``) are set to the
+    parser defaults, so e.g. ``--tc-temperature`` never changes an MLM run's config hash. Defaults, not
+    removal: hashes of runs made before (which passed the defaults) stay the same."""
+    from taco.registry import OBJECTIVE_SPECS
+
+    params = _objective_params(args)
+    spec = OBJECTIVE_SPECS.get(args.objective)
+    if spec is None:
+        return params
+    defaults = build_parser().parse_args(["--blocks", "-", "--objective", args.objective, "--size", args.size,
+                                          "--output", "-"])
+    if not spec.uses_tc:
+        params.update(tc_weight=defaults.tc_weight, tc_temperature=defaults.tc_temperature,
+                      tc_window=defaults.tc_window, tc_num_negatives=defaults.tc_negatives)
+    if not spec.uses_tp:
+        params.update(tp_weight=defaults.tp_weight)
+        params.pop("tp_mode", None)
+    return params
+
+
 def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, precision: str) -> dict[str, Any]:
-    """Step 3: everything that changes the weights of the full run (not --until, paths, logging, saving)."""
+    """Step 3: everything that changes the weights of the full run (not --until, paths, logging, saving,
+    validation points, torch.compile or the attention kernel)."""
     return {
-        "objective": args.objective, "size": args.size, "objective_params": _objective_params(args),
+        "objective": args.objective, "size": args.size, "objective_params": _hashed_objective_params(args),
         "vocab_size": info.vocab_size, "seq_len": info.seq_len, "max_steps": sched.max_steps,
         "warmup_steps": sched.warmup_steps, "lr": args.lr, "weight_decay": args.weight_decay,
         "max_grad_norm": args.max_grad_norm, "per_device_batch_size": args.per_device_batch_size,
@@ -351,6 +391,11 @@ def _check_parent(args: argparse.Namespace, until: int, config_hash: str,
     if not (resume_from / TRAINER_STATE_DIR / "trainer_state.json").is_file():
         raise FileNotFoundError(f"--resume-from {resume_from}: no {TRAINER_STATE_DIR}/trainer_state.json "
                                 "(incomplete checkpoint)")
+    missing = missing_training_files(resume_from / TRAINER_STATE_DIR)
+    if missing and not getattr(args, "fresh_optimizer", False):
+        raise UsageError(f"--resume-from {resume_from}: {TRAINER_STATE_DIR}/{missing[0]} is missing (incomplete "
+                         f"checkpoint: {', '.join(missing)}); continuing would silently start a fresh optimizer "
+                         "and give other weights than an uninterrupted run. Pass --fresh-optimizer to accept that")
     start_step = int(parent_manifest["step"])
     if until <= start_step:
         raise UsageError(f"budgets must increase: --until {until} <= step {start_step} of --resume-from "
@@ -395,13 +440,16 @@ def make_plan(args: argparse.Namespace) -> Plan:
 _ANY = object()
 
 
-def valid_states(state_dir: Path, config_hash: str, parent_lineage: Any = _ANY) -> list[tuple[int, Path]]:
+def valid_states(state_dir: Path, config_hash: str, parent_lineage: Any = _ANY,
+                 damaged: list[tuple[Path, str]] | None = None) -> list[tuple[int, Path]]:
     """``(step, path)`` of the complete states in ``state_dir`` of this run, ascending by step.
 
     A state is complete once its ``taco_state.json`` marker exists (written after the Trainer's
     save) with this ``config_hash`` and its own step. Given ``parent_lineage`` (``Plan.parent_lineage``:
     the ``model_sha256`` of the ``--resume-from`` budget, None for a segment from scratch), only
-    states that continue that very parent count: a parent retrained since makes them stale.
+    states that continue that very parent count: a parent retrained since makes them stale. A state
+    whose files differ from its marker's record (:func:`state_damage`) is skipped and, given
+    ``damaged``, listed there as ``(path, reason)``.
     """
     out = []
     if not state_dir.is_dir():
@@ -419,17 +467,53 @@ def valid_states(state_dir: Path, config_hash: str, parent_lineage: Any = _ANY) 
             continue
         if parent_lineage is not _ANY and info.get("parent_lineage") != parent_lineage:
             continue
-        if not (p / "trainer_state.json").is_file() or not any(p.glob("model*.safetensors")):
+        problem = state_damage(p, info)
+        if problem is None and not (p / "trainer_state.json").is_file():
+            problem = "trainer_state.json is missing"
+        if problem:
+            if damaged is not None:
+                damaged.append((p, problem))
             continue
         out.append((int(m.group(1)), p))
     return sorted(out)
 
 
+def missing_training_files(ckpt: Path) -> list[str]:
+    """Names of the training-state files a Trainer checkpoint folder ``ckpt`` lacks (empty: complete):
+    ``optimizer.pt``, ``scheduler.pt``, ``trainer_state.json`` and an ``rng_state*.pth``. Without them the
+    Trainer silently continues with a fresh optimizer, schedule position or random state."""
+    missing = [f for f in ("optimizer.pt", "scheduler.pt", "trainer_state.json") if not (ckpt / f).is_file()]
+    if not any(ckpt.glob("rng_state*.pth")):
+        missing.append("rng_state.pth")
+    return missing
+
+
+def state_damage(ckpt: Path, info: dict[str, Any]) -> str | None:
+    """Why the state ``ckpt`` does not hold what its marker ``info`` recorded (None: it does).
+
+    The marker lists every file of the state with its size in bytes (``files``), written after the
+    save completed; a file missing or of another size (a truncated ``model.safetensors``, say) makes
+    the state unusable. Markers of older versions have no list: only the model's presence is checked.
+    """
+    files = info.get("files")
+    if not isinstance(files, dict):
+        return None if any(ckpt.glob("model*.safetensors")) else "no model*.safetensors"
+    for name, size in sorted(files.items()):
+        f = ckpt / name
+        if not f.is_file():
+            return f"{name} is missing"
+        if f.stat().st_size != int(size):
+            return f"{name} has {f.stat().st_size} bytes, {size} when saved (truncated or changed)"
+    return None
+
+
 def _write_marker(ckpt: Path, step: int, config_hash: str, wall_time_s: float, source: str,
                   parent_lineage: str | None = None) -> None:
     tmp = ckpt / (STATE_MARKER + ".tmp")
+    files = {f.name: f.stat().st_size for f in sorted(ckpt.iterdir())
+             if f.is_file() and f.name not in (STATE_MARKER, STATE_MARKER + ".tmp", EXPORT_RECORD)}
     tmp.write_text(json.dumps({"step": step, "config_hash": config_hash, "segment_wall_time_s": wall_time_s,
-                               "source": source, "parent_lineage": parent_lineage}, indent=2))
+                               "source": source, "parent_lineage": parent_lineage, "files": files}, indent=2))
     os.replace(tmp, ckpt / STATE_MARKER)
 
 
@@ -703,8 +787,13 @@ def _start_point(plan: Plan, state_dir: Path, runlog: Any, rank: int) -> tuple[P
     """Where the segment starts: the newest valid scratch state of this run past the resume point
     (a kept final state only if it matches its export record), else the staged parent budget, else
     nothing (step 0). Returns ``(checkpoint or None, segment wall time already spent, s)``."""
-    states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage)
+    damaged: list[tuple[Path, str]] = []
+    states = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage, damaged)
               if plan.start_step < s <= plan.until]
+    for path, reason in damaged:
+        runlog.write_event({"event": "damaged_state", "path": str(path), "reason": reason})
+        print(f"taco pretrain: skipping the damaged state {path} ({reason}); falling back to "
+              f"{states[-1][1] if states else plan.resume_from or 'the start of the segment'}", file=sys.stderr)
     if states and states[-1][0] == plan.until:  # a kept final state: exported before?
         problem = _final_state_problem(plan, states[-1][1])
         if problem:
@@ -719,6 +808,12 @@ def _start_point(plan: Plan, state_dir: Path, runlog: Any, rank: int) -> tuple[P
     wall_before = 0.0
     if states:
         step, resume_ckpt = states[-1]
+        missing = missing_training_files(resume_ckpt)
+        if missing and not plan.args.fresh_optimizer:
+            raise UsageError(f"state {resume_ckpt} lacks {', '.join(missing)}: resuming it would silently start "
+                             "a fresh optimizer/schedule/random state and give other weights than an "
+                             "uninterrupted run. Remove it to fall back to an earlier state, or pass "
+                             "--fresh-optimizer to accept that")
         wall_before = float(json.loads((resume_ckpt / STATE_MARKER).read_text()).get("segment_wall_time_s", 0.0))
         runlog.write_event({"event": "resume_state", "step": step, "path": str(resume_ckpt)})
         if step == plan.until:
@@ -873,6 +968,7 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
             wall_time_s=round(seg_wall, 3),
             total_wall_time_s=round(parent_total + seg_wall, 3),
             retained_state=str(ckpt.resolve()),
+            fresh_optimizer=bool(getattr(a, "fresh_optimizer", False)),
             model_sha256=sha256_file(tmp / "model.safetensors") if (tmp / "model.safetensors").is_file() else None,
         )
         write_manifest(tmp, manifest)
@@ -919,18 +1015,47 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return run(plan)
-    except OSError as exc:
-        if exc.errno != errno.ENOSPC:
+    except UsageError as exc:  # a state found unusable once the segment lock is held
+        print(f"taco pretrain: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - only a full disk is handled, everything else re-raised
+        if not is_disk_full(exc):
             raise
         return _report_no_space(plan, exc)
 
 
-def _report_no_space(plan: Plan, exc: OSError) -> int:
+#: how the writers of a state report a full disk when they do not raise OSError(ENOSPC): torch.save's
+#: zip writer ("[enforce fail at inline_container.cc] . unexpected pos ..."/"file write failed"),
+#: safetensors ("IoError(Os { code: 28, kind: StorageFull ...})")
+_DISK_FULL_TEXT = ("no space left on device", "storagefull", "os error 28", "code: 28", "unexpected pos",
+                   "file write failed", "enospc")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) means the disk filled up while writing.
+
+    True for ``OSError`` with ``errno.ENOSPC`` and for the errors torch.save and safetensors raise
+    instead (matched on their text, see ``_DISK_FULL_TEXT``; measured on a 10 MB tmpfs).
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            return True
+        text = str(exc).lower()
+        if any(t in text for t in _DISK_FULL_TEXT):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _report_no_space(plan: Plan, exc: BaseException) -> int:
     """A save ran out of disk space (ENOSPC): remove what it left half-written, name the path, keep
     the earlier states (their markers were written after complete saves, so they stay valid)."""
     partial = [p for p in sorted(plan.state_dir.glob("checkpoint-*")) + sorted(plan.state_dir.glob(".staging-*"))
+               + sorted(plan.state_dir.glob("tmp-checkpoint-*"))
                if p.is_dir() and not (p / STATE_MARKER).is_file()]
-    where = exc.filename or (partial[-1] if partial else plan.output)
+    where = getattr(exc, "filename", None) or (partial[-1] if partial else plan.output)
     if int(os.environ.get("RANK", "0")) == 0:
         for p in partial:
             shutil.rmtree(p, ignore_errors=True)
