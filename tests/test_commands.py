@@ -255,6 +255,7 @@ def expect_pretrain(cfg, job):
         "logging_steps": pre["logging_steps"], "no_progress": True, "resume_from": parent,
         "blocks": f"{R}/data/blocks/data-{w['fraction']}", "output": f"{R}/pretrain/{run_dir(w)}",
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
+        "eval_every": int(s.get("eval_every", 0) or 0),  # the parser's default 0 when not configured
         **expect_tc(cfg, w), **expect_tp(cfg, w),
     }
 

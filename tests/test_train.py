@@ -491,3 +491,25 @@ def test_tc_temperature_zero_is_a_usage_error(full, tmp_path, capsys):
     root, blocks, _ = full
     assert train.main(_args(blocks, tmp_path / "x", tmp_path / "s", "--tc-temperature", "0")) == 2
     assert "--tc-temperature must be > 0" in capsys.readouterr().err
+
+
+def test_validation_points_inside_a_segment_change_no_weight(full, tmp_path):
+    """Issue 20.3: --eval-every N adds validation points at steps N, 2N, ... below the budget to
+    eval.json ('points') and the log, and leaves the weights bit-identical; after a resume the
+    points are at the same steps, and each equals a fresh evaluation of that state."""
+    root, blocks, out_full = full
+    out = tmp_path / "e6"
+    assert train.main(_args(blocks, out, tmp_path / "se6", "--eval-every", "2")) == 0
+    assert _max_diff(out_full, out) == 0.0
+    ev = json.loads((out / "eval.json").read_text())
+    assert [p["step"] for p in ev["points"]] == [2, 4] and ev["step"] == MAX_STEPS
+    assert all(p["mlm_loss"] > 0 for p in ev["points"])
+    # a chain 0 -> 3 -> 6 evaluates at the same steps, each in its own segment
+    a, b = tmp_path / "c3", tmp_path / "c6"
+    assert train.main(_args(blocks, a, tmp_path / "sc3", "--eval-every", "2", until=3)) == 0
+    assert train.main(_args(blocks, b, tmp_path / "sc6", "--eval-every", "2", "--resume-from", str(a))) == 0
+    assert [p["step"] for p in json.loads((a / "eval.json").read_text())["points"]] == [2]
+    chain_points = json.loads((b / "eval.json").read_text())["points"]
+    assert [p["step"] for p in chain_points] == [4]
+    assert chain_points[0]["mlm_loss"] == pytest.approx(ev["points"][1]["mlm_loss"], abs=1e-6)
+    assert _max_diff(out_full, b) == 0.0

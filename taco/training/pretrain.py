@@ -634,8 +634,10 @@ def _make_trainer_classes():
     class SegmentControl(TrainerCallback):
         """Saves a state at the budget and on SIGTERM, marks complete states, stops the segment."""
 
-        def __init__(self, plan: Plan, collator: _SeededMaskingCollator, t0: float, wall_before: float):
+        def __init__(self, plan: Plan, collator: _SeededMaskingCollator, t0: float, wall_before: float,
+                     evaluate: Any = None):
             self.plan = plan
+            self.evaluate = evaluate  # (step, model) -> None: an in-segment validation point (--eval-every)
             self.collator = collator
             self.t0 = t0
             self.wall_before = wall_before
@@ -649,6 +651,10 @@ def _make_trainer_classes():
         def on_step_end(self, args, state, control, **kw):
             if self.plan.args.debug_step_sleep:
                 time.sleep(self.plan.args.debug_step_sleep)
+            every = getattr(self.plan.args, "eval_every", 0)
+            if (self.evaluate is not None and every and state.global_step % every == 0
+                    and state.global_step < self.plan.until and state.is_world_process_zero):
+                self.evaluate(state.global_step, kw["model"])
             if state.global_step >= self.plan.until or self.stop_requested:
                 control.should_save = True
 
@@ -692,6 +698,7 @@ def _training_arguments(plan: Plan, output_dir: Path):
         save_total_limit=a.keep_states,
         eval_strategy="no",
         report_to="none",
+        torch_compile=bool(getattr(a, "torch_compile", False)),
         disable_tqdm=a.no_progress,
         dataloader_drop_last=True,
         dataloader_num_workers=0,  # the masking generator is per batch index (see _SeededMaskingCollator)
@@ -740,13 +747,14 @@ def run(plan: Plan) -> int:
             tokenizer = AutoTokenizer.from_pretrained(str(plan.blocks / "tokenizer"))
             train = load_from_disk(str(plan.blocks))["train"].select_columns(["input_ids"])
             set_seed(a.seed)
-            config = bert_config(a.size, plan.vocab_size)
+            config = bert_config(a.size, plan.vocab_size, attn_implementation=a.attn_implementation)
             model = TacoForPreTraining(config, objective=a.objective, **plan.objective_params)
             targs = _training_arguments(plan, state_dir)
             collator = _SeededMaskingCollator(TacoCollator(tokenizer, mlm_probability=a.mlm_probability), a.seed,
                                               targs.process_index)
             PretrainTrainer, SegmentControl, _ = _make_trainer_classes()
-            control_cb = SegmentControl(plan, collator, t0, wall_before)
+            control_cb = SegmentControl(plan, collator, t0, wall_before,
+                                        evaluate=_validation_point(plan, tokenizer, runlog))
             control_cb.stop_requested = stop["requested"]
             tokens_per_step = a.per_device_batch_size * a.grad_accum * targs.world_size * plan.seq_len
             runlog.tokens_per_step = tokens_per_step
@@ -781,6 +789,44 @@ def run(plan: Plan) -> int:
     _export_and_keep_final_state(plan, state_dir, t0, wall_before)
     print(f"taco pretrain: wrote {plan.output} (step {plan.until})", file=sys.stderr)
     return 0
+
+
+def _validation_point(plan: Plan, tokenizer: Any, runlog: Any):
+    """The in-segment validation of ``--eval-every``: ``evaluate(step, model)`` computes the validation
+    MLM loss on the fixed blocks and masks (:func:`taco.training.validation.evaluate_validation`, own
+    generators, dropout off, train mode restored) inside ``torch.random.fork_rng``, so no training
+    random generator moves and the weights are those of a run without it; writes the log event
+    ``validation`` (step, mlm_loss, mlm_accuracy, tc_loss). Blocks without a validation split: no-op."""
+    import torch
+
+    from taco.training.validation import evaluate_validation
+
+    def evaluate(step: int, model: Any) -> None:
+        devices = [torch.cuda.current_device()] if torch.cuda.is_available() and plan.args.device != "cpu" else []
+        with torch.random.fork_rng(devices=devices):
+            try:
+                result = evaluate_validation(model, plan.blocks, tokenizer, mlm_probability=plan.args.mlm_probability)
+            except ValueError:
+                return
+        runlog.write_event({"event": "validation", "step": int(step), **{k: result[k] for k in
+                            ("mlm_loss", "mlm_accuracy", "tc_loss", "n_blocks", "mask_seed")}})
+
+    return evaluate
+
+
+def validation_points(log_dir: Path, after: int, before: int) -> list[dict[str, Any]]:
+    """In-segment validation points (``validation`` events of ``log_dir/train_log.jsonl``) with
+    ``after < step < before``, one per step (the last logged; a step evaluated again after a resume
+    gives the same numbers), ascending by step."""
+    from taco.training.runlog import read_log
+
+    points: dict[int, dict[str, Any]] = {}
+    if not (log_dir / "train_log.jsonl").is_file():
+        return []
+    for rec in read_log(log_dir):
+        if rec.get("event") == "validation" and after < int(rec.get("step", -1)) < before:
+            points[int(rec["step"])] = {k: v for k, v in rec.items() if k not in ("event", "time", "until")}
+    return [points[k] for k in sorted(points)]
 
 
 def _start_point(plan: Plan, state_dir: Path, runlog: Any, rank: int) -> tuple[Path | None, float]:
@@ -947,6 +993,11 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
         # held-out MLM loss/accuracy (and TC loss) with the fixed validation masks -> eval.json
         validation = validate_checkpoint(tmp, plan.blocks, plan.until, mlm_probability=a.mlm_probability,
                                          device=a.device)
+        points = validation_points(plan.state_dir / "logs", plan.start_step, plan.until)
+        if points and "skipped" not in validation:
+            from taco.training.validation import write_eval
+
+            write_eval(tmp, {k: v for k, v in validation.items() if k != "step"} | {"points": points}, plan.until)
         manifest = build_manifest(
             KIND, parameters, inputs,
             step=plan.until,

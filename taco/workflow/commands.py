@@ -229,7 +229,8 @@ class Commands:
             "--mlm-probability", _s(pre["mlm_probability"]), *self._tc_args(wildcards),
             "--precision", s["precision"],
             "--seed", _s(wc.pretrain_seed_of(self.config, getattr(wildcards, "pseed", ""))),
-            "--until", wildcards.step] + self._tp_args(wildcards)
+            "--until", wildcards.step] + self._tp_args(wildcards) + (
+            ["--eval-every", _s(s["eval_every"])] if int(s.get("eval_every", 0) or 0) > 0 else [])
 
     def _tc_args(self, wildcards: Any) -> list[str]:
         """``--tc-weight/--tc-temperature/--tc-window/--tc-negatives`` of a run whose objective uses the
