@@ -513,3 +513,18 @@ def test_validation_points_inside_a_segment_change_no_weight(full, tmp_path):
     assert [p["step"] for p in chain_points] == [4]
     assert chain_points[0]["mlm_loss"] == pytest.approx(ev["points"][1]["mlm_loss"], abs=1e-6)
     assert _max_diff(out_full, b) == 0.0
+
+
+def test_same_taco_segment_twice_gives_bit_identical_weights(full, tmp_path):
+    """Issue 20.6: what reproduces exactly. The same TACO segment run again in a new process (same
+    seed, same thread count, CPU) gives the same bytes; README 'What reproduces exactly' says under
+    which conditions this holds."""
+    import hashlib
+
+    root, blocks, out_full = full
+    out = tmp_path / "again"
+    with open(tmp_path / "log.txt", "w") as log:
+        proc = _spawn(_args(blocks, out, tmp_path / "state"), log)
+        assert proc.wait(timeout=300) == 0, (tmp_path / "log.txt").read_text()[-2000:]
+    sha = [hashlib.sha256((d / "model.safetensors").read_bytes()).hexdigest() for d in (out_full, out)]
+    assert sha[0] == sha[1]
