@@ -528,3 +528,28 @@ def test_same_taco_segment_twice_gives_bit_identical_weights(full, tmp_path):
         assert proc.wait(timeout=300) == 0, (tmp_path / "log.txt").read_text()[-2000:]
     sha = [hashlib.sha256((d / "model.safetensors").read_bytes()).hexdigest() for d in (out_full, out)]
     assert sha[0] == sha[1]
+
+
+def test_rerun_finding_the_orphans_output_already_written_waits_and_accepts_it(full, tmp_path):
+    """Issue 19.8: the orphan of a killed Snakemake has written --output but still holds the segment
+    (it is cleaning its states); a rerun started now used to fail its first attempt ('--output
+    exists', checked before the lock). It waits for the orphan and accepts the budget, exit 0."""
+    import subprocess
+    import sys
+    import time
+
+    _, blocks, _ = full
+    out = tmp_path / "step-6"
+    state = tmp_path / ".state" / "step-6"
+    state.mkdir(parents=True)
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps({"step": MAX_STEPS}))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, time\n"
+        f"fh = open({str(state / '.lock')!r}, 'a+'); fcntl.flock(fh, fcntl.LOCK_EX)\n"
+        "print('locked', flush=True); time.sleep(2)\n")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    t0 = time.monotonic()
+    assert train.main(_args(blocks, out, state)) == 0
+    assert time.monotonic() - t0 > 1.0
+    holder.wait()

@@ -1025,6 +1025,35 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
         write_manifest(tmp, manifest)
 
 
+def _segment_locked_by_another(args: argparse.Namespace) -> bool:
+    """Whether another process holds this segment's lock now (without creating anything)."""
+    import fcntl
+
+    output = Path(args.output)
+    state_dir = Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
+    lock = state_dir / ".lock"
+    if not lock.is_file():
+        return False
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False
+
+
+def _finished_budget(args: argparse.Namespace) -> bool:
+    """Whether ``--output`` is a complete budget of step ``--until`` (written by the process we waited for)."""
+    if not (Path(args.output) / MANIFEST_NAME).is_file():
+        return False
+    done = read_manifest(args.output)
+    if args.until is None or int(done.get("step", -1)) != int(args.until):
+        return False
+    print(f"taco pretrain: {args.output} was finished by the other process (step {args.until})", file=sys.stderr)
+    return True
+
+
 def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
     """Exclusive lock on the segment's state folder, so two trainers never share one.
 
@@ -1053,14 +1082,20 @@ def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        plan = make_plan(args)  # every check before any side effect
-        _lock_handle, waited = acquire_segment_lock(args)
-        if waited and (Path(args.output) / MANIFEST_NAME).is_file():
-            done = read_manifest(args.output)
-            if int(done.get("step", -1)) == args.until:
-                print(f"taco pretrain: {args.output} was finished by the other process (step {args.until})",
-                      file=sys.stderr)
+        try:
+            plan = make_plan(args)  # every check before any side effect
+        except FileExistsError:
+            # the orphan race: a trainer of this very segment (left by a killed Snakemake) may be
+            # writing --output right now; wait for it and accept its budget instead of failing
+            if not _segment_locked_by_another(args):
+                raise
+            _lock_handle, _ = acquire_segment_lock(args)
+            if _finished_budget(args):
                 return 0
+            raise
+        _lock_handle, waited = acquire_segment_lock(args)
+        if waited and _finished_budget(args):
+            return 0
     except (UsageError, FileNotFoundError, FileExistsError) as exc:
         print(f"taco pretrain: error: {exc}", file=sys.stderr)
         return 2
