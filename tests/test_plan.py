@@ -200,10 +200,10 @@ def test_cli_errors_exit_2(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("pretrain: {runs: [{size: nope, variants: [mlm]}]}\n")
     r = subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(bad), "--no-snakemake"],
-                       capture_output=True, text=True, cwd=str(REPO))
+                       capture_output=True, text=True, cwd=str(tmp_path))
     assert r.returncode == 2 and "taco plan: error" in r.stderr
     r = subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(tmp_path / "missing.yaml")],
-                       capture_output=True, text=True, cwd=str(REPO))
+                       capture_output=True, text=True, cwd=str(tmp_path))
     assert r.returncode == 2 and "missing.yaml" in r.stderr
 
 

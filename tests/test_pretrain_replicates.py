@@ -82,9 +82,12 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     repo = Path(__file__).resolve().parent.parent
     overlay = tmp_path / "seeds.yaml"
     overlay.write_text("pretrain:\n  seeds: [0, 1]\n  control: true\n")
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--configfile",
-                          "configs/smoke.yaml", str(overlay)], cwd=repo, capture_output=True, text=True,
-                         timeout=300)
+    work = tmp_path / "work"  # a scratch folder, never the checkout's results/ (issue 24.1)
+    work.mkdir()
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1",
+                          "--snakefile", str(repo / "Snakefile"), "--directory", str(work), "--configfile",
+                          str(repo / "configs/smoke.yaml"), str(overlay)], cwd=work, capture_output=True,
+                         text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     cmds = [line for line in out.stdout.splitlines() if "-m taco pretrain " in line]
     plain = [c for c in cmds if "/pretrain-seed-" not in c]

@@ -5,6 +5,7 @@ Bad configurations must fail before any job runs, with the offending key named (
 
 import copy
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -79,11 +80,14 @@ def test_semantic_errors_name_the_key(smoke, mutate, key):
 
 
 def dry_run(configfile, *extra):
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(configfile),
-         "--directory", str(REPO), *extra],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )
+    """``snakemake -n`` of the repository's Snakefile in a new scratch folder (``--directory``), so
+    results already in the checkout's ``results/`` (a user's quick start) change nothing (issue 24.1)."""
+    with tempfile.TemporaryDirectory(prefix="taco-dry-run-") as work:
+        return subprocess.run(
+            [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile", str(REPO / "Snakefile"),
+             "--configfile", str(configfile), "--directory", work, *extra],
+            cwd=work, capture_output=True, text=True, timeout=300,
+        )
 
 
 def _set(path, value):
@@ -127,11 +131,7 @@ def test_smoke_dry_run_plans_every_stage():
 
 
 def test_local_config_reports_missing_tasks_once(shared_data):
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "configs/local.yaml",
-         "--config", f"data_root={shared_data}"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )
+    out = dry_run(REPO / "configs/local.yaml", "--config", f"data_root={shared_data}")
     assert out.returncode == 0, out.stderr
     text = out.stdout + out.stderr
     assert text.count("GLUE tasks absent from the local folder") == 1
