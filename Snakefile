@@ -40,3 +40,11 @@ rule all:
         f"{R}/pretrain_curves.png",
         f"{R}/efficiency.md",
         f"{R}/efficiency.png",
+
+
+# At the end of a successful run: where the results are, the claims' verdicts, degenerate runs and the
+# report command (taco.workflow.summary; absent files of a partial run are named, never an error).
+onsuccess:
+    from taco.workflow.summary import print_summary
+
+    print_summary(R, workflow.configfiles, workflow.config_settings.config)

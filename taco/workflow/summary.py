@@ -1,0 +1,126 @@
+"""The summary printed when a workflow run ends (issue 24.3): the Snakefile's ``onsuccess`` block calls
+:func:`print_summary`.
+
+It says where the results are, the verdict counts of ``<results_dir>/claims.csv`` (supported / not
+supported / inconclusive / not run, over the claim-level rows), how many fine-tuning runs are
+degenerate (constant predictions or an undefined primary metric, the ``degenerate`` column of
+``<results_dir>/aggregate/per_seed.csv``), and the command that builds the HTML report. A run of
+partial targets (one table, the corpus only) has no claims or aggregate yet: the summary says which
+file is absent instead of failing, and nothing here ever raises into Snakemake (:func:`print_summary`
+reports its own errors as one line). Reads CSV with the standard library only, so it works in every
+environment that runs Snakemake.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Mapping
+
+#: The claim verdicts in the order the summary lists them (taco.report.claims' values).
+VERDICTS = ("supported", "not supported", "inconclusive", "not run")
+
+
+def _display(path: str | os.PathLike) -> str:
+    """``path`` relative to the working directory where it lies below it, else as given."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+def verdict_counts(claims_csv: str | os.PathLike) -> Counter:
+    """Verdict -> number of claims in ``claims.csv`` (rows with ``level`` ``claim``; per-task detail rows
+    are not claims). Raises ``FileNotFoundError`` if absent, ``ValueError`` if it has no ``verdict``
+    column."""
+    with open(claims_csv, newline="") as fh:
+        reader = csv.DictReader(fh)
+        if not reader.fieldnames or "verdict" not in reader.fieldnames:
+            raise ValueError(f"{claims_csv}: no 'verdict' column")
+        has_level = "level" in reader.fieldnames
+        return Counter((row["verdict"] or "").strip() or "(none)" for row in reader
+                       if not has_level or row["level"] == "claim")
+
+
+def degenerate_counts(per_seed_csv: str | os.PathLike) -> tuple[int, int]:
+    """``(degenerate runs, runs)`` of ``aggregate/per_seed.csv``: a run is one fine-tuning run (its
+    ``path``, or size/objective/fraction/step/task/seeds where there is none); it is degenerate when any
+    of its score keys is. Raises ``FileNotFoundError`` if absent, ``ValueError`` without a
+    ``degenerate`` column."""
+    ident = ("size", "objective", "fraction", "step", "task", "pretrain_seed", "seed")
+    runs: dict[tuple, bool] = {}
+    with open(per_seed_csv, newline="") as fh:
+        reader = csv.DictReader(fh)
+        if not reader.fieldnames or "degenerate" not in reader.fieldnames:
+            raise ValueError(f"{per_seed_csv}: no 'degenerate' column")
+        for row in reader:
+            key = (row["path"],) if row.get("path") else tuple(row.get(c, "") for c in ident)
+            flag = str(row["degenerate"]).strip().lower() in ("true", "1", "yes")
+            runs[key] = runs.get(key, False) or flag
+    return sum(runs.values()), len(runs)
+
+
+def report_command(configfiles: Iterable[str | os.PathLike] = (),
+                   config_overrides: Mapping[str, object] | None = None,
+                   output: str = "report.html") -> str:
+    """The ``snakemake --report`` command for this run's configuration (its ``--configfile`` files and
+    ``--config`` values, which decide the results_dir the report reads)."""
+    words = ["snakemake", "--report", output]
+    files = [_display(f) for f in configfiles]
+    if files:
+        words += ["--configfile", *files]
+    if config_overrides:
+        words.append("--config")
+        for key, value in config_overrides.items():
+            text = value if isinstance(value, str) else json.dumps(value, default=dict)
+            words.append(f"{key}={text}")
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def run_summary(results_dir: str | os.PathLike, configfiles: Iterable[str | os.PathLike] = (),
+                config_overrides: Mapping[str, object] | None = None) -> str:
+    """The end-of-run summary as text (a few lines); absent or unreadable files are named, never raised."""
+    results = Path(results_dir)
+    lines = [f"TACO run finished. Results: {_display(results)}/ (tables *.csv/*.md, figures *.png/*.pdf, "
+             f"claims.md)"]
+    claims = results / "claims.csv"
+    try:
+        counts = verdict_counts(claims)
+    except FileNotFoundError:
+        lines.append(f"Claims: {_display(claims)} absent (not among this run's targets)")
+    except (ValueError, OSError, csv.Error) as err:
+        lines.append(f"Claims: {_display(claims)} unreadable ({err})")
+    else:
+        parts = [f"{counts.get(v, 0)} {v}" for v in VERDICTS]
+        parts += [f"{n} {v}" for v, n in sorted(counts.items()) if v not in VERDICTS]
+        lines.append(f"Claims ({sum(counts.values())}): " + ", ".join(parts) + f"  (details: {_display(results / 'claims.md')})")
+    per_seed = results / "aggregate" / "per_seed.csv"
+    try:
+        degenerate, runs = degenerate_counts(per_seed)
+    except FileNotFoundError:
+        lines.append(f"Degenerate runs: {_display(per_seed)} absent (no aggregate in this run)")
+    except (ValueError, OSError, csv.Error) as err:
+        lines.append(f"Degenerate runs: {_display(per_seed)} unreadable ({err})")
+    else:
+        lines.append(f"Degenerate runs: {degenerate} of {runs} fine-tuning runs (constant predictions or an "
+                     "undefined metric; marked * in the tables)")
+    lines.append("Report: " + report_command(configfiles, config_overrides))
+    return "\n".join(lines)
+
+
+def print_summary(results_dir: str | os.PathLike, configfiles: Iterable[str | os.PathLike] = (),
+                  config_overrides: Mapping[str, object] | None = None, file=None) -> None:
+    """Print :func:`run_summary` (to stderr, where Snakemake logs); never raises: an unexpected error
+    becomes one line, so the summary cannot fail a finished run."""
+    out = file if file is not None else sys.stderr
+    try:
+        text = run_summary(results_dir, configfiles, config_overrides)
+    except Exception as err:  # noqa: BLE001 - the run has succeeded; the summary is advice
+        text = f"run summary unavailable: {type(err).__name__}: {err}"
+    print(text, file=out, flush=True)
