@@ -1079,8 +1079,32 @@ def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
         return fh, True
 
 
+def end_with_launcher() -> bool:
+    """Under ``torch.distributed.run``, make this worker end when its launcher (the elastic agent) dies.
+
+    The agent starts each worker in a session of its own, so ``kill -9`` of the agent's process group
+    leaves the workers training with no one to rendezvous or restart them, and holding a GPU whose
+    slot (``taco gpu-slot``) the agent's death released. ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (Linux)
+    has the kernel kill the worker when its parent exits; the states saved so far stay valid and a
+    rerun resumes from the newest. A killed Snakemake or ``gpu-slot`` wrapper does not end the agent,
+    so it does not end the workers either. Returns whether the signal was set (False: not under
+    torchrun, or not Linux).
+    """
+    if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(1, signal.SIGKILL, 0, 0, 0) != 0:  # 1 = PR_SET_PDEATHSIG
+        return False
+    if os.getppid() == 1:  # the agent died before the signal was set
+        os._exit(EXIT_INTERRUPTED)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    end_with_launcher()
     try:
         try:
             plan = make_plan(args)  # every check before any side effect
