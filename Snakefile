@@ -16,6 +16,15 @@ if not config:
     configfile: "config.yaml"
 
 
+# The project's own schema check first: each bad key with its value and what is allowed, one line each
+# (Snakemake's validate prints the whole schema around the first one); validate then fills the defaults.
+from snakemake.exceptions import WorkflowError
+from taco.workflow.schema import SchemaError, check_schema
+
+try:
+    check_schema(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
+except SchemaError as _schema_err:
+    raise WorkflowError(f"Invalid configuration: {_schema_err}") from None
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

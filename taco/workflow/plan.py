@@ -95,8 +95,10 @@ class PlanError(ValueError):
 # ------------------------------------------------------------------------------------------------
 def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Merge YAML ``configfiles`` (later ones win, nested mappings merged, as Snakemake does), apply
-    ``overrides`` (``--config key=value``), fill defaults and validate with the workflow's schema
-    (``snakemake.utils.validate``), then ``taco.workflow.config.check_config``.
+    ``overrides`` (``--config key=value``: a mapping value is merged into the section, not put in its
+    place, as Snakemake merges ``--config``), check the schema with the project's own readable check
+    (``taco.workflow.schema.check_schema``: key, bad value, allowed values), fill defaults and validate
+    with Snakemake's ``snakemake.utils.validate``, then ``taco.workflow.config.check_config``.
 
     Raises PlanError naming the file or key.
     """
@@ -111,7 +113,13 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
         if not isinstance(data, dict):
             raise PlanError(f"--configfile {f}: not a mapping")
         _deep_update(config, data)
-    config.update(overrides or {})
+    _deep_update(config, overrides or {})  # --config merges nested mappings too, as Snakemake's update_config
+    from taco.workflow.schema import SchemaError, check_schema
+
+    try:  # the project's own check first: the key, the bad value and what is allowed, one line each
+        check_schema(config, SCHEMA)
+    except SchemaError as exc:
+        raise PlanError(str(exc)) from None
     try:
         from snakemake.utils import validate
 
@@ -249,7 +257,8 @@ def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict
     return {
         "pack": len({r.fraction_str for r in runs}),
         "pretrain": sum(len(wc.budgets(config, r.size)) for r in runs),
-        "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs) * per_ckpt,
+        "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs
+                         if wc.finetuned(config, r)) * per_ckpt,
         "dynamics": len(_dynamics_checkpoints(config)),
     }
 
@@ -382,7 +391,7 @@ def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> di
     one = config["finetune"].get("seeds_per_job", "one") == "one"
     rows, total_flops, total_h, longest = [], 0.0, 0.0, 0.0
     for r in wc.runs(config):
-        ckpts = wc.finetune_budgets(config, r.size, r.fraction)
+        ckpts = wc.finetune_budgets(config, r.size, r.fraction) if wc.finetuned(config, r) else []
         per_task = {t: finetune_job_cost(config, r.size, t, rates) for t in tasks}
         processes = len(ckpts) * len(tasks) * (len(seeds) if one else 1)
         flops = len(ckpts) * len(seeds) * sum(c["flops"] for c in per_task.values())
@@ -443,7 +452,8 @@ def disk_costs(config: dict[str, Any]) -> dict[str, Any]:
                for r in runs)
     # scratch: per running segment, keep_states (2) periodic states + the one at the budget
     scratch = max(3 * checkpoint_bytes(config["pretrain"]["sizes"][r.size]["preset"], V) for r in runs)
-    n_ft = sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs) * len(tasks_of(config)) \
+    n_ft = sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs if wc.finetuned(config, r)) \
+        * len(tasks_of(config)) \
         * len(config["finetune"]["seeds"])
     kinds = {k: v for k, v in data.items() if k not in ("tokens", "total")}
     kinds["checkpoints"] = ckpt
@@ -723,7 +733,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--configfile", nargs="+", default=[str(REPO / "config.yaml")],
                    help="configuration file(s), merged in order as Snakemake does (default: config.yaml)")
     p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="top-level overrides as Snakemake's --config (YAML values)")
+                   help="top-level overrides as Snakemake's --config (YAML values; a mapping value is merged "
+                        "into the section, as Snakemake does); for a nested setting prefer an overlay file "
+                        "in --configfile (default: none)")
     p.add_argument("--device-check", default=str(DEVICE_CHECK),
                    help="device-check JSON with measured throughput (used if it exists and is a GPU run)")
     p.add_argument("--peak-tflops", type=float, default=H200_BF16_DENSE_TFLOPS,
@@ -754,7 +766,14 @@ def main(argv: list[str] | None = None) -> int:
             if "=" not in kv:
                 raise PlanError(f"--config {kv!r}: expected KEY=VALUE")
             k, v = kv.split("=", 1)
-            overrides[k] = yaml.safe_load(v)
+            if "." in k:  # Snakemake's --config has no dotted keys either
+                raise PlanError(f"--config {kv!r}: dotted keys are not supported (nor by Snakemake); change a "
+                                f"nested setting with an overlay file: --configfile base.yaml overlay.yaml, the "
+                                f"overlay holding only that key (see README, 'Configuration')")
+            try:
+                overrides[k] = yaml.safe_load(v)
+            except yaml.YAMLError as exc:
+                raise PlanError(f"--config {kv!r}: the value is not YAML: {str(exc).splitlines()[0]}") from None
         config = load_config(args.configfile, overrides)
         plan = build_plan(config, args.device_check, args.peak_tflops, args.pretrain_utilization,
                           args.finetune_utilization, args.job_overhead_s, args.profile)

@@ -1,0 +1,158 @@
+"""The project's own check of a configuration against ``workflow/schemas/config.schema.yaml``, run before
+Snakemake's ``validate`` (issue 24.5).
+
+Snakemake's ``validate`` reports the first violation with the whole schema around it (about 1,240
+lines for an unknown key) or, through ``taco plan``, only "Error validating config file".
+:func:`check_schema` validates the same way (JSON Schema draft 2020-12, defaults filled first as
+Snakemake fills them) but reports each violation in one line: the key (``pretrain.sizes.tiny.preset``,
+``pretrain.runs[0].size``), the bad value and what is allowed (the enum's values, the known keys with
+the closest one suggested, the type, the bounds). The Snakefile and ``taco plan`` call it first;
+Snakemake's ``validate`` still runs afterwards and fills the defaults.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from pathlib import Path
+from typing import Any
+
+#: The schema the workflow validates against.
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+#: At most this many violations are listed (the rest are counted).
+MAX_ERRORS = 8
+
+_TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true/false",
+               "array": "a list", "object": "a mapping", "null": "null"}
+
+
+class SchemaError(ValueError):
+    """A configuration that does not match the schema; the message names each key, value and what is
+    allowed, one violation per line."""
+
+
+def _key(path) -> str:
+    """``pretrain.runs[0].size`` from a jsonschema path."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _value(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _type_of(value: Any) -> str:
+    for name, py in (("null", type(None)), ("boolean", bool), ("integer", int), ("number", float), ("string", str),
+                     ("array", list), ("object", dict)):
+        if isinstance(value, py):
+            return _TYPE_NAMES[name]
+    return type(value).__name__
+
+
+def _allowed(schema: dict[str, Any]) -> str:
+    """What a (sub)schema allows, in words: enum values, const, type(s) with bounds, alternatives."""
+    if not isinstance(schema, dict):
+        return "anything" if schema is True else "nothing"
+    if "enum" in schema:
+        return "one of " + ", ".join(_value(v, 40) for v in schema["enum"])
+    if "const" in schema:
+        return f"exactly {_value(schema['const'], 40)}"
+    alts = schema.get("anyOf") or schema.get("oneOf")
+    if alts:
+        return " or ".join(_allowed(a) for a in alts)
+    types = schema.get("type")
+    words = []
+    if types:
+        types = [types] if isinstance(types, str) else types
+        words.append(" or ".join(_TYPE_NAMES.get(t, t) for t in types))
+    bounds = [f">= {schema['minimum']}" if "minimum" in schema else "",
+              f"> {schema['exclusiveMinimum']}" if "exclusiveMinimum" in schema else "",
+              f"<= {schema['maximum']}" if "maximum" in schema else "",
+              f"< {schema['exclusiveMaximum']}" if "exclusiveMaximum" in schema else ""]
+    if any(bounds):
+        words.append(" and ".join(b for b in bounds if b))
+    if "pattern" in schema:
+        words.append(f"matching {schema['pattern']!r}")
+    if "minItems" in schema:
+        words.append(f"at least {schema['minItems']} item(s)")
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict) and "enum" in schema["items"]:
+        words.append("items " + _allowed(schema["items"]))
+    return ", ".join(words) or "see the schema"
+
+
+def _describe(error) -> str:
+    """One line for one jsonschema error: key, bad value, allowed."""
+    key, inst, sch = _key(error.absolute_path), error.instance, error.schema
+    kind = error.validator
+    if kind == "additionalProperties":
+        known = sorted(sch.get("properties", {}))
+        extra = sorted(k for k in inst if k not in sch.get("properties", {}))
+        lines = []
+        for k in extra:
+            where = f"{key}.{k}" if error.absolute_path else str(k)
+            close = difflib.get_close_matches(str(k), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            lines.append(f"{where}: unknown key{hint}; allowed keys{' of ' + key if error.absolute_path else ''}: "
+                         f"{', '.join(known)}")
+        return "\n".join(lines)
+    if kind == "required":
+        missing = [k for k in error.validator_value if k not in inst]
+        return f"{key}: missing required key(s) {', '.join(missing)}"
+    if kind == "enum":
+        return f"{key}: {_value(inst)} is not allowed; allowed: {_allowed(sch)}"
+    if kind == "type":
+        return f"{key}: {_value(inst)} is {_type_of(inst)}; allowed: {_allowed(sch)}"
+    if kind in ("anyOf", "oneOf"):
+        return f"{key}: {_value(inst)} matches none of the alternatives; allowed: {_allowed(sch)}"
+    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "const",
+                "minItems", "maxItems", "minLength"):
+        return f"{key}: {_value(inst)} is not allowed; allowed: {_allowed(sch)}"
+    return f"{key}: {_value(inst)}: {error.message[:200]}"
+
+
+def _fill_defaults_validator(schema: dict[str, Any]):
+    """A draft 2020-12 validator that fills ``default`` values into the instance while validating, as
+    ``snakemake.utils.validate`` does, so a key the schema defaults is never reported missing."""
+    from jsonschema import Draft202012Validator, validators
+
+    properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, sch):
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if isinstance(sub, dict) and "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from properties(validator, props, instance, sch)
+
+    return validators.extend(Draft202012Validator, {"properties": set_defaults})(schema)
+
+
+def schema_errors(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> list[str]:
+    """One line per violation of the schema by ``config`` (not modified), in the config's key order;
+    empty if it matches."""
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    validator = _fill_defaults_validator(schema)
+    instance = copy.deepcopy(config)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+    lines: list[str] = []
+    for err in errors:
+        for line in _describe(err).splitlines():
+            if line not in lines:
+                lines.append(line)
+    return lines
+
+
+def check_schema(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> None:
+    """Raise :class:`SchemaError` listing every violation (at most :data:`MAX_ERRORS`, one a line) of
+    ``config`` against the schema; return quietly if it matches."""
+    lines = schema_errors(config, schema_path)
+    if not lines:
+        return
+    shown = lines[:MAX_ERRORS] + ([f"... and {len(lines) - MAX_ERRORS} more"] if len(lines) > MAX_ERRORS else [])
+    raise SchemaError(f"configuration does not match {Path(schema_path).name}:\n  " + "\n  ".join(shown))
