@@ -309,3 +309,22 @@ def test_two_pretraining_seeds_warn_before_the_first_job():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             wc.check_config(copy.deepcopy(cfg))
+
+
+def test_finetune_pretrain_seeds_selects_the_replicates_that_are_fine_tuned():
+    """cpu-real pre-trains three replicates per objective and fine-tunes only the first (issue 20.5)."""
+    from taco.workflow import control as wctl
+
+    cfg = load("configs/cpu-real.yaml")
+    runs = wc.runs(cfg)
+    assert len(runs) == 6 and sum(wc.finetuned(cfg, r) for r in runs) == 2
+    assert {r.pretrain_seed for r in runs if wc.finetuned(cfg, r)} == {None}  # the top-level seed's runs
+    controls = wctl.finetune_targets(cfg, ["cola"])
+    assert controls and all("pretrain-seed" not in t for t in controls)
+    bad = copy.deepcopy(cfg)
+    bad["finetune"]["pretrain_seeds"] = [7]
+    with pytest.raises(wc.ConfigError, match=r"finetune.pretrain_seeds: \[7\] not among pretrain.seeds"):
+        wc.check_config(bad)
+    every = copy.deepcopy(cfg)
+    every["finetune"]["pretrain_seeds"] = "all"
+    assert all(wc.finetuned(every, r) for r in wc.runs(every))

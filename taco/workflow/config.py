@@ -66,6 +66,16 @@ def pretrain_seeds(config: dict[str, Any]) -> list[int | None]:
     return [None if int(s) == int(config["seed"]) else int(s) for s in seeds]
 
 
+def finetuned(config: dict[str, Any], run: "Run") -> bool:
+    """Whether ``run``'s budget checkpoints are fine-tuned (``finetune.pretrain_seeds``: all, or a list
+    of pre-training seeds; the run of the top-level ``seed`` is the plain path)."""
+    sel = (config.get("finetune") or {}).get("pretrain_seeds", "all")
+    if sel == "all":
+        return True
+    seed = int(config["seed"]) if run.pretrain_seed is None else int(run.pretrain_seed)
+    return seed in {int(s) for s in sel}
+
+
 def fraction_str(fraction: float) -> str:
     """The path form of a data fraction: 1.0 -> "1.0", 0.25 -> "0.25"."""
     return repr(float(fraction))
@@ -226,6 +236,12 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
         for f in entry.get("fractions", [1.0]):
             if not 0 < float(f) <= 1:
                 raise ConfigError(f"pretrain.runs[{i}].fractions: {f} is outside (0, 1]")
+    sel = (config.get("finetune") or {}).get("pretrain_seeds", "all")
+    if sel != "all":
+        known = {int(x) for x in (pre.get("seeds") or [config["seed"]])}
+        unknown = sorted({int(x) for x in sel} - known)
+        if unknown:
+            raise ConfigError(f"finetune.pretrain_seeds: {unknown} not among pretrain.seeds {sorted(known)}")
     for name, s in sizes.items():
         key = f"pretrain.sizes.{name}"
         if s["preset"] not in PRESETS:

@@ -58,9 +58,14 @@ def checkpoints(config: dict[str, Any]) -> list[str]:
 
 
 def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
-    """``metrics.json`` of every (control, task, fine-tuning seed)."""
-    return [f"{c.replace('/pretrain/', '/finetune/', 1)}/{task}/seed-{seed}/metrics.json"
-            for c in checkpoints(config) for task in tasks for seed in config["finetune"]["seeds"]]
+    """``metrics.json`` of every (control, task, fine-tuning seed), for the controls of the pre-training
+    seeds that are fine-tuned (``finetune.pretrain_seeds``)."""
+    sel = config["finetune"].get("pretrain_seeds", "all")
+    keep = [wc.pseed_part(p) for p in wc.pretrain_seeds(config)
+            if sel == "all" or (int(config["seed"]) if p is None else p) in {int(x) for x in sel}]
+    return [f"{checkpoint(config['results_dir'], size, ps).replace('/pretrain/', '/finetune/', 1)}"
+            f"/{task}/seed-{seed}/metrics.json"
+            for size in control_sizes(config) for ps in keep for task in tasks for seed in config["finetune"]["seeds"]]
 
 
 def init_args(config: dict[str, Any], size: str, pseed: str = "") -> list[str]:

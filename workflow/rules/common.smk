@@ -125,6 +125,8 @@ def pretrain_targets():
 def finetune_targets():
     out = wctl.finetune_targets(config, TASKS)  # the no-pre-training controls, if asked for
     for r in RUNS:
+        if not wc.finetuned(config, r):
+            continue
         for step in wc.finetune_budgets(config, r.size, r.fraction):
             for task in TASKS:
                 for seed in config["finetune"]["seeds"]:
@@ -172,6 +174,7 @@ def submission_targets():
     return [
         f"{R}/glue_submission/{run_path(r.size, r.variant, r.fraction_str, step, r.pseed)}/seed-{seed}.zip"
         for r in RUNS
+        if wc.finetuned(config, r)
         for step in wc.finetune_budgets(config, r.size, r.fraction)
         for seed in config["finetune"]["seeds"]
     ]
