@@ -6,8 +6,25 @@ this file only dispatches, so importing it stays cheap (torch is imported by the
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """The ``--help`` layout of every ``taco`` command: each option's default is appended as
+    ``(default: X)``, unless its help already states the default (``default`` in the text) or there is
+    none to state (a required option, a flag, ``None``, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text.lower() or action.required or not action.option_strings
+                or isinstance(action, argparse._StoreConstAction)  # a flag: nothing to default
+                or default is None or default is False or default is argparse.SUPPRESS
+                or (isinstance(default, (list, tuple, str)) and len(default) == 0)):
+            return text
+        return text + " (default: %(default)s)"
+
 
 #: command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

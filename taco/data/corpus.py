@@ -579,20 +579,25 @@ def _split_arg(value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="taco corpus", description=__doc__.split("\n")[0])
-    p.add_argument("--source", choices=SOURCES, default="synthetic")
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco corpus", description=__doc__.split("\n")[0])
+    p.add_argument("--source", choices=SOURCES, default="synthetic",
+                   help="synthetic: an artificial language (offline); local: text files (--paths); hub: Hub "
+                        "datasets (--hub-*)")
     p.add_argument("--output", required=True, help="artifact directory to write")
     p.add_argument("--overwrite", action="store_true", help="replace an artifact made otherwise")
     g = p.add_argument_group("synthetic")
-    g.add_argument("--num-documents", type=int, default=4000)
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--num-documents", type=int, default=4000, help="documents of the synthetic language")
+    g.add_argument("--seed", type=int, default=0, help="seed of the synthetic language")
     g = p.add_argument_group("local")
     g.add_argument("--paths", nargs="+", default=[], help="text files or folders")
     g.add_argument("--split-by", nargs="+", type=_split_arg, default=["blank_line"],
                    help=f"one for all paths or one per path: {', '.join(SPLIT_BY)} or {PARAGRAPHS_PREFIX}N "
                         "(spans of N blank-line paragraphs)")
-    g.add_argument("--wikitext-detokenize", action="store_true")
-    g.add_argument("--unk-policy", choices=UNK_POLICIES, default="drop")
+    g.add_argument("--wikitext-detokenize", action="store_true",
+                   help="undo WikiText's spaced-out tokenization (' @-@ ', ' , ') in the local files")
+    g.add_argument("--unk-policy", choices=UNK_POLICIES, default="drop",
+                   help="WikiText's <unk> tokens: drop them, or keep them as the tokenizer's [UNK]")
     g.add_argument("--encoding", choices=ENCODINGS, default="utf-8",
                    help="decoding of text files: strict utf-8 (a bad byte stops with file and line), "
                         "latin-1, or utf-8-or-latin-1 (per file; Latin-1 files listed in the manifest)")
@@ -602,12 +607,15 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("hub (each option repeatable or one value for all datasets)")
     g.add_argument("--hub-preset", choices=sorted(HUB_PRESETS), default="paper",
                    help="used when no --hub-dataset is given")
-    g.add_argument("--hub-dataset", action="extend", nargs="+", default=[])
-    g.add_argument("--hub-config", action="extend", nargs="+", default=[])
-    g.add_argument("--hub-split", action="extend", nargs="+", default=[])
-    g.add_argument("--hub-revision", action="extend", nargs="+", default=[])
-    g.add_argument("--hub-text-column", default="text")
-    g.add_argument("--cache-dir", default=None)
+    g.add_argument("--hub-dataset", action="extend", nargs="+", default=[],
+                   help="Hub dataset id(s), e.g. wikimedia/wikipedia (default: those of --hub-preset)")
+    g.add_argument("--hub-config", action="extend", nargs="+", default=[],
+                   help="dataset configuration name(s), e.g. 20231101.en")
+    g.add_argument("--hub-split", action="extend", nargs="+", default=[], help="split(s) to read, e.g. train")
+    g.add_argument("--hub-revision", action="extend", nargs="+", default=[],
+                   help="dataset revision(s) (commit, tag or branch) to pin the download")
+    g.add_argument("--hub-text-column", default="text", help="text column of the Hub datasets")
+    g.add_argument("--cache-dir", default=None, help="datasets cache folder (default: the datasets library's own)")
     g.add_argument("--hub-rows", action="extend", nargs="+", choices=ROW_KINDS, default=[],
                    help="per dataset: a row is a document or a sentence (preset paper: document sentence)")
     g.add_argument("--num-proc", type=int, default=None, help="load_dataset num_proc (default: --workers)")

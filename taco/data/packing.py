@@ -590,12 +590,14 @@ def load_packed(path: str | os.PathLike):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="taco pack", description=__doc__.split("\n")[0])
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco pack", description=__doc__.split("\n")[0])
     p.add_argument("--corpus", required=True, help="corpus artifact (taco corpus)")
     p.add_argument("--tokenizer", required=True, help="tokenizer directory (taco tokenizer)")
-    p.add_argument("--output", required=True)
-    p.add_argument("--max-seq-length", type=int, default=256)
-    p.add_argument("--fraction", type=float, default=1.0)
+    p.add_argument("--output", required=True, help="packed-blocks directory to write")
+    p.add_argument("--max-seq-length", type=int, default=256, help="tokens per block")
+    p.add_argument("--fraction", type=float, default=1.0,
+                   help="share of the training documents kept (whole documents, drawn with --seed)")
     p.add_argument("--seed", type=int, default=0, help="the data seed (validation choice and subset)")
     v = p.add_mutually_exclusive_group()
     v.add_argument("--validation-fraction", type=float, default=None, help="share of documents (default 0.01)")
@@ -608,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per tokenization task")
     p.add_argument("--no-hash-inputs", dest="hash_inputs", action="store_false",
                    help="skip re-hashing the corpus files (sizes and row counts are still checked)")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="replace blocks made with other settings")
     return p
 
 

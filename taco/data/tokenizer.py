@@ -252,19 +252,23 @@ def load_tokenizer(path: str | os.PathLike):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="taco tokenizer", description=__doc__.split("\n")[0])
-    p.add_argument("--kind", choices=KINDS, default="vocab")
-    p.add_argument("--output", required=True)
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco tokenizer", description=__doc__.split("\n")[0])
+    p.add_argument("--kind", choices=KINDS, default="vocab",
+                   help="vocab: from a vocab.txt (--vocab-file); hub: a Hub tokenizer (--hub-id); train: a new "
+                        "WordPiece vocabulary trained on --corpus")
+    p.add_argument("--output", required=True, help="tokenizer directory to write (save_pretrained)")
     p.add_argument("--corpus", help="documents artifact (kind train)")
     p.add_argument("--vocab-file", help="vocab.txt (kind vocab)")
     p.add_argument("--hub-id", help="Hub id or local save_pretrained dir (kind hub)")
     p.add_argument("--vocab-size", type=int, default=8000, help="kind train")
     p.add_argument("--min-frequency", type=int, default=2, help="kind train")
-    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--model-max-length", type=int, default=512)
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
+                   help="lowercase the text before WordPiece (as bert-base-uncased)")
+    p.add_argument("--model-max-length", type=int, default=512, help="the tokenizer's model_max_length")
     p.add_argument("--workers", type=int, default=None,
                    help="threads of the Rust WordPiece trainer (RAYON_NUM_THREADS; default: all cores)")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="replace a tokenizer made with other settings")
     return p
 
 

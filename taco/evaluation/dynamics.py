@@ -625,17 +625,18 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="taco dynamics", description=__doc__.split("\n\n")[0])
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco dynamics", description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", required=True, help="save_pretrained checkpoint dir with manifest.json")
     p.add_argument("--blocks", required=True, help="packed-blocks DatasetDict dir (save_to_disk)")
     p.add_argument("--output", required=True, help="dynamics.json to write")
-    p.add_argument("--split", default="validation")
+    p.add_argument("--split", default="validation", help="split of --blocks the blocks are sampled from")
     p.add_argument("--num-blocks", type=int, default=64, help="blocks sampled with --seed (default 64)")
     p.add_argument("--max-pairs", type=int, default=200_000, help="pairs per measure (default 200000)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampled blocks, pairs and masks")
+    p.add_argument("--batch-size", type=int, default=16, help="blocks per forward pass")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
-    p.add_argument("--mlm-probability", type=float, default=0.15)
+    p.add_argument("--mlm-probability", type=float, default=0.15, help="share of tokens masked, as in pre-training")
     p.add_argument("--n-resamples", type=int, default=N_RESAMPLES, help="bootstrap resamples per CI")
     return p
 

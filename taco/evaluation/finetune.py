@@ -41,7 +41,8 @@ from taco.errors import UsageError  # noqa: E402,F401  (one definition, re-expor
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="taco finetune",
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco finetune",
                                 description="Fine-tune one checkpoint on one GLUE task with one seed.")
     p.add_argument("--checkpoint", required=True, help="budget checkpoint directory (taco pretrain output)")
     p.add_argument("--task", required=True, help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli")
@@ -49,18 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fine-tuning seed(s) (official scripts: 123). Several seeds run one after the "
                         "other in this process (saves the start-up cost on CPU); --output must then "
                         "contain {seed}")
-    p.add_argument("--glue-source", choices=("hub", "local", "synthetic"), default="hub")
+    p.add_argument("--glue-source", choices=("hub", "local", "synthetic"), default="hub",
+                   help="hub: nyu-mll/glue; local: GLUE TSVs in --glue-dir; synthetic: stand-in tasks in GLUE's format")
     p.add_argument("--glue-dir", default=None, help="GLUE folder (needed for --glue-source local)")
     p.add_argument("--output", required=True,
                    help="result directory (metrics.json, predictions.tsv); may contain {seed}")
-    p.add_argument("--max-length", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--eval-batch-size", type=int, default=128)
+    p.add_argument("--max-length", type=int, default=128, help="tokens per example (longer ones are truncated)")
+    p.add_argument("--batch-size", type=int, default=32, help="training batch size")
+    p.add_argument("--eval-batch-size", type=int, default=128, help="evaluation batch size")
     p.add_argument("--lr", type=float, default=None, help="default 5e-5 (tiny/small), 3e-5 (base)")
     p.add_argument("--epochs", type=int, default=None, help="default 4 (tiny/small), 6 (base)")
-    p.add_argument("--warmup-steps", type=int, default=100)
-    p.add_argument("--weight-decay", type=float, default=0.0)
-    p.add_argument("--report-rule", choices=("last", "best"), default="last")
+    p.add_argument("--warmup-steps", type=int, default=100, help="linear warm-up steps of the learning rate")
+    p.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay")
+    p.add_argument("--report-rule", choices=("last", "best"), default="last",
+                   help="the epoch whose scores are reported: the last, or the best by --primary-metric")
     p.add_argument("--primary-metric", nargs="*", default=[], metavar="KEY=METRIC",
                    help="score key -> metric that --report-rule best chooses the epoch by (e.g. mrpc=accuracy); "
                         "keys not given use the default (MRPC/QQP F1, STS-B Spearman, CoLA MCC, others accuracy)")
@@ -72,13 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-seed", type=int, default=0,
                    help="seed of the capped samples (the workflow's top-level seed; default 0); the same for "
                         "every fine-tuning seed, so all runs of a task see the same examples")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda if available, else cpu")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
                    help="auto: bf16 on GPUs that support it, else fp32")
     p.add_argument("--test-predictions", action=argparse.BooleanOptionalAction, default=True,
                    help="predict the task's unlabelled GLUE test split(s) with the reported epoch's model "
                         "into test_predictions.tsv (GLUE server labels; default on; never capped)")
-    p.add_argument("--logging-steps", type=int, default=50)
+    p.add_argument("--logging-steps", type=int, default=50, help="log the training loss every N steps")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 

@@ -357,7 +357,8 @@ def build_submission(run_dirs: Sequence[str | os.PathLike], output: str | os.Pat
 # CLI
 # ------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter,
         prog="taco glue-submission",
         description="Gather the test predictions of one checkpoint's fine-tuning runs (one seed) into "
                     "the zip the GLUE server takes; tasks not run get labelled placeholders.")

@@ -26,10 +26,11 @@ from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, loa
 def report_parser(name: str, description: str,
                   add_arguments: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
     """The parser of ``taco <name>``: ``--aggregate-dir --analysis --output-dir`` plus ``add_arguments``."""
-    ap = argparse.ArgumentParser(prog=f"taco {name}", description=description)
+    from taco.cli import HelpFormatter
+    ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog=f"taco {name}", description=description)
     ap.add_argument("--aggregate-dir", default="results/aggregate", help="output folder of `taco aggregate`")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
-    ap.add_argument("--output-dir", default="results")
+    ap.add_argument("--output-dir", default="results", help="folder for the outputs and their manifest")
     if add_arguments is not None:
         add_arguments(ap)
     return ap

@@ -510,7 +510,8 @@ def _read_mapping(path: str | Path, what: str) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco deviations``."""
-    ap = argparse.ArgumentParser(prog="taco deviations", description=__doc__.split("\n")[0])
+    from taco.cli import HelpFormatter
+    ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco deviations", description=__doc__.split("\n")[0])
     ap.add_argument("--config", required=True, help="resolved run configuration (YAML or JSON)")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML), for the tasks that could not be run")
     ap.add_argument("--output", default="results/deviations.md", help="the markdown file to write")

@@ -233,7 +233,8 @@ def _require_objective(records: list[dict[str, Any]], objective: str) -> list[di
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="taco dynamics-figures", description=__doc__.split("\n\n")[0])
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco dynamics-figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--inputs", nargs="+", required=True, help="dynamics.json files (any order)")
     p.add_argument("--output-dir", default="results", help="where figure6/figure2 .png/.pdf go")
     p.add_argument("--figure2-objective", default="mlm", help="objective shown in figure 2 (default mlm)")

@@ -711,11 +711,12 @@ def make(checkpoints: Sequence[str | Path], out_dir: str | Path, cfg: AnalysisCo
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco efficiency``."""
-    ap = argparse.ArgumentParser(prog="taco efficiency", description=__doc__.split("\n")[0])
+    from taco.cli import HelpFormatter
+    ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco efficiency", description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoints", nargs="+", required=True, help="budget checkpoint directories (taco pretrain)")
     ap.add_argument("--aggregate-dir", help="output folder of `taco aggregate` (adds the GLUE-average form)")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
-    ap.add_argument("--output-dir", default="results")
+    ap.add_argument("--output-dir", default="results", help="folder for efficiency.csv, .md, .png and .pdf")
     return ap
 
 

@@ -164,9 +164,10 @@ def make(checkpoints: list[str | Path], out_dir: str | Path) -> list[Path]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco pretrain-curves``."""
-    ap = argparse.ArgumentParser(prog="taco pretrain-curves", description=__doc__.split("\n")[0])
+    from taco.cli import HelpFormatter
+    ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco pretrain-curves", description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoints", nargs="+", required=True, help="budget checkpoint directories")
-    ap.add_argument("--output-dir", default="results")
+    ap.add_argument("--output-dir", default="results", help="folder for pretrain_curves.png, .pdf and .csv")
     return ap
 
 

@@ -715,11 +715,13 @@ def read_input_list(path: str | Path) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco aggregate``."""
-    ap = argparse.ArgumentParser(prog="taco aggregate", description="Aggregate fine-tuning metrics.json files: per-seed rows, per-cell statistics with t-based CIs, GLUE averages.")
+    from taco.cli import HelpFormatter
+    ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco aggregate", description="Aggregate fine-tuning metrics.json files: per-seed rows, per-cell statistics with t-based CIs, GLUE averages.")
     ap.add_argument("--inputs", nargs="*", default=[], help="metrics.json files")
     ap.add_argument("--inputs-from", help="a file listing metrics.json paths, one per line")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
-    ap.add_argument("--output-dir", default="results/aggregate")
+    ap.add_argument("--output-dir", default="results/aggregate",
+                    help="folder for per_seed.csv, cells.csv and glue_average.csv")
     return ap
 
 

@@ -36,7 +36,8 @@ from taco.errors import UsageError  # noqa: E402,F401  (one definition, re-expor
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter,
         prog="taco init",
         description="Write the no-pre-training control: a randomly initialised checkpoint (step 0) of "
         "the architecture `taco pretrain` would train, with its validation MLM loss.")

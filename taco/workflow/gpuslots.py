@@ -215,15 +215,26 @@ def visible_devices(slots: list[int], parent_visible: str | None) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco gpu-slot``."""
-    parser = argparse.ArgumentParser(prog="taco gpu-slot", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from taco.cli import HelpFormatter
+
+    # a usage, not the design note: that is this module's docstring (python -m pydoc taco.workflow.gpuslots)
+    parser = argparse.ArgumentParser(
+        prog="taco gpu-slot", formatter_class=HelpFormatter,
+        description="Run a command on GPUs of its own: take --need free slots out of --gpus (one lock per "
+                    "device), set CUDA_VISIBLE_DEVICES to them, run the command and exit with its status. "
+                    "Steps aside (runs the command as it is) when CUDA_VISIBLE_DEVICES already lists exactly "
+                    "--need devices, as in a SLURM job.",
+        epilog="Example: taco gpu-slot --gpus 4 --need 1 -- python -m taco finetune ... "
+               "Design (locks per machine, the lock folder, a killed wrapper): the docstring of "
+               "taco/workflow/gpuslots.py (python -m pydoc taco.workflow.gpuslots).")
     parser.add_argument("--gpus", type=int, required=True,
                         help="GPU slots (this machine's GPUs, or at most the inherited CUDA_VISIBLE_DEVICES)")
     parser.add_argument("--need", type=int, default=1, help="GPUs this job needs")
     parser.add_argument("--lock-dir", default=None,
                         help=f"folder for slot lock files, one per machine (default: ${LOCK_DIR_ENV}, else "
                              f"{DEFAULT_LOCK_DIR})")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for free slots")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds to wait for free slots, then exit 2 (default: wait as long as it takes)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     return parser
 

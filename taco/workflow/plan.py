@@ -728,7 +728,8 @@ def summary_line(plan: dict[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco plan``."""
-    p = argparse.ArgumentParser(prog="taco plan", description="Compute plan of a workflow configuration: jobs, "
+    from taco.cli import HelpFormatter
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco plan", description="Compute plan of a workflow configuration: jobs, "
                                 "FLOPs, GPU-hours, disk, time limits, and the cost of each table and claim.")
     p.add_argument("--configfile", nargs="+", default=[str(REPO / "config.yaml")],
                    help="configuration file(s), merged in order as Snakemake does (default: config.yaml)")
