@@ -98,8 +98,13 @@ def test_plan_config_merges_nested_sections_as_snakemake(tmp_path):
     assert cfg["pretrain"]["tc"]["weight"] == 2.0
     assert cfg["pretrain"]["tc"]["temperature"] == 0.07  # kept from smoke.yaml, not replaced
     assert cfg["pretrain"]["runs"] == SMOKE["pretrain"]["runs"]
-    r = _plan("--configfile", smoke, "--config", "pretrain={tc: {weight: 2}}", "seed=3", cwd=tmp_path)
+    # through the CLI: parsed by Snakemake's own parse_config, so glue keeps its source
+    r = _plan("--configfile", smoke, "--config", "glue={tasks: [sst2]}", "seed=3", "--json", str(tmp_path / "p.json"),
+              cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+    # a nested number arrives as a string, as in Snakemake: the error names the key and points nowhere else
+    r = _plan("--configfile", smoke, "--config", "pretrain={tc: {weight: 2}}", cwd=tmp_path)
+    assert r.returncode == 2 and "pretrain.tc.weight: '2' is a string; allowed: a number" in r.stderr, r.stderr
 
 
 def test_plan_config_dotted_key_points_to_overlays(tmp_path):

@@ -734,9 +734,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--configfile", nargs="+", default=[str(REPO / "config.yaml")],
                    help="configuration file(s), merged in order as Snakemake does (default: config.yaml)")
     p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="top-level overrides as Snakemake's --config (YAML values; a mapping value is merged "
-                        "into the section, as Snakemake does); for a nested setting prefer an overlay file "
-                        "in --configfile (default: none)")
+                   help="top-level overrides, parsed and merged as Snakemake's --config (a mapping value is "
+                        "merged into its section); for a nested setting use an overlay file in --configfile "
+                        "(default: none)")
     p.add_argument("--device-check", default=str(DEVICE_CHECK),
                    help="device-check JSON with measured throughput (used if it exists and is a GPU run)")
     p.add_argument("--peak-tflops", type=float, default=H200_BF16_DENSE_TFLOPS,
@@ -771,10 +771,14 @@ def main(argv: list[str] | None = None) -> int:
                 raise PlanError(f"--config {kv!r}: dotted keys are not supported (nor by Snakemake); change a "
                                 f"nested setting with an overlay file: --configfile base.yaml overlay.yaml, the "
                                 f"overlay holding only that key (see README, 'Configuration')")
-            try:
+            try:  # Snakemake's own parsing, so the plan sees the values the workflow will see
+                from snakemake.cli import parse_config
+
+                overrides.update(parse_config([kv]))
+            except ImportError:
                 overrides[k] = yaml.safe_load(v)
-            except yaml.YAMLError as exc:
-                raise PlanError(f"--config {kv!r}: the value is not YAML: {str(exc).splitlines()[0]}") from None
+            except Exception as exc:  # noqa: BLE001 - Snakemake's ValueError / YAML errors
+                raise PlanError(f"--config {kv!r}: {str(exc).splitlines()[0]}") from None
         config = load_config(args.configfile, overrides)
         plan = build_plan(config, args.device_check, args.peak_tflops, args.pretrain_utilization,
                           args.finetune_utilization, args.job_overhead_s, args.profile)
