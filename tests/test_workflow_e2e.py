@@ -72,6 +72,10 @@ def test_smoke_config_end_to_end(tmp_path):
     assert out.returncode == 0, out.stderr[-5000:]
     results = tmp_path / "results" / "smoke"
     check_outputs(results)
+    # the end-of-run summary (issue 24.3): the results folder, verdict counts, degenerate runs, the report
+    text = out.stdout + out.stderr
+    assert "TACO run finished. Results: results/smoke/" in text and "Claims (" in text, text[-3000:]
+    assert "Degenerate runs: " in text and "Report: snakemake --report report.html --configfile " in text
     # every variant of the grid was pre-trained at each of the three budgets
     for variant in ("mlm", "taco", "mlm_tp", "taco_concentrated"):
         for step in (50, 100, 150):
