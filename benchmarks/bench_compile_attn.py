@@ -42,6 +42,26 @@ def _sync(dev) -> None:
         torch.cuda.synchronize(dev)
 
 
+def synthetic_batch(batch: int, seq_len: int, vocab: int, device: Any) -> dict[str, Any]:
+    """A fixed pre-training batch (generator seed 0): ``[CLS] random ids [SEP]`` rows of shape
+    (batch, seq_len), corrupted by BERT's 80/10/10 rule at 0.15 (``taco.model.objectives.mask_tokens``),
+    as ``input_ids``, ``attention_mask``, ``labels``, ``original_input_ids`` on ``device``. Shared by the
+    benchmarks that time model steps (here and ``device_check``)."""
+    import torch
+
+    from taco.model.objectives import mask_tokens
+
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, vocab, (batch, seq_len), generator=g)
+    ids[:, 0], ids[:, -1] = 2, 3
+    special = torch.zeros(batch, seq_len, dtype=torch.bool)
+    special[:, 0] = special[:, -1] = True
+    attn = torch.ones(batch, seq_len, dtype=torch.long)
+    corrupted, labels = mask_tokens(ids, special, attn, 4, vocab, 0.15, generator=g)
+    return {k: v.to(device) for k, v in dict(input_ids=corrupted, attention_mask=attn, labels=labels,
+                                             original_input_ids=ids).items()}
+
+
 def measure(device: str, size: str, batch: int, seq_len: int, precision: str, objectives: tuple[str, ...],
             steps: int, warmup: int, vocab: int = 30522, negatives: int = 50, setups: tuple[str, ...] = SETUPS, compile_backend: str = "inductor",
             on_row: Callable[[str, dict], None] | None = None, deadline: float | None = None) -> dict[str, Any]:
@@ -53,19 +73,10 @@ def measure(device: str, size: str, batch: int, seq_len: int, precision: str, ob
     import torch
 
     from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.model.objectives import mask_tokens
 
     dev = torch.device(device)
     amp = torch.bfloat16 if precision == "bf16" else None
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, vocab, (batch, seq_len), generator=g)
-    ids[:, 0], ids[:, -1] = 2, 3
-    special = torch.zeros(batch, seq_len, dtype=torch.bool)
-    special[:, 0] = special[:, -1] = True
-    attn = torch.ones(batch, seq_len, dtype=torch.long)
-    corrupted, labels = mask_tokens(ids, special, attn, 4, vocab, 0.15, generator=g)
-    data = {k: v.to(dev) for k, v in dict(input_ids=corrupted, attention_mask=attn, labels=labels,
-                                          original_input_ids=ids).items()}
+    data = synthetic_batch(batch, seq_len, vocab, dev)
     out: dict[str, Any] = {}
     for objective in objectives:
         if deadline is not None and time.time() > deadline:

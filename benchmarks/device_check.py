@@ -417,7 +417,6 @@ def part_mfu(mode: str, res: PartResult, deadline: float, work: Path, peak_tflop
     import torch
 
     from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.model.objectives import mask_tokens
     from taco.workflow.flops import BERT_VOCAB_SIZE, H200_BF16_DENSE_TFLOPS, mfu, pretrain_flops_per_token
 
     s = SETTINGS[mode]["mfu"]
@@ -431,15 +430,9 @@ def part_mfu(mode: str, res: PartResult, deadline: float, work: Path, peak_tflop
     B, L = s["batch"], s["seq_len"]
     V = BERT_VOCAB_SIZE
     amp = torch.bfloat16 if s["dtype"] == "bf16" else None
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, V, (B, L), generator=g)
-    ids[:, 0], ids[:, -1] = 2, 3
-    special = torch.zeros(B, L, dtype=torch.bool)
-    special[:, 0] = special[:, -1] = True
-    attn = torch.ones(B, L, dtype=torch.long)
-    corrupted, labels = mask_tokens(ids, special, attn, 4, V, 0.15, generator=g)
-    batch = {k: v.to(device) for k, v in dict(input_ids=corrupted, attention_mask=attn, labels=labels,
-                                              original_input_ids=ids).items()}
+    from bench_compile_attn import synthetic_batch
+
+    batch = synthetic_batch(B, L, V, device)
     rows = {}
     for preset in s["presets"]:
         for objective in s["objectives"]:
