@@ -169,7 +169,7 @@ class Parsed:
 
 # ----------------------------------------------------------------------------- what each rule must receive
 def run_dir(w: dict[str, str]) -> str:
-    return f"{w['size']}/{w['variant']}/data-{w['fraction']}/step-{w['step']}"
+    return f"{w['size']}/{w['variant']}/data-{w['fraction']}{w.get('pseed', '')}/step-{w['step']}"
 
 
 def sub_root(value: str | None, cfg: dict[str, Any]) -> str | None:
@@ -240,6 +240,8 @@ def expect_pack(cfg, job):
 
 
 def expect_pretrain(cfg, job):
+    from taco.workflow.config import pretrain_seed_of
+
     R, w = cfg["results_dir"], job["wildcards"]
     pre = cfg["pretrain"]
     s, tc = pre["sizes"][w["size"]], pre["tc"]
@@ -251,7 +253,7 @@ def expect_pretrain(cfg, job):
         "warmup_steps": s["warmup_steps"], "per_device_batch_size": s["per_device_batch_size"],
         "grad_accum": s["grad_accum"], "lr": s["learning_rate"], "weight_decay": s["weight_decay"],
         "mlm_probability": pre["mlm_probability"], "precision": s["precision"],
-        "seed": cfg["seed"], "until": int(w["step"]), "save_every": s["save_every"],
+        "seed": pretrain_seed_of(cfg, w.get("pseed", "")), "until": int(w["step"]), "save_every": s["save_every"],
         "logging_steps": pre["logging_steps"], "no_progress": True, "resume_from": parent,
         "blocks": f"{R}/data/blocks/data-{w['fraction']}", "output": f"{R}/pretrain/{run_dir(w)}",
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
@@ -447,27 +449,38 @@ def expect_dynamics_figures(cfg, job):
         for v in entry["variants"]:
             if v in d["variants"] and 1.0 in [float(f) for f in entry.get("fractions", [1.0])]:
                 for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]:
-                    inputs.append(f"{R}/dynamics/{entry['size']}/{v}/data-1.0/step-{s}/dynamics.json")
+                    for ps in cfg["pretrain"].get("seeds") or [cfg["seed"]]:  # every pre-training replicate
+                        part = "" if int(ps) == int(cfg["seed"]) else f"/pretrain-seed-{ps}"
+                        inputs.append(f"{R}/dynamics/{entry['size']}/{v}/data-1.0{part}/step-{s}/dynamics.json")
     return {"inputs": sorted(set(inputs)), "output_dir": R}
 
 
 def expect_pretrain_control(cfg, job):
     R, w = cfg["results_dir"], job["wildcards"]
     s = cfg["pretrain"]["sizes"][w["size"]]
-    seeds = cfg["pretrain"].get("seeds") or [cfg["seed"]]
-    return {"size": s["preset"], "size_name": w["size"], "seed": int(seeds[0]),
+    from taco.workflow.config import pretrain_seed_of
+
+    pseed = w.get("pseed", "")  # one control per pre-training replicate, with that replicate's seed
+    return {"size": s["preset"], "size_name": w["size"], "seed": pretrain_seed_of(cfg, pseed),
             "mlm_probability": cfg["pretrain"]["mlm_probability"], "blocks": f"{R}/data/blocks/data-1.0",
-            "output": f"{R}/pretrain/{w['size']}/control/data-1.0/step-0"}
+            "output": f"{R}/pretrain/{w['size']}/control/data-1.0{pseed}/step-0"}
+
+
+def _pseed_parts(cfg):
+    """The run-path parts of the pre-training replicates ("" for the top-level seed)."""
+    seeds = cfg["pretrain"].get("seeds") or [cfg["seed"]]
+    return ["" if int(s) == int(cfg["seed"]) else f"/pretrain-seed-{s}" for s in seeds]
 
 
 def expect_pretrain_curves(cfg, job):
     R = cfg["results_dir"]
-    ckpts = [f"{R}/pretrain/{entry['size']}/{v}/data-{float(f)!r}/step-{s}"
+    ckpts = [f"{R}/pretrain/{entry['size']}/{v}/data-{float(f)!r}{p}/step-{s}"
              for entry in cfg["pretrain"]["runs"] for v in entry["variants"]
-             for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]]
+             for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]
+             for p in _pseed_parts(cfg)]
     if cfg["pretrain"].get("control"):
-        ckpts += [f"{R}/pretrain/{entry['size']}/control/data-1.0/step-0" for entry in cfg["pretrain"]["runs"]
-                  if 1.0 in [float(f) for f in entry.get("fractions", [1.0])]]
+        ckpts += [f"{R}/pretrain/{entry['size']}/control/data-1.0{p}/step-0" for entry in cfg["pretrain"]["runs"]
+                  if 1.0 in [float(f) for f in entry.get("fractions", [1.0])] for p in _pseed_parts(cfg)]
     return {"checkpoints": sorted(set(ckpts)), "output_dir": R}
 
 

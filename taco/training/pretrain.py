@@ -98,8 +98,10 @@ from taco.errors import UsageError  # noqa: E402,F401  (one definition, re-expor
 # command line
 # ------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    from taco.cli import HelpFormatter
+
     p = argparse.ArgumentParser(
-        prog="taco pretrain",
+        prog="taco pretrain", formatter_class=HelpFormatter,
         description="Pre-train one segment (scratch or --resume-from budget) up to --until and write the "
         "budget checkpoint --output atomically. Resumable: rerun the same command after a kill.",
     )
@@ -115,22 +117,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", default=None,
                    help="resumable scratch state, outside declared outputs (default: <output>.state)")
     p.add_argument("--resume-from", default=None, help="previous budget checkpoint directory")
-    p.add_argument("--per-device-batch-size", type=int, default=8)
-    p.add_argument("--grad-accum", type=int, default=1)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--max-grad-norm", type=float, default=1.0)
-    p.add_argument("--mlm-probability", type=float, default=0.15)
-    p.add_argument("--tc-weight", type=float, default=1.0)
-    p.add_argument("--tc-temperature", type=float, default=0.07)
-    p.add_argument("--tc-window", type=int, default=5)
-    p.add_argument("--tc-negatives", type=int, default=50)
+    p.add_argument("--per-device-batch-size", type=int, default=8, help="sequences per device batch (micro-batch)")
+    p.add_argument("--grad-accum", type=int, default=1,
+                   help="micro-batches per optimizer step (global batch = per-device x accum x processes)")
+    p.add_argument("--lr", type=float, default=1e-4, help="peak learning rate of AdamW (linear warmup and decay)")
+    p.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
+    p.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0: none)")
+    p.add_argument("--mlm-probability", type=float, default=0.15,
+                   help="share of real tokens selected for MLM (80/10/10 corruption)")
+    p.add_argument("--tc-weight", type=float, default=1.0, help="weight of the TC loss added to MLM (TC objectives)")
+    p.add_argument("--tc-temperature", type=float, default=0.07, help="TC loss temperature tau (> 0)")
+    p.add_argument("--tc-window", type=int, default=5, help="positive window W of the TC loss (odd, >= 3)")
+    p.add_argument("--tc-negatives", type=int, default=50, help="negatives K per anchor of the TC loss (>= 1)")
     p.add_argument("--tp-weight", type=float, default=1.0,
                    help="mlm_tp: weight of the token-prediction mean (with --tp-mode separate)")
     p.add_argument("--tp-mode", choices=("separate", "joint"), default="separate",
                    help="mlm_tp: 'separate' = MLM mean + tp-weight x TP mean (default); 'joint' = one "
                         "cross-entropy over all predicted positions (taco.model.objectives)")
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--seed", type=int, default=42, help="pre-training seed (initialisation, data order, masks)")
     p.add_argument("--eval-every", type=int, default=0,
                    help="validation MLM loss on the fixed validation blocks and masks every N steps inside the "
                         "segment (log event 'validation', eval.json 'points'); 0: only at the budget. Changes no "
@@ -148,13 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-states", type=int, default=2, help="intermediate states kept in --state-dir")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
                    help="auto: bf16 on GPUs that support it, else fp16 on GPU, fp32 on CPU")
-    p.add_argument("--logging-steps", type=int, default=50)
+    p.add_argument("--logging-steps", type=int, default=50, help="steps between log lines (changes no result)")
     p.add_argument("--fraction", type=float, default=None,
                    help="data fraction recorded in the manifest (default: from the blocks manifest, else 1.0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--device", choices=("auto", "cpu"), default="auto", help="cpu forces the CPU")
     # testing hook: sleep after every optimizer step (lets a test kill a run mid-way); not for users
-    p.add_argument("--debug-step-sleep", type=float, default=0.0, help=argparse.SUPPRESS)
+    p.add_argument("--debug-step-sleep", type=float, default=0.0, help="testing hook: sleep this many seconds after each optimizer step (lets a test kill a run mid-way); not for users")
     return p
 
 
