@@ -449,9 +449,8 @@ def expect_dynamics_figures(cfg, job):
         for v in entry["variants"]:
             if v in d["variants"] and 1.0 in [float(f) for f in entry.get("fractions", [1.0])]:
                 for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]:
-                    for ps in cfg["pretrain"].get("seeds") or [cfg["seed"]]:  # every pre-training replicate
-                        part = "" if int(ps) == int(cfg["seed"]) else f"/pretrain-seed-{ps}"
-                        inputs.append(f"{R}/dynamics/{entry['size']}/{v}/data-1.0{part}/step-{s}/dynamics.json")
+                    # the run of the top-level seed only (figures draw one run per objective and budget)
+                    inputs.append(f"{R}/dynamics/{entry['size']}/{v}/data-1.0/step-{s}/dynamics.json")
     return {"inputs": sorted(set(inputs)), "output_dir": R}
 
 

@@ -141,7 +141,8 @@ def dynamics_targets():
     return [
         f"{R}/dynamics/{run_path(r.size, r.variant, r.fraction_str, s, r.pseed)}/dynamics.json"
         for r in RUNS
-        if r.variant in config["dynamics"]["variants"] and r.fraction == 1.0
+        # the run of the top-level seed only: figures 2 and 6 draw one run per objective and budget
+        if r.variant in config["dynamics"]["variants"] and r.fraction == 1.0 and r.pretrain_seed is None
         for s in wc.budgets(config, r.size)
     ]
 
