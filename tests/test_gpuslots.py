@@ -245,3 +245,12 @@ def test_permission_error_names_the_keys(tmp_path, monkeypatch):
     monkeypatch.setattr(gpuslots.os, "open", denied)
     with pytest.raises(PermissionError, match="gpu_lock_dir or \\$TACO_GPU_LOCK_DIR"):
         gpuslots.try_acquire(2, 1, tmp_path)
+
+
+def test_unmanaged_gpus_note_only_for_gpus_zero_on_a_gpu_box(tmp_path):
+    node = tmp_path / "nvidia0"
+    assert gpuslots.unmanaged_gpus_note(0, {}, str(node)) is None  # no GPU
+    node.touch()
+    assert "gpus is 0" in gpuslots.unmanaged_gpus_note(0, {}, str(node))
+    assert gpuslots.unmanaged_gpus_note(2, {}, str(node)) is None
+    assert gpuslots.unmanaged_gpus_note(0, {"CUDA_VISIBLE_DEVICES": ""}, str(node)) is None

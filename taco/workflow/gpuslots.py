@@ -116,6 +116,22 @@ def default_lock_dir(environ: dict[str, str] | None = None) -> str:
     return env.get(LOCK_DIR_ENV) or DEFAULT_LOCK_DIR
 
 
+def unmanaged_gpus_note(gpus: int, environ: dict[str, str] | None = None,
+                        device_node: str = "/dev/nvidia0") -> str | None:
+    """The note for ``gpus: 0`` on a machine with GPUs, or None when it does not apply.
+
+    ``gpus: 0`` means no GPU-slot management, not "CPU only": every job then sees every GPU and
+    torch picks GPU 0. The note applies when ``gpus`` is 0, the NVIDIA device node exists and
+    ``CUDA_VISIBLE_DEVICES`` is unset (setting it, even to "", is the user's own choice).
+    """
+    environ = os.environ if environ is None else environ
+    if gpus or not os.path.exists(device_node) or "CUDA_VISIBLE_DEVICES" in environ:
+        return None
+    return ("NOTE: gpus is 0 on a machine with GPUs: jobs get no GPU slot and each sees every GPU "
+            "(concurrent jobs share GPU 0); set gpus: <number of GPUs>, or CUDA_VISIBLE_DEVICES=\"\" "
+            "for CPU only")
+
+
 def _lock_path(lock_dir: str | os.PathLike, device: str) -> Path:
     return Path(lock_dir) / f"{socket.gethostname()}-gpu-{device}.lock"
 

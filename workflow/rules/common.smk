@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 from taco.workflow import config as wc
 from taco.workflow import control as wctl
+from taco.workflow.gpuslots import unmanaged_gpus_note
 from taco.workflow.commands import RUN_PATH, Commands, run_path
 
 USE_CONDA = any(
@@ -71,13 +72,10 @@ if MISSING_TASKS and workflow.is_main_process:
 RUNS = wc.runs(config)
 FRACTIONS = sorted({r.fraction_str for r in RUNS})
 GPUS = config["gpus"]
-# gpus: 0 means no GPU-slot management, not "CPU only": on a GPU box every job would see every GPU
-# (and torch picks GPU 0), so the main process says so once
-if not GPUS and os.path.exists("/dev/nvidia0") and "CUDA_VISIBLE_DEVICES" not in os.environ \
-        and workflow.is_main_process:
-    print("NOTE: gpus is 0 on a machine with GPUs: jobs get no GPU slot and each sees every GPU (concurrent "
-          "jobs share GPU 0); set gpus: <number of GPUs>, or CUDA_VISIBLE_DEVICES=\"\" for CPU only",
-          file=sys.stderr)
+# gpus: 0 on a GPU box: the main process says once that every job sees every GPU
+GPU_NOTE = unmanaged_gpus_note(GPUS)
+if GPU_NOTE and workflow.is_main_process:
+    print(GPU_NOTE, file=sys.stderr)
 
 
 wildcard_constraints:
