@@ -214,3 +214,24 @@ def test_configfiles_merge_nested_keys_as_snakemake(tmp_path):
     small = cfg["pretrain"]["sizes"]["small"]
     assert small["budgets"] == [50, 100] and small["per_device_batch_size"] == 256  # kept from config.yaml
     assert cfg["pretrain"]["sizes"]["base"]["max_steps"] == 500000
+
+
+def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
+    """cpu-real: three replicates, dynamics on the first (the top-level seed's plain path) x 2 budgets
+    x 2 objectives = 4 jobs, the count `taco plan` prints; with seeds that leave out the top-level seed,
+    the first listed replicate is measured (not none)."""
+    from taco.workflow import config as wc
+
+    for f in ("corpus/wikitext-2/valid.txt", "corpus/wikitext-2/test.txt", "corpus/gutenberg/a.txt"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("text\n")
+    (tmp_path / "glue").mkdir()
+    cfg = plan.load_config([str(REPO / "configs" / "cpu-real.yaml")], {"data_root": str(tmp_path)})
+    got = wc.dynamics_checkpoints(cfg)
+    assert sorted((r.variant, r.pretrain_seed, s) for r, s in got) == [
+        ("mlm", None, 2000), ("mlm", None, 4000), ("taco", None, 2000), ("taco", None, 4000)]
+    assert plan.compute_jobs(cfg)["dynamics"] == 4
+    cfg["pretrain"]["seeds"] = [5, 6]
+    assert {r.pretrain_seed for r, _ in wc.dynamics_checkpoints(cfg)} == {5}
+    cfg["dynamics"]["enabled"] = False
+    assert wc.dynamics_checkpoints(cfg) == [] and plan.compute_jobs(cfg)["dynamics"] == 0

@@ -106,6 +106,22 @@ def runs(config: dict[str, Any]) -> list[Run]:
     return out
 
 
+def dynamics_checkpoints(config: dict[str, Any]) -> list[tuple["Run", int]]:
+    """(run, budget step) of every checkpoint whose learning dynamics are measured.
+
+    ``dynamics.variants`` on full data, and of each objective one pre-training run only, that of the
+    first ``pretrain.seeds`` entry: figures 2 and 6 draw one run per objective and budget. Empty when
+    ``dynamics.enabled`` is false. The workflow's targets and ``taco plan``'s job count both use this.
+    """
+    d = config["dynamics"]
+    if not d["enabled"]:
+        return []
+    first = pretrain_seeds(config)[0]
+    return [(r, s) for r in runs(config)
+            if r.variant in d["variants"] and r.fraction == 1.0 and r.pretrain_seed == first
+            for s in budgets(config, r.size)]
+
+
 def budgets(config: dict[str, Any], size: str) -> list[int]:
     """The budget steps of ``pretrain.sizes.<size>``."""
     return list(config["pretrain"]["sizes"][size]["budgets"])

@@ -259,7 +259,7 @@ def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict
         "pretrain": sum(len(wc.budgets(config, r.size)) for r in runs),
         "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs
                          if wc.finetuned(config, r)) * per_ckpt,
-        "dynamics": len(_dynamics_checkpoints(config)),
+        "dynamics": len(wc.dynamics_checkpoints(config)),
     }
 
 
@@ -295,14 +295,6 @@ def snakemake_job_stats(configfiles: list[str], overrides: list[str] | None = No
                 continue
             stats[parts[0]] = int(parts[1])
     return stats
-
-
-def _dynamics_checkpoints(config: dict[str, Any]) -> list[tuple[str, str, int]]:
-    d = config["dynamics"]
-    if not d["enabled"]:
-        return []
-    return [(r.size, r.variant, s) for r in wc.runs(config)
-            if r.variant in d["variants"] and r.fraction == 1.0 for s in wc.budgets(config, r.size)]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -629,7 +621,7 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
         "pretrain": pre,
         "finetune": {k: v for k, v in ft.items() if k != "rows"} | {"rows": [
             {k: v for k, v in r.items() if k != "per_task"} for r in ft["rows"]]},
-        "dynamics_jobs": len(_dynamics_checkpoints(config)),
+        "dynamics_jobs": len(wc.dynamics_checkpoints(config)),
         "totals": {"flops": sum(p["flops"] for p in pre) + ft["flops"],
                    "pretrain_gpu_hours": sum(p["gpu_hours"] * 1 for p in pre),
                    "finetune_gpu_hours": ft["gpu_hours"]},

@@ -134,15 +134,8 @@ def finetune_targets():
 
 
 def dynamics_targets():
-    if not config["dynamics"]["enabled"]:
-        return []
-    return [
-        f"{R}/dynamics/{run_path(r.size, r.variant, r.fraction_str, s, r.pseed)}/dynamics.json"
-        for r in RUNS
-        # the run of the top-level seed only: figures 2 and 6 draw one run per objective and budget
-        if r.variant in config["dynamics"]["variants"] and r.fraction == 1.0 and r.pretrain_seed is None
-        for s in wc.budgets(config, r.size)
-    ]
+    return [f"{R}/dynamics/{run_path(r.size, r.variant, r.fraction_str, s, r.pseed)}/dynamics.json"
+            for r, s in wc.dynamics_checkpoints(config)]
 
 
 REPORT_TABLES = ["table1", "table2", "table3", "table4", "ablation"]
