@@ -1,8 +1,16 @@
-"""taco.report.figures: the three figures are written as non-empty PNG and PDF files."""
+"""taco.report.figures: the three figures are written as non-empty PNG and PDF files; every figure of
+the suite (figures 5, 2 and 6, ablation, data efficiency, pre-training curves, efficiency) keeps its
+legends off the data and prints plain tick labels on log axes (issue 24, item 4)."""
 
 from __future__ import annotations
 
-from fixtures_stats import build_aggregate, smoke_spec
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from fixtures_stats import PAPER_TABLE1_DEV, build_aggregate, smoke_spec, write_cell, write_spec
 from taco.report.figures import main
 
 SPEC = smoke_spec(
@@ -171,4 +179,209 @@ def test_figure5_draws_the_paper_points_only_beside_the_papers_model(tmp_path):
         assert not any("SYNTHETIC" in t for t in texts)
         if not drawn:
             assert any("model preset 'tiny' is not BERT-small" in t for t in texts)
+        plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# readable figures (issue 24.4): no legend over data, plain log tick labels, a style per fraction
+# ---------------------------------------------------------------------------------------------
+#: objective -> (MLM-loss offset, auxiliary loss it logs)
+CURVE_RUNS = {"mlm": (0.1, None), "taco": (0.0, "tc_loss"), "taco_concentrated": (0.05, "tc_loss"),
+              "mlm_tp": (0.15, "tp_loss")}
+
+
+def _curve_checkpoint(root: Path, obj: str, frac: float, step: int, lines: list[dict], ev: dict) -> Path:
+    d = root / obj / f"data-{frac}" / f"step-{step}"
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"kind": "pretrain", "size": "tiny", "objective": obj,
+                                                 "fraction": frac, "step": step}))
+    (d / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (d / "eval.json").write_text(json.dumps({"step": step, **ev}))
+    return d
+
+
+def curve_checkpoints(root: Path, budgets=(2000, 4000), every: int = 100) -> list[Path]:
+    """Budget checkpoints of a cpu-real-like grid: the control (step 0), every objective on full data
+    and MLM and TACO on 25 % of it; training losses logged every 100 steps decay from ~9.6 to ~6
+    (MLM) and ~3.9 to ~2.1 (TC, TP), all within one decade as in real runs (where matplotlib's
+    default log labels read ``6x10^0``); the 25 % runs are 0.3 nats worse."""
+    out = [_curve_checkpoint(root, "control", 1.0, 0, [], {"mlm_loss": 9.9, "mlm_accuracy": 0.0, "tc_loss": None})]
+    for obj, frac in [(o, 1.0) for o in CURVE_RUNS] + [("mlm", 0.25), ("taco", 0.25)]:
+        off, aux = CURVE_RUNS[obj]
+        worse = off + (0.0 if frac == 1.0 else 0.3)
+        lo = 0
+        for hi in budgets:
+            lines = []
+            for s in range(lo + every, hi + 1, every):
+                rec = {"event": "log", "step": s, "mlm_loss": 6.0 + worse + 3.5 * math.exp(-s / 900)}
+                if aux:
+                    rec[aux] = 2.1 + worse + 1.8 * math.exp(-s / 700)
+                rec["loss"] = sum(v for k, v in rec.items() if k.endswith("_loss"))
+                lines.append(rec)
+            ev = {"mlm_loss": 6.0 + worse + 3.5 * math.exp(-hi / 900), "mlm_accuracy": 0.1,
+                  "tc_loss": 2.0 + worse if aux == "tc_loss" else None}
+            out.append(_curve_checkpoint(root, obj, frac, hi, lines, ev))
+            lo = hi
+    return out
+
+
+#: GLUE averages (points) per objective at the steps 10, 20, 60: curves that cross and fill every
+#: corner of the axes, so a legend inside them covers data wherever it goes
+CROSSING = {"taco": (70.0, 75.0, 80.0), "mlm": (68.0, 72.0, 78.0), "taco_concentrated": (80.0, 74.0, 66.0),
+            "mlm_tp": (66.0, 70.5, 67.0)}
+
+
+def crossing_frames(tmp: Path, presets=None):
+    """Aggregated fixture runs with the :data:`CROSSING` curves (3 seeds; MLM and TACO also on 25 %
+    of the data at the last budget, one point below full data): (frames, cfg, paper values)."""
+    from taco.report.analysis_config import load_analysis
+    from taco.report.stats import main as aggregate_main
+    from taco.report.stats import read_aggregate
+    from taco.report.tables import load_paper_values
+
+    spec = dict(SPEC, variants=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in CROSSING]
+                + [{"size": "tiny", "objective": o, "fraction": 0.25, "budgets": ["250k"]} for o in ("mlm", "taco")])
+    if presets:
+        spec["presets"] = presets
+    ref = PAPER_TABLE1_DEV["MLM-250k"]
+    mean_ref = sum(ref.values()) / len(ref)
+    paths = []
+    for obj, levels in CROSSING.items():
+        for step, level in zip((10, 20, 60), levels):
+            paths += write_cell(tmp / "runs", size="tiny", objective=obj, fraction=1.0, step=step,
+                                base={k: v - mean_ref + level for k, v in ref.items()}, seeds=[1, 2, 3],
+                                tasks=spec["tasks"])
+    for obj in ("mlm", "taco"):
+        paths += write_cell(tmp / "runs", size="tiny", objective=obj, fraction=0.25, step=60,
+                            base={k: v - mean_ref + CROSSING[obj][-1] - 1.0 for k, v in ref.items()},
+                            seeds=[1, 2, 3], tasks=spec["tasks"])
+    spec_path = write_spec(tmp / "analysis.json", spec)
+    (tmp / "inputs.txt").write_text("\n".join(map(str, paths)) + "\n")
+    assert aggregate_main(["--inputs-from", str(tmp / "inputs.txt"), "--analysis", str(spec_path),
+                           "--output-dir", str(tmp / "aggregate")]) == 0
+    return read_aggregate(tmp / "aggregate"), load_analysis(spec_path), load_paper_values()
+
+
+def _dynamics_record(objective: str, step: int, intra: float, inter: float, aligned: float) -> dict:
+    def stat(m):
+        return {"mean": m, "ci_low": m - 0.02, "ci_high": m + 0.02, "n_pairs": 1000, "n_blocks": 64}
+
+    rec = {"step": step, "objective": objective, "size": "small", "fraction": 1.0, "seed": 0}
+    for rep, shift in (("h", 0.0), ("g", -0.1)):
+        rec[rep] = {"intra": stat(intra + shift), "inter": stat(inter + shift), "gap": stat(intra - inter)}
+    rec["anchor_alignment"] = {"aligned": stat(aligned), "random_baseline": stat(0.02),
+                               "difference": stat(aligned - 0.02), "n_masked": 2000}
+    return rec
+
+
+def _dynamics_records() -> list[dict]:
+    """MLM, TACO, MLM+TP at 10k, 50k, 250k; alignment and similarities that cross over the panels."""
+    out = []
+    for obj, intra, aligned in (("mlm", (0.6, 0.45, 0.35), (0.05, 0.2, 0.35)), ("taco", (0.6, 0.55, 0.55), (0.3, 0.2, 0.1)),
+                                ("mlm_tp", (0.6, 0.4, 0.3), (0.1, 0.1, 0.1))):
+        for step, v, a in zip((10_000, 50_000, 250_000), intra, aligned):
+            out.append(_dynamics_record(obj, step, v, 0.2 + 0.3 * (step == 50_000), a))
+    return out
+
+
+def _efficiency_figure(tmp: Path):
+    from test_efficiency import _cfg, _e1_checkpoints
+
+    from taco.report import efficiency as eff
+
+    loss, fps = eff.read_checkpoints(_e1_checkpoints(tmp))
+    cfg = _cfg()
+    pairs = eff.build_pairs(loss, None, cfg, fps)
+    return eff.figure(pairs, eff.evaluate(pairs, cfg))
+
+
+def _figure(name: str, tmp: Path):
+    """Draw figure ``name`` of the suite from fixture data (unsaved)."""
+    from taco.report import dynamics_figures, figures, pretrain_curves
+
+    if name == "pretrain_curves":
+        return pretrain_curves.figure(*pretrain_curves.collect(curve_checkpoints(tmp)))
+    if name == "efficiency":
+        return _efficiency_figure(tmp)
+    if name == "figure6":
+        return dynamics_figures.draw_figure6(_dynamics_records())
+    if name == "figure2":
+        return dynamics_figures.draw_figure2(_dynamics_records())
+    presets = {"tiny": "small", "tinybase": "base"} if name == "figure5" else None  # the paper's points drawn too
+    frames, cfg, pv = crossing_frames(tmp, presets)
+    return {"figure5": figures.figure5, "ablation": figures.ablation_figure,
+            "data_efficiency": figures.data_efficiency_figure}[name](frames, cfg, pv)
+
+
+ALL_FIGURES = ["pretrain_curves", "figure5", "ablation", "data_efficiency", "efficiency", "figure6", "figure2"]
+
+
+@pytest.mark.parametrize("name", ALL_FIGURES)
+def test_no_legend_covers_data_and_log_axes_print_plain_numbers(tmp_path, name):
+    """Every plotted point (lines sampled along their segments, scatter points, error bars) lies outside
+    every legend's box, in display coordinates; no log-axis tick label is mathtext (``6x10^0``)."""
+    import matplotlib.pyplot as plt
+
+    from taco.report.plotting import legend_collisions, legends, math_tick_labels
+
+    fig = _figure(name, tmp_path)
+    try:
+        assert legends(fig), f"{name}: no legend drawn (nothing was checked)"
+        assert legend_collisions(fig) == []
+        assert math_tick_labels(fig) == []
+        if name in ("pretrain_curves", "efficiency"):  # they have log axes: the check above saw labels
+            labels = [t.get_text() for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                      if axis.get_scale() == "log" for t in axis.get_ticklabels(which="both") if t.get_text()]
+            assert labels and all(lab.replace(".", "").replace("k", "").isdigit() for lab in labels), labels
+    finally:
+        plt.close(fig)
+
+
+def test_the_checks_catch_a_legend_over_data_and_a_math_tick_label():
+    """The control of the test above: matplotlib's defaults (legend in the axes over a line, log labels
+    in mathtext) are caught."""
+    import matplotlib.pyplot as plt
+
+    from taco.report.plotting import legend_collisions, math_tick_labels, plain_log_axis
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 10], [6.0, 9.0], label="a line under the legend")
+    ax.plot([1, 10], [9.0, 6.0], label="another")
+    ax.set_yscale("log")
+    ax.legend(loc="center")  # both lines pass through the centre
+    assert len(legend_collisions(fig)) == 2
+    assert any("times" in t for t in math_tick_labels(fig))  # 6x10^0, 7x10^0, ...
+    plain_log_axis(ax.yaxis)
+    assert math_tick_labels(fig) == []
+    plt.close(fig)
+
+
+def test_pretrain_curves_one_style_per_run():
+    """The 25 % runs differ from the full-data runs of their variant (line style, marker fill), keep
+    its colour and marker, and the legend names the fraction."""
+    import tempfile
+
+    import matplotlib.pyplot as plt
+
+    from taco.registry import CONTROL
+    from taco.report import pretrain_curves
+    from taco.report.style import VARIANT_STYLE, variant_label
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fig = pretrain_curves.figure(*pretrain_curves.collect(curve_checkpoints(Path(tmp))))
+    try:
+        for ax in fig.axes:
+            lines = {ln.get_label(): ln for ln in ax.get_lines()}
+            look = {lab: (ln.get_color(), ln.get_linestyle(), ln.get_marker(), str(ln.get_markerfacecolor()))
+                    for lab, ln in lines.items()}
+            assert len(set(look.values())) == len(look), look  # no two runs alike
+            for variant, label in (("mlm", "MLM"), ("taco", "TACO")):
+                full, part = f"{label}, 100% data", f"{label}, 25% data"
+                if full in lines and part in lines:
+                    assert look[full][0] == look[part][0] == VARIANT_STYLE[variant]["color"]
+                    assert look[full][1] != look[part][1] and look[full][3] != look[part][3]
+        legend_labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+        assert "TACO, 25% data" in legend_labels and "TACO, 100% data" in legend_labels
+        assert variant_label(CONTROL) in legend_labels  # no data fraction: it saw no data
+    finally:
         plt.close(fig)

@@ -11,7 +11,8 @@
 
 Colours: one per variant, the same as in every other figure (:mod:`taco.report.style`, Okabe-Ito,
 colour-blind safe); every line also differs by marker and line style, so the figures survive
-greyscale printing. Units: cosine similarity (unitless).
+greyscale printing. Each figure has one legend, below its panels, over no data. Units: cosine
+similarity (unitless). :func:`draw_figure6` / :func:`draw_figure2` return the figures unsaved.
 
 Errors (exit 2, message names the file): an input that is missing, not JSON, or lacks a key;
 two inputs for the same (objective, size, fraction, step); no MLM input (figure 2 needs one).
@@ -146,8 +147,9 @@ def _save(fig, out_dir: Path, name: str, dpi: int = 200) -> list[Path]:
     return paths
 
 
-def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int = 200) -> list[Path]:
-    """Intra, inter, gap vs steps for every objective (rows h and g); writes figure6.png/.pdf."""
+def draw_figure6(records: list[dict[str, Any]]):
+    """Figure 6 as a matplotlib figure: intra, inter, gap vs steps for every objective (rows h and g);
+    one legend below the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,7 +158,7 @@ def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int 
     groups = group_records(records)
     labels, styles = _labels(list(groups)), _styles(list(groups))
     max_step = max(r["step"] for r in records)
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(2, 3, figsize=(12, 7), sharex=True, squeeze=False, layout="constrained")
     for i, (rep, rep_label) in enumerate(REPRESENTATIONS):
         for j, (measure, m_label) in enumerate(MEASURES):
             ax = axes[i][j]
@@ -168,11 +170,17 @@ def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int 
             if i == 0:
                 ax.set_xlabel("")
     handles, labs = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labs, loc="lower center", ncol=min(len(labs), 5), frameon=False,
-               bbox_to_anchor=(0.5, -0.02))
+    fig.legend(handles, labs, loc="outside lower center", ncol=min(len(labs), 5), frameon=False)
     fig.suptitle("Learning dynamics: intra- and inter-context similarity (bands: 95% bootstrap CI over blocks)",
                  fontsize=11)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
+
+
+def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int = 200) -> list[Path]:
+    """Figure 6 (:func:`draw_figure6`); writes figure6.png/.pdf."""
+    import matplotlib.pyplot as plt
+
+    fig = draw_figure6(records)
     paths = _save(fig, Path(out_dir), "figure6", dpi)
     plt.close(fig)
     return paths
@@ -180,7 +188,22 @@ def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int 
 
 def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective: str = "mlm",
             dpi: int = 200) -> list[Path]:
-    """MLM's anchor alignment vs random baseline, and its h similarities, vs steps; figure2.png/.pdf.
+    """Figure 2 (:func:`draw_figure2`); writes figure2.png/.pdf.
+
+    Raises:
+        PlotInputError: no record of ``objective`` among the inputs.
+    """
+    import matplotlib.pyplot as plt
+
+    fig = draw_figure2(records, objective)
+    paths = _save(fig, Path(out_dir), "figure2", dpi)
+    plt.close(fig)
+    return paths
+
+
+def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm"):
+    """Figure 2 as a matplotlib figure: MLM's anchor alignment vs the random baseline, and its h
+    similarities, vs steps; one legend below the panels.
 
     Raises:
         PlotInputError: no record of ``objective`` among the inputs.
@@ -197,7 +220,7 @@ def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective
     max_step = max(r["step"] for r in mlm)
     # the variant's own colour for its measurements, a colour no variant uses for the baselines
     own = OBJECTIVE_STYLE.get(objective, (None, OKABE_ITO[-1]))[1]
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
     for gi, (key, recs) in enumerate(groups.items()):
         ls = line_styles[gi % len(line_styles)]
         suffix = f" [{labels[key]}]" if len(groups) > 1 else ""
@@ -209,16 +232,18 @@ def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective
         _plot_line(ax_b, recs, lambda r: r["h"]["inter"], SPARE_COLOURS[0], "v", ls, "inter-context" + suffix)
     ax_a.set_title("(a) anchor alignment at masked positions", fontsize=10)
     ax_b.set_title("(b) similarity of last-layer representations", fontsize=10)
+    handles, labs = [], []
     for ax in (ax_a, ax_b):
         ax.set_ylabel("cosine similarity")
         _format_steps(ax, max_step)
-        ax.legend(fontsize=8, frameon=False)
+        h, lab = ax.get_legend_handles_labels()
+        handles += h
+        labs += [f"({'a' if ax is ax_a else 'b'}) {x}" for x in lab]
+    # one legend below both panels: inside them it would cover a curve
+    fig.legend(handles, labs, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     name = OBJECTIVE_STYLE.get(objective, (objective,))[0]
     fig.suptitle(f"{name} learning dynamics (bands: 95% bootstrap CI over blocks)", fontsize=11)
-    fig.tight_layout()
-    paths = _save(fig, Path(out_dir), "figure2", dpi)
-    plt.close(fig)
-    return paths
+    return fig
 
 
 def _require_objective(records: list[dict[str, Any]], objective: str) -> list[dict[str, Any]]:

@@ -644,6 +644,7 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from taco.report.plotting import plain_log_axis, step_number
     from taco.report.style import variant_label, variant_style
 
     n = max(1, len(pairs))
@@ -674,6 +675,7 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
             ax.plot([row.k_star], [row.target_value], marker="*", markersize=13, color="black", linestyle="none",
                     label=f"k* = {row.k_star:.4g} (speedup {row.speedup:.3g})")
         ax.set_xscale("log")
+        plain_log_axis(ax.xaxis, step_number)  # 2000, 4000, 250k: not 2x10^3
         ax.set_xlabel("pre-training step (log scale)")
         ax.set_ylabel(f"{'validation MLM loss' if pair.form == LOSS_FORM else 'GLUE average'} ({pair.unit_of_value})")
         ax.set_title(f"{pair.claim_id} ({pair.size}): {row.verdict}", fontsize=10)

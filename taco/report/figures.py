@@ -14,7 +14,9 @@ the pre-training step actually run; when the analysis spec maps the paper's budg
 steps (a smoke run), the top axis names the paper budget each step plays, and a published point
 is drawn only at a budget that was run (the others are listed in the figure's footnote).
 Colours: one per variant for every figure (:mod:`taco.report.style`, Okabe-Ito, colour-blind safe),
-with distinct markers and line styles as well.
+with distinct markers and line styles as well; in the data-efficiency figure the reduced fraction
+is dashed with hollow markers. Every legend lies outside the axes (right of them, or below the
+panels), so it covers no data (``tests/test_figures.py`` checks each plotted point).
 Units: GLUE points (x100).
 
 Honest labels: with synthetic GLUE-format tasks (analysis spec ``glue_source: synthetic``) every
@@ -47,7 +49,7 @@ from taco.report.stats import UNIT, fmt_fraction  # noqa: E402
 def _ci_short(cfg) -> str:
     """The interval's method in a figure's few words (analysis ``ci_method``)."""
     return "t CI" if cfg.ci_method == "t" else f"{cfg.ci_method} bootstrap CI"
-from taco.report.style import VARIANT_STYLE  # noqa: E402
+from taco.report.style import VARIANT_STYLE, fraction_styles  # noqa: E402
 from taco.report.tables import (  # noqa: E402
     KEY_LABELS,
     OBJ_LABELS,
@@ -247,8 +249,7 @@ def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_
         plt.close(fig)
         return placeholder_figure("Ablation", "no TACO, concentrated TACO, MLM or MLM+TP run of the small role "
                                               "has a GLUE average (see ablation.md)")
-    else:
-        ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)  # right of the data
     ax.set_xlabel("pre-training steps")
     ax.set_ylabel(score_label(cfg))
     _budget_axis(ax, cfg, cfg.roles.get("small"))
@@ -304,11 +305,13 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
             "result for MNLI, QQP, QNLI or SST-2 (see table2.md)")
     ncol = min(3, len(panels))
     nrow = math.ceil(len(panels) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.7 * ncol, 3.4 * nrow + 0.6), squeeze=False)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.7 * ncol, 3.4 * nrow + 0.6), squeeze=False,
+                             layout="constrained")
     handles = {}
     run = long[long["step"].astype(str) != ""]
     budgets = sorted({(int(r.step), r.budget) for r in run.itertuples()}) or [(0, "250k")]
     pos = {step: i for i, (step, _) in enumerate(budgets)}
+    by_fraction = fraction_styles([1.0, red])
     for ax, (col, title) in zip(axes.flat, panels):
         d = _steps_frame(long, col)
         d["step"] = d["step"].map(pos).astype(float)  # evenly spaced budgets, labelled with steps
@@ -316,9 +319,7 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
             frac = red if frac is None else frac
             s = d[(d["objective"] == obj) & np.isclose(d["fraction"].astype(float), frac)]
             st = dict(STYLE[obj])
-            if not math.isclose(frac, 1.0):  # same colour as the variant, hollow marker, dashed
-                st["linestyle"] = "--"
-                st["markerfacecolor"] = "none"
+            st.update(by_fraction[frac])  # the variant's colour; reduced data dashed with hollow markers
             _plot_series(ax, s, f"{OBJ_LABELS[obj]}, {fmt_fraction(frac)} data", st, band=False,
                          xoffset=(j - 1.5) * 0.12)
         ax.set_title(title, fontsize=9, wrap=True)
@@ -334,12 +335,10 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
             ax.set_xlabel("pre-training budget (steps run)", fontsize=8)
     for ax in axes[:, 0]:
         ax.set_ylabel(score_label(cfg, ""))
-    if handles:
-        fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=4, fontsize=8,
-                   bbox_to_anchor=(0.5, -0.02))
+    if handles:  # below the panels (constrained layout makes room): over no data
+        fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center", ncol=4, fontsize=8)
     fig.suptitle(titled(cfg, f"Data efficiency: {fmt_fraction(red)} vs full pre-training data "
                              f"(small role; bars: {int(cfg.confidence_level * 100)}% {_ci_short(cfg)})"), fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig
 
 

@@ -9,10 +9,13 @@ checkpoint of ``taco pretrain`` (and the control of ``taco init``):
   masks for every variant (:mod:`taco.training.validation`);
 - ``manifest.json``: the size, variant (``objective``), data fraction and step.
 
-and writes ``pretrain_curves.png`` / ``.pdf`` (left: training loss components over steps, one
-colour per variant, MLM solid, TC dashed, TP dotted; right: validation MLM loss at each budget,
-the control at step 0, validation TC loss dashed where measured) and ``pretrain_curves.csv`` (one
-row per checkpoint: size, variant, fraction, step, validation MLM loss, accuracy, TC loss).
+and writes ``pretrain_curves.png`` / ``.pdf`` and ``pretrain_curves.csv`` (one row per checkpoint:
+size, variant, fraction, step, validation MLM loss, accuracy, TC loss). The figure has four panels:
+(a) training MLM loss and (b) training TC / TP loss over steps (means over the logging window, log
+scale with plain tick labels), (c) validation MLM loss and (d) validation TC loss at each budget
+(the control at step 0). One run is one style in every panel: the colour and marker of its variant,
+and the line style and marker fill of its data fraction (full data solid with filled markers, the
+next fraction dashed with hollow markers, ...). One legend, right of the panels, covers no data.
 Styles: :mod:`taco.report.style`. Reads JSON only (no torch: the statistics environment runs it).
 Errors: a directory without ``manifest.json`` exits 2 naming it.
 """
@@ -34,10 +37,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from taco.manifest import read_manifest  # noqa: E402
-from taco.report.style import variant_label, variant_style  # noqa: E402
+from taco.registry import CONTROL  # noqa: E402
+from taco.report.plotting import plain_log_axis  # noqa: E402
+from taco.report.style import fraction_styles, variant_label, variant_style  # noqa: E402
 
 NAME = "pretrain_curves"
-COMPONENT_STYLE = {"mlm_loss": "-", "tc_loss": "--", "tp_loss": ":"}
+#: the loss components of a training log line (means over the logging window)
+COMPONENTS = ("mlm_loss", "tc_loss", "tp_loss")
 CSV_COLUMNS = ["size", "variant", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy", "val_tc_loss",
                "n_masked_tokens", "checkpoint"]
 
@@ -73,7 +79,7 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
             if rec.get("event") != "log" or "loss" not in rec or "step" not in rec:
                 continue
             row = {"size": key[0], "variant": key[1], "fraction": key[2], "step": int(rec["step"])}
-            row.update({c: float(rec[c]) for c in COMPONENT_STYLE if rec.get(c) is not None})
+            row.update({c: float(rec[c]) for c in COMPONENTS if rec.get(c) is not None})
             train_rows[(*key, int(rec["step"]))] = row
         ev = m.get("validation") or {}
         eval_file = ckpt / "eval.json"
@@ -95,56 +101,106 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _run_label(size: str, variant: str, fraction: float, sizes: set[str], fractions: set[float]) -> str:
     lab = variant_label(variant)
-    if len(fractions) > 1 and not math.isclose(fraction, 1.0):
-        lab += f" ({fraction:.0%} data)"
+    if len(fractions) > 1 and variant != CONTROL:  # the control saw no data
+        lab += f", {fraction:.0%} data"
     if len(sizes) > 1:
         lab += f" [{size}]"
     return lab
 
 
+def run_styles(runs: list[tuple[str, str, float]]) -> dict[tuple[str, str, float], dict[str, Any]]:
+    """(size, variant, fraction) -> line style: the variant's colour and marker
+    (:data:`taco.report.style.VARIANT_STYLE`), the fraction's line style and marker fill
+    (:func:`taco.report.style.fraction_styles`), so two runs of one variant on different data
+    fractions never look alike."""
+    by_fraction = fraction_styles([r[2] for r in runs])
+    out = {}
+    for run in runs:
+        st = variant_style(run[1])
+        st.update(by_fraction[run[2]])
+        out[run] = st
+    return out
+
+
+def _panel_empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8, wrap=True)
+
+
+def _markevery(n: int) -> int:
+    """About eight markers on a training curve of ``n`` logged points."""
+    return max(1, n // 8)
+
+
 def figure(train: pd.DataFrame, val: pd.DataFrame):
-    """The two-panel figure (see the module docstring); panels say so when they have nothing."""
-    fig, (ax_t, ax_v) = plt.subplots(1, 2, figsize=(11.0, 4.2))
+    """The four-panel figure (see the module docstring); a panel says so when it has nothing."""
+    fig, axes = plt.subplots(2, 2, figsize=(11.0, 7.4), layout="constrained")
+    (ax_tm, ax_ta), (ax_vm, ax_vt) = axes
     runs = set()
     for df in (train, val):
         if not df.empty:
             runs |= set(map(tuple, df[["size", "variant", "fraction"]].drop_duplicates().itertuples(index=False)))
+    runs = sorted(runs, key=lambda r: (r[0], -r[2], r[1]))
     sizes = {r[0] for r in runs}
     fractions = {r[2] for r in runs}
+    styles = run_styles(runs)
+    handles: dict[str, Any] = {}
+
+    def plot(ax, run, x, y, markevery=1):
+        st = styles[run]
+        lab = _run_label(*run, sizes, fractions)
+        (line,) = ax.plot(x, y, color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
+                          markerfacecolor=st["markerfacecolor"], markeredgecolor=st["color"], markersize=5,
+                          markevery=markevery, linewidth=1.3, label=lab)
+        handles.setdefault(lab, line)
+
+    aux_names = {"tc_loss": "TC", "tp_loss": "TP"}
     if train.empty:
-        ax_t.text(0.5, 0.5, "no training log lines found", ha="center", va="center", transform=ax_t.transAxes)
+        _panel_empty(ax_tm, "no training log lines found")
+        _panel_empty(ax_ta, "no training log lines found")
     else:
-        for (size, variant, frac), g in train.groupby(["size", "variant", "fraction"], sort=True):
-            st = variant_style(variant)
-            lab = _run_label(size, variant, frac, sizes, fractions)
-            for comp, ls in COMPONENT_STYLE.items():
+        have_aux = False
+        for run, g in train.groupby(["size", "variant", "fraction"], sort=True):
+            if "mlm_loss" in g and g["mlm_loss"].notna().any():
+                d = g[g["mlm_loss"].notna()]
+                plot(ax_tm, run, d["step"], d["mlm_loss"], _markevery(len(d)))
+            for comp in aux_names:
                 if comp in g and g[comp].notna().any():
                     d = g[g[comp].notna()]
-                    ax_t.plot(d["step"], d[comp], color=st["color"], linestyle=ls, linewidth=1.2,
-                              label=f"{lab}: {comp.replace('_loss', '').upper()} loss")
-        ax_t.set_yscale("log")
-        ax_t.legend(fontsize=7)
-    ax_t.set_xlabel("pre-training step")
-    ax_t.set_ylabel("training loss (nats, mean over the logging window)")
-    ax_t.set_title("Training loss components", fontsize=10)
-    ax_t.grid(True, alpha=0.3)
+                    plot(ax_ta, run, d["step"], d[comp], _markevery(len(d)))
+                    have_aux = True
+        for ax in (ax_tm, ax_ta):
+            if ax.get_lines():
+                ax.set_yscale("log")
+                plain_log_axis(ax.yaxis)
+        if not have_aux:
+            _panel_empty(ax_ta, "no TC or TP loss logged (no variant uses one)")
+    ax_tm.set_title("(a) training MLM loss", fontsize=10)
+    ax_ta.set_title("(b) training TC loss (TACO variants) / TP loss (MLM+TP)", fontsize=10)
+    for ax in (ax_tm, ax_ta):
+        ax.set_ylabel("nats, mean over the logging window (log scale)", fontsize=8)
     if val.empty:
-        ax_v.text(0.5, 0.5, "no eval.json found", ha="center", va="center", transform=ax_v.transAxes)
+        _panel_empty(ax_vm, "no eval.json found")
+        _panel_empty(ax_vt, "no eval.json found")
     else:
-        for (size, variant, frac), g in val.groupby(["size", "variant", "fraction"], sort=True):
-            st = variant_style(variant)
-            lab = _run_label(size, variant, frac, sizes, fractions)
-            ax_v.plot(g["step"], g["val_mlm_loss"].astype(float), label=f"{lab}: MLM", markersize=6, **st)
+        have_tc = False
+        for run, g in val.groupby(["size", "variant", "fraction"], sort=True):
+            plot(ax_vm, run, g["step"], g["val_mlm_loss"].astype(float))
             tc = g[g["val_tc_loss"].notna()]
             if not tc.empty:
-                ax_v.plot(tc["step"], tc["val_tc_loss"].astype(float), color=st["color"], marker=st["marker"],
-                          linestyle="--", markerfacecolor="none", label=f"{lab}: TC")
-        ax_v.legend(fontsize=7)
-    ax_v.set_xlabel("pre-training step (budget checkpoints; the control at 0)")
-    ax_v.set_ylabel("validation loss (nats, same masks for every variant)")
-    ax_v.set_title("Validation loss at each budget", fontsize=10)
-    ax_v.grid(True, alpha=0.3)
-    fig.tight_layout()
+                plot(ax_vt, run, tc["step"], tc["val_tc_loss"].astype(float))
+                have_tc = True
+        if not have_tc:
+            _panel_empty(ax_vt, "no validation TC loss (no TACO variant)")
+    ax_vm.set_title("(c) validation MLM loss at each budget (control at step 0)", fontsize=10)
+    ax_vt.set_title("(d) validation TC loss at each budget", fontsize=10)
+    for ax in (ax_vm, ax_vt):
+        ax.set_ylabel("nats, same blocks and masks for every variant", fontsize=8)
+    for ax in axes.flat:
+        ax.set_xlabel("pre-training step")
+        ax.grid(True, alpha=0.3, which="both")
+    if handles:
+        fig.legend(list(handles.values()), list(handles.keys()), loc="outside right upper", fontsize=8,
+                   title="run (colour, marker: variant;\nline, fill: data fraction)", title_fontsize=8)
     return fig
 
 

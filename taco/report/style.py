@@ -28,6 +28,10 @@ VARIANT_STYLE: dict[str, dict[str, Any]] = {
     CONTROL: dict(color=OKABE_ITO["black"], marker="X", linestyle=(0, (3, 1, 1, 1, 1, 1))),
 }
 
+#: line style and marker fill per data fraction, largest fraction first: full data solid with filled
+#: markers, the next fraction dashed with hollow markers, then dash-dot and dotted (hollow)
+FRACTION_LINESTYLES: tuple[Any, ...] = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 2)))
+
 #: colours left for series that are not variants (e.g. Figure 2's baselines)
 SPARE_COLOURS: tuple[str, ...] = (OKABE_ITO["sky"], OKABE_ITO["yellow"])
 
@@ -42,6 +46,19 @@ def variant_style(variant: str) -> dict[str, Any]:
         return dict(VARIANT_STYLE[variant])
     except KeyError:
         raise KeyError(f"no figure style for variant {variant!r} (known: {', '.join(VARIANT_STYLE)})") from None
+
+
+def fraction_styles(fractions) -> dict[float, dict[str, Any]]:
+    """fraction -> ``linestyle`` and ``markerfacecolor`` for the distinct ``fractions`` of a figure,
+    largest first (:data:`FRACTION_LINESTYLES`): the largest (full data) solid with filled markers
+    (``markerfacecolor`` None: the line's colour), every smaller one another line style with hollow
+    markers (``"none"``). Combined with a variant's colour and marker, two runs of one variant on
+    different data fractions never look alike, also in greyscale."""
+    out = {}
+    for i, f in enumerate(sorted({float(x) for x in fractions}, reverse=True)):
+        out[f] = {"linestyle": FRACTION_LINESTYLES[i % len(FRACTION_LINESTYLES)],
+                  "markerfacecolor": None if i == 0 else "none"}
+    return out
 
 
 def variant_label(variant: str) -> str:
