@@ -1,6 +1,6 @@
 """The package boundaries the three software environments rely on.
 
-The statistics environment (envs/stats.yaml: numpy, scipy, pandas, matplotlib, pyyaml, jsonschema)
+The statistics environment (envs/stats.yaml: numpy, scipy, pandas, matplotlib, markdown, pyyaml, jsonschema)
 runs ``taco aggregate/tables/figures/claims/dynamics-figures/glue-submission``; it has no torch, transformers or
 datasets. These tests import every module of the packages it uses with those libraries blocked.
 """

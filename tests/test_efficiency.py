@@ -253,6 +253,7 @@ def test_command_writes_table_markdown_and_figure(tmp_path):
     assert df.loc[1, "speedup"] == pytest.approx(math.sqrt(2), rel=1e-5)
     md = (out / "efficiency.md").read_text()
     assert "supported" in md and "E2" in md and "5" in md
+    assert "<table>" in (out / "efficiency.html").read_text()  # the report's page (taco.report.html)
     assert (out / "efficiency.png").stat().st_size > 0
     assert eff.main(["--checkpoints", str(tmp_path / "nope"), "--output-dir", str(out)]) == 2
 

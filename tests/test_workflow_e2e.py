@@ -2,7 +2,8 @@
 
 `configs/smoke.yaml` (offline, synthetic) always runs; `configs/local.yaml` runs on the real data in
 `../shared/data` where that folder exists. Both check the produced tables, figures and claims, and
-that a second invocation has nothing left to do (no endless reruns).
+that a second invocation has nothing left to do (no endless reruns); the smoke run also builds
+`snakemake --report` and checks its HTML items (tests/report_pages.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from report_pages import blank_reason, browser_missing_reason, find_browser, report_items, screenshot, verdict_table
 
 REPO = Path(__file__).resolve().parent.parent
 TABLES = ("table1", "table2", "table3", "table4", "ablation")
@@ -88,6 +91,45 @@ def test_smoke_config_end_to_end(tmp_path):
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
     print(f"smoke workflow wall time: {wall:.0f} s")
+    check_report(tmp_path, results)
+
+
+#: the HTML pages of the report (issue 24.2) and the category each is shown in
+REPORT_PAGES = {"claims.html": "Claims", "efficiency.html": "Claims", "deviations.html": "Deviations",
+                "plan.html": "Compute plan", **{f"{t}.html": "Tables" for t in TABLES}}
+
+
+def check_report(workdir: Path, results: Path) -> None:
+    """``snakemake --report report.html`` of the finished run: every table, the claims, the
+    efficiency claims, the deviations and the plan are embedded HTML items with a caption; the claims
+    item holds the verdict table; the CSVs stay downloads; a headless Chromium screenshot of the
+    claims item is not blank (where Chromium is installed)."""
+    report = workdir / "report.html"
+    out = snakemake(workdir, "configs/smoke.yaml", "--report", str(report), timeout=600)
+    assert out.returncode == 0, out.stderr[-5000:]
+    items, categories = report_items(report)
+    by_name = {Path(path).name: item for path, item in items.items()}
+    for name, category in REPORT_PAGES.items():
+        item = by_name.get(name)
+        assert item is not None, f"{name} is not in the report: {sorted(by_name)}"
+        assert item["mime_type"] == "text/html" and item["caption"].strip() and item["labels"]["page"], name
+        assert item["content"] == (results / name).read_bytes(), name
+        assert any(Path(p).name == name for paths in categories[category].values() for p in paths), name
+    header, rows = verdict_table(by_name["claims.html"]["content"])
+    assert {r[0].split(":")[0] for r in rows} == {"C1", "C2", "C3", "C4", "C4b", "C5", "C6", "C7", "S1"}
+    assert "SYNTHETIC GLUE-format tasks" in by_name["claims.html"]["caption"]
+    csvs = {Path(p).name for paths in categories["Data (CSV)"].values() for p in paths}
+    assert csvs == {f"{t}.csv" for t in TABLES} | {"claims.csv", "efficiency.csv"}
+    assert not any(n.endswith(".md") for n in by_name), "Markdown pages are shown as HTML, not as downloads"
+    if find_browser() is None:
+        import warnings
+
+        warnings.warn(f"report screenshot not checked: {browser_missing_reason()}")
+        return
+    page = workdir / "claims_item.html"
+    page.write_bytes(by_name["claims.html"]["content"])
+    png = screenshot(page, workdir / "claims_item.png")
+    assert blank_reason(png) is None
 
 
 def test_local_config_end_to_end(tmp_path, shared_data):

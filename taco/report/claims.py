@@ -2,7 +2,8 @@
 
 ``taco claims --aggregate-dir results/aggregate --analysis FILE --output-dir results`` writes
 ``claims.csv`` (one ``level = claim`` row per claim, plus ``level = task`` rows per score key) and
-``claims.md`` (a summary table with verdicts, then per claim its rule, test, reason and details).
+``claims.md`` (a summary table with verdicts, then per claim its rule, test, reason and details), and
+``claims.html``, the same page rendered for ``snakemake --report`` (:mod:`taco.report.html`).
 
 Claims (text of Sec. 5 / Table 1 / Table 2 / Table 3 / the ablation; see docs/paper-facts.md):
 
@@ -96,6 +97,7 @@ from scipy import stats as sst
 
 from taco.report.cli import atomic_write_text, report_main, report_parser
 from taco.report.analysis_config import AnalysisConfig
+from taco.report.html import write_markdown_page
 from taco.report.stats import (
     average_keys,
     average_label,
@@ -902,10 +904,10 @@ def _write_claims(agg, cfg, args) -> list[Path]:
         md += claims_section(eff, cfg.alpha)
         for r in eff.itertuples():
             print(f"{r.claim_id} ({r.size}): {r.verdict}")
-    atomic_write_text(out / "claims.md", md)
+    pages = write_markdown_page(out / "claims.md", md)  # claims.md and claims.html (the report's page)
     for r in df[df["level"] == "claim"].itertuples():
         print(f"{r.claim_id}: {r.verdict}")
-    return [out / "claims.csv", out / "claims.md"]
+    return [out / "claims.csv", *pages]
 
 
 def _add_efficiency(ap) -> None:
@@ -919,7 +921,7 @@ def build_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``taco claims``: aggregate CSVs + analysis spec (+ efficiency.csv) -> claims.csv and claims.md."""
+    """``taco claims``: aggregate CSVs + analysis spec (+ efficiency.csv) -> claims.csv, claims.md, claims.html."""
     return report_main("claims", __doc__.split("\n")[0], _write_claims, argv, add_arguments=_add_efficiency)
 
 

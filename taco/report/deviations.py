@@ -1,4 +1,4 @@
-"""Every difference between a run configuration and the paper's setup: ``deviations.md``.
+"""Every difference between a run configuration and the paper's setup: ``deviations.md`` (+ ``.html``).
 
 ``taco deviations --config RUN_CONFIG --analysis analysis.json --output results/deviations.md``
 reads the resolved run configuration (the workflow's config with the schema's defaults filled in,
@@ -514,13 +514,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco deviations", description=__doc__.split("\n")[0])
     ap.add_argument("--config", required=True, help="resolved run configuration (YAML or JSON)")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML), for the tasks that could not be run")
-    ap.add_argument("--output", default="results/deviations.md", help="the markdown file to write")
+    ap.add_argument("--output", default="results/deviations.md",
+                    help="the markdown file to write (its HTML rendering goes beside it, .html)")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``taco deviations``: run configuration -> deviations.md. Exit 2 on bad input (nothing written)."""
-    from taco.report.cli import atomic_write_text
+    """``taco deviations``: run configuration -> deviations.md and deviations.html. Exit 2 on bad input
+    (nothing written)."""
+    from taco.report.html import write_markdown_page
 
     args = build_parser().parse_args(argv)
     try:
@@ -535,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, render_markdown(devs, str(args.config)))
+    write_markdown_page(out, render_markdown(devs, str(args.config)))  # and <output>.html for the report
     n_conf = sum(d.kind == "configuration" for d in devs)
     print(f"taco deviations: {len(devs) - n_conf} method and {n_conf} configuration differences -> {out}")
     return 0

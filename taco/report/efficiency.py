@@ -1,7 +1,8 @@
 """Steps-to-target speedups with intervals, and the decision of "B reaches A's level at T in fewer steps".
 
 ``taco efficiency --checkpoints DIR [DIR ...] [--aggregate-dir DIR] [--analysis FILE] --output-dir D``
-writes ``efficiency.csv``, ``efficiency.md`` and ``efficiency.png`` / ``.pdf`` into ``D``.
+writes ``efficiency.csv``, ``efficiency.md`` (and ``efficiency.html``, the page for ``snakemake --report``)
+and ``efficiency.png`` / ``.pdf`` into ``D``.
 
 **The speedup.** For a reference arm A (``mlm``), an arm B (``taco``) of one model size and data
 fraction, and a target budget T (steps): the target is A's mean value at T; k* is the step at which
@@ -687,9 +688,10 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
 
 def make(checkpoints: Sequence[str | Path], out_dir: str | Path, cfg: AnalysisConfig,
          aggregate_dir: str | Path | None = None) -> list[Path]:
-    """Read, evaluate and write ``efficiency.{csv,md,png,pdf}`` into ``out_dir``; returns the paths."""
+    """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}`` into ``out_dir``; returns the paths."""
     from taco.manifest import atomic_write_text
     from taco.report.figures import save
+    from taco.report.html import write_markdown_page
 
     loss, fps = read_checkpoints(checkpoints)
     glue = None
@@ -703,12 +705,12 @@ def make(checkpoints: Sequence[str | Path], out_dir: str | Path, cfg: AnalysisCo
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"))
-    atomic_write_text(out / f"{NAME}.md", render_markdown(df, cfg))
+    pages = write_markdown_page(out / f"{NAME}.md", render_markdown(df, cfg))  # .md and the report's .html
     paths = save(figure(pairs, df), out, NAME)
     for r in df.itertuples():
         print(f"{r.claim_id} {r.size} {r.form}: speedup {_f(r.speedup)} [{_f(r.speedup_ci_low)}, "
               f"{_f(r.speedup_ci_high)}] -> {r.verdict}")
-    return [out / f"{NAME}.csv", out / f"{NAME}.md", *paths]
+    return [out / f"{NAME}.csv", *pages, *paths]
 
 
 def build_parser() -> argparse.ArgumentParser:

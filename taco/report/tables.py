@@ -9,7 +9,8 @@ concentrated TACO, MLM, MLM+TP over budgets):
 - ``<name>.csv``: long form, one row per table row and column: reproduced mean, SD, CI (t interval),
   n_seeds, n_degenerate, the published value and the difference (n/a where unknown), notes;
 - ``<name>.md`` and ``<name>.tex``: laid out like the paper, three rows per approach: ours (mean
-  +- SD over seeds), paper, and the difference.
+  +- SD over seeds), paper, and the difference; ``<name>.html``: the Markdown rendered for
+  ``snakemake --report`` (:mod:`taco.report.html`).
 
 Units: GLUE points (x100). Published values: ``taco/resources/paper_values.json``, the one place
 they live (Table 1 and the Figure 5 averages; the keys ``table2_data_efficiency``, ``table3_base`` and
@@ -626,18 +627,18 @@ def build_tables(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
 
 def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path,
                  cfg: AnalysisConfig | None = None) -> list[Path]:
-    """Write ``<name>.csv``, ``.md``, ``.tex`` for each table into ``out_dir`` (atomic per file);
-    ``cfg`` adds the capped-sets note to the ``.md`` files."""
+    """Write ``<name>.csv``, ``.md`` (and its ``.html`` rendering for the report), ``.tex`` for each
+    table into ``out_dir`` (atomic per file); ``cfg`` adds the capped-sets note to the ``.md`` files."""
+    from taco.report.html import write_markdown_page
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, df in tables.items():
-        for ext, text in (("csv", df.to_csv(index=False, float_format="%.6g")),
-                          ("md", render_markdown(df, table_title(name, df, cfg), cfg)),
-                          ("tex", render_latex(df, table_title(name, df, cfg)))):
-            p = out / f"{name}.{ext}"
-            atomic_write_text(p, text)
-            written.append(p)
+        title = table_title(name, df, cfg)
+        written.append(atomic_write_text(out / f"{name}.csv", df.to_csv(index=False, float_format="%.6g")))
+        written += write_markdown_page(out / f"{name}.md", render_markdown(df, title, cfg))
+        written.append(atomic_write_text(out / f"{name}.tex", render_latex(df, title)))
     return written
 
 
@@ -647,7 +648,7 @@ def build_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``taco tables``: aggregate CSVs + analysis spec -> table{1,2,3,4}/ablation .csv/.md/.tex."""
+    """``taco tables``: aggregate CSVs + analysis spec -> table{1,2,3,4}/ablation .csv/.md/.html/.tex."""
     return report_main("tables", __doc__.split("\n")[0],
                        lambda agg, cfg, args: write_tables(build_tables(agg, cfg), args.output_dir, cfg), argv)
 

@@ -139,8 +139,30 @@ def dynamics_targets():
 
 
 REPORT_TABLES = ["table1", "table2", "table3", "table4", "ablation"]
+#: each table's row in the report's "Tables" category
+REPORT_TABLE_LABELS = {"table1": "Table 1", "table2": "Table 2", "table3": "Table 3", "table4": "Table 4",
+                       "ablation": "Ablation"}
 REPORT_FIGURES = ["figure5", "ablation", "data_efficiency"]
 DYNAMICS_FIGURES = ["figure6", "figure2"]
+
+
+# The report (`snakemake --report report.html`): HTML, images and PDF are shown inline, anything else
+# is a download. Each Markdown page (tables, claims, efficiency, deviations, plan) has an HTML
+# rendering beside it (taco.report.html) that the report shows; the long-form CSVs are downloads in
+# one category of their own. Captions: workflow/report/<name>.rst (paths relative to workflow/rules).
+
+
+def report_page(name, category, label, caption=None):
+    """``{R}/<name>.html`` marked for the report: shown inline in ``category``, a row labelled
+    ``label`` there, captioned by ``workflow/report/<caption or name>.rst``."""
+    return report(f"{R}/{name}.html", caption=f"../report/{caption or name}.rst", category=category,
+                  labels={"page": label})
+
+
+def report_csv(name, subcategory, caption=None):
+    """``{R}/<name>.csv`` marked for the report: a download in the "Data (CSV)" category."""
+    return report(f"{R}/{name}.csv", caption=f"../report/{caption or name}.rst", category="Data (CSV)",
+                  subcategory=subcategory)
 
 
 def all_targets():
@@ -172,12 +194,14 @@ def submission_targets():
     ]
 
 
-def write_text(path, text, log):
-    """Write ``text`` to ``path`` (local bookkeeping rules), and a line to ``log``."""
-    with open(path, "w") as fh:
-        fh.write(text)
+def write_page(markdown_path, text, log):
+    """Write the Markdown page ``text`` to ``markdown_path`` and its HTML rendering beside it
+    (taco.report.html, as the report commands do; local rules), and a line to ``log``."""
+    from taco.report.html import write_markdown_page
+
+    paths = write_markdown_page(markdown_path, text)
     with open(log, "w") as fh:
-        fh.write(f"wrote {path}\n")
+        fh.write("wrote " + ", ".join(map(str, paths)) + "\n")
 
 
 def write_json(path, obj, log):

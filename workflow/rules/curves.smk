@@ -34,12 +34,9 @@ rule efficiency:
         per_seed=f"{R}/aggregate/per_seed.csv",
         spec=f"{R}/analysis.json",
     output:
-        csv=report(
-            f"{R}/efficiency.csv",
-            caption="../report/efficiency.rst",
-            category="Claims",
-        ),
+        csv=report_csv("efficiency", "Claims"),
         md=f"{R}/efficiency.md",
+        html=report_page("efficiency", "Claims", "Steps-to-target speedups (E1, E2)"),
         png=report(
             f"{R}/efficiency.png",
             caption="../report/efficiency.rst",

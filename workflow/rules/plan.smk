@@ -1,6 +1,6 @@
 # The compute plan (taco.workflow.plan): printed once by the main Snakemake process before any job
 # runs (jobs per compute rule, FLOPs, GPU-hours, disk, time-limit warnings), and written to
-# {R}/plan.md for the report (with the cost of each table, figure and claim).
+# {R}/plan.md and plan.html for the report (with the cost of each table, figure and claim).
 
 if workflow.is_main_process:
     try:
@@ -18,7 +18,8 @@ localrules:
 
 rule plan:
     output:
-        report(f"{R}/plan.md", caption="../report/plan.rst", category="Compute plan"),
+        md=f"{R}/plan.md",
+        html=report_page("plan", "Compute plan", "Compute plan"),
     log:
         f"{R}/logs/report/plan.log",
     params:
@@ -28,4 +29,4 @@ rule plan:
     run:
         from taco.workflow.plan import build_plan, render_markdown
 
-        write_text(output[0], render_markdown(build_plan(params.config)), log[0])
+        write_page(output.md, render_markdown(build_plan(params.config)), log[0])

@@ -1,4 +1,6 @@
-# Tables, figures and claims beside the published values, marked for `snakemake --report`.
+# Tables, figures and claims beside the published values, marked for `snakemake --report`: the
+# tables, claims and deviations as HTML pages (report_page, common.smk), the figures as images, the
+# long-form CSVs as downloads (report_csv).
 
 AGG = {
     "per_seed": f"{R}/aggregate/per_seed.csv",
@@ -12,10 +14,8 @@ rule tables:
     input:
         **AGG,
     output:
-        **{
-            t: report(f"{R}/{t}.csv", caption=f"../report/{t}.rst", category="Tables")
-            for t in REPORT_TABLES
-        },
+        **{t: report_csv(t, "Tables") for t in REPORT_TABLES},
+        **{f"{t}_html": report_page(t, "Tables", REPORT_TABLE_LABELS[t]) for t in REPORT_TABLES},
         markdown=[f"{R}/{t}.md" for t in REPORT_TABLES],
         latex=[f"{R}/{t}.tex" for t in REPORT_TABLES],
     log:
@@ -58,8 +58,9 @@ rule claims:
         **AGG,
         efficiency=f"{R}/efficiency.csv",  # the steps-to-target claims E1 / E2 (curves.smk)
     output:
-        csv=report(f"{R}/claims.csv", caption="../report/claims.rst", category="Claims"),
+        csv=report_csv("claims", "Claims"),
         md=f"{R}/claims.md",
+        html=report_page("claims", "Claims", "Claims: verdicts, intervals, notes"),
     log:
         f"{R}/logs/report/claims.log",
     conda:
@@ -122,7 +123,8 @@ rule deviations:
         config=f"{R}/run_config.json",
         spec=f"{R}/analysis.json",
     output:
-        md=report(f"{R}/deviations.md", caption="../report/deviations.rst", category="Deviations"),
+        md=f"{R}/deviations.md",
+        html=report_page("deviations", "Deviations", "Deviations from the paper's setup"),
     log:
         f"{R}/logs/report/deviations.log",
     conda:

@@ -1,0 +1,140 @@
+"""The report's HTML pages (issue 24.2): every Markdown page the workflow writes for the report
+(tables, claims, efficiency, deviations, plan) has an HTML rendering beside it (taco.report.html),
+which ``snakemake --report`` shows inline; the built report itself is checked by
+tests/test_workflow_e2e.py."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from fixtures_stats import build_aggregate, smoke_spec
+from report_pages import (VERDICTS, blank_reason, browser_missing_reason, find_browser, html_tables,
+                          screenshot, verdict_table)
+from taco.report.html import STYLE, html_path, markdown_to_html, page_title, write_markdown_page
+
+REPO = Path(__file__).resolve().parent.parent
+TABLES = ("table1", "table2", "table3", "table4", "ablation")
+
+
+def test_markdown_page_is_self_contained_and_renders_tables():
+    md = ("# Claims **here**\n\nValues in `seed-<seed>` and seed-<seed>; 0 < |t| < W & more.\n\n"
+          "| Claim | verdict |\n|---|---|\n| C1: a \\| b | **supported** |\n| <script>x</script> | not run |\n\n"
+          "Notes:\n- a note\n- another\n")
+    page = markdown_to_html(md)
+    assert page.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in page
+    assert "<title>Claims here</title>" in page and STYLE in page
+    # self-contained: no scripts, no external stylesheets, fonts or images
+    assert "<script" not in page and "<link" not in page and "src=" not in page and "url(" not in page
+    # raw HTML in the text is shown as written, never interpreted
+    assert "&lt;script&gt;x&lt;/script&gt;" in page and "seed-&lt;seed&gt;" in page
+    assert "0 &lt; |t| &lt; W &amp; more" in page
+    tables = html_tables(page)
+    assert tables == [[["Claim", "verdict"], ["C1: a | b", "supported"], ["<script>x</script>", "not run"]]]
+    assert '<div class="table-wrap"><table>' in page
+    assert "<p>Notes:</p>\n<ul>\n<li>a note</li>\n<li>another</li>\n</ul>" in page  # a list, as GitHub reads it
+    assert page_title("no heading here") == "TACO reproduction"
+    assert markdown_to_html("text", title="T & U").count("<title>T &amp; U</title>") == 1
+
+
+def test_write_markdown_page_writes_both(tmp_path):
+    paths = write_markdown_page(tmp_path / "sub" / "page.md", "## Title\n\nbody\n")
+    assert paths == [tmp_path / "sub" / "page.md", tmp_path / "sub" / "page.html"]
+    assert paths[0].read_text() == "## Title\n\nbody\n" and "<h2>Title</h2>" in paths[1].read_text()
+    assert html_path("x/claims.md") == Path("x/claims.html")
+    with pytest.raises(ValueError, match="cannot end in .html"):
+        write_markdown_page(tmp_path / "page.html", "# x\n")
+    assert not list((tmp_path / "sub").glob(".*tmp*"))  # atomic writes leave no temporary file
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """claims and tables of a small fixture grid (three seeds), written by the commands."""
+    from taco.report.claims import main as claims_main
+    from taco.report.tables import main as tables_main
+
+    tmp = tmp_path_factory.mktemp("pages")
+    agg, spec = build_aggregate(tmp, smoke_spec(n_resamples=99, tasks=["sst2", "rte", "mrpc"]), seeds=[1, 2, 3])
+    out = tmp / "results"
+    args = ["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out)]
+    assert claims_main(args) == 0 and tables_main(args) == 0
+    return out
+
+
+def test_claims_page_holds_the_verdict_table(pages):
+    md, page = (pages / "claims.md").read_text(), (pages / "claims.html").read_text()
+    header, rows = verdict_table(page)
+    assert header[:2] == ["Claim", "A vs B"] and any("CI" in h for h in header)
+    claims = [ln for ln in md.splitlines() if re.match(r"\| [A-Z]\d+b?: ", ln)]
+    assert len(rows) == len(claims) and {r[0].split(":")[0] for r in rows} >= {"C1", "C2", "C3", "S1"}
+    # intervals and notes as on the Markdown page
+    ci = next(i for i, h in enumerate(header) if h.endswith("CI"))
+    assert all(re.fullmatch(r"\[(-?\d+\.\d\d|n/a), (-?\d+\.\d\d|n/a)\]", r[ci]) for r in rows)
+    assert {r[-1].split(" (")[0] for r in rows} <= set(VERDICTS)
+    assert "Fewest seeds" in page and "Not checked as claims" in page and "<h2>C1: " in page
+    manifest = json.loads((pages / "claims.manifest.json").read_text())
+    assert "claims.html" in manifest["outputs"]
+
+
+def test_every_table_has_its_page(pages):
+    for t in TABLES:
+        md, page = (pages / f"{t}.md").read_text(), (pages / f"{t}.html").read_text()
+        tables = html_tables(page)
+        assert len(tables) == 1, t
+        head_md = next(ln for ln in md.splitlines() if ln.startswith("| "))
+        assert tables[0][0] == [c.strip() for c in head_md.strip("|").split(" | ")], t
+        body_md = [ln for ln in md.splitlines() if ln.startswith("| ")][1:]
+        assert len(tables[0]) - 1 == len(body_md), t
+        assert f"<title>{html.escape(page_title(md))}</title>" in page, t
+        if "\nNotes:\n- " in md:
+            assert "<p>Notes:</p>\n<ul>\n<li>" in page, t
+    assert "table1.html" in json.loads((pages / "tables.manifest.json").read_text())["outputs"]
+
+
+def test_deviations_and_plan_pages(tmp_path):
+    from taco.report.deviations import main as deviations_main
+    from taco.workflow import plan
+
+    from test_deviations import resolved
+
+    cfg = tmp_path / "run_config.json"
+    cfg.write_text(json.dumps(resolved("configs/smoke.yaml")))
+    assert deviations_main(["--config", str(cfg), "--output", str(tmp_path / "deviations.md")]) == 0
+    page = (tmp_path / "deviations.html").read_text()
+    tables = html_tables(page)
+    assert len(tables) == 2 and tables[0][0][:3] == ["Setting", "Paper / official code", "This run"]
+    assert f"<title>{html.escape(page_title((tmp_path / 'deviations.md').read_text()))}</title>" in page
+    smoke = plan.load_config([str(REPO / "configs" / "smoke.yaml")])
+    md, page = write_markdown_page(tmp_path / "plan.md", plan.render_markdown(plan.build_plan(smoke)))
+    n_md_tables = len(re.findall(r"^\|[-|: ]+\|$", md.read_text(), re.M))
+    assert n_md_tables and len(html_tables(page.read_text())) == n_md_tables
+
+
+def test_blank_check_tells_blank_from_a_page(tmp_path):
+    """The screenshot check itself, on synthetic images: a white image is blank, a page is not."""
+    from PIL import Image, ImageDraw
+
+    white = tmp_path / "white.png"
+    Image.new("RGB", (200, 100), "white").save(white)
+    assert "distinct colour" in blank_reason(white)
+    drawn = tmp_path / "drawn.png"
+    im = Image.new("RGB", (200, 100), "white")
+    ImageDraw.Draw(im).text((10, 10), "supported 1.23 [0.1, 2.3]", fill="black")
+    ImageDraw.Draw(im).rectangle((5, 40, 190, 90), outline="gray", fill="#eaeef2")
+    im.save(drawn)
+    assert blank_reason(drawn) is None
+
+
+def test_claims_page_screenshot_is_not_blank(pages, tmp_path):
+    """A headless Chromium renders claims.html to something visible (skipped without a browser)."""
+    if find_browser() is None:
+        pytest.skip(browser_missing_reason())
+    png = screenshot(pages / "claims.html", tmp_path / "claims.png")
+    assert blank_reason(png) is None
+    empty = tmp_path / "empty.html"
+    empty.write_text("<!DOCTYPE html><html><body></body></html>")
+    assert blank_reason(screenshot(empty, tmp_path / "empty.png")) is not None  # the check can fail
