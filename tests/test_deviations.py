@@ -223,3 +223,20 @@ def test_rows_of_issue_21_2(tmp_path):
     assert cpu["tokenizer"].reason.startswith("speed, not availability") and "8192" in cpu["tokenizer"].here
     assert "how the reduced-data subset is drawn" not in _rows(find_deviations(cfgs["cpu-real"]), "method")
     assert "GLUE tasks" not in cpu
+
+
+def test_finetuning_hyperparameters_are_those_the_workflow_runs():
+    """paper-shrunk names its sizes small/base but gives both the tiny preset, fine-tuned at tiny's
+    1e-3 for one epoch (finetune.hyperparameters.tiny): the deviations report those values, read by
+    preset as the workflow reads them, not the paper's (a size-key lookup reported 5e-5 x 4 / 3e-5 x 6
+    as if nothing changed)."""
+    from taco.workflow.config import finetune_hyperparameters
+
+    cfg = resolved("config.yaml", "tests/configs/paper-shrunk.yaml")
+    rows = {d.topic: d for d in find_deviations(cfg)}
+    for size in ("small", "base"):
+        run = finetune_hyperparameters(cfg, size)
+        assert (run["learning_rate"], run["epochs"]) == (1e-3, 1)
+        lr, ep = rows[f"{size}: fine-tuning learning rate"], rows[f"{size}: fine-tuning epochs"]
+        assert lr.here == "0.001" and ep.here == "1", (lr, ep)
+        assert lr.key == "finetune.hyperparameters.tiny.learning_rate"

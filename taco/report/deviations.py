@@ -399,7 +399,10 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
     for name, s in config["pretrain"]["sizes"].items():
         role = _role_of(config, name)
         paper = FINETUNE_HYPERPARAMETERS.get(role or "", None)
-        here = hps.get(name) or FINETUNE_HYPERPARAMETERS.get(s["preset"], {})
+        # what the workflow runs (taco.workflow.config.finetune_hyperparameters): the preset's defaults,
+        # overridden by finetune.hyperparameters.<preset>; keyed by preset, not by the size key
+        preset = s["preset"]
+        here = {**FINETUNE_HYPERPARAMETERS.get(preset, {}), **(hps.get(preset) or {})}
         if paper is None or not here:
             continue
         for k, line in (("learning_rate", 15), ("epochs", 16)):
@@ -407,7 +410,7 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
                 out.append(Deviation(f"{name}: fine-tuning {k.replace('_', ' ')}",
                                      f"{_fmt(paper[k])} ({OFFICIAL} finetune_{role}.sh:{line})",
                                      _fmt(here[k]), "set in the configuration", "changes fine-tuning",
-                                     key=f"finetune.hyperparameters.{name}.{k}"))
+                                     key=f"finetune.hyperparameters.{preset}.{k}"))
     return out
 
 
