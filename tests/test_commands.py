@@ -258,8 +258,23 @@ def expect_pretrain(cfg, job):
         "blocks": f"{R}/data/blocks/data-{w['fraction']}", "output": f"{R}/pretrain/{run_dir(w)}",
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
         "eval_every": int(s.get("eval_every", 0) or 0),  # the parser's default 0 when not configured
-        **expect_tc(cfg, w), **expect_tp(cfg, w),
+        **expect_tc(cfg, w), **expect_tp(cfg, w), **expect_monitoring(cfg, "pretrain", w),
     }
+
+
+def expect_monitoring(cfg, kind, w):
+    """Config ``monitoring`` (issue 24.6): every run logs below <results_dir>/tensorboard/, a pre-training
+    run in one folder for all its budget segments, a fine-tuning run per checkpoint, task and seed
+    (``seed-{seed}`` when one job runs every seed); W&B's files in <results_dir>/wandb."""
+    R, m = cfg["results_dir"], cfg["monitoring"]
+    out = {"report_to": tuple(n for n in ("tensorboard", "wandb") if m[n])}
+    if m["tensorboard"]:
+        run = f"{w['size']}/{w['variant']}/data-{w['fraction']}{w.get('pseed', '')}"
+        out["tensorboard_dir"] = (f"{R}/tensorboard/pretrain/{run}" if kind == "pretrain" else
+                                  f"{R}/tensorboard/finetune/{run_dir(w)}/{w['task']}/seed-{w.get('seed', '{seed}')}")
+    if m["wandb"]:
+        out.update(wandb_project=m["wandb_project"], wandb_dir=f"{R}/wandb")
+    return out
 
 
 def expect_tc(cfg, w):
@@ -386,6 +401,7 @@ def expect_finetune(cfg, job):
         seeds, output = list(ft["seeds"]), f"{base}/seed-{{seed}}"
     return {
         "checkpoint": f"{R}/pretrain/{run_dir(w)}", "task": w["task"], "seed": seeds, "output": output,
+        **expect_monitoring(cfg, "finetune", w),
         "glue_source": g["source"], "glue_dir": sub_root(g.get("data_dir"), cfg) if g["source"] == "local" else None,
         "max_length": ft["max_length"], "batch_size": ft["batch_size"], "lr": hp["learning_rate"],
         "epochs": hp["epochs"], "warmup_steps": ft["warmup_steps"], "report_rule": ft["report_rule"],
@@ -603,3 +619,42 @@ def test_finetune_gets_the_data_seed_with_caps_and_the_primary_metric_with_rule_
     assert args.primary_metric == ["mrpc=accuracy"] and primary_metrics(args)["mrpc"] == "accuracy"
     words = Commands(cfg).finetune_args(W("rte"))  # a task the config sets no metric for
     assert "--primary-metric" not in words
+
+
+def test_monitoring_follows_the_config_and_changes_no_param():
+    """Issue 24.6: config ``monitoring`` reaches `taco pretrain` as settings and `taco finetune` as paths
+    (neither is a param, so toggling it re-runs nothing) and is left out of run_config.json."""
+    from taco.evaluation.finetune import build_parser as ft_parser
+    from taco.training.pretrain import build_parser as pt_parser
+    from taco.workflow.commands import Commands
+    from taco.workflow.config import run_config
+
+    class W(dict):  # the wildcards of one job
+        __getattr__ = dict.__getitem__
+
+    w = W(size="small", variant="taco", fraction="1.0", step="10000", pseed="", task="rte", seed="3")
+
+    class Files:
+        checkpoint = "ck"
+        metrics = ["R/finetune/x/rte/seed-3/metrics.json"]
+
+    base = load_config(["config.yaml"], {"results_dir": "R"})
+    for monitoring, report_to in (({}, ("tensorboard",)), ({"tensorboard": False}, ()),
+                                  ({"wandb": True, "wandb_project": "p"}, ("tensorboard", "wandb"))):
+        cfg = load_config(["config.yaml"], {"results_dir": "R", "monitoring": monitoring})
+        cmd = Commands(cfg)
+        assert cmd.pretrain_args(w) == Commands(base).pretrain_args(w)  # params: the same
+        assert cmd.finetune_args(w) == Commands(base).finetune_args(w)
+        assert run_config(cfg) == run_config(base) and "monitoring" not in run_config(cfg)
+        pt = pt_parser().parse_args(["--blocks", "b", "--objective", "taco", "--size", "small", "--output", "o",
+                                     *cmd.pretrain_settings(w)])
+        ft = ft_parser().parse_args(["--task", "rte", *cmd.finetune_paths(w, Files, Files)])
+        for args in (pt, ft):
+            assert args.report_to == report_to
+            assert (args.wandb_dir == "R/wandb" and args.wandb_project == "p") if "wandb" in report_to else \
+                args.wandb_dir is None
+        if "tensorboard" in report_to:
+            assert pt.tensorboard_dir == "R/tensorboard/pretrain/small/taco/data-1.0"
+            assert ft.tensorboard_dir == "R/tensorboard/finetune/small/taco/data-1.0/step-10000/rte/seed-3"
+        else:
+            assert pt.tensorboard_dir is None and ft.tensorboard_dir is None

@@ -74,6 +74,8 @@ NO_RESULT_SETTINGS = [
     ("gpu_lock_dir", "/tmp/elsewhere"),  # where the slot locks live
     ("data_threads", 2),  # worker processes of corpus, tokenizer and pack
     ("results_dir", "results/tiny/"),  # the same folder, spelt with a trailing slash
+    ("monitoring.tensorboard", False),  # training curves (issue 24.6)
+    ("monitoring.wandb", True),
 ]
 #: settings that change no result but that plan.md shows (jobs per rule, runtimes, CPU-only note)
 PLAN_SETTINGS = [

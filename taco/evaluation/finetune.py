@@ -16,6 +16,11 @@ the task's unlabelled GLUE test split(s), MNLI also on the diagnostic AX, in the
 strings; ``taco glue-submission`` gathers them into the server's zip; ``--no-test-predictions``
 skips it). The run is four named steps: ``load_task_data``, ``build_trainer``, training with the
 per-epoch evaluator, ``build_metrics``/``write_outputs``.
+
+Monitoring (:mod:`taco.training.monitoring`, changes no number): TensorBoard event files with the
+training loss, learning rate and gradient norm (``train/...``) and every epoch's dev scores
+(``dev/<score key>/<metric>``) in ``--tensorboard-dir`` (default ``<output>/tensorboard``, kept by
+the atomic write); ``--report-to wandb`` sends the same to Weights & Biases; ``--report-to none``.
 """
 
 from __future__ import annotations
@@ -83,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "into test_predictions.tsv (GLUE server labels; default on; never capped)")
     p.add_argument("--logging-steps", type=int, default=50, help="log the training loss every N steps")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from taco.training import monitoring
+
+    monitoring.add_arguments(p, "<output>/tensorboard; may contain {seed}, and with several seeds and no "
+                                "{seed} each seed gets a seed-<n> subfolder")
     return p
 
 
@@ -95,6 +104,9 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.task not in GLUE_TASKS:
         raise UsageError(f"--task: unknown GLUE task {args.task!r}; expected one of {', '.join(GLUE_TASKS)}")
+    from taco.training import monitoring
+
+    monitoring.check(args)  # --report-to wandb without wandb: exit 2 before any work
     ckpt = Path(args.checkpoint)
     if not ckpt.is_dir():
         raise FileNotFoundError(f"--checkpoint {ckpt}: no such directory")
@@ -337,11 +349,13 @@ def predict_tests(trainer, data: TaskData) -> dict[str, tuple[list[int], list[st
     return out
 
 
-def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, str] | None = None):
+def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, str] | None = None,
+                          monitor: Any = None):
     """A ``TrainerCallback`` that scores every dev split after each epoch (``epochs``,
     ``predictions`` per epoch) and, for ``--report-rule best``, predicts the test splits whenever
     an epoch becomes the best so far by the ``primary`` metrics (``test``: (epoch index, rows)); the
-    earliest best epoch wins ties, as ``choose_epoch``."""
+    earliest best epoch wins ties, as ``choose_epoch``. Each epoch's scores also go to ``monitor``
+    (:class:`taco.training.monitoring.Monitor`, tags ``dev/<score key>/<metric>``) when given."""
     from transformers import TrainerCallback
 
     from taco.evaluation.metrics import compute_glue_metrics
@@ -366,6 +380,9 @@ def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, s
             self.epochs.append({"epoch": epoch, "step": state.global_step, "scores": scores})
             self.predictions.append(preds_by_split)
             print(f"taco finetune: epoch {epoch}: {json.dumps(scores)}", file=sys.stderr, flush=True)
+            if monitor is not None:
+                monitor.log({f"dev/{key}/{m}": v for key, ms in scores.items() for m, v in ms.items()},
+                            state.global_step)
             value = _primary_value(scores, primary)
             if report_rule == "best" and data.test_enc and (self._best is None or value > self._best):
                 self._best = value
@@ -444,10 +461,12 @@ def write_outputs(out: Path, metrics: dict[str, Any], data: TaskData, preds: dic
     task = data.task
     ours = ("metrics.json", "predictions.tsv", TEST_PREDICTIONS_NAME)
     with atomic_directory(out, overwrite=out.exists()) as tmp:
-        if out.exists():  # keep whatever else the directory held (e.g. a log written by the workflow)
+        if out.exists():  # keep whatever else the directory held (a workflow log, tensorboard/ by default)
             for f in out.iterdir():
                 if f.is_file() and f.name not in ours:
                     shutil.copy2(f, tmp / f.name)
+                elif f.is_dir():
+                    shutil.copytree(f, tmp / f.name, symlinks=True)
         (tmp / "metrics.json").write_text(json.dumps(finite_or_null(metrics), indent=2, default=_json_default,
                                                      allow_nan=False) + "\n")
         with open(tmp / "predictions.tsv", "w", newline="") as fh:
@@ -470,16 +489,19 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     precision = _precision(args)
     data = load_task_data(args, facts["tokenizer"])
     primary = primary_metrics(args)
-    evaluator = _make_epoch_evaluator(data, args.report_rule, primary)
+    monitor = _monitor(args, facts)
+    evaluator = _make_epoch_evaluator(data, args.report_rule, primary, monitor)
     work = Path(tempfile.mkdtemp(prefix="taco-finetune-"))
+    from taco.training.monitoring import trainer_callback
     from taco.training.runlog import ProgressCallback
 
     progress = ProgressCallback(f"finetune {args.task} seed {args.seed}")
-    trainer = build_trainer(args, facts, data, precision, work, [evaluator, progress])
+    trainer = build_trainer(args, facts, data, precision, work, [evaluator, progress, trainer_callback(monitor)])
     evaluator.trainer = trainer
     try:
         trainer.train()
     finally:
+        monitor.close()
         shutil.rmtree(work, ignore_errors=True)
     epochs = evaluator.epochs
     if not epochs:
@@ -503,6 +525,26 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     return 0
 
 
+def _monitor(args: argparse.Namespace, facts: dict[str, Any]):
+    """The run's :class:`taco.training.monitoring.Monitor`: TensorBoard in ``--tensorboard-dir``
+    (default ``<output>/tensorboard``), W&B as one run per output folder."""
+    from taco.training.monitoring import DEFAULT_WANDB_PROJECT, Monitor, run_id
+
+    report_to = tuple(getattr(args, "report_to", ()) or ())
+    tb_dir = getattr(args, "tensorboard_dir", None) or Path(args.output) / "tensorboard"
+    man = facts["manifest"]
+    where = f"{man.get('size')}/{man.get('objective')}/data-{man.get('fraction')}/step-{man.get('step')}"
+    return Monitor(report_to, tb_dir if "tensorboard" in report_to else None,
+                   wandb_project=getattr(args, "wandb_project", DEFAULT_WANDB_PROJECT),
+                   wandb_dir=getattr(args, "wandb_dir", None),
+                   wandb_name=f"finetune {args.task} seed-{args.seed} {where}",
+                   wandb_id=run_id("finetune", Path(args.output).resolve()), wandb_group=where,
+                   wandb_job_type="finetune",
+                   wandb_config={"task": args.task, "seed": args.seed, "checkpoint": str(facts["checkpoint"]),
+                                 "learning_rate": facts["lr"], "epochs": facts["epochs"],
+                                 "batch_size": args.batch_size, "max_length": args.max_length})
+
+
 def _json_default(obj):
     try:
         return float(obj)
@@ -511,7 +553,8 @@ def _json_default(obj):
 
 
 def per_seed_args(args: argparse.Namespace) -> list[argparse.Namespace]:
-    """One namespace per ``--seed``, with ``{seed}`` in ``--output`` filled in.
+    """One namespace per ``--seed``, with ``{seed}`` in ``--output`` (and ``--tensorboard-dir``) filled
+    in; several seeds with a ``--tensorboard-dir`` without ``{seed}`` get its ``seed-<n>`` subfolders.
 
     Raises UsageError if several seeds share one output directory or a seed repeats.
     """
@@ -522,10 +565,14 @@ def per_seed_args(args: argparse.Namespace) -> list[argparse.Namespace]:
         raise UsageError("--output must contain {seed} when several seeds are given "
                          "(e.g. results/.../rte/seed-{seed})")
     out = []
+    tb = getattr(args, "tensorboard_dir", None)
     for seed in seeds:
         one = argparse.Namespace(**vars(args))
         one.seed = seed
         one.output = args.output.replace("{seed}", str(seed))
+        if tb:  # one TensorBoard folder per seed
+            one.tensorboard_dir = (tb.replace("{seed}", str(seed)) if "{seed}" in tb or len(seeds) == 1
+                                   else str(Path(tb) / f"seed-{seed}"))
         out.append(one)
     return out
 

@@ -157,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="data fraction recorded in the manifest (default: from the blocks manifest, else 1.0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--device", choices=("auto", "cpu"), default="auto", help="cpu forces the CPU")
+    from taco.training import monitoring
+
+    monitoring.add_arguments(p, "<state-dir>/logs/tensorboard")
     # testing hook: sleep after every optimizer step (lets a test kill a run mid-way); not for users
     p.add_argument("--debug-step-sleep", type=float, default=0.0, help="testing hook: sleep this many seconds after each optimizer step (lets a test kill a run mid-way); not for users")
     return p
@@ -419,6 +422,9 @@ def make_plan(args: argparse.Namespace) -> Plan:
     budget checkpoint exists); the CLI turns each into exit status 2.
     """
     sched = _check_schedule(args)
+    from taco.training import monitoring
+
+    monitoring.check(args)  # --report-to wandb without wandb: exit 2 before any work
     info = _inspect_blocks(args)
     precision = _resolve_precision(args.precision, args.device)
     hash_inputs = _hash_inputs(args, sched, info, precision)
@@ -714,25 +720,59 @@ def _training_arguments(plan: Plan, output_dir: Path):
 
 def run(plan: Plan) -> int:
     """Train the segment and write the budget checkpoint; returns the exit status."""
-    from datasets import load_from_disk
-    from transformers import AutoTokenizer, set_seed
-
-    from taco.model.collator import TacoCollator
-    from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.training.runlog import NonFiniteLossError, ProgressCallback, RunLogCallback
+    from taco.training.runlog import RunLogCallback
 
     t0 = time.time()
-    a = plan.args
     rank = int(os.environ.get("RANK", "0"))  # torchrun / accelerate launch: one process per GPU
     state_dir = plan.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
     if rank == 0:
         _clean_stale_tmp(plan.output)
-    runlog = RunLogCallback(state_dir / "logs", extra={"until": plan.until})
+    monitor = _monitor(plan, rank)
+    runlog = RunLogCallback(state_dir / "logs", extra={"until": plan.until}, monitor=monitor)
     runlog._is_world_zero = rank == 0
+    try:
+        return _run(plan, runlog, rank, t0)
+    finally:
+        runlog.close()
 
+
+def _monitor(plan: Plan, rank: int):
+    """The segment's :class:`taco.training.monitoring.Monitor`: TensorBoard in ``--tensorboard-dir``
+    (default ``<state-dir>/logs/tensorboard``), W&B as one run per pre-training run (its id from the
+    run's folder, the parent of ``--output``, and the config hash: every segment continues it)."""
+    from taco.training.monitoring import DEFAULT_WANDB_PROJECT, Monitor, run_id
+
+    a = plan.args
+    report_to = tuple(getattr(a, "report_to", ("tensorboard",)))
+    tb_dir = getattr(a, "tensorboard_dir", None) or plan.state_dir / "logs" / "tensorboard"
+    return Monitor(report_to, tb_dir if "tensorboard" in report_to else None,
+                   wandb_project=getattr(a, "wandb_project", DEFAULT_WANDB_PROJECT),
+                   wandb_dir=getattr(a, "wandb_dir", None),
+                   wandb_name=f"pretrain {plan.size_name} {a.objective} data-{plan.fraction:g} seed-{a.seed}",
+                   wandb_id=run_id("pretrain", plan.output.resolve().parent, plan.config_hash),
+                   wandb_group=f"{plan.size_name}/{a.objective}", wandb_job_type="pretrain",
+                   wandb_config={**plan.hash_inputs, "size_name": plan.size_name, "fraction": plan.fraction,
+                                 "config_hash": plan.config_hash},
+                   enabled=rank == 0)
+
+
+def _run(plan: Plan, runlog: Any, rank: int, t0: float) -> int:
+    """:func:`run` once the log is open."""
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer, set_seed
+
+    from taco.model.collator import TacoCollator
+    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.training.runlog import NonFiniteLossError, ProgressCallback
+
+    a = plan.args
+    state_dir = plan.state_dir
     resume_ckpt, wall_before = _start_point(plan, state_dir, runlog, rank)
     current_step = int(_CKPT_RE.match(resume_ckpt.name).group(1)) if resume_ckpt else 0
+    # the curve goes on from here: events a killed attempt (or an earlier run in this folder) logged
+    # past this step are hidden in TensorBoard
+    runlog.monitor.purge_step = current_step + 1
 
     # SIGTERM: finish the current step, save a state, exit 143
     stop = {"requested": False}
@@ -791,6 +831,9 @@ def run(plan: Plan) -> int:
     if rank != 0:  # rank 0 writes the budget checkpoint
         return 0
     _export_and_keep_final_state(plan, state_dir, t0, wall_before)
+    validation = read_manifest(plan.output).get("validation") or {}
+    runlog.monitor.log({f"validation/{k}": validation.get(k) for k in ("mlm_loss", "mlm_accuracy", "tc_loss")},
+                       plan.until)
     print(f"taco pretrain: wrote {plan.output} (step {plan.until})", file=sys.stderr)
     return 0
 
@@ -986,7 +1029,10 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
         log = plan.state_dir / "logs" / "train_log.jsonl"
         if log.is_file():
             shutil.copy2(log, tmp / "train_log.jsonl")
-        parameters = {k: v for k, v in vars(a).items() if k != "debug_step_sleep"}
+        from taco.training.monitoring import OPTION_NAMES
+
+        # monitoring options are not results: a budget's manifest is the same with or without them
+        parameters = {k: v for k, v in vars(a).items() if k != "debug_step_sleep" and k not in OPTION_NAMES}
         parameters.update(max_steps=plan.max_steps, warmup_steps=plan.warmup_steps, until=plan.until,
                           precision=plan.precision)
         inputs = {"blocks": str(plan.blocks), "blocks_manifest_sha256": plan.blocks_manifest_sha256}

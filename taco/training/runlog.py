@@ -1,8 +1,10 @@
 """Run logging for the Trainer-based runners: JSONL + TensorBoard, throughput, non-finite guard.
 
 ``RunLogCallback`` is a ``transformers.TrainerCallback``. At every Trainer log event it writes one
-JSON line to ``<run_dir>/train_log.jsonl`` and the numeric values as TensorBoard scalars under
-``<run_dir>/tensorboard/``. It adds to the Trainer's own keys (``loss``, ``grad_norm``,
+JSON line to ``<run_dir>/train_log.jsonl`` and the numeric values through its
+:class:`taco.training.monitoring.Monitor` (TensorBoard scalars ``train/<key>``, W&B; ``taco pretrain
+--report-to/--tensorboard-dir``); ``validation`` events go there too (``validation/<key>``). It adds
+to the Trainer's own keys (``loss``, ``grad_norm``,
 ``learning_rate``) the throughput of the logging window: ``step_time_s`` (mean wall time of one
 optimizer step, including data loading) and ``tokens_per_s``. The loss components (``mlm_loss``,
 ``tc_loss``, ``tp_loss``) are added by the pre-training Trainer (``taco.training.pretrain``) through
@@ -25,7 +27,10 @@ from typing import Any
 from transformers import TrainerCallback
 
 LOG_NAME = "train_log.jsonl"
+#: the TensorBoard folder below the run directory when no other is given (``taco pretrain``'s default)
 TB_DIR = "tensorboard"
+#: the numbers of a ``validation`` event that go to the monitor
+VALIDATION_KEYS = ("mlm_loss", "mlm_accuracy", "tc_loss")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -92,21 +97,25 @@ class LossComponents:
 
 
 class RunLogCallback(TrainerCallback):
-    """JSONL + TensorBoard writer with throughput (see module docstring).
+    """JSONL writer with throughput, and the numbers to a monitor (see module docstring).
 
     Args:
-        run_dir: directory for ``train_log.jsonl`` and ``tensorboard/`` (created; appended to on a rerun).
+        run_dir: directory for ``train_log.jsonl`` (created; appended to on a rerun).
         tokens_per_step: tokens consumed by one optimizer step (global batch x sequence length);
             None to skip ``tokens_per_s``.
         extra: constant keys written into every JSON line (e.g. the segment).
+        monitor: where the numbers go (:class:`taco.training.monitoring.Monitor`); default: TensorBoard
+            in ``<run_dir>/tensorboard/``. Closed by :meth:`close`.
     """
 
     def __init__(self, run_dir: str | os.PathLike, tokens_per_step: int | None = None,
-                 extra: dict[str, Any] | None = None):
+                 extra: dict[str, Any] | None = None, monitor: Any = None):
+        from taco.training.monitoring import Monitor
+
         self.run_dir = Path(run_dir)
         self.tokens_per_step = tokens_per_step
         self.extra = dict(extra or {})
-        self._writer = None
+        self.monitor = monitor if monitor is not None else Monitor(("tensorboard",), self.run_dir / TB_DIR)
         self._window_start: float | None = None
         self._window_steps = 0
         self._is_world_zero = True
@@ -124,13 +133,8 @@ class RunLogCallback(TrainerCallback):
         record = {"time": round(time.time(), 3), **self.extra, **event}
         with open(self.log_path, "a") as fh:
             fh.write(json.dumps(record, default=_jsonable) + "\n")
-
-    def _tb(self):
-        if self._writer is None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._writer = SummaryWriter(log_dir=str(self.run_dir / TB_DIR))
-        return self._writer
+        if event.get("event") == "validation" and "step" in event:
+            self.monitor.log({f"validation/{k}": event.get(k) for k in VALIDATION_KEYS}, int(event["step"]))
 
     # -- Trainer events ------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):
@@ -155,20 +159,14 @@ class RunLogCallback(TrainerCallback):
             self._window_start = now
             self._window_steps = 0
         self.write_event({"event": "log", "step": state.global_step, **logs})
-        writer = self._tb()
-        for key, value in logs.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                writer.add_scalar(f"train/{key}", value, state.global_step)
-        writer.flush()
+        self.monitor.log({f"train/{key}": value for key, value in logs.items()}, state.global_step)
 
     def on_train_end(self, args, state, control, **kwargs):
         self.write_event({"event": "train_end", "step": state.global_step})
-        self.close()
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        """Close the monitor's writers (a later event opens them again)."""
+        self.monitor.close()
 
 
 def format_duration(seconds: float) -> str:

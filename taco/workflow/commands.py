@@ -25,11 +25,17 @@ what Snakemake does when they change:
 ``paths`` (``params.paths``)
     The job's input and output paths. A param function of ``input``/``output``: Snakemake follows
     files through its own input and output triggers and does not compare these as params.
+``monitoring`` (config ``monitoring``, :meth:`Commands.monitoring_words`)
+    Where the training curves go (``--report-to``, ``--tensorboard-dir`` under
+    ``<results_dir>/tensorboard/``, ``--wandb-project``, ``--wandb-dir``): changes no result. Part of
+    ``settings`` for pre-training and of ``paths`` for fine-tuning, whose rule has no settings part in
+    its shell (Snakemake re-runs a job whose shell text changed, so adding one would re-run every
+    finished fine-tuning job once).
 
 Settings that change no result and therefore stay out of ``params`` (tested by
 ``tests/test_rerun.py``): ``pretrain.logging_steps``, ``pretrain.sizes.<size>.{save_every, threads,
 mem_mb, runtime}``, ``finetune.{threads, mem_mb, runtime, num_gpus, seeds_per_job}``,
-``data_threads``, ``gpus``, ``gpu_lock_dir`` and the interpreter; and a loss's options for the objectives
+``data_threads``, ``gpus``, ``gpu_lock_dir``, ``monitoring`` and the interpreter; and a loss's options for the objectives
 that do not use that loss: ``pretrain.tc`` reaches only objectives with ``uses_tc``, ``pretrain.tp``
 only those with ``uses_tp`` (``taco.registry``). ``pretrain.sizes.<size>.num_gpus`` is
 result-changing: it sets the number of processes and so the global batch
@@ -258,7 +264,33 @@ class Commands:
         # --no-progress: the log file gets one readable progress line per logging event
         # (taco.training.runlog.ProgressCallback: step, loss, examples/s, time left), not tqdm bars
         return ["--save-every", _s(s["save_every"]), "--logging-steps", _s(self.config["pretrain"]["logging_steps"]),
-                "--no-progress"]
+                "--no-progress", *self.monitoring_words("pretrain", wildcards)]
+
+    # ------------------------------------------------------------------ monitoring
+    def tensorboard_dir(self, rule: str, wildcards: Any) -> str:
+        """The TensorBoard folder of a job below ``<results_dir>/tensorboard/``: a pre-training run's
+        (``pretrain/<size>/<variant>/data-<fraction>[/pretrain-seed-<n>]``, shared by its budget
+        segments, so they draw one curve) or a fine-tuning run's (``finetune/<run path>/<task>/seed-<s>``;
+        ``seed-{seed}`` when one job runs every seed: ``taco finetune`` fills it in)."""
+        pseed = getattr(wildcards, "pseed", "")
+        if rule == "pretrain":
+            return f"{self.results}/tensorboard/pretrain/{wildcards.size}/{wildcards.variant}/data-{wildcards.fraction}{pseed}"
+        seed = wildcards.seed if "seed" in wildcards.keys() else "{seed}"
+        return (f"{self.results}/tensorboard/finetune/"
+                + run_path(wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step, pseed)
+                + f"/{wildcards.task}/seed-{seed}")
+
+    def monitoring_words(self, rule: str, wildcards: Any) -> list[str]:
+        """``--report-to`` and its folders from config ``monitoring`` (``tensorboard`` on by default,
+        ``wandb`` off; W&B's local files in ``<results_dir>/wandb``). Changes no result."""
+        m = {"tensorboard": True, "wandb": False, "wandb_project": "taco", **(self.config.get("monitoring") or {})}
+        report = [name for name in ("tensorboard", "wandb") if m[name]]
+        words = ["--report-to", ",".join(report) or "none"]
+        if m["tensorboard"]:
+            words += ["--tensorboard-dir", self.tensorboard_dir(rule, wildcards)]
+        if m["wandb"]:
+            words += ["--wandb-project", _s(m["wandb_project"]), "--wandb-dir", f"{self.results}/wandb"]
+        return words
 
     def state_dir(self, wildcards: Any) -> str:
         """Resumable scratch state of a segment: outside the declared outputs (``.state/``)."""
@@ -308,14 +340,17 @@ class Commands:
 
     def finetune_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         """One seed per job (``seed`` wildcard), or every seed of the config in one job (``{seed}``
-        in ``--output``); the seeds belong to the paths, so the two forms share their params."""
+        in ``--output``); the seeds belong to the paths, so the two forms share their params. Then the
+        monitoring options (:meth:`monitoring_words`; here, not in a settings part, see the module
+        docstring)."""
         metrics = _files(output.metrics)
         if "seed" in wildcards.keys():
             seeds, out = [wildcards.seed], os.path.dirname(metrics[0])
         else:
             seeds = [_s(s) for s in self.config["finetune"]["seeds"]]
             out = os.path.join(os.path.dirname(os.path.dirname(metrics[0])), "seed-{seed}")
-        return ["--checkpoint", input.checkpoint, "--seed", *seeds, "--output", out]
+        return (["--checkpoint", input.checkpoint, "--seed", *seeds, "--output", out]
+                + self.monitoring_words("finetune", wildcards))
 
     def glue_submission_args(self, wildcards: Any = None) -> list[str]:
         return self._taco("glue-submission")

@@ -370,11 +370,13 @@ def _check_report_steps(config: dict[str, Any]) -> None:
 
 
 #: Settings that change no result: how and where jobs run (``taco.workflow.commands`` passes them as
-#: resources, never as params). ``*`` stands for every key of a mapping (each size).
+#: resources or paths, never as params). ``*`` stands for every key of a mapping (each size).
+#: ``monitoring``: where training curves go (TensorBoard, W&B).
 NO_RESULT_SETTINGS: tuple[str, ...] = (
     "pretrain.logging_steps", "pretrain.sizes.*.save_every", "pretrain.sizes.*.threads",
     "pretrain.sizes.*.mem_mb", "pretrain.sizes.*.runtime", "finetune.threads", "finetune.mem_mb",
     "finetune.runtime", "finetune.num_gpus", "finetune.seeds_per_job", "data_threads", "gpus", "gpu_lock_dir",
+    "monitoring",
 )
 #: Of those, what ``plan.md`` shows (``taco.workflow.plan``): jobs per rule (one per seed or one per
 #: task), each rule's ``runtime`` beside the longest job, and the CPU-only note (no GPU per job).
