@@ -194,3 +194,28 @@ def test_best_rule_chooses_by_the_configured_primary_metric():
         ns.primary_metric = [bad]
         with pytest.raises(finetune.UsageError, match="--primary-metric"):
             finetune.primary_metrics(ns)
+
+
+def test_default_hyperparameters_follow_the_preset_not_the_size_key(tmp_path, capsys):
+    """A size key "base" holding the tiny preset (paper-shrunk) takes tiny's defaults; a manifest without
+    size_preset is refused unless --lr and --epochs are given (it used to fall back to the size key)."""
+    from taco.manifest import read_manifest
+    from taco.registry import FINETUNE_HYPERPARAMETERS
+
+    tok = _bert_tokenizer()
+    ck = _checkpoint(tmp_path / "step-10", tok)
+    man = read_manifest(ck)
+    man["size"] = "base"
+    (ck / "manifest.json").write_text(json.dumps(man))
+    base = ["--checkpoint", str(ck), "--task", "rte", "--glue-source", "local", "--glue-dir", str(GLUE_DIR),
+            "--output", str(tmp_path / "o")]
+    facts = finetune.check_inputs(finetune.build_parser().parse_args(base))
+    want = FINETUNE_HYPERPARAMETERS["tiny"]
+    assert (facts["lr"], facts["epochs"]) == (want["learning_rate"], want["epochs"])
+    assert FINETUNE_HYPERPARAMETERS["base"]["learning_rate"] != want["learning_rate"]
+    del man["size_preset"]
+    (ck / "manifest.json").write_text(json.dumps(man))
+    assert finetune.main(base) == 2
+    assert "pass --lr and --epochs" in capsys.readouterr().err
+    facts = finetune.check_inputs(finetune.build_parser().parse_args(base + ["--lr", "1e-4", "--epochs", "2"]))
+    assert (facts["lr"], facts["epochs"]) == (1e-4, 2)

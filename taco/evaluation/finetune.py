@@ -150,12 +150,18 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
     if args.max_length > getattr(config, "max_position_embeddings", 512):
         raise UsageError(f"--max-length {args.max_length} exceeds the model's max_position_embeddings "
                          f"{config.max_position_embeddings}")
-    size = manifest.get("size_preset") or manifest.get("size") or "small"
-    defaults = FINETUNE_HYPERPARAMETERS.get(size, FINETUNE_HYPERPARAMETERS["small"])
+    # the defaults follow the model's preset (manifest size_preset), never the run's size key: a size
+    # key "base" may be a tiny model (tests/configs/paper-shrunk.yaml)
+    size = manifest.get("size_preset")
+    defaults = FINETUNE_HYPERPARAMETERS.get(size) if size else None
+    if defaults is None and (args.lr is None or args.epochs is None):
+        raise UsageError(f"--checkpoint {ckpt}: {MANIFEST_NAME} has no known size_preset ({size!r}) to take the "
+                         "fine-tuning learning rate and epochs from; pass --lr and --epochs")
+    defaults = defaults or {}
     return {
         "checkpoint": ckpt, "manifest": manifest, "manifest_sha256": sha256_file(ckpt / MANIFEST_NAME),
         "tokenizer": tokenizer, "config": config, "size_preset": size,
-        "lr": args.lr if args.lr is not None else defaults["learning_rate"],
+        "lr": args.lr if args.lr is not None else float(defaults["learning_rate"]),
         "epochs": args.epochs if args.epochs is not None else int(defaults["epochs"]),
     }
 
