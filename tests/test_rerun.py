@@ -57,7 +57,7 @@ def _set(path: str, value):
         node = cfg
         keys = path.split(".")
         for k in keys[:-1]:
-            node = node[k]
+            node = node.setdefault(k, {})  # a section the overlay leaves to the schema defaults
         node[keys[-1]] = value
     return mutate
 
