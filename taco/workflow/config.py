@@ -304,7 +304,11 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
         if d not in VARIANTS:
             raise ConfigError(f"dynamics.variants: unknown variant {d!r}")
     _check_report_steps(config)
-    # local paths
+    _check_local_inputs(config, tasks_available)
+
+def _check_local_inputs(config: dict[str, Any], tasks_available: dict[str, str | None] | None) -> None:
+    """The local files a configuration reads (corpus paths, vocabulary, GLUE folder) exist, and the GLUE
+    tasks are known and not all absent. Raises ConfigError naming the key (part of :func:`check_config`)."""
     corpus = config["corpus"]
     if corpus["source"] == "local":
         if not corpus["paths"]:
