@@ -13,76 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
+
+from taco.objectives import OBJECTIVE_SPECS
+from taco.objectives.base import Objective, TcPositions  # noqa: F401 (re-exported)
 
 # ---- pre-training objectives (the run "variant" in paths is the objective name) ------------------
 
-TcPositions = Literal["all", "masked", "unmasked"]
-
-
-@dataclass(frozen=True)
-class Objective:
-    """One pre-training objective.
-
-    Attributes:
-        name: registry key (used in configs and output paths).
-        uses_tc: whether the token-alignment contrastive loss is added to MLM.
-        tc_positions: which real positions are TC anchors: ``"all"``, ``"masked"`` (MLM-selected),
-            ``"unmasked"`` (real, not selected); ``None`` when ``uses_tc`` is False.
-        uses_tp: whether the unselected real positions also predict their (uncorrupted) token.
-        description: one line for humans.
-        label: printed name in tables and figures (paper's wording); the name when empty.
-    """
-
-    name: str
-    uses_tc: bool
-    tc_positions: TcPositions | None
-    uses_tp: bool
-    description: str
-    label: str = ""
-
-    def __post_init__(self) -> None:
-        if self.uses_tc and self.tc_positions not in ("all", "masked", "unmasked"):
-            raise ValueError(f"objective {self.name!r}: tc_positions must be all/masked/unmasked")
-        if not self.uses_tc and self.tc_positions is not None:
-            raise ValueError(f"objective {self.name!r}: tc_positions given without TC")
-
-
-#: every pre-training objective, in the order tables list them. Adding one here is all it takes:
-#: the workflow, the schema checks, the model (``taco.model.objectives``) and the report read it.
-OBJECTIVE_SPECS: dict[str, Objective] = {
-    o.name: o
-    for o in (
-        Objective("mlm", False, None, False, "masked language modeling only (BERT)", "MLM"),
-        Objective("taco", True, "all", False, "MLM + token-alignment contrastive loss at all real positions",
-                  "TACO"),
-        Objective(
-            "taco_concentrated",
-            True,
-            "masked",
-            False,
-            "MLM + TC loss only at the MLM-selected positions (paper's concentrated TACO)",
-            "TACO (concentrated)",
-        ),
-        Objective(
-            "taco_unmasked",
-            True,
-            "unmasked",
-            False,
-            "MLM + TC loss only at real positions not selected by MLM (official code's third option)",
-            "TACO (unmasked)",
-        ),
-        Objective(
-            "mlm_tp",
-            False,
-            None,
-            True,
-            "extended MLM: MLM + token prediction at the other real positions (paper's MLM+TP)",
-            "MLM+TP",
-        ),
-    )
-}
-
+# every pre-training objective (OBJECTIVE_SPECS, in the order tables list them) is one module under
+# ``taco/objectives/``, registered in ``taco.objectives.MODULES``; the workflow, the schema checks,
+# the model, the plan and the report read them from here.
 #: objective names (the run "variant" in paths and configs)
 OBJECTIVES: tuple[str, ...] = tuple(OBJECTIVE_SPECS)
 
@@ -146,6 +86,9 @@ class GlueTask:
             has no header (CoLA). ``label`` included.
         local_num_fields: field count of a no-header file (CoLA: 4); None when a header exists.
         local_labels: label string in the local file -> Hub id (None: float label).
+        sizes: (train, dev) examples of the released splits (dev: all dev splits together), for the
+            compute plan (GLUE paper, Wang et al. 2019, Table 1; the Hub ``nyu-mll/glue`` card);
+            ``None`` when unknown (the plan then says so).
     """
 
     name: str
@@ -162,6 +105,7 @@ class GlueTask:
     local_columns: Mapping[str, str | int] = field(default_factory=dict)
     local_num_fields: int | None = None
     local_labels: Mapping[str, int] | None = None
+    sizes: tuple[int, int] | None = None
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -194,42 +138,51 @@ GLUE_TASK_SPECS: dict[str, GlueTask] = {
         GlueTask("cola", "CoLA", ("sentence",), 2, False, ("unacceptable", "acceptable"),
                  ("validation",), ("cola",), ("matthews_correlation",),
                  # source, label, original judgement, sentence; no header
-                 local_columns={"sentence": 3, "label": 1}, local_num_fields=4, local_labels=_BIN01),
+                 local_columns={"sentence": 3, "label": 1}, local_num_fields=4, local_labels=_BIN01,
+                 sizes=(8551, 1043)),
         GlueTask("sst2", "SST-2", ("sentence",), 2, False, ("negative", "positive"),
                  ("validation",), ("sst2",), ("accuracy",),
-                 local_columns={"sentence": "sentence", "label": "label"}, local_labels=_BIN01),
+                 local_columns={"sentence": "sentence", "label": "label"}, local_labels=_BIN01,
+                 sizes=(67349, 872)),
         GlueTask("mrpc", "MRPC", ("sentence1", "sentence2"), 2, False, ("not_equivalent", "equivalent"),
                  ("validation",), ("mrpc",), ("accuracy", "f1"),
                  local_columns={"sentence1": "#1 String", "sentence2": "#2 String", "label": "Quality"},
-                 local_labels=_BIN01),
+                 local_labels=_BIN01,
+                 sizes=(3668, 408)),
         GlueTask("stsb", "STS-B", ("sentence1", "sentence2"), 1, True, (),
                  ("validation",), ("stsb",), ("pearson", "spearmanr"),
                  local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "score"},
-                 local_labels=None),
+                 local_labels=None,
+                 sizes=(5749, 1500)),
         GlueTask("qqp", "QQP", ("question1", "question2"), 2, False, ("not_duplicate", "duplicate"),
                  ("validation",), ("qqp",), ("accuracy", "f1"),
                  local_columns={"question1": "question1", "question2": "question2", "label": "is_duplicate"},
-                 local_labels=_BIN01),
+                 local_labels=_BIN01,
+                 sizes=(363846, 40430)),
         GlueTask("mnli", "MNLI", ("premise", "hypothesis"), 3, False, ("entailment", "neutral", "contradiction"),
                  ("validation_matched", "validation_mismatched"), ("mnli_m", "mnli_mm"),
                  ("accuracy",),
                  dev_files={"validation_matched": "dev_matched.tsv",
                             "validation_mismatched": "dev_mismatched.tsv"},
                  local_columns={"premise": "sentence1", "hypothesis": "sentence2", "label": "gold_label"},
-                 local_labels={"entailment": 0, "neutral": 1, "contradiction": 2}),
+                 local_labels={"entailment": 0, "neutral": 1, "contradiction": 2},
+                 sizes=(392702, 9815 + 9832)),
         GlueTask("qnli", "QNLI", ("question", "sentence"), 2, False, ("entailment", "not_entailment"),
                  ("validation",), ("qnli",), ("accuracy",),
                  local_columns={"question": "question", "sentence": "sentence", "label": "label"},
-                 local_labels=_ENT2),
+                 local_labels=_ENT2,
+                 sizes=(104743, 5463)),
         GlueTask("rte", "RTE", ("sentence1", "sentence2"), 2, False, ("entailment", "not_entailment"),
                  ("validation",), ("rte",), ("accuracy",),
                  local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
-                 local_labels=_ENT2),
+                 local_labels=_ENT2,
+                 sizes=(2490, 277)),
         # WNLI's GLUE files use 1 = entailment, as the Hub ClassLabel does
         GlueTask("wnli", "WNLI", ("sentence1", "sentence2"), 2, False, ("not_entailment", "entailment"),
                  ("validation",), ("wnli",), ("accuracy",),
                  local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
-                 local_labels=_BIN01),
+                 local_labels=_BIN01,
+                 sizes=(635, 71)),
     ]
 }
 

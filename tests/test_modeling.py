@@ -51,6 +51,8 @@ EXPECTED = {
     "taco_concentrated": {"mlm_loss", "tc_loss"},
     "taco_unmasked": {"mlm_loss", "tc_loss"},
     "mlm_tp": {"mlm_loss", "tp_loss"},
+    "bert_nce": {"mlm_loss", "nce_loss"},
+    "infoword": {"mlm_loss", "nce_loss"},  # no n-gram inputs in this batch: no span term
 }
 
 
@@ -60,7 +62,7 @@ def test_loss_components_and_sparse_equals_dense(objective, device):
     batch = {k: v.to(device) for k, v in _batch().items()}
     out = model(**batch, output_logits=True, generator=torch.Generator(device=device).manual_seed(1))
     assert out.loss.device.type == device.type
-    present = {k for k in ("mlm_loss", "tc_loss", "tp_loss") if getattr(out, k) is not None}
+    present = {f"{t}_loss" for t in ("mlm", "tc", "tp", "nce", "dim") if getattr(out, f"{t}_loss") is not None}
     assert present == EXPECTED[objective]
     # sparse prediction equals the dense computation
     logits = out.logits
@@ -76,6 +78,8 @@ def test_loss_components_and_sparse_equals_dense(objective, device):
         total = total + out.tp_loss
     if out.tc_loss is not None:
         total = total + out.tc_loss
+    if out.nce_loss is not None:  # InfoNCE replaces the softmax; mlm_loss is its no-gradient diagnostic
+        total = out.nce_loss
     torch.testing.assert_close(out.loss, total)
     # without output_logits no dense logits are produced
     assert model(**batch).logits is None
@@ -218,5 +222,5 @@ def test_mlm_tp_weighting_modes():
     assert joint.objective_params["tp_mode"] == "joint"
     with pytest.raises(ValueError, match="taco_tp_mode must be one of separate, joint"):
         _model("mlm_tp", tp_mode="sum")
-    with pytest.raises(ValueError, match="no effect with tp_mode 'joint'"):
+    with pytest.raises(ValueError, match="no effect with tp mode joint"):
         _model("mlm_tp", tp_mode="joint", tp_weight=2.0)

@@ -23,7 +23,8 @@ def tokenizer():
 
 
 def test_registry():
-    assert set(OBJECTIVES) == {"mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp"}
+    assert set(OBJECTIVES) == {"mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp", "bert_nce",
+                               "infoword"}
     spec = {name: (o.uses_tc, o.tc_positions, o.uses_tp) for name, o in OBJECTIVES.items()}
     assert spec == {
         "mlm": (False, None, False),
@@ -31,9 +32,11 @@ def test_registry():
         "taco_concentrated": (True, "masked", False),
         "taco_unmasked": (True, "unmasked", False),
         "mlm_tp": (False, None, True),
+        "bert_nce": (False, None, False),
+        "infoword": (False, None, False),
     }
     assert get_objective("taco") is OBJECTIVES["taco"]
-    with pytest.raises(ValueError, match="mlm, taco, taco_concentrated, taco_unmasked, mlm_tp"):
+    with pytest.raises(ValueError, match="mlm, taco, taco_concentrated, taco_unmasked, mlm_tp, bert_nce, infoword"):
         get_objective("bert")
 
 

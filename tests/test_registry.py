@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -61,46 +62,100 @@ def test_no_other_module_lists_the_objectives_presets_or_tasks():
     assert "enum: [mlm" not in schema and "enum: [cola" not in schema and "enum: [tiny" not in schema
 
 
-def test_adding_an_objective_is_one_registry_entry(tmp_path):
-    """A new objective (TC at MLM-selected positions plus token prediction) added in registry.py only."""
-    old = '''            "MLM+TP",
-        ),
-    )
-}'''
-    new = '''            "MLM+TP",
-        ),
-        Objective("taco_tp", True, "all", True, "TACO plus token prediction (test-only)", "TACO+TP"),
-    )
-}'''
-    pkg = _copy_with_registry_edit(tmp_path, old, new)
+TOY_MODULE = '''"""``toy``: MLM + weight x mean squared final hidden state (a newcomer's test-only objective)."""
+
+from taco.objectives.base import Objective, Option, head_flops
+from taco.objectives.mlm import mlm_terms
+
+OPTIONS = (Option("toy", "weight", "toy_weight", 0.5, "weight of the toy term", minimum=0),)
+
+
+def toy_terms(model, batch, outputs, generator=None):
+    terms = mlm_terms(model, batch, outputs)
+    toy = outputs.last_hidden_state.float().pow(2).mean()
+    return {**terms, "toy": toy, "loss": terms["mlm"] + model.config.taco_toy_weight * toy}
+
+
+def toy_flops(shape, seq_len, vocab_size, options):
+    return head_flops(shape, vocab_size)
+
+
+OBJECTIVES = (Objective("toy", "Toy", "MLM + a toy term (test-only)", ("mlm", "toy"), toy_terms, toy_flops,
+                        options=("toy",)),)
+'''
+
+
+def test_adding_an_objective_is_one_module(tmp_path):
+    """A newcomer adds a third objective as one module (``taco/objectives/toy.py``, a copy of the
+    suite) plus its name in ``MODULES``, and nothing else: the config checks, the model, ``taco pretrain``'s
+    flags, the smoke DAG's dry run, the plan, the figures' style and the tables accept it."""
+    from fixtures_stats import smoke_spec, write_smoke_runs, write_spec
+
+    dst = tmp_path / "suite"
+    for name in ("taco", "workflow", "configs", "envs", "profiles"):
+        shutil.copytree(REPO / name, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("Snakefile", "config.yaml", "pyproject.toml"):
+        shutil.copy(REPO / name, dst / name)
+    (dst / "taco/objectives/toy.py").write_text(TOY_MODULE)
+    init = dst / "taco/objectives/__init__.py"
+    text = init.read_text()
+    assert text.count('"bert_nce", "infoword")') == 1
+    init.write_text(text.replace('"bert_nce", "infoword")', '"bert_nce", "infoword", "toy")'))
+
     smoke = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    smoke["pretrain"]["runs"][0]["variants"].append("toy")
+    cfg = tmp_path / "toy.yaml"
+    cfg.write_text(yaml.safe_dump(smoke))
+    spec_dict = smoke_spec(variants=smoke_spec()["variants"] + [{"size": "tiny", "objective": "toy", "fraction": 1.0}],
+                           tasks=["sst2", "rte"])
+    runs = write_smoke_runs(tmp_path / "runs", [1, 2], spec_dict)
+    spec = write_spec(tmp_path / "analysis.json", spec_dict)
+    (tmp_path / "inputs.txt").write_text("\n".join(map(str, runs)) + "\n")
+    agg = tmp_path / "agg"
     code = f"""
-import json, copy, torch
+import json, torch
 from snakemake.utils import validate
 from taco.workflow import config as wc
-from taco.model.objectives import get_objective
 from taco.model.modeling import TacoForPreTraining, bert_config
-from taco.report.analysis_config import validate_analysis
-from taco.registry import OBJECTIVE_LABELS
-cfg = {smoke!r}
-cfg["pretrain"]["runs"][0]["variants"].append("taco_tp")
-validate(cfg, {str(REPO / "workflow/schemas/config.schema.yaml")!r})
+from taco.training.pretrain import build_parser
+from taco.report.style import variant_style
+from taco.report.tables import main as tables_main
+from taco.report.stats import main as aggregate_main
+from taco.workflow.flops import pretrain_flops_per_token
+import yaml
+cfg = yaml.safe_load(open({str(cfg)!r}))
+validate(cfg, "workflow/schemas/config.schema.yaml")
 wc.check_config(cfg)
-spec = wc.analysis_spec(cfg, ["sst2"])
-validate_analysis(spec)
-obj = get_objective("taco_tp")
 torch.manual_seed(0)
-model = TacoForPreTraining(bert_config("tiny", vocab_size=100), objective="taco_tp").eval()
+model = TacoForPreTraining(bert_config("tiny", vocab_size=100), objective="toy", toy_weight=0.25).eval()
 ids = torch.randint(5, 100, (4, 16))
 labels = torch.full_like(ids, -100); labels[:, 3] = ids[:, 3]
-out = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels, original_input_ids=ids)
-print(json.dumps({{"tc": out.tc_loss is not None, "tp": out.tp_loss is not None,
-                  "loss": float(out.loss), "label": OBJECTIVE_LABELS["taco_tp"],
-                  "runs": [r.variant for r in wc.runs(cfg)]}}))
+out = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels)
+flags = {{a for act in build_parser()._actions for a in act.option_strings}}
+rc = aggregate_main(["--inputs-from", {str(tmp_path / "inputs.txt")!r}, "--analysis", {str(spec)!r},
+                     "--output-dir", {str(agg)!r}])
+rc = rc or tables_main(["--aggregate-dir", {str(agg)!r}, "--analysis", {str(spec)!r}, "--output-dir", "tables"])
+print(json.dumps({{"toy": float(out.toy_loss), "loss": float(out.loss), "mlm": float(out.mlm_loss),
+                  "flag": "--toy-weight" in flags, "style": variant_style("toy"), "tables": rc,
+                  "runs": [r.variant for r in wc.runs(cfg)], "flops": pretrain_flops_per_token("tiny", 64, "toy")}}))
 """
-    res = _run(pkg, code)
-    assert res["tc"] and res["tp"] and res["loss"] > 0
-    assert res["label"] == "TACO+TP" and "taco_tp" in res["runs"]
+    res = _run(dst, code)
+    assert abs(res["loss"] - (res["mlm"] + 0.25 * res["toy"])) < 1e-5 and res["toy"] > 0
+    assert res["flag"] and res["style"]["color"] and res["tables"] == 0 and "toy" in res["runs"]
+    assert res["flops"] > 0
+    env = {"PYTHONPATH": str(dst), "PATH": os.environ["PATH"], "HOME": str(tmp_path),
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--snakefile", str(dst / "Snakefile"),
+                          "--directory", str(tmp_path / "work"), "--configfile", str(cfg), "--cores", "1"],
+                         cwd=dst, capture_output=True, text=True, timeout=600, env=env)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "--objective toy" in dry.stdout + dry.stderr and "--toy-weight 0.5" in dry.stdout + dry.stderr
+    plan = subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(cfg), "--no-snakemake",
+                           "--output", str(tmp_path / "plan.md")], cwd=dst, capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert "toy" in (tmp_path / "plan.md").read_text()
+    assert (tmp_path / "agg").exists() and (dst / "tables" / "ablation.csv").exists()
 
 
 def test_adding_a_glue_task_is_one_registry_entry(tmp_path):

@@ -26,6 +26,10 @@ class TacoCollator:
             ``all_special_ids`` (and ``len(tokenizer)`` for the random replacements).
         mlm_probability: selection probability (paper: 0.15).
         generator: optional CPU ``torch.Generator``; draws use the global RNG otherwise.
+        objective: optional objective (name or declaration) whose ``collate`` hook runs after the
+            BERT masking with the same generator (INFOWORD masks an n-gram and adds its inputs);
+            ``None`` or an objective without a hook: plain BERT masking.
+        objective_params: the objective's parameters (``DEFAULT_OBJECTIVE_PARAMS`` names) for the hook.
 
     Calling it returns LongTensors (B, L), L = longest example: ``input_ids`` (corrupted),
     ``attention_mask`` (1 at real tokens, 0 at right padding), ``labels`` (original id at selected
@@ -33,7 +37,8 @@ class TacoCollator:
     Features may carry their own ``attention_mask`` / ``special_tokens_mask``; extra keys are ignored.
     """
 
-    def __init__(self, tokenizer: Any, mlm_probability: float = 0.15, generator: torch.Generator | None = None):
+    def __init__(self, tokenizer: Any, mlm_probability: float = 0.15, generator: torch.Generator | None = None,
+                 objective: Any = None, objective_params: Mapping[str, Any] | None = None):
         if getattr(tokenizer, "mask_token_id", None) is None:
             raise ValueError("the tokenizer has no mask token; MLM needs one")
         if getattr(tokenizer, "pad_token_id", None) is None:
@@ -46,6 +51,14 @@ class TacoCollator:
         self.mask_token_id = int(tokenizer.mask_token_id)
         self.pad_token_id = int(tokenizer.pad_token_id)
         self.vocab_size = int(len(tokenizer))
+        if isinstance(objective, str):
+            from taco.model.objectives import get_objective
+
+            objective = get_objective(objective)
+        self.objective = objective
+        from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS
+
+        self.objective_params = {**DEFAULT_OBJECTIVE_PARAMS, **(objective_params or {})}
         self.special_ids = torch.tensor(sorted(set(int(i) for i in tokenizer.all_special_ids)), dtype=torch.long)
 
     def _pad(self, rows: Sequence[Sequence[int]], length: int, value: int) -> torch.Tensor:
@@ -87,9 +100,12 @@ class TacoCollator:
             self.mlm_probability,
             generator=self.generator,
         )
-        return {
+        batch = {
             "input_ids": corrupted,
             "attention_mask": attention_mask,
             "labels": labels,
             "original_input_ids": original,
         }
+        if self.objective is not None and self.objective.collate is not None:
+            batch = self.objective.collate(batch, self.tokenizer, self.generator, self.objective_params)
+        return batch

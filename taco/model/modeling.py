@@ -15,18 +15,16 @@ a prediction (MLM-selected positions; plus the other real positions for ``mlm_tp
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import field, make_dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from transformers import BertConfig
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.bert.modeling_bert import BertModel, BertOnlyMLMHead, BertPreTrainedModel
 
-from taco.model.losses import tc_loss
-from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS, TP_MODES, get_objective, tc_anchor_mask
-from taco.model.sampling import sample_negative_index, sample_positive_index
+from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective
+from taco.objectives import LOSS_TERMS, check_options
 from taco.registry import PRESET_SHAPES
 
 __all__ = ["SIZES", "SIZE_PRESETS", "bert_config", "TacoForPreTraining", "TacoPreTrainingOutput"]
@@ -55,27 +53,33 @@ def bert_config(size: str, vocab_size: int, **overrides: Any) -> BertConfig:
     return config
 
 
-@dataclass
-class TacoPreTrainingOutput(ModelOutput):
-    """Output of :class:`TacoForPreTraining`.
+def _output_class() -> type:
+    """:class:`TacoPreTrainingOutput`: a ``ModelOutput`` with ``loss``, one ``<term>_loss`` field per
+    loss term any registered objective logs (``taco.objectives.LOSS_TERMS``), ``logits`` and
+    ``hidden_states`` (all default ``None``), so a new objective's term needs no edit here."""
+    fields = [("loss", Any, None)] + [(f"{t}_loss", Any, None) for t in LOSS_TERMS] + [
+        ("logits", Any, None), ("hidden_states", Any, None)]
+    cls = make_dataclass("TacoPreTrainingOutput", [(n, t, field(default=d)) for n, t, d in fields],
+                         bases=(ModelOutput,))
+    cls.__module__ = __name__
+    cls.__doc__ = """Output of :class:`TacoForPreTraining` (fields default ``None``).
 
     Attributes:
-        loss: scalar total loss (``mlm_loss + tc_weight * tc_loss``; for ``mlm_tp``
-            ``mlm_loss + tp_weight * tp_loss`` with tp_mode "separate", or the mean cross-entropy over
-            all predicted positions with tp_mode "joint").
-        mlm_loss: scalar MLM cross-entropy over the selected positions.
-        tc_loss: scalar TC loss (None unless the objective uses TC).
-        tp_loss: scalar token-prediction loss at the unselected real positions (``mlm_tp`` only).
+        loss: scalar total loss of the objective (its module's ``loss_terms``: MLM + tc_weight x TC for
+            the TACO family; for ``mlm_tp`` MLM + tp_weight x TP (tp_mode "separate") or one mean
+            cross-entropy over all predicted positions ("joint"); for ``bert_nce`` the InfoNCE loss; for
+            ``infoword`` InfoNCE + weight x the span term).
+        mlm_loss: scalar MLM cross-entropy over the selected positions (for ``bert_nce``/``infoword`` a
+            no-gradient diagnostic of the same head).
+        tc_loss, tp_loss, nce_loss, dim_loss, ...: scalar loss terms (``<term>_loss`` for every term in
+            ``taco.objectives.LOSS_TERMS``), None unless the objective has that term.
         logits: (B, L, V) dense vocabulary logits, only when ``output_logits=True`` or no labels given.
         hidden_states: tuple of (B, L, H), only when ``output_hidden_states=True``.
     """
+    return cls
 
-    loss: torch.FloatTensor | None = None
-    mlm_loss: torch.FloatTensor | None = None
-    tc_loss: torch.FloatTensor | None = None
-    tp_loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+
+TacoPreTrainingOutput = _output_class()
 
 
 def _config_key(param: str) -> str:
@@ -124,20 +128,14 @@ class TacoForPreTraining(BertPreTrainedModel):
 
     @staticmethod
     def _validate_params(config: BertConfig) -> None:
-        w = config.taco_tc_window
-        if w < 3 or w % 2 == 0:
-            raise ValueError(f"taco_tc_window must be odd and >= 3, got {w}")
-        if config.taco_tc_num_negatives < 1:
-            raise ValueError(f"taco_tc_num_negatives must be >= 1, got {config.taco_tc_num_negatives}")
-        if not config.taco_tc_temperature > 0:
-            raise ValueError(f"taco_tc_temperature must be > 0, got {config.taco_tc_temperature}")
+        """The option checks declared by the objective modules (``taco.objectives``); ValueError."""
+        errors = check_options({name: getattr(config, _config_key(name)) for name in DEFAULT_OBJECTIVE_PARAMS
+                                if name != "mlm_probability"},
+                               {name: _config_key(name) for name in DEFAULT_OBJECTIVE_PARAMS})
         if not 0.0 <= config.taco_mlm_probability <= 1.0:
-            raise ValueError(f"taco_mlm_probability must be in [0, 1], got {config.taco_mlm_probability}")
-        if config.taco_tp_mode not in TP_MODES:
-            raise ValueError(f"taco_tp_mode must be one of {', '.join(TP_MODES)}, got {config.taco_tp_mode!r}")
-        if config.taco_tp_mode == "joint" and config.taco_tp_weight != 1.0:
-            raise ValueError(f"taco_tp_weight {config.taco_tp_weight} has no effect with tp_mode 'joint' "
-                             "(one cross-entropy over all predicted positions); leave it at 1.0")
+            errors.append(f"taco_mlm_probability must be in [0, 1], got {config.taco_mlm_probability}")
+        if errors:
+            raise ValueError("; ".join(errors))
 
     # --- objective ------------------------------------------------------------------------------
     @property
@@ -191,11 +189,10 @@ class TacoForPreTraining(BertPreTrainedModel):
         kwargs.pop("num_items_in_batch", None)
         kwargs.pop("return_loss", None)
         obj = self.objective
-        cfg = self.config
+        extra = {k: kwargs.pop(k, None) for k in obj.batch_keys}  # the objective's own inputs
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         compute_loss = labels is not None
-        need_tc = compute_loss and obj.uses_tc
         if compute_loss and labels.shape != input_ids.shape:
             raise ValueError(f"labels shape {tuple(labels.shape)} != input_ids shape {tuple(input_ids.shape)}")
 
@@ -203,63 +200,26 @@ class TacoForPreTraining(BertPreTrainedModel):
             input_ids,
             attention_mask=attention_mask,
             token_type_ids=token_type_ids,
-            output_hidden_states=need_tc or output_hidden_states,
+            output_hidden_states=(compute_loss and obj.needs_hidden_states) or output_hidden_states,
             return_dict=True,
             **kwargs,
         )
         sequence = outputs.last_hidden_state  # (B, L, H)
-        loss = mlm_loss = tc = tp_loss = logits = None
-
+        loss = logits = None
+        terms: dict[str, Any] = {}
         if compute_loss:
-            selected = labels != -100  # (B, L)
-            real = attention_mask.bool()
-            if obj.uses_tp:
-                tp_mask = real & ~selected
-                predict = selected | tp_mask
-                source = original_input_ids if original_input_ids is not None else input_ids
-                targets = torch.where(selected, labels, source)
-            else:
-                predict = selected
-                targets = labels
-            # sparse prediction: vocabulary projection only where a prediction is needed
-            pred_logits = self.cls(sequence[predict])  # (P, V)
-            pred_targets = targets[predict]  # (P,)
-            ce = F.cross_entropy(pred_logits.float(), pred_targets, reduction="none")  # (P,)
-            is_mlm = selected[predict]
-            mlm_loss = _masked_mean(ce, is_mlm)
-            loss = mlm_loss
-            if obj.uses_tp:
-                tp_loss = _masked_mean(ce, ~is_mlm)
-                if cfg.taco_tp_mode == "joint":  # one CE over every predicted position
-                    loss = ce.mean() if ce.numel() else mlm_loss
-                else:  # "separate": MLM mean + tp_weight x TP mean
-                    loss = loss + cfg.taco_tp_weight * tp_loss
-            if need_tc:
-                embeddings = outputs.hidden_states[0]  # embedding-layer output e (docs/paper-facts.md)
-                anchors = tc_anchor_mask(obj, attention_mask, labels)
-                pos = sample_positive_index(attention_mask, cfg.taco_tc_window, generator)
-                neg = sample_negative_index(attention_mask, cfg.taco_tc_num_negatives, generator)
-                tc = tc_loss(sequence, embeddings, pos, neg, anchors, cfg.taco_tc_temperature)
-                loss = loss + cfg.taco_tc_weight * tc
+            batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels,
+                     "original_input_ids": original_input_ids, **extra}
+            terms = obj.loss_terms(self, batch, outputs, generator)
+            loss = terms.pop("loss")
 
         if output_logits or not compute_loss:
             logits = self.cls(sequence)
 
         out = TacoPreTrainingOutput(
             loss=loss,
-            mlm_loss=mlm_loss,
-            tc_loss=tc,
-            tp_loss=tp_loss,
+            **{f"{name}_loss": value for name, value in terms.items()},
             logits=logits,
             hidden_states=outputs.hidden_states if output_hidden_states else None,
         )
         return out if return_dict else out.to_tuple()
-
-
-def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``values[mask]`` (values, mask: (P,)); a graph-connected 0 when ``mask`` is empty.
-
-    Written without a host sync (no ``mask.any()``), so it is cheap on CUDA.
-    """
-    m = mask.to(values.dtype)
-    return (values * m).sum() / m.sum().clamp_min(1.0)

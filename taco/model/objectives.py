@@ -1,31 +1,19 @@
-"""Pre-training objectives of the paper and the MLM corruption they share.
+"""BERT masking shared by every objective, and the objectives' parameters as the model stores them.
 
-Registry (the names are used in configs and output paths):
-
-==================  ==========================================================================
-``mlm``             MLM only (BERT, Devlin et al. 2019): 15% of real tokens selected, 80/10/10.
-``taco``            MLM + 1.0 x token-alignment contrastive (TC) loss at every real position
-                    (Fu et al. 2022, Eq. 9-10; the paper's method).
-``taco_concentrated`` MLM + TC only at the MLM-selected positions (paper Sec. 5, "concentrated TACO").
-``taco_unmasked``   MLM + TC only at the real positions not selected by MLM (third position flag of
-                    the official code).
-``mlm_tp``          "Extended MLM" (paper Sec. 5): MLM on the selected 15% plus token prediction
-                    (cross-entropy to the original token) at every other real position; both parts
-                    are reported (``mlm_loss``, ``tp_loss``). Weighting (``tp_mode``): ``separate``
-                    (default, MLM + tp_weight x TP, each a mean) or ``joint`` (one mean CE over all
-                    predicted positions); the paper does not say which it used.
-==================  ==========================================================================
-
-Defaults follow the paper / official code: TC weight 1.0, temperature tau = 0.07, window W = 5,
-K = 50 negatives, MLM probability 0.15.
+The objectives themselves are one module each under :mod:`taco.objectives` (their losses, options,
+masking hooks, FLOPs and styles); this module keeps the MLM corruption they share
+(:func:`mask_tokens`), the lookup :func:`get_objective` and :data:`DEFAULT_OBJECTIVE_PARAMS`, the
+model's parameter names and defaults derived from the option declarations.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import torch
 
-from taco.registry import OBJECTIVE_SPECS, Objective
+from taco.objectives import OBJECTIVE_SPECS, option_defaults
+from taco.objectives.base import Objective
+from taco.objectives.mlm_tp import TP_MODES
+from taco.objectives.taco import tc_anchor_mask
 
 __all__ = [
     "Objective",
@@ -37,27 +25,13 @@ __all__ = [
     "TP_MODES",
 ]
 
-#: name -> Objective (defined once, as data, in taco.registry)
+#: name -> Objective (declared in taco.objectives)
 OBJECTIVES: dict[str, Objective] = OBJECTIVE_SPECS
 
-#: how ``mlm_tp`` combines its MLM and token-prediction parts (``DEFAULT_OBJECTIVE_PARAMS["tp_mode"]``)
-TP_MODES: tuple[str, ...] = ("separate", "joint")
-
-#: Hyper-parameters of the objectives and their defaults (paper / official code).
-DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int | str] = {
-    "tc_weight": 1.0,  # total loss = MLM + tc_weight * TC (official code: 1.0)
-    "tc_temperature": 0.07,  # tau of the cosine-similarity score (paper Eq. 6)
-    "tc_window": 5,  # W: positives at offset +-1..+-floor(W/2)
-    "tc_num_negatives": 50,  # K negatives per anchor from the other sequences
-    "tp_weight": 1.0,  # weight of the token-prediction part of mlm_tp (tp_mode "separate")
-    # how mlm_tp combines its two parts (the paper does not say; the official code has no MLM+TP):
-    # "separate": mean CE over the MLM-selected positions + tp_weight x mean CE over the other real
-    #     positions (the default: the same structure as TACO's MLM + 1.0 x TC);
-    # "joint": one mean CE over all predicted positions (selected and unselected together), where the
-    #     ~85% unselected positions outweigh the MLM part about 5.7 : 1 (tp_weight must stay 1.0)
-    "tp_mode": "separate",
-    "mlm_probability": 0.15,  # recorded for provenance; the collator applies it
-}
+#: every objective parameter the model stores (``config.taco_<name>``) and its default: the options
+#: declared by the objective modules, and the MLM selection probability all of them share (recorded
+#: for provenance; the collator applies it)
+DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int | str] = {**option_defaults(), "mlm_probability": 0.15}
 
 
 def get_objective(name: str) -> Objective:
@@ -130,24 +104,3 @@ def mask_tokens(
     corrupted[to_mask] = mask_token_id
     corrupted[to_random] = random_ids[to_random]
     return corrupted, labels
-
-
-def tc_anchor_mask(
-    objective: Objective | str, attention_mask: torch.Tensor, labels: torch.Tensor | None
-) -> torch.Tensor:
-    """Bool (B, L): the TC anchors of ``objective`` (real positions; restricted by the MLM selection).
-
-    ``labels`` (B, L) with -100 at unselected positions is required for ``masked``/``unmasked``.
-    """
-    obj = get_objective(objective) if isinstance(objective, str) else objective
-    if not obj.uses_tc:
-        raise ValueError(f"objective {obj.name!r} has no TC loss")
-    real = attention_mask.bool()
-    if obj.tc_positions == "all":
-        return real
-    if labels is None:
-        raise ValueError(f"objective {obj.name!r} needs labels to find the {obj.tc_positions} positions")
-    selected = labels != -100
-    if obj.tc_positions == "masked":
-        return real & selected
-    return real & ~selected

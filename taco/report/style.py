@@ -11,20 +11,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.registry import CONTROL, OBJECTIVE_LABELS
+from taco.registry import CONTROL, OBJECTIVE_LABELS, OBJECTIVE_SPECS
 
 #: Okabe & Ito (2008) colour-blind-safe palette
 OKABE_ITO: dict[str, str] = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73",
                              "purple": "#CC79A7", "orange": "#E69F00", "sky": "#56B4E9",
                              "yellow": "#F0E442", "black": "#000000"}
 
-#: variant (objective name, or the control) -> matplotlib style of its line
+#: the style of an objective declared without one (a new objective never breaks a figure)
+UNSTYLED: dict[str, Any] = dict(color="#7F7F7F", marker=".", linestyle="-")
+
+#: variant (objective name, or the control) -> matplotlib style of its line: each objective's own
+#: declaration (``style`` in its module under ``taco/objectives/``; :data:`UNSTYLED` without one),
+#: and the control's
 VARIANT_STYLE: dict[str, dict[str, Any]] = {
-    "taco": dict(color=OKABE_ITO["blue"], marker="^", linestyle="-"),
-    "mlm": dict(color=OKABE_ITO["vermillion"], marker="o", linestyle="-"),
-    "taco_concentrated": dict(color=OKABE_ITO["green"], marker="s", linestyle="--"),
-    "mlm_tp": dict(color=OKABE_ITO["purple"], marker="D", linestyle=":"),
-    "taco_unmasked": dict(color=OKABE_ITO["orange"], marker="v", linestyle="-."),
+    **{name: dict(o.style) or dict(UNSTYLED) for name, o in OBJECTIVE_SPECS.items()},
     CONTROL: dict(color=OKABE_ITO["black"], marker="X", linestyle=(0, (3, 1, 1, 1, 1, 1))),
 }
 
@@ -40,7 +41,7 @@ def variant_style(variant: str) -> dict[str, Any]:
     """A copy of the style of ``variant`` (``color``, ``marker``, ``linestyle``).
 
     Raises:
-        KeyError: naming the variant and the known ones, for a variant without a style.
+        KeyError: naming the variant and the known ones, for a name that is no objective nor the control.
     """
     try:
         return dict(VARIANT_STYLE[variant])

@@ -73,6 +73,7 @@ from taco.manifest import (
     sha256_tree,
     write_manifest,
 )
+from taco.objectives import LOSS_TERMS, OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 
 KIND = "pretrain"
@@ -125,15 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0: none)")
     p.add_argument("--mlm-probability", type=float, default=0.15,
                    help="share of real tokens selected for MLM (80/10/10 corruption)")
-    p.add_argument("--tc-weight", type=float, default=1.0, help="weight of the TC loss added to MLM (TC objectives)")
-    p.add_argument("--tc-temperature", type=float, default=0.07, help="TC loss temperature tau (> 0)")
-    p.add_argument("--tc-window", type=int, default=5, help="positive window W of the TC loss (odd, >= 3)")
-    p.add_argument("--tc-negatives", type=int, default=50, help="negatives K per anchor of the TC loss (>= 1)")
-    p.add_argument("--tp-weight", type=float, default=1.0,
-                   help="mlm_tp: weight of the token-prediction mean (with --tp-mode separate)")
-    p.add_argument("--tp-mode", choices=("separate", "joint"), default="separate",
-                   help="mlm_tp: 'separate' = MLM mean + tp-weight x TP mean (default); 'joint' = one "
-                        "cross-entropy over all predicted positions (taco.model.objectives)")
+    add_objective_options(p)
     p.add_argument("--seed", type=int, default=42, help="pre-training seed (initialisation, data order, masks)")
     p.add_argument("--eval-every", type=int, default=0,
                    help="validation MLM loss on the fixed validation blocks and masks every N steps inside the "
@@ -261,20 +254,15 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
                                  ("--eval-every", getattr(args, "eval_every", 0), 0)):
         if value < minimum:
             raise UsageError(f"{name} must be >= {minimum}, got {value}")
-    if objective.uses_tc and args.per_device_batch_size < 2:
+    if args.per_device_batch_size < objective.min_device_batch:
         raise UsageError(f"--per-device-batch-size {args.per_device_batch_size}: objective {args.objective!r} "
-                         "uses the TC loss, whose negatives come from the other sequences of the device batch; "
-                         "it needs >= 2 sequences per device batch")
+                         "draws its negatives from the other sequences of the device batch; it needs >= "
+                         f"{objective.min_device_batch} sequences per device batch")
     if until > max_steps:
         raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
-    if not args.tc_temperature > 0:
-        raise UsageError(f"--tc-temperature must be > 0 (the InfoNCE logits are divided by it), got {args.tc_temperature}")
-    if args.tc_negatives < 1:
-        raise UsageError(f"--tc-negatives must be >= 1, got {args.tc_negatives}")
-    if args.tc_window < 3 or args.tc_window % 2 == 0:
-        raise UsageError(f"--tc-window must be odd and >= 3, got {args.tc_window}")
-    if getattr(args, "tp_mode", "separate") == "joint" and args.tp_weight != 1.0:
-        raise UsageError(f"--tp-weight {args.tp_weight} has no effect with --tp-mode joint; leave it at 1.0")
+    errors = check_options(_option_values(args), {o.name: o.flag for o in OPTIONS.values()})
+    if errors:
+        raise UsageError("; ".join(errors))
     return _Schedule(max_steps, warmup, until)
 
 
@@ -326,37 +314,36 @@ def _inspect_blocks(args: argparse.Namespace) -> _BlocksInfo:
                        blocks_manifest_sha or sha256_tree(blocks))
 
 
+def add_objective_options(p: argparse.ArgumentParser) -> None:
+    """One ``--<group>-<key>`` flag per objective option declared in ``taco.objectives`` (its type,
+    default, choices and help come from the declaration)."""
+    groups: dict[str, Any] = {}
+    for opt in OPTIONS.values():
+        if opt.group not in groups:
+            users = [o.name for o in OBJECTIVE_SPECS.values() if opt.group in o.options]
+            groups[opt.group] = p.add_argument_group(f"{opt.group} options (objectives: {', '.join(users)})")
+        kw: dict[str, Any] = {"choices": opt.choices} if opt.choices else {"type": opt.type}
+        groups[opt.group].add_argument(opt.flag, dest=opt.name, default=opt.default, help=opt.help, **kw)
+
+
+def _option_values(args: argparse.Namespace) -> dict[str, Any]:
+    """Parameter name -> value of every objective option on the command line (defaults included)."""
+    return {name: getattr(args, name) for name in OPTIONS}
+
+
 def _objective_params(args: argparse.Namespace) -> dict[str, Any]:
-    params = dict(
-        tc_weight=args.tc_weight, tc_temperature=args.tc_temperature, tc_window=args.tc_window,
-        tc_num_negatives=args.tc_negatives, tp_weight=args.tp_weight, mlm_probability=args.mlm_probability,
-    )
-    # only when not the default, so the config hash (and every finished checkpoint) stays as it was
-    if getattr(args, "tp_mode", "separate") != "separate":
-        params["tp_mode"] = args.tp_mode
-    return params
+    """The model's objective parameters: every option and the MLM selection probability."""
+    return {**_option_values(args), "mlm_probability": args.mlm_probability}
 
 
 def _hashed_objective_params(args: argparse.Namespace) -> dict[str, Any]:
-    """The objective options that can change this objective's weights: those of a loss it does not use
-    (TC for MLM and MLM+TP, TP for the others; registry flags ``uses_tc``/``uses_tp``) are set to the
-    parser defaults, so e.g. ``--tc-temperature`` never changes an MLM run's config hash. Defaults, not
-    removal: hashes of runs made before (which passed the defaults) stay the same."""
-    from taco.registry import OBJECTIVE_SPECS
-
-    params = _objective_params(args)
-    spec = OBJECTIVE_SPECS.get(args.objective)
-    if spec is None:
-        return params
-    defaults = build_parser().parse_args(["--blocks", "-", "--objective", args.objective, "--size", args.size,
-                                          "--output", "-"])
-    if not spec.uses_tc:
-        params.update(tc_weight=defaults.tc_weight, tc_temperature=defaults.tc_temperature,
-                      tc_window=defaults.tc_window, tc_num_negatives=defaults.tc_negatives)
-    if not spec.uses_tp:
-        params.update(tp_weight=defaults.tp_weight)
-        params.pop("tp_mode", None)
-    return params
+    """The objective options that can change this objective's weights (``taco.objectives.hashed_options``:
+    an option of a loss the objective does not use is at its default or absent, so e.g.
+    ``--tc-temperature`` never changes an MLM run's config hash, and the hashes of runs made before an
+    option existed stay the same), and the MLM selection probability."""
+    if args.objective not in OBJECTIVE_SPECS:
+        return _objective_params(args)
+    return {**hashed_options(args.objective, _option_values(args)), "mlm_probability": args.mlm_probability}
 
 
 def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, precision: str) -> dict[str, Any]:
@@ -436,7 +423,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         start_step=parent.start_step, until=sched.until, max_steps=sched.max_steps,
         warmup_steps=sched.warmup_steps, precision=precision, fraction=info.fraction,
         size_name=args.size_name or args.size, seq_len=info.seq_len, vocab_size=info.vocab_size,
-        objective_params=_objective_params(args), config_hash=config_hash, hash_inputs=hash_inputs,
+        objective_params=_hashed_objective_params(args), config_hash=config_hash, hash_inputs=hash_inputs,
         blocks_manifest_sha256=info.manifest_sha256, parent_manifest=parent.manifest,
         parent_manifest_sha256=parent.manifest_sha256,
         parent_lineage=((parent.manifest or {}).get("model_sha256") or parent.manifest_sha256)
@@ -623,7 +610,7 @@ def _make_trainer_classes():
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             outputs = model(**inputs)
-            comps = {"mlm": outputs.mlm_loss, "tc": outputs.tc_loss, "tp": outputs.tp_loss}
+            comps = {t: getattr(outputs, f"{t}_loss", None) for t in LOSS_TERMS}
             check_finite(self.state.global_step + 1, outputs.loss, comps)
             self.components.add(comps)
             return (outputs.loss, outputs) if return_outputs else outputs.loss
@@ -794,8 +781,9 @@ def _run(plan: Plan, runlog: Any, rank: int, t0: float) -> int:
             config = bert_config(a.size, plan.vocab_size, attn_implementation=a.attn_implementation)
             model = TacoForPreTraining(config, objective=a.objective, **plan.objective_params)
             targs = _training_arguments(plan, state_dir)
-            collator = _SeededMaskingCollator(TacoCollator(tokenizer, mlm_probability=a.mlm_probability), a.seed,
-                                              targs.process_index)
+            inner = TacoCollator(tokenizer, mlm_probability=a.mlm_probability, objective=a.objective,
+                                 objective_params=plan.objective_params)
+            collator = _SeededMaskingCollator(inner, a.seed, targs.process_index)
             PretrainTrainer, SegmentControl, _ = _make_trainer_classes()
             control_cb = SegmentControl(plan, collator, t0, wall_before,
                                         evaluate=_validation_point(plan, tokenizer, runlog))

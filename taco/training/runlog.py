@@ -7,7 +7,7 @@ JSON line to ``<run_dir>/train_log.jsonl`` and the numeric values through its
 to the Trainer's own keys (``loss``, ``grad_norm``,
 ``learning_rate``) the throughput of the logging window: ``step_time_s`` (mean wall time of one
 optimizer step, including data loading) and ``tokens_per_s``. The loss components (``mlm_loss``,
-``tc_loss``, ``tp_loss``) are added by the pre-training Trainer (``taco.training.pretrain``) through
+``tc_loss``, ``tp_loss``, ``nce_loss``, ``dim_loss``: ``taco.objectives.LOSS_TERMS``) are added by the pre-training Trainer (``taco.training.pretrain``) through
 ``LossComponents``.
 
 ``check_finite`` raises ``NonFiniteLossError`` naming the optimizer step and the component that is
@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
+
+from taco.objectives import LOSS_TERMS
 
 LOG_NAME = "train_log.jsonl"
 #: the TensorBoard folder below the run directory when no other is given (``taco pretrain``'s default)
@@ -72,7 +74,7 @@ def check_finite(step: int, loss: Any, components: dict[str, Any]) -> None:
 class LossComponents:
     """Sums of the loss components over the micro-batches of one logging window (kept on device)."""
 
-    NAMES = ("mlm", "tc", "tp")
+    NAMES = LOSS_TERMS
 
     def __init__(self) -> None:
         self.reset()
@@ -213,8 +215,8 @@ class ProgressCallback(TrainerCallback):
         sec_per_step = dt / dsteps if dsteps > 0 else math.nan
         parts = [f"{self.label}: step {step}/{target} ({100.0 * step / max(target, 1):.0f}%)"]
         if "loss" in logs:
-            comps = ", ".join(f"{k[:-5]} {float(logs[k]):.4g}" for k in ("mlm_loss", "tc_loss", "tp_loss")
-                              if k in logs and logs[k] is not None)
+            comps = ", ".join(f"{t} {float(logs[t + '_loss']):.4g}" for t in LOSS_TERMS
+                              if logs.get(t + "_loss") is not None)
             parts.append(f"loss {float(logs['loss']):.4f}" + (f" ({comps})" if comps else ""))
         if "eval_loss" in logs:
             parts.append(f"eval loss {float(logs['eval_loss']):.4f}")

@@ -36,8 +36,9 @@ Settings that change no result and therefore stay out of ``params`` (tested by
 ``tests/test_rerun.py``): ``pretrain.logging_steps``, ``pretrain.sizes.<size>.{save_every, threads,
 mem_mb, runtime}``, ``finetune.{threads, mem_mb, runtime, num_gpus, seeds_per_job}``,
 ``data_threads``, ``gpus``, ``gpu_lock_dir``, ``monitoring`` and the interpreter; and a loss's options for the objectives
-that do not use that loss: ``pretrain.tc`` reaches only objectives with ``uses_tc``, ``pretrain.tp``
-only those with ``uses_tp`` (``taco.registry``). ``pretrain.sizes.<size>.num_gpus`` is
+that do not use that loss: ``pretrain.<group>`` reaches only the objectives that declare the option
+group (``taco.objectives``: ``tc`` the TACO family, ``tp`` MLM+TP, ``nce`` BERT-NCE and INFOWORD,
+``infoword`` INFOWORD). ``pretrain.sizes.<size>.num_gpus`` is
 result-changing: it sets the number of processes and so the global batch
 (``per_device_batch_size x grad_accum x num_gpus``).
 
@@ -53,7 +54,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from taco.registry import OBJECTIVE_SPECS
+from taco.objectives import OBJECTIVE_SPECS, OPTIONS
 from taco.workflow import config as wc
 
 #: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
@@ -72,6 +73,16 @@ def run_path(size: str, variant: str, fraction: str, step: int | str, pseed: str
 def _s(value: Any) -> str:
     """A config value as one command-line word (floats keep their exact repr)."""
     return str(value)
+
+
+def _same(value: Any, default: Any) -> bool:
+    """A config value equals an option's default (numbers compared as numbers: 1 == 1.0)."""
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        try:
+            return float(value) == float(default)
+        except (TypeError, ValueError):
+            return False
+    return value == default
 
 
 def _files(value: Any) -> list[str]:
@@ -232,32 +243,29 @@ class Commands:
             "--max-steps", _s(s["max_steps"]), "--warmup-steps", _s(s["warmup_steps"]),
             "--per-device-batch-size", _s(s["per_device_batch_size"]), "--grad-accum", _s(s["grad_accum"]),
             "--lr", _s(s["learning_rate"]), "--weight-decay", _s(s["weight_decay"]),
-            "--mlm-probability", _s(pre["mlm_probability"]), *self._tc_args(wildcards),
+            "--mlm-probability", _s(pre["mlm_probability"]), *self._objective_args(wildcards),
             "--precision", s["precision"],
             "--seed", _s(wc.pretrain_seed_of(self.config, getattr(wildcards, "pseed", ""))),
-            "--until", wildcards.step] + self._tp_args(wildcards) + (
+            "--until", wildcards.step] + (
             ["--eval-every", _s(s["eval_every"])] if int(s.get("eval_every", 0) or 0) > 0 else [])
 
-    def _tc_args(self, wildcards: Any) -> list[str]:
-        """``--tc-weight/--tc-temperature/--tc-window/--tc-negatives`` of a run whose objective uses the
-        TC loss (``taco.registry`` flag ``uses_tc``); none for the others (MLM, MLM+TP), whose weights
-        these options cannot change, so changing ``pretrain.tc`` re-runs none of their segments."""
-        if not OBJECTIVE_SPECS[wildcards.variant].uses_tc:
-            return []
-        tc = self.config["pretrain"]["tc"]
-        return ["--tc-weight", _s(tc["weight"]), "--tc-temperature", _s(tc["temperature"]),
-                "--tc-window", _s(tc["window"]), "--tc-negatives", _s(tc["negatives"])]
-
-    def _tp_args(self, wildcards: Any) -> list[str]:
-        """``--tp-weight``/``--tp-mode`` of a run whose objective uses token prediction (registry flag
-        ``uses_tp``: ``mlm_tp``), only when ``pretrain.tp`` differs from the defaults (weight 1.0, mode
-        separate, which ``taco pretrain`` applies itself): the params of every run trained before the
-        setting existed stay the same, so nothing re-runs; other objectives never get them."""
-        tp = self.config["pretrain"].get("tp") or {}
-        weight, mode = float(tp.get("weight", 1.0)), tp.get("mode", "separate")
-        if not OBJECTIVE_SPECS[wildcards.variant].uses_tp or (weight == 1.0 and mode == "separate"):
-            return []
-        return ["--tp-weight", _s(weight), "--tp-mode", mode]
+    def _objective_args(self, wildcards: Any) -> list[str]:
+        """The option flags of the run's objective (``taco.objectives``: its option groups, from
+        ``pretrain.<group>.<key>``, schema defaults for missing keys), in declaration order; none for
+        the options of losses it does not use (``pretrain.tc`` never reaches MLM or MLM+TP, so changing
+        it re-runs none of their segments). A group whose options have ``pass_default=False`` (``tp``)
+        is passed only when a value differs from its default, which ``taco pretrain`` applies itself:
+        the params of every run trained before the setting existed stay the same."""
+        words: list[str] = []
+        for group in OBJECTIVE_SPECS[wildcards.variant].options:
+            opts = [o for o in OPTIONS.values() if o.group == group]
+            section = self.config["pretrain"].get(group) or {}
+            values = [(o, section.get(o.key, o.default)) for o in opts]
+            if all(not o.pass_default and _same(v, o.default) for o, v in values):
+                continue
+            for o, v in values:
+                words += [o.flag, _s(v)]
+        return words
 
     def pretrain_settings(self, wildcards: Any, threads: int = 1) -> list[str]:
         s = self.config["pretrain"]["sizes"][wildcards.size]

@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options
 from taco.registry import (  # noqa: F401
     FINETUNE_HYPERPARAMETERS, GLUE_TASK_NAMES, OBJECTIVES, PRESETS, TC_OBJECTIVES, budget_name,
 )
@@ -270,19 +271,22 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
         if s.get("warmup_steps", 0) >= s["max_steps"]:
             raise ConfigError(f"{key}.warmup_steps: {s['warmup_steps']} >= max_steps={s['max_steps']}")
     for i, entry in enumerate(pre["runs"]):
-        tc_variants = [v for v in entry["variants"] if v in TC_OBJECTIVES]
         batch = sizes[entry["size"]].get("per_device_batch_size")
-        if tc_variants and batch is not None and batch < 2:
+        short = [v for v in entry["variants"]
+                 if v in OBJECTIVE_SPECS and batch is not None and batch < OBJECTIVE_SPECS[v].min_device_batch]
+        if short:
+            need = max(OBJECTIVE_SPECS[v].min_device_batch for v in short)
             raise ConfigError(f"pretrain.sizes.{entry['size']}.per_device_batch_size: {batch}, but "
-                              f"pretrain.runs[{i}] trains {', '.join(tc_variants)} with the TC loss, whose "
-                              "negatives come from the other sequences of the device batch: it needs >= 2")
+                              f"pretrain.runs[{i}] trains {', '.join(short)}, whose negatives come from the "
+                              f"other sequences of the device batch: it needs >= {need}")
     _warn_undecidable_pretrain_seeds(config)
-    if pre["tc"]["window"] % 2 == 0:
-        raise ConfigError(f"pretrain.tc.window: the positive window W must be odd, got {pre['tc']['window']}")
-    tp = pre.get("tp") or {}
-    if tp.get("mode", "separate") == "joint" and float(tp.get("weight", 1.0)) != 1.0:
-        raise ConfigError(f"pretrain.tp.weight: {tp['weight']} has no effect with pretrain.tp.mode joint "
-                          "(one cross-entropy over all predicted positions); leave it at 1.0")
+    values, where = {}, {}
+    for opt in OPTIONS.values():  # the option checks declared by the objective modules
+        values[opt.name] = (pre.get(opt.group) or {}).get(opt.key, opt.default)
+        where[opt.name] = opt.config_path
+    errors = check_options(values, where)
+    if errors:
+        raise ConfigError("; ".join(errors))
     sel = config["finetune"]["budgets"]
     if isinstance(sel, dict):
         for size, steps in sel.items():

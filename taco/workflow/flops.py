@@ -18,6 +18,9 @@ PaLM (Chowdhery et al. 2022, App. B, "model FLOPs"):
                                                       2 (K+1) H; backward reaches only the anchor:
                                                       another 2 (K+1) H), every real token an anchor
 
+The head and extra terms are each objective's own declaration (``flops_per_token`` of its module in
+``taco/objectives/``: the two lines above for MLM, MLM+TP and TACO; BERT-NCE and INFOWORD state theirs).
+
 with H the hidden size, I the FFN size, V the vocabulary, L the sequence length, K the negatives.
 Embedding look-ups, softmax, layer norms, GELU and the optimizer are not counted (a few percent),
 so model FLOPs utilisation (MFU) from this count is a slight underestimate.
@@ -29,13 +32,16 @@ Evaluation (forward only) is a third of the training count.
 
 from __future__ import annotations
 
-from taco.registry import PRESET_SHAPES, TC_OBJECTIVES
+from collections.abc import Mapping
+from typing import Any
+
+from taco.objectives import OBJECTIVE_SPECS, option_defaults
+from taco.objectives.base import MLM_PREDICTED_SHARE, head_flops
+from taco.registry import PRESET_SHAPES
 
 #: peak dense bf16 tensor throughput of an NVIDIA H100/H200 SXM, TFLOP/s (NVIDIA H200 datasheet:
 #: "BF16 Tensor Core 1,979 TFLOPS" with 2:4 sparsity, i.e. 989 dense)
 H200_BF16_DENSE_TFLOPS = 989.0
-#: share of positions the MLM head predicts (mask probability; BERT, the official TACO code)
-MLM_PREDICTED_SHARE = 0.15
 #: the BERT vocabulary (bert-base-uncased ``vocab.txt``) used unless a config says otherwise
 BERT_VOCAB_SIZE = 30522
 #: maximum positions of every preset (``taco.model.modeling.bert_config``)
@@ -74,31 +80,38 @@ def parameter_count(preset: str, vocab_size: int = BERT_VOCAB_SIZE) -> int:
 
 def pretrain_flops_per_token(preset: str, seq_len: int, objective: str = "mlm",
                              vocab_size: int = BERT_VOCAB_SIZE, negatives: int = 50,
-                             predicted_share: float | None = None) -> float:
+                             predicted_share: float | None = None,
+                             options: Mapping[str, Any] | None = None) -> float:
     """Training FLOPs per token of one pre-training step (module docstring formula).
 
     Args:
         preset: ``tiny``, ``small`` or ``base``.
         seq_len: tokens per block L.
-        objective: objective name; ``mlm_tp`` predicts every position, TC objectives add the TC term.
+        objective: objective name; its declaration (``taco.objectives``) adds its head and extra terms.
         vocab_size: V.
-        negatives: K of the TC loss.
-        predicted_share: override of p_pred (1.0 = dense head, as ``BertForMaskedLM``).
+        negatives: K of the TC loss (``tc_num_negatives``).
+        predicted_share: override of p_pred for the objectives with the MLM head (1.0 = dense head, as
+            ``BertForMaskedLM``); the TC term is still added for TC objectives.
+        options: other objective options by parameter name (e.g. ``infoword_span_max``).
     Raises:
-        ValueError: unknown preset, non-positive seq_len.
+        ValueError: unknown preset or objective, non-positive seq_len.
     """
     if seq_len <= 0:
         raise ValueError(f"seq_len must be positive, got {seq_len}")
+    if objective not in OBJECTIVE_SPECS:
+        raise ValueError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVE_SPECS)}")
     s = shape(preset)
     h, n = s["hidden_size"], s["num_hidden_layers"]
-    if predicted_share is None:
-        predicted_share = 1.0 if objective == "mlm_tp" else MLM_PREDICTED_SHARE
+    obj = OBJECTIVE_SPECS[objective]
     flops = 6.0 * encoder_matmul_params(preset)
-    flops += 6.0 * predicted_share * (h * h + h * vocab_size)
     flops += 12.0 * n * h * seq_len
-    if objective in TC_OBJECTIVES:
-        flops += 4.0 * (negatives + 1) * h
-    return flops
+    if predicted_share is not None:
+        flops += head_flops(s, vocab_size, predicted_share)
+        if obj.uses_tc:
+            flops += 4.0 * (negatives + 1) * h
+        return flops
+    opts = {**option_defaults(), "tc_num_negatives": negatives, **(options or {})}
+    return flops + obj.flops_per_token(s, seq_len, vocab_size, opts)
 
 
 def finetune_flops_per_token(preset: str, seq_len: int, num_labels: int = 2) -> float:

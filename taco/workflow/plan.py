@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from taco.registry import PRESET_SHAPES, TC_OBJECTIVES, budget_name
+from taco.registry import GLUE_TASK_SPECS, PRESET_SHAPES, TC_OBJECTIVES, budget_name
 from taco.workflow import config as wc
 from taco.workflow.flops import (
     BERT_VOCAB_SIZE,
@@ -61,15 +61,10 @@ DEFAULT_FINETUNE_UTILIZATION = 0.10
 #: loading) when no device check measured it; --job-overhead-s overrides
 DEFAULT_JOB_OVERHEAD_S = 30.0
 
-#: GLUE train / dev examples per task (dev: matched + mismatched for MNLI). The GLUE benchmark's
-#: released splits (Wang et al. 2019, Table 1; the Hugging Face ``nyu-mll/glue`` dataset card).
-GLUE_SIZES: dict[str, tuple[int, int]] = {
-    "cola": (8551, 1043), "sst2": (67349, 872), "mrpc": (3668, 408), "stsb": (5749, 1500),
-    "qqp": (363846, 40430), "mnli": (392702, 9815 + 9832), "qnli": (104743, 5463), "rte": (2490, 277),
-    "wnli": (635, 71),
-}
-#: labels per task for the classifier head's FLOPs (STS-B is a regression: 1 output)
-NUM_LABELS = {"cola": 2, "sst2": 2, "mrpc": 2, "stsb": 1, "qqp": 2, "mnli": 3, "qnli": 2, "rte": 2, "wnli": 2}
+#: GLUE train / dev examples per task (dev: matched + mismatched for MNLI) and labels per task for
+#: the classifier head's FLOPs (STS-B is a regression: 1 output), from each task's registry entry
+GLUE_SIZES: dict[str, tuple[int, int]] = {n: t.sizes for n, t in GLUE_TASK_SPECS.items() if t.sizes}
+NUM_LABELS: dict[str, int] = {n: t.num_labels for n, t in GLUE_TASK_SPECS.items()}
 
 #: what each table and figure needs: (role, objectives, fractions ("full"/"reduced"), budgets
 #: (paper budget names, or "all" = every fine-tuned budget of the role), score keys' tasks or None
@@ -233,8 +228,11 @@ def task_sizes(config: dict[str, Any], task: str) -> tuple[int, int]:
         n_dev_splits = 2 if task == "mnli" else 1
         n_dev *= n_dev_splits
     else:
+        if task not in GLUE_SIZES:
+            raise PlanError(f"glue.tasks: task {task!r} has no released split sizes in its registry entry "
+                            "(taco.registry.GLUE_TASK_SPECS, field sizes); the plan cannot cost it")
         n_train, n_dev = GLUE_SIZES[task]
-        n_dev_splits = 2 if task == "mnli" else 1
+        n_dev_splits = len(GLUE_TASK_SPECS[task].dev_splits)
     if ft.get("max_train_samples"):
         n_train = min(n_train, int(ft["max_train_samples"]))
     if ft.get("max_eval_samples"):

@@ -1,0 +1,15 @@
+"""``python -m taco.objectives``: list the objectives, or ``--schema`` print the config schema's
+``pretrain.<group>`` properties derived from the option declarations (to paste into
+``workflow/schemas/config.schema.yaml``; ``tests/test_objective_modules.py`` checks they agree)."""
+
+import sys
+
+import yaml
+
+from taco.objectives import OBJECTIVE_SPECS, schema_sections
+
+if "--schema" in sys.argv[1:]:
+    print(yaml.safe_dump(schema_sections(), sort_keys=False, width=120))
+else:
+    for o in OBJECTIVE_SPECS.values():
+        print(f"{o.name:18s} {o.label:20s} terms={','.join(o.terms)} options={','.join(o.options) or '-'}")

@@ -1,0 +1,193 @@
+"""The interface every pre-training objective implements: a torch-free declaration.
+
+An objective is one module of :mod:`taco.objectives` that defines ``OBJECTIVES`` (a tuple of
+:class:`Objective`) and, when it adds options, ``OPTIONS`` (a tuple of :class:`Option`). The
+declaration is plain data plus callables whose bodies import torch lazily, so the report side,
+the workflow and ``taco plan`` import it without torch (``tests/test_boundaries.py``).
+
+What an objective declares, and who reads it:
+
+- ``name``, ``label``, ``style``, ``description``: configs, output paths, tables, figures
+  (``taco.report.style``), the deviations report.
+- ``options``: the option groups it uses (each :class:`Option` declared once, in the module of the
+  loss term it belongs to). From them come the ``taco pretrain`` flags, the config schema section
+  ``pretrain.<group>``, the workflow's command words, the model config keys ``taco_<name>``, the
+  defaults and the checks (``taco.objectives.options``).
+- ``terms``: the loss terms it logs (``mlm``, ``tc``, ``tp``, ``nce``, ``dim``): each is a
+  ``<term>_loss`` field of the model output and a column of the training log.
+- ``loss_terms``: ``(model, batch, outputs, generator) -> {"loss": total, "<term>": value, ...}``,
+  the objective's losses from the encoder output (``taco.model.modeling`` calls it).
+- ``collate``: optional ``(batch, tokenizer, generator, options) -> batch``, run by the pre-training
+  collator after BERT masking (INFOWORD masks a contiguous n-gram here and adds its inputs).
+- ``batch_keys``: extra model inputs ``collate`` adds (popped before the encoder sees them).
+- ``min_device_batch``: sequences per device batch it needs (2 when negatives come from the other
+  sequences: TC, INFOWORD's n-grams).
+- ``flops_per_token``: ``(shape, seq_len, vocab_size, options) -> FLOPs`` the objective adds to the
+  shared encoder count (``taco.workflow.flops``): its head and extra terms, forward + backward.
+- ``reimplemented_from``: the citation when the objective is this suite's reimplementation of
+  another paper's baseline (Table 4's BERT-NCE and INFOWORD), empty for the paper's own objectives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TcPositions = Literal["all", "masked", "unmasked"]
+
+#: share of positions the MLM head predicts (mask probability; BERT, the official TACO code)
+MLM_PREDICTED_SHARE = 0.15
+
+
+@dataclass(frozen=True)
+class Option:
+    """One objective option, declared once.
+
+    Attributes:
+        group: config section ``pretrain.<group>`` and CLI prefix (``tc`` -> ``--tc-...``).
+        key: key inside the section (``temperature``); the CLI flag is ``--<group>-<key>``.
+        name: the model's parameter name (``tc_temperature`` -> ``config.taco_tc_temperature``) and
+            the key in the run's config hash.
+        default: value when neither config nor command line sets it (its type is the option's type).
+        help: one line for the CLI and the schema.
+        minimum / exclusive_minimum / maximum: numeric bounds (checked before any work starts).
+        choices: allowed values of a string option.
+        odd: an odd integer is required (the TC window).
+        hash_always: kept in every run's config hash at its default, even for objectives that do not
+            use it (the options that existed when the hash was introduced: keeps old hashes valid).
+        hash_when_default: in the hash of an objective that uses it even at the default; ``False``
+            for options added after runs existed (``tp_mode``), so those runs keep their hash.
+        pass_default: the workflow passes the option's group to ``taco pretrain`` even when every value
+            of the group is at its default (``False`` for ``tp``: its flags appear only when a value
+            differs, so the commands, and the params of runs trained before, stay the same).
+    """
+
+    group: str
+    key: str
+    name: str
+    default: Any
+    help: str
+    minimum: float | None = None
+    exclusive_minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    odd: bool = False
+    hash_always: bool = False
+    hash_when_default: bool = True
+    pass_default: bool = True
+
+    @property
+    def flag(self) -> str:
+        """The ``taco pretrain`` flag: ``--<group>-<key>`` with underscores as dashes."""
+        return f"--{self.group}-{self.key}".replace("_", "-")
+
+    @property
+    def config_path(self) -> str:
+        """Where a workflow config sets it: ``pretrain.<group>.<key>``."""
+        return f"pretrain.{self.group}.{self.key}"
+
+    @property
+    def type(self) -> type:
+        """``int``, ``float``, ``str`` or ``bool`` (the default's type)."""
+        return type(self.default)
+
+    def check(self, value: Any, where: str) -> str | None:
+        """The error message for a bad ``value`` (naming ``where``), or ``None`` when it is valid."""
+        if self.choices is not None:
+            return None if value in self.choices else f"{where} must be one of {', '.join(self.choices)}, got {value!r}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{where} must be a number, got {value!r}"
+        if self.type is int and int(value) != value:
+            return f"{where} must be an integer, got {value!r}"
+        if self.minimum is not None and value < self.minimum:
+            return f"{where} must be >= {self.minimum:g}, got {value}"
+        if self.exclusive_minimum is not None and not value > self.exclusive_minimum:
+            return f"{where} must be > {self.exclusive_minimum:g}, got {value}"
+        if self.maximum is not None and value > self.maximum:
+            return f"{where} must be <= {self.maximum:g}, got {value}"
+        if self.odd and int(value) % 2 == 0:
+            return f"{where} must be odd, got {value}"
+        return None
+
+    def schema(self) -> dict[str, Any]:
+        """This option's JSON-schema property (``workflow/schemas/config.schema.yaml`` holds it)."""
+        if self.choices is not None:
+            out: dict[str, Any] = {"enum": list(self.choices)}
+        else:
+            out = {"type": "integer" if self.type is int else "number"}
+            for k, v in (("minimum", self.minimum), ("exclusiveMinimum", self.exclusive_minimum),
+                         ("maximum", self.maximum)):
+                if v is not None:
+                    out[k] = v
+        out["default"] = self.default
+        out["description"] = self.help
+        return out
+
+
+LossTerms = Callable[..., dict[str, Any]]
+Collate = Callable[..., dict[str, Any]]
+FlopsPerToken = Callable[[Mapping[str, int], int, int, Mapping[str, Any]], float]
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One pre-training objective (see the module docstring for who reads each field).
+
+    Attributes:
+        name: registry key (configs, output paths, ``--objective``).
+        label: printed name in tables and figures (the paper's wording).
+        description: one line for humans.
+        terms: loss terms it logs, ``("mlm",)`` first for every objective of this suite.
+        loss_terms: the losses from the encoder output.
+        options: option groups it uses (``("tc",)``); ``mlm_probability`` is shared by all.
+        style: matplotlib ``color``/``marker``/``linestyle`` of its curves.
+        tc_positions: which real positions are TC anchors (``all``/``masked``/``unmasked``) for the
+            TACO family; ``None`` otherwise.
+        collate: optional batch hook after BERT masking.
+        batch_keys: model inputs ``collate`` adds.
+        min_device_batch: sequences per device batch it needs.
+        flops_per_token: FLOPs per token it adds to the encoder's (head and extra terms).
+        reimplemented_from: citation of the paper whose baseline this reimplements ("" if none).
+        needs_hidden_states: the loss reads ``outputs.hidden_states`` (TC: the embedding output).
+    """
+
+    name: str
+    label: str
+    description: str
+    terms: tuple[str, ...]
+    loss_terms: LossTerms
+    flops_per_token: FlopsPerToken
+    options: tuple[str, ...] = ()
+    style: Mapping[str, Any] = field(default_factory=dict)
+    tc_positions: TcPositions | None = None
+    collate: Collate | None = None
+    batch_keys: tuple[str, ...] = ()
+    min_device_batch: int = 1
+    reimplemented_from: str = ""
+    needs_hidden_states: bool = False
+
+    def __post_init__(self) -> None:
+        if self.uses_tc and self.tc_positions not in ("all", "masked", "unmasked"):
+            raise ValueError(f"objective {self.name!r}: tc_positions must be all/masked/unmasked")
+        if not self.uses_tc and self.tc_positions is not None:
+            raise ValueError(f"objective {self.name!r}: tc_positions given without TC")
+        if not self.terms or self.terms[0] != "mlm":
+            raise ValueError(f"objective {self.name!r}: terms must start with 'mlm' (the validation loss)")
+
+    @property
+    def uses_tc(self) -> bool:
+        """Whether the token-alignment contrastive loss is a term."""
+        return "tc" in self.terms
+
+    @property
+    def uses_tp(self) -> bool:
+        """Whether the unselected real positions also predict their token (MLM+TP)."""
+        return "tp" in self.terms
+
+
+def head_flops(shape: Mapping[str, int], vocab_size: int, predicted_share: float = MLM_PREDICTED_SHARE) -> float:
+    """Training FLOPs per token of the MLM head at a share of positions: ``6 p (H^2 + H V)``
+    (transform H x H and decoder H x V, forward + backward = 3 x forward)."""
+    h = shape["hidden_size"]
+    return 6.0 * predicted_share * (h * h + h * vocab_size)

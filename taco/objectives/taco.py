@@ -1,0 +1,101 @@
+"""The TACO family: MLM + the token-alignment contrastive (TC) loss (Fu et al. 2022, Eq. 5-10).
+
+==================  ==========================================================================
+``taco``            MLM + tc_weight x TC at every real position (the paper's method; weight 1.0).
+``taco_concentrated`` TC only at the MLM-selected positions (paper Sec. 5, "concentrated TACO").
+``taco_unmasked``   TC only at the real positions not selected by MLM (third position flag of the
+                    official code).
+==================  ==========================================================================
+
+The TC options (group ``tc``: weight, temperature tau, positive window W, negatives K; defaults of the
+paper and the official code) are declared here once; the loss itself is
+:func:`taco.model.losses.tc_loss`, the sampling :mod:`taco.model.sampling`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taco.objectives.base import Objective, Option, head_flops
+from taco.objectives.mlm import masked_mean, predict_tokens
+
+__all__ = ["OBJECTIVES", "OPTIONS", "tc_anchor_mask"]
+
+OPTIONS = (
+    Option("tc", "weight", "tc_weight", 1.0, "weight of the TC loss added to MLM (official code: 1.0)",
+           minimum=0, hash_always=True),
+    Option("tc", "temperature", "tc_temperature", 0.07,
+           "temperature tau of the TC loss's cosine-similarity score (paper Eq. 6; > 0)",
+           exclusive_minimum=0, hash_always=True),
+    Option("tc", "window", "tc_window", 5, "positive window W: positives at offset +-1..+-floor(W/2) (odd, >= 3)",
+           minimum=3, odd=True, hash_always=True),
+    Option("tc", "negatives", "tc_num_negatives", 50, "negatives K per anchor, from the other sequences (>= 1)",
+           minimum=1, hash_always=True),
+)
+
+
+def tc_anchor_mask(objective: Any, attention_mask: Any, labels: Any) -> Any:
+    """Bool (B, L): the TC anchors of ``objective`` (an Objective or its name; real positions,
+    restricted by the MLM selection).
+
+    ``labels`` (B, L) with -100 at unselected positions is required for ``masked``/``unmasked``.
+    Raises ValueError for an objective without TC or missing labels.
+    """
+    if isinstance(objective, str):
+        from taco.objectives import OBJECTIVE_SPECS
+
+        if objective not in OBJECTIVE_SPECS:
+            raise ValueError(f"unknown objective {objective!r}; valid objectives: {', '.join(OBJECTIVE_SPECS)}")
+        objective = OBJECTIVE_SPECS[objective]
+    if not objective.uses_tc:
+        raise ValueError(f"objective {objective.name!r} has no TC loss")
+    real = attention_mask.bool()
+    if objective.tc_positions == "all":
+        return real
+    if labels is None:
+        raise ValueError(f"objective {objective.name!r} needs labels to find the {objective.tc_positions} positions")
+    selected = labels != -100
+    if objective.tc_positions == "masked":
+        return real & selected
+    return real & ~selected
+
+
+def tc_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = None) -> dict[str, Any]:
+    """``{"loss": MLM + tc_weight x TC, "mlm", "tc"}`` (scalar tensors; paper Eq. 9-10)."""
+    from taco.model.losses import tc_loss
+    from taco.model.sampling import sample_negative_index, sample_positive_index
+
+    cfg = model.config
+    sequence = outputs.last_hidden_state
+    ce, is_mlm = predict_tokens(model, sequence, batch)
+    mlm_loss = masked_mean(ce, is_mlm)
+    attention_mask = batch["attention_mask"]
+    embeddings = outputs.hidden_states[0]  # embedding-layer output e (docs/paper-facts.md)
+    anchors = tc_anchor_mask(model.objective, attention_mask, batch["labels"])
+    pos = sample_positive_index(attention_mask, cfg.taco_tc_window, generator)
+    neg = sample_negative_index(attention_mask, cfg.taco_tc_num_negatives, generator)
+    tc = tc_loss(sequence, embeddings, pos, neg, anchors, cfg.taco_tc_temperature)
+    return {"loss": mlm_loss + cfg.taco_tc_weight * tc, "mlm": mlm_loss, "tc": tc}
+
+
+def tc_flops(shape, seq_len, vocab_size, options) -> float:
+    """MLM head at 15% + the TC anchor-key dot products: forward 2 (K+1) H, backward to the anchor
+    only another 2 (K+1) H, every real token an anchor (an upper bound for the restricted variants)."""
+    return head_flops(shape, vocab_size) + 4.0 * (int(options.get("tc_num_negatives", 50)) + 1) * shape["hidden_size"]
+
+
+def _taco(name: str, positions: str, label: str, description: str, style: dict) -> Objective:
+    return Objective(name, label, description, ("mlm", "tc"), tc_terms, tc_flops, options=("tc",),
+                     style=style, tc_positions=positions, min_device_batch=2, needs_hidden_states=True)
+
+
+OBJECTIVES = (
+    _taco("taco", "all", "TACO", "MLM + token-alignment contrastive loss at all real positions",
+          dict(color="#0072B2", marker="^", linestyle="-")),
+    _taco("taco_concentrated", "masked", "TACO (concentrated)",
+          "MLM + TC loss only at the MLM-selected positions (paper's concentrated TACO)",
+          dict(color="#009E73", marker="s", linestyle="--")),
+    _taco("taco_unmasked", "unmasked", "TACO (unmasked)",
+          "MLM + TC loss only at real positions not selected by MLM (official code's third option)",
+          dict(color="#E69F00", marker="v", linestyle="-.")),
+)
