@@ -258,7 +258,7 @@ def expect_pretrain(cfg, job):
         "blocks": f"{R}/data/blocks/data-{w['fraction']}", "output": f"{R}/pretrain/{run_dir(w)}",
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
         "eval_every": int(s.get("eval_every", 0) or 0),  # the parser's default 0 when not configured
-        **expect_tc(cfg, w), **expect_tp(cfg, w), **expect_monitoring(cfg, "pretrain", w),
+        **expect_tc(cfg, w), **expect_tp(cfg, w), **expect_baselines(cfg, w), **expect_monitoring(cfg, "pretrain", w),
     }
 
 
@@ -286,7 +286,20 @@ def expect_tc(cfg, w):
         return {}
     tc = cfg["pretrain"]["tc"]
     return {"tc_weight": tc["weight"], "tc_temperature": tc["temperature"], "tc_window": tc["window"],
-            "tc_negatives": tc["negatives"]}
+            "tc_num_negatives": tc["negatives"]}
+
+
+def expect_baselines(cfg, w):
+    """BERT-NCE's options (pretrain.nce) reach BERT-NCE and INFOWORD, INFOWORD's (pretrain.infoword)
+    INFOWORD only; the config's values or, where a key is absent, the declared defaults."""
+    defaults = {"nce": {"negatives": "batch", "num_negatives": 1024, "temperature": 1.0},
+                "infoword": {"weight": 1.0, "span_min": 1, "span_max": 5, "temperature": 1.0}}
+    groups = {"bert_nce": ("nce",), "infoword": ("nce", "infoword")}.get(w["variant"], ())
+    out = {}
+    for g in groups:
+        section = {**defaults[g], **(cfg["pretrain"].get(g) or {})}
+        out.update({f"{g}_{k}": v for k, v in section.items()})
+    return out
 
 
 def expect_tp(cfg, w):

@@ -240,3 +240,24 @@ def test_finetuning_hyperparameters_are_those_the_workflow_runs():
         lr, ep = rows[f"{size}: fine-tuning learning rate"], rows[f"{size}: fine-tuning epochs"]
         assert lr.here == "0.001" and ep.here == "1", (lr, ep)
         assert lr.key == "finetune.hyperparameters.tiny.learning_rate"
+
+
+def test_reimplemented_baselines_list_every_choice_with_its_key():
+    """Issue 22.4: where a configuration trains BERT-NCE or INFOWORD, deviations.md lists the objective
+    and each of its options (the details Kong et al.'s text does not give) with the key that sets it."""
+    from taco.objectives import OBJECTIVE_SPECS, options_of
+
+    devs = find_deviations(resolved("config.yaml", pretrain={"infoword": {"span_max": 3}}))
+    method = _rows(devs, "method")
+    for name in ("bert_nce", "infoword"):
+        obj = OBJECTIVE_SPECS[name]
+        assert f"{obj.label}: the objective" in method and "reimplemented from the description" in \
+            method[f"{obj.label}: the objective"].reason
+        for opt in options_of(obj):
+            row = method[f"{obj.label}: {opt.help}"]
+            assert row.key == opt.config_path and row.here.startswith(f"{opt.config_path} = ")
+    assert method["INFOWORD: longest masked n-gram (tokens)"].here == "pretrain.infoword.span_max = 3"
+    assert method["BERT-NCE: temperature dividing the InfoNCE scores (> 0)"].here.endswith("(default)")
+    # a configuration without the baselines has none of these rows
+    cpu = _rows(find_deviations(resolved("configs/cpu-real.yaml", data_root="/x")), "method")
+    assert not [t for t in cpu if t.startswith(("BERT-NCE", "INFOWORD"))]

@@ -222,5 +222,42 @@ def test_mlm_tp_weighting_modes():
     assert joint.objective_params["tp_mode"] == "joint"
     with pytest.raises(ValueError, match="taco_tp_mode must be one of separate, joint"):
         _model("mlm_tp", tp_mode="sum")
-    with pytest.raises(ValueError, match="no effect with tp mode joint"):
+    with pytest.raises(ValueError, match="taco_tp_weight: 2.0 has no effect with taco_tp_mode joint"):
         _model("mlm_tp", tp_mode="joint", tp_weight=2.0)
+
+
+def test_checkpoint_names_bert_for_masked_lm_and_loads_without_taco(tmp_path):
+    """config.json names BertForMaskedLM (issue 22.6); a fill-mask pipeline and a save_pretrained round
+    trip work in a process that never imports taco."""
+    import json
+    import subprocess
+    import sys
+
+    from transformers import BertTokenizerFast
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]
+    model = _model("taco")
+    model.save_pretrained(tmp_path / "ckpt")
+    BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)}).save_pretrained(tmp_path / "ckpt")
+    cfg = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    assert cfg["architectures"] == ["BertForMaskedLM"] and cfg["model_type"] == "bert"
+    assert cfg["taco_objective"] == "taco"
+    assert TacoForPreTraining.from_pretrained(tmp_path / "ckpt").objective.name == "taco"
+    code = f"""
+import json, sys, torch
+from transformers import AutoModelForMaskedLM, pipeline
+fill = pipeline("fill-mask", model={str(tmp_path / 'ckpt')!r}, top_k=3)
+preds = fill("w1 w2 [MASK] w4")
+m = AutoModelForMaskedLM.from_pretrained({str(tmp_path / 'ckpt')!r})
+m.save_pretrained({str(tmp_path / 'again')!r})
+m2 = AutoModelForMaskedLM.from_pretrained({str(tmp_path / 'again')!r})
+same = all(torch.equal(a, b) for a, b in zip(m.state_dict().values(), m2.state_dict().values()))
+print(json.dumps({{"n": len(preds), "cls": type(m).__name__, "same": same, "taco": "taco" in sys.modules}}))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    res = json.loads(run.stdout.strip().splitlines()[-1])
+    assert res == {"n": 3, "cls": "BertForMaskedLM", "same": True, "taco": False}
+    sd = TacoForPreTraining.from_pretrained(tmp_path / "ckpt").state_dict()
+    assert all(torch.equal(sd[k], v) for k, v in model.state_dict().items())

@@ -137,7 +137,8 @@ def test_options_are_checked_once_with_the_callers_names():
         "--tc-temperature must be > 0, got 0.0"]
     assert check_options({"tc_window": 4}) == ["tc_window must be odd, got 4"]
     assert check_options({"nce_negatives": "unigram"})[0].startswith("nce_negatives must be one of batch, vocabulary")
-    assert "exceeds span_max" in check_options({"infoword_span_min": 6, "infoword_span_max": 5})[0]
+    assert check_options({"infoword_span_min": 6, "infoword_span_max": 5}) == [
+        "infoword_span_min: 6 exceeds infoword_span_max 5"]
     with pytest.raises(ValueError, match="taco_nce_temperature must be > 0"):
         _model("bert_nce", nce_temperature=0.0)
 

@@ -148,6 +148,25 @@ class TacoForPreTraining(BertPreTrainedModel):
         """Current objective hyper-parameters (``tc_weight``, ``tc_temperature``, ...)."""
         return {name: getattr(self.config, _config_key(name)) for name in DEFAULT_OBJECTIVE_PARAMS}
 
+    # --- export ----------------------------------------------------------------------------------
+    #: what ``config.json`` names as the architecture: the weights are exactly ``BertForMaskedLM``'s
+    #: (encoder without pooler, MLM head, tied decoder), a class every tool that reads ``architectures``
+    #: (the Hub's widgets, ``pipeline`` task inference) knows; ``TacoForPreTraining`` is not one
+    EXPORTED_ARCHITECTURE = "BertForMaskedLM"
+
+    def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
+        """``PreTrainedModel.save_pretrained``, then ``config.json`` rewritten with
+        ``architectures: ["BertForMaskedLM"]`` (transformers writes this class's name). The
+        objective's ``taco_*`` keys stay, so ``TacoForPreTraining.from_pretrained`` restores it;
+        ``AutoModelForMaskedLM``/``pipeline("fill-mask")`` load plain BERT and ignore them."""
+        out = super().save_pretrained(save_directory, *args, **kwargs)
+        is_main = kwargs.get("is_main_process", True)
+        if is_main:
+            config = copy.deepcopy(self.config)
+            config.architectures = [self.EXPORTED_ARCHITECTURE]
+            config.save_pretrained(save_directory)
+        return out
+
     # --- HF plumbing (same as BertForMaskedLM) ----------------------------------------------------
     def get_output_embeddings(self):
         return self.cls.predictions.decoder

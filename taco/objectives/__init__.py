@@ -86,7 +86,7 @@ def check_options(values: Mapping[str, Any], where: Mapping[str, str] | None = N
             if msg:
                 errors.append(msg)
     if not errors:
-        errors.extend(msg for check in _CHECKS if (msg := check(dict(values))))
+        errors.extend(msg for check in _CHECKS if (msg := check(dict(values), dict(where))))
     return errors
 
 

@@ -41,11 +41,12 @@ OPTIONS = (
 )
 
 
-def check_spans(values: dict[str, Any]) -> str | None:
-    """Cross-option rule: span_min <= span_max."""
+def check_spans(values: dict[str, Any], where: dict[str, str]) -> str | None:
+    """Cross-option rule: span_min <= span_max (``where`` names the options as the caller does)."""
     lo, hi = values.get("infoword_span_min", 1), values.get("infoword_span_max", 5)
     if lo > hi:
-        return f"infoword span_min {lo} exceeds span_max {hi}"
+        return (f"{where.get('infoword_span_min', 'infoword_span_min')}: {lo} exceeds "
+                f"{where.get('infoword_span_max', 'infoword_span_max')} {hi}")
     return None
 
 

@@ -47,11 +47,13 @@ def tp_flops(shape, seq_len, vocab_size, options) -> float:
     return head_flops(shape, vocab_size, predicted_share=1.0)
 
 
-def check_tp(values: dict[str, Any]) -> str | None:
-    """Cross-option rule: tp_weight has no effect with tp_mode joint (it must stay 1.0)."""
+def check_tp(values: dict[str, Any], where: dict[str, str]) -> str | None:
+    """Cross-option rule: tp_weight has no effect with tp_mode joint (it must stay 1.0); ``where`` names
+    the options as the caller does."""
     if values.get("tp_mode") == "joint" and float(values.get("tp_weight", 1.0)) != 1.0:
-        return (f"tp weight {values['tp_weight']} has no effect with tp mode joint "
-                "(one cross-entropy over all predicted positions); leave it at 1.0")
+        return (f"{where.get('tp_weight', 'tp_weight')}: {values['tp_weight']} has no effect with "
+                f"{where.get('tp_mode', 'tp_mode')} joint (one cross-entropy over all predicted positions); "
+                "leave it at 1.0")
     return None
 
 
