@@ -450,11 +450,22 @@ def _variant_spec(config: dict[str, Any], run: Run, names: dict[str, dict[str, i
     return spec
 
 
-def _control_sizes(config: dict[str, Any]) -> list[str]:
-    """Sizes with a no-pre-training control (``pretrain.control``; see taco.workflow.control)."""
-    from taco.workflow.control import control_sizes  # that module imports this one
+def control_enabled(config: dict[str, Any]) -> bool:
+    """Whether the config asks for the no-pre-training control (``pretrain.control``, default false)."""
+    return bool(config["pretrain"].get("control", False))
 
-    return control_sizes(config)
+
+def control_sizes(config: dict[str, Any]) -> list[str]:
+    """Sizes (keys of ``pretrain.sizes``) that get a no-pre-training control (``taco.workflow.control``):
+    those with a full-data run, in run order; none when ``pretrain.control`` is false. Here, not in
+    ``taco.workflow.control``, so that module imports this one and not the other way round."""
+    if not control_enabled(config):
+        return []
+    out: list[str] = []
+    for r in runs(config):
+        if r.fraction == 1.0 and r.size not in out:
+            out.append(r.size)
+    return out
 
 
 def _unique(items: list[Any]) -> list[Any]:
@@ -483,7 +494,7 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
         "tasks": tasks,
         "missing_tasks": dict(missing_tasks or {}),
         "seeds": list(config["finetune"]["seeds"]),
-        "controls": _control_sizes(config),
+        "controls": control_sizes(config),
         "corpus_source": config["corpus"]["source"],
         "glue_source": config["glue"]["source"],
         "presets": {size: s["preset"] for size, s in config["pretrain"]["sizes"].items()},

@@ -24,20 +24,10 @@ CONTROL_STEP = 0
 CONTROL_FRACTION = "1.0"
 
 
-def enabled(config: dict[str, Any]) -> bool:
-    """Whether the config asks for the control (``pretrain.control``, default false)."""
-    return bool(config["pretrain"].get("control", False))
-
-
-def control_sizes(config: dict[str, Any]) -> list[str]:
-    """Sizes (keys of ``pretrain.sizes``) that get a control: those with a full-data run, in run order."""
-    if not enabled(config):
-        return []
-    out: list[str] = []
-    for r in wc.runs(config):
-        if r.fraction == 1.0 and r.size not in out:
-            out.append(r.size)
-    return out
+#: whether the config asks for the control, and the sizes that get one (defined in
+#: ``taco.workflow.config``, which the analysis spec needs them in; re-exported here)
+enabled = wc.control_enabled
+control_sizes = wc.control_sizes
 
 
 def control_seeds(config: dict[str, Any]) -> list[int]:
