@@ -1,5 +1,5 @@
-"""``snakemake --lint`` passes for every shipped configuration (CI runs it on the smoke one before the
-tests; a lint finding fails CI after 45 s, so it is caught here first), in a scratch ``--directory``."""
+"""``snakemake --lint`` passes for every shipped configuration, in a scratch ``--directory``. This is
+CI's lint step (``.ci/run`` no longer lints the smoke configuration a second time before the tests)."""
 
 from __future__ import annotations
 

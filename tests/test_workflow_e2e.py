@@ -1,7 +1,8 @@
 """End-to-end workflow runs: Snakemake as a subprocess in a temporary directory.
 
-`configs/smoke.yaml` (offline, synthetic) always runs; `configs/local.yaml` runs on the real data in
-`../shared/data` where that folder exists. Both check the produced tables, figures and claims, and
+`configs/smoke.yaml` (offline, synthetic) always runs; `configs/cpu-real.yaml` runs on the real data in
+`../shared/data` where that folder exists. Each is shrunk by its CI overlay in `tests/configs/` (fewer
+steps, smaller sets: the same DAG and code paths). Both check the produced tables, figures and claims, and
 that a second invocation has nothing left to do (no endless reruns); the smoke run also builds
 `snakemake --report` and checks its HTML items (tests/report_pages.py).
 """
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from report_pages import blank_reason, browser_missing_reason, find_browser, report_items, screenshot, verdict_table
 
@@ -24,15 +26,18 @@ REPO = Path(__file__).resolve().parent.parent
 TABLES = ("table1", "table2", "table3", "table4", "ablation")
 FIGURES = ("figure5", "ablation", "data_efficiency", "figure6", "figure2")
 VERDICTS = {"supported", "not supported", "inconclusive", "not run"}
+#: configs/smoke.yaml shrunk by its CI overlay, and the overlay's pre-training budgets
+SMOKE = ("configs/smoke.yaml", "tests/configs/smoke-ci.yaml")
+SMOKE_BUDGETS = yaml.safe_load((REPO / SMOKE[1]).read_text())["pretrain"]["sizes"]["tiny"]["budgets"]
 
 pytestmark = pytest.mark.slow
 
 
-def snakemake(workdir: Path, configfile: str, *extra: str, timeout: int = 1500) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, configfiles: tuple[str, ...], *extra: str, timeout: int = 1500) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     return subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-         "--configfile", str(REPO / configfile), "--cores", str(os.cpu_count() or 2), *extra],
+         "--configfile", *(str(REPO / f) for f in configfiles), "--cores", str(os.cpu_count() or 2), *extra],
         capture_output=True, text=True, timeout=timeout, env=env,
     )
 
@@ -70,7 +75,7 @@ def check_outputs(results: Path) -> None:
 
 def test_smoke_config_end_to_end(tmp_path):
     start = time.monotonic()
-    out = snakemake(tmp_path, "configs/smoke.yaml")
+    out = snakemake(tmp_path, SMOKE)
     wall = time.monotonic() - start
     assert out.returncode == 0, out.stderr[-5000:]
     results = tmp_path / "results" / "smoke"
@@ -80,14 +85,15 @@ def test_smoke_config_end_to_end(tmp_path):
     assert "TACO run finished. Results: results/smoke/" in text and "Claims (" in text, text[-3000:]
     assert "Degenerate runs: " in text and "Report: snakemake --report report.html --configfile " in text
     # every variant of the grid was pre-trained at each of the three budgets
+    assert len(SMOKE_BUDGETS) == 3
     for variant in ("mlm", "taco", "mlm_tp", "taco_concentrated"):
-        for step in (50, 100, 150):
+        for step in SMOKE_BUDGETS:
             ckpt = results / "pretrain" / "tiny" / variant / "data-1.0" / f"step-{step}"
             assert json.loads((ckpt / "manifest.json").read_text())["step"] == step
     table1 = (results / "table1.md").read_text()
     assert "TACO" in table1 and "MLM" in table1
     # nothing left to do: no params that change every run, no rerun loops
-    again = snakemake(tmp_path, "configs/smoke.yaml", "-n")
+    again = snakemake(tmp_path, SMOKE, "-n")
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
     print(f"smoke workflow wall time: {wall:.0f} s")
@@ -105,7 +111,7 @@ def check_report(workdir: Path, results: Path) -> None:
     item holds the verdict table; the CSVs stay downloads; a headless Chromium screenshot of the
     claims item is not blank (where Chromium is installed)."""
     report = workdir / "report.html"
-    out = snakemake(workdir, "configs/smoke.yaml", "--report", str(report), timeout=600)
+    out = snakemake(workdir, SMOKE, "--report", str(report), timeout=600)
     assert out.returncode == 0, out.stderr[-5000:]
     items, categories = report_items(report)
     by_name = {Path(path).name: item for path, item in items.items()}
@@ -132,11 +138,28 @@ def check_report(workdir: Path, results: Path) -> None:
     assert blank_reason(png) is None
 
 
+#: the Gutenberg books of the CI corpus: one pure ASCII, one with Latin-1 bytes (the corpus's
+#: utf-8-or-latin-1 encoding); the full set of 18 (12 MB) only makes the data jobs longer
+CI_BOOKS = ("carroll-alice.txt", "shakespeare-caesar.txt")
+
+
+def ci_data_root(shared_data: Path, root: Path) -> Path:
+    """A data_root with configs/cpu-real.yaml's layout: links to the shared WikiText-2 files and GLUE
+    folder, and a gutenberg/ folder (read as a folder, as in the real run) with :data:`CI_BOOKS`."""
+    (root / "corpus" / "gutenberg").mkdir(parents=True)
+    (root / "corpus" / "wikitext-2").symlink_to(shared_data / "corpus" / "wikitext-2", target_is_directory=True)
+    (root / "glue").symlink_to(shared_data / "glue", target_is_directory=True)
+    for book in CI_BOOKS:
+        (root / "corpus" / "gutenberg" / book).symlink_to(shared_data / "corpus" / "gutenberg" / book)
+    return root
+
+
 def test_local_config_end_to_end(tmp_path, shared_data):
-    """configs/cpu-real.yaml (WikiText-2 + Gutenberg books, control, 3 seeds) shortened by the CI
-    overlay tests/configs/cpu-real-ci.yaml: same code paths, a few steps, small subsets."""
-    out = snakemake(tmp_path, "configs/cpu-real.yaml", "--configfile", str(REPO / "configs/cpu-real.yaml"),
-                    str(REPO / "tests/configs/cpu-real-ci.yaml"), "--config", f"data_root={shared_data}")
+    """configs/cpu-real.yaml (WikiText-2 + Gutenberg books, control, pre-training replicates) shortened
+    by the CI overlay tests/configs/cpu-real-ci.yaml: same code paths, a few steps, small subsets."""
+    data_root = ci_data_root(shared_data, tmp_path / "data")
+    out = snakemake(tmp_path, ("configs/cpu-real.yaml", "tests/configs/cpu-real-ci.yaml"),
+                    "--config", f"data_root={data_root}")
     assert out.returncode == 0, out.stderr[-5000:]
     results = tmp_path / "results" / "cpu-real-ci"
     check_outputs(results)
@@ -144,7 +167,8 @@ def test_local_config_end_to_end(tmp_path, shared_data):
     assert spec["controls"] == ["tiny"] and spec["tasks"] == ["cola", "sst2", "mrpc", "stsb"]
     # the corpus mixes encyclopedia and books
     corpus = json.loads((results / "data" / "corpus" / "manifest.json").read_text())
-    assert "valid.txt" in corpus["parameters"]["input_order"] and "austen-emma.txt" in corpus["parameters"]["input_order"]
+    assert "valid.txt" in corpus["parameters"]["input_order"]
+    assert all(book in corpus["parameters"]["input_order"] for book in CI_BOOKS), corpus["parameters"]["input_order"]
     # the control: step 0, fine-tuned like the others, in Table 1 and in claim S1
     control = results / "pretrain" / "tiny" / "control" / "data-1.0" / "step-0"
     assert json.loads((control / "manifest.json").read_text())["objective"] == "control"
