@@ -109,6 +109,17 @@ def _paths(config: Mapping[str, Any], paths: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------------------------
 # method-level differences (every configuration)
 # ---------------------------------------------------------------------------------------------
+def _corpus_here(config: Mapping[str, Any]) -> str:
+    """The configuration's corpus in one line (Hub datasets with config and split, local files, or the source)."""
+    corpus = config.get("corpus", {})
+    if corpus.get("source") == "hub":
+        return "; ".join(f"{d['name']} ({d.get('config') or 'no config'}, split {d.get('split', 'train')})"
+                         for d in corpus.get("hub_datasets", []))
+    if corpus.get("source") == "local":
+        return "local text files: " + _paths(config, corpus.get("paths", []))
+    return f"{corpus.get('source', 'n/a')} corpus"
+
+
 def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     """Differences that hold whatever the configuration says (with this configuration's values)."""
     sizes = config["pretrain"]["sizes"]
@@ -118,13 +129,7 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     window = int((config["pretrain"].get("tc") or {}).get("window", 5))
     ft = config.get("finetune", {})
     corpus = config.get("corpus", {})
-    if corpus.get("source") == "hub":
-        corpus_here = "; ".join(f"{d['name']} ({d.get('config') or 'no config'}, split {d.get('split', 'train')})"
-                                for d in corpus.get("hub_datasets", []))
-    elif corpus.get("source") == "local":
-        corpus_here = "local text files: " + _paths(config, corpus.get("paths", []))
-    else:
-        corpus_here = f"{corpus.get('source', 'n/a')} corpus"
+    corpus_here = _corpus_here(config)
     pre_seeds = config["pretrain"].get("seeds")
     out = [
         Deviation(
