@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 
 from taco.report.analysis_config import validate_analysis
 from taco.report.stats import (UNIT_FINETUNE, UNIT_PRETRAIN, aggregate, load_metrics, per_seed_table,
@@ -92,7 +93,9 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     cmds = [line for line in out.stdout.splitlines() if "-m taco pretrain " in line]
     plain = [c for c in cmds if "/pretrain-seed-" not in c]
     seed1 = [c for c in cmds if "/pretrain-seed-1/" in c]
-    assert len(plain) == len(seed1) == 18  # 6 runs x 3 budgets each
+    smoke = yaml.safe_load((repo / "configs/smoke.yaml").read_text())["pretrain"]
+    runs = sum(len(r["variants"]) * len(r["fractions"]) for r in smoke["runs"])
+    assert len(plain) == len(seed1) == runs * len(smoke["sizes"]["tiny"]["budgets"]) == 24  # 8 runs x 3 budgets
     assert all(re.search(r"--seed 0 ", c) for c in plain) and all(re.search(r"--seed 1 ", c) for c in seed1)
     assert any("results/smoke/pretrain/tiny/mlm/data-1.0/step-50" in c for c in plain)
     # replicates read the same packed blocks: one pack job per fraction
@@ -102,7 +105,6 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
                                    for c in inits)
     # the analysis spec lists each variant once
     from taco.workflow import config as wc
-    import yaml
     from snakemake.utils import validate
 
     cfg = yaml.safe_load((repo / "configs/smoke.yaml").read_text())
@@ -110,7 +112,7 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     validate(cfg, str(repo / "workflow/schemas/config.schema.yaml"))
     spec = wc.analysis_spec(cfg, ["sst2"])
     keys = [(v["size"], v["objective"], v["fraction"]) for v in spec["variants"]]
-    assert len(keys) == len(set(keys)) == 6
+    assert len(keys) == len(set(keys)) == runs == 8
 
 
 def test_table_and_claim_notes_say_what_the_uncertainty_covers(tmp_path):

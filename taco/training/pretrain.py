@@ -255,8 +255,9 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
         if value < minimum:
             raise UsageError(f"{name} must be >= {minimum}, got {value}")
     if args.per_device_batch_size < objective.min_device_batch:
-        raise UsageError(f"--per-device-batch-size {args.per_device_batch_size}: objective {args.objective!r} "
-                         "draws its negatives from the other sequences of the device batch; it needs >= "
+        terms = " + ".join(term.upper() for term in objective.terms[1:])
+        raise UsageError(f"--per-device-batch-size {args.per_device_batch_size}: objective {args.objective!r}'s "
+                         f"{terms} loss draws its negatives from the other sequences of the device batch; it needs >= "
                          f"{objective.min_device_batch} sequences per device batch")
     if until > max_steps:
         raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
