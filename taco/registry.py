@@ -18,12 +18,12 @@ from typing import Any
 from taco.objectives import OBJECTIVE_SPECS
 from taco.objectives.base import Objective, TcPositions  # noqa: F401 (re-exported)
 
-# ---- pre-training objectives (the run "variant" in paths is the objective name) ------------------
+# ---- pre-training objectives (a run's path names its objective: <size>/<objective>/data-<fraction>) --
 
 # every pre-training objective (OBJECTIVE_SPECS, in the order tables list them) is one module under
 # ``taco/objectives/``, registered in ``taco.objectives.MODULES``; the workflow, the schema checks,
 # the model, the plan and the report read them from here.
-#: objective names (the run "variant" in paths and configs)
+#: objective names (in run paths and in pretrain.runs[].objectives)
 OBJECTIVES: tuple[str, ...] = tuple(OBJECTIVE_SPECS)
 
 #: objectives that add the token-alignment contrastive (TC) loss: they need >= 2 sequences per

@@ -89,7 +89,7 @@ def smoke_spec(**over: Any) -> dict[str, Any]:
         "roles": {"small": "tiny", "base": "tinybase"},
         "budget_names": {"tiny": {"10k": 10, "50k": 20, "150k": 40, "250k": 60},
                          "tinybase": {"100k": 20, "250k": 40, "500k": 80}},
-        "variants": [
+        "runs": [
             {"size": "tiny", "objective": "mlm", "fraction": 1.0},
             {"size": "tiny", "objective": "taco", "fraction": 1.0},
             {"size": "tiny", "objective": "taco_concentrated", "fraction": 1.0},
@@ -123,10 +123,10 @@ def write_smoke_runs(root: Path, seeds: list[int], spec: dict[str, Any] | None =
                      skip: set[tuple[str, str, float, int]] = frozenset(), spread: float = 0.5) -> list[Path]:
     """Every cell of ``spec`` (default :func:`smoke_spec`) with the given seeds: base = the paper's
     MLM-250k dev row + an objective offset - a budget penalty (4 points at the first budget, 0 at
-    the last); 25%-data variants lose 0.3. ``skip`` lists (size, objective, fraction, step) not written."""
+    the last); 25%-data objectives lose 0.3. ``skip`` lists (size, objective, fraction, step) not written."""
     spec = spec or smoke_spec()
     paths = []
-    for v in spec["variants"]:
+    for v in spec["runs"]:
         names = spec["budget_names"][v["size"]]
         budgets = v.get("budgets") or list(names)
         steps = sorted(names.values())

@@ -119,7 +119,7 @@ def _per_seed(cells: dict[tuple, dict[str, list[float]]], degenerate=frozenset()
 
 CONSTRUCTED_SPEC = dict(
     roles={"small": "s", "base": None}, budget_names={"s": {"50k": 50000, "150k": 150000, "250k": 250000}},
-    variants=[{"size": "s", "objective": o, "fraction": 1.0} for o in ("mlm", "taco", "mlm_tp")]
+    runs=[{"size": "s", "objective": o, "fraction": 1.0} for o in ("mlm", "taco", "mlm_tp")]
     + [{"size": "s", "objective": "taco", "fraction": 0.25}],
     tasks=["mnli", "qqp", "qnli", "sst2"], n_resamples=999, seed=1)
 NOISE = [0.0, 0.1, -0.1]  # per-seed noise: three seeds, complete separation of arms 1 point apart
@@ -327,13 +327,13 @@ def test_too_few_seeds_is_inconclusive(tmp_path):
 def test_unrun_claims_are_not_run_in_the_summary(tmp_path):
     spec = smoke_spec(tasks=["sst2"], n_resamples=99, roles={"small": "tiny", "base": None},
                       budget_names={"tiny": {"250k": 60}, "tinybase": {"250k": 40}},
-                      variants=[{"size": "tiny", "objective": "mlm", "fraction": 1.0},
+                      runs=[{"size": "tiny", "objective": "mlm", "fraction": 1.0},
                                 {"size": "tiny", "objective": "taco", "fraction": 1.0}])
     _, claims, out = _run(tmp_path, spec, seeds=[1, 2, 3])
     assert "roles.base is null" in claims.loc["C4", "reason"]
     assert "budget 50k not run" in claims.loc["C1", "reason"]
-    assert "variant MLM+TP-250k [step 60] not in the analysis spec" in claims.loc["C6", "reason"]
-    assert "variant TACO-250k (25% data) [step 60] not in the analysis spec" in claims.loc["C3", "reason"]
+    assert "run MLM+TP-250k [step 60] not in the analysis spec" in claims.loc["C6", "reason"]
+    assert "run TACO-250k (25% data) [step 60] not in the analysis spec" in claims.loc["C3", "reason"]
     assert (claims.loc[["C1", "C3", "C4", "C4b", "C5", "C6", "C7"], "verdict"] == NOT_RUN).all()
     md = (out / "claims.md").read_text()
     summary = [ln for ln in md.splitlines() if ln.startswith("| C4: ")][0]

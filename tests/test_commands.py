@@ -169,7 +169,7 @@ class Parsed:
 
 # ----------------------------------------------------------------------------- what each rule must receive
 def run_dir(w: dict[str, str]) -> str:
-    return f"{w['size']}/{w['variant']}/data-{w['fraction']}{w.get('pseed', '')}/step-{w['step']}"
+    return f"{w['size']}/{w['objective']}/data-{w['fraction']}{w.get('pseed', '')}/step-{w['step']}"
 
 
 def sub_root(value: str | None, cfg: dict[str, Any]) -> str | None:
@@ -249,7 +249,7 @@ def expect_pretrain(cfg, job):
     i = budgets.index(int(w["step"]))
     parent = None if i == 0 else f"{R}/pretrain/" + run_dir({**w, "step": str(budgets[i - 1])})
     return {
-        "size": s["preset"], "size_name": w["size"], "objective": w["variant"], "max_steps": s["max_steps"],
+        "size": s["preset"], "size_name": w["size"], "objective": w["objective"], "max_steps": s["max_steps"],
         "warmup_steps": s["warmup_steps"], "per_device_batch_size": s["per_device_batch_size"],
         "grad_accum": s["grad_accum"], "lr": s["learning_rate"], "weight_decay": s["weight_decay"],
         "mlm_probability": pre["mlm_probability"], "precision": s["precision"],
@@ -269,7 +269,7 @@ def expect_monitoring(cfg, kind, w):
     R, m = cfg["results_dir"], cfg["monitoring"]
     out = {"report_to": tuple(n for n in ("tensorboard", "wandb") if m[n])}
     if m["tensorboard"]:
-        run = f"{w['size']}/{w['variant']}/data-{w['fraction']}{w.get('pseed', '')}"
+        run = f"{w['size']}/{w['objective']}/data-{w['fraction']}{w.get('pseed', '')}"
         out["tensorboard_dir"] = (f"{R}/tensorboard/pretrain/{run}" if kind == "pretrain" else
                                   f"{R}/tensorboard/finetune/{run_dir(w)}/{w['task']}/seed-{w.get('seed', '{seed}')}")
     if m["wandb"]:
@@ -282,7 +282,7 @@ def expect_tc(cfg, w):
     flag uses_tc): for MLM and MLM+TP they cannot change the weights, so they are no params."""
     from taco.registry import OBJECTIVE_SPECS
 
-    if not OBJECTIVE_SPECS[w["variant"]].uses_tc:
+    if not OBJECTIVE_SPECS[w["objective"]].uses_tc:
         return {}
     tc = cfg["pretrain"]["tc"]
     return {"tc_weight": tc["weight"], "tc_temperature": tc["temperature"], "tc_window": tc["window"],
@@ -294,7 +294,7 @@ def expect_baselines(cfg, w):
     INFOWORD only; the config's values or, where a key is absent, the declared defaults."""
     defaults = {"nce": {"negatives": "batch", "num_negatives": 1024, "temperature": 1.0},
                 "infoword": {"weight": 1.0, "span_min": 1, "span_max": 5, "temperature": 1.0}}
-    groups = {"bert_nce": ("nce",), "infoword": ("nce", "infoword")}.get(w["variant"], ())
+    groups = {"bert_nce": ("nce",), "infoword": ("nce", "infoword")}.get(w["objective"], ())
     out = {}
     for g in groups:
         section = {**defaults[g], **(cfg["pretrain"].get(g) or {})}
@@ -308,7 +308,7 @@ def expect_tp(cfg, w):
     weight, mode = float(tp.get("weight", 1.0)), tp.get("mode", "separate")
     from taco.registry import OBJECTIVE_SPECS
 
-    if not OBJECTIVE_SPECS[w["variant"]].uses_tp or (weight == 1.0 and mode == "separate"):
+    if not OBJECTIVE_SPECS[w["objective"]].uses_tp or (weight == 1.0 and mode == "separate"):
         return {}
     return {"tp_weight": weight, "tp_mode": mode}
 
@@ -317,8 +317,8 @@ def test_tp_weighting_reaches_mlm_tp_only():
     from taco.workflow.commands import Commands
 
     class W:  # the wildcards of one pretrain job
-        def __init__(self, variant):
-            self.size, self.variant, self.fraction, self.step = "small", variant, "1.0", "10000"
+        def __init__(self, objective):
+            self.size, self.objective, self.fraction, self.step = "small", objective, "1.0", "10000"
 
     cfg = load_config(["config.yaml"], {})
     assert cfg["pretrain"]["tp"] == {"weight": 1.0, "mode": "separate"}
@@ -336,8 +336,8 @@ def test_loss_options_reach_only_the_objectives_that_use_the_loss():
     from taco.workflow.commands import Commands
 
     class W:  # the wildcards of one pretrain job
-        def __init__(self, variant):
-            self.size, self.variant, self.fraction, self.step = "small", variant, "1.0", "10000"
+        def __init__(self, objective):
+            self.size, self.objective, self.fraction, self.step = "small", objective, "1.0", "10000"
 
     base = load_config(["config.yaml"], {})
     hot = load_config(["config.yaml"], {"pretrain": {"tc": {"temperature": 0.5, "window": 7, "negatives": 9,
@@ -365,7 +365,7 @@ def check_pretrain(cfg, job, parsed):
     s = cfg["pretrain"]["sizes"][job["wildcards"]["size"]]
     # the values reach the objective as the model's parameters (temperature tau, window W, K, ...)
     params = _objective_params(parsed.args)
-    if OBJECTIVE_SPECS[job["wildcards"]["variant"]].uses_tc:
+    if OBJECTIVE_SPECS[job["wildcards"]["objective"]].uses_tc:
         assert params["tc_temperature"] == tc["temperature"] and params["tc_window"] == tc["window"]
         assert params["tc_num_negatives"] == tc["negatives"] and params["tc_weight"] == tc["weight"]
     else:
@@ -475,8 +475,8 @@ def expect_dynamics_figures(cfg, job):
     R, d = cfg["results_dir"], cfg["dynamics"]
     inputs = []
     for entry in cfg["pretrain"]["runs"]:
-        for v in entry["variants"]:
-            if v in d["variants"] and 1.0 in [float(f) for f in entry.get("fractions", [1.0])]:
+        for v in entry["objectives"]:
+            if v in d["objectives"] and 1.0 in [float(f) for f in entry.get("fractions", [1.0])]:
                 for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]:
                     # the run of the top-level seed only (figures draw one run per objective and budget)
                     inputs.append(f"{R}/dynamics/{entry['size']}/{v}/data-1.0/step-{s}/dynamics.json")
@@ -503,7 +503,7 @@ def _pseed_parts(cfg):
 def expect_pretrain_curves(cfg, job):
     R = cfg["results_dir"]
     ckpts = [f"{R}/pretrain/{entry['size']}/{v}/data-{float(f)!r}{p}/step-{s}"
-             for entry in cfg["pretrain"]["runs"] for v in entry["variants"]
+             for entry in cfg["pretrain"]["runs"] for v in entry["objectives"]
              for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]
              for p in _pseed_parts(cfg)]
     if cfg["pretrain"].get("control"):
@@ -517,7 +517,7 @@ def expect_efficiency(cfg, job):
     seeds = cfg["pretrain"].get("seeds") or [cfg["seed"]]
     pseeds = ["" if int(s) == int(cfg["seed"]) else f"/pretrain-seed-{s}" for s in seeds]
     ckpts = [f"{R}/pretrain/{entry['size']}/{v}/data-{float(f)!r}{p}/step-{s}"
-             for entry in cfg["pretrain"]["runs"] for v in entry["variants"]
+             for entry in cfg["pretrain"]["runs"] for v in entry["objectives"]
              for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]
              for p in pseeds]
     return {"checkpoints": sorted(set(ckpts)), "aggregate_dir": f"{R}/aggregate",
@@ -619,7 +619,7 @@ def test_finetune_gets_the_data_seed_with_caps_and_the_primary_metric_with_rule_
 
     class W:  # the wildcards of one finetune job
         def __init__(self, task):
-            self.size, self.variant, self.fraction, self.step, self.task = "small", "mlm", "1.0", "10000", task
+            self.size, self.objective, self.fraction, self.step, self.task = "small", "mlm", "1.0", "10000", task
 
     cfg = load_config(["config.yaml"], {})
     words = Commands(cfg).finetune_args(W("mrpc"))
@@ -645,7 +645,7 @@ def test_monitoring_follows_the_config_and_changes_no_param():
     class W(dict):  # the wildcards of one job
         __getattr__ = dict.__getitem__
 
-    w = W(size="small", variant="taco", fraction="1.0", step="10000", pseed="", task="rte", seed="3")
+    w = W(size="small", objective="taco", fraction="1.0", step="10000", pseed="", task="rte", seed="3")
 
     class Files:
         checkpoint = "ck"

@@ -57,10 +57,10 @@ def test_cpu_real_config_asks_for_the_control_and_three_seeds():
     assert any("gutenberg" in p for p in cfg["corpus"]["paths"])
 
 
-def _checkpoint(root: Path, variant: str, step: int, logs: list[dict], val: dict | None) -> Path:
-    d = root / variant / f"step-{step}"
+def _checkpoint(root: Path, objective: str, step: int, logs: list[dict], val: dict | None) -> Path:
+    d = root / objective / f"step-{step}"
     d.mkdir(parents=True)
-    man = {"kind": "pretrain", "size": "tiny", "objective": variant, "fraction": 1.0, "step": step}
+    man = {"kind": "pretrain", "size": "tiny", "objective": objective, "fraction": 1.0, "step": step}
     (d / "manifest.json").write_text(json.dumps(man))
     (d / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logs) + '{"event": "lo')
     if val is not None:
@@ -87,14 +87,14 @@ def test_pretrain_curves_collects_logs_and_validation(tmp_path):
     assert main(["--checkpoints", *map(str, ck), "--output-dir", str(out)]) == 0
     assert (out / "pretrain_curves.png").stat().st_size > 0 and (out / "pretrain_curves.pdf").is_file()
     csv = pd.read_csv(out / "pretrain_curves.csv")
-    assert list(zip(csv.variant, csv.step, csv.val_mlm_loss)) == [("control", 0, 10.3), ("mlm", 2, 7.5),
+    assert list(zip(csv.objective, csv.step, csv.val_mlm_loss)) == [("control", 0, 10.3), ("mlm", 2, 7.5),
                                                                    ("mlm", 4, 6.4), ("taco", 4, 6.5)]
     from taco.report.pretrain_curves import collect
 
     train, _ = collect(ck)
-    mlm = train[train.variant == "mlm"]
+    mlm = train[train.objective == "mlm"]
     assert mlm.step.tolist() == [1, 2, 3, 4] and mlm.mlm_loss.tolist() == [9.0, 8.0, 7.0, 6.5]
-    assert train[train.variant == "taco"].tc_loss.tolist() == [0.5]
+    assert train[train.objective == "taco"].tc_loss.tolist() == [0.5]
     assert main(["--checkpoints", str(tmp_path / "missing"), "--output-dir", str(out)]) == 2
 
 

@@ -55,7 +55,7 @@ def _e1_checkpoints(root: Path, b_curve=(6.5, 5.5, 5.0), a_at_t=6.0, runs=OFFSET
 
 def _cfg(**kw):
     spec = dict(roles={"small": "tiny", "base": None}, budget_names={"tiny": {"50k": 2000, "250k": 4000}},
-                variants=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in ("mlm", "taco")],
+                runs=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in ("mlm", "taco")],
                 tasks=["sst2"], n_resamples=1999, seed=3)
     spec.update(kw)
     return validate_analysis(spec)
@@ -239,7 +239,7 @@ def test_command_writes_table_markdown_and_figure(tmp_path):
     spec = tmp_path / "analysis.json"
     spec.write_text(json.dumps(dict(roles={"small": "tiny", "base": None},
                                     budget_names={"tiny": {"50k": 2000, "250k": 4000}},
-                                    variants=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in ("mlm", "taco")],
+                                    runs=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in ("mlm", "taco")],
                                     tasks=["sst2"], n_resamples=199)))
     agg = tmp_path / "agg"
     agg.mkdir()

@@ -43,7 +43,7 @@ def test_figures_with_nothing_run(tmp_path):
     from taco.report.analysis_config import load_analysis
     from taco.report.tables import load_paper_values
 
-    spec = dict(SPEC, variants=[{"size": "tinybase", "objective": "mlm", "fraction": 1.0}])
+    spec = dict(SPEC, runs=[{"size": "tinybase", "objective": "mlm", "fraction": 1.0}])
     agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1])
     frames, cfg, pv = read_aggregate(agg), load_analysis(spec_path), load_paper_values()
     for make in (figure5, ablation_figure, data_efficiency_figure):
@@ -69,26 +69,26 @@ def _frames(tmp_path, spec, seeds=(1, 2, 3)):
 def test_one_style_per_variant_in_every_figure():
     from taco.registry import CONTROL, OBJECTIVES
     from taco.report import dynamics_figures, figures
-    from taco.report.style import VARIANT_STYLE
+    from taco.report.style import OBJECTIVE_STYLE
 
-    variants = list(OBJECTIVES) + [CONTROL]
-    assert set(VARIANT_STYLE) == set(variants)
-    assert len({VARIANT_STYLE[v]["color"] for v in variants}) == len(variants)  # one colour each
-    assert len({VARIANT_STYLE[v]["marker"] for v in variants}) == len(variants)
-    groups = [(v, "small", 1.0) for v in variants]
+    objectives = list(OBJECTIVES) + [CONTROL]
+    assert set(OBJECTIVE_STYLE) == set(objectives)
+    assert len({OBJECTIVE_STYLE[v]["color"] for v in objectives}) == len(objectives)  # one colour each
+    assert len({OBJECTIVE_STYLE[v]["marker"] for v in objectives}) == len(objectives)
+    groups = [(v, "small", 1.0) for v in objectives]
     dyn = dynamics_figures._styles(groups)
-    for v in variants:  # Figures 2/6 and 5/ablation/data efficiency agree (TACO was blue vs vermillion)
-        assert figures.STYLE[v]["color"] == dyn[(v, "small", 1.0)][0] == dynamics_figures.OBJECTIVE_STYLE[v][1]
+    for v in objectives:  # Figures 2/6 and 5/ablation/data efficiency agree (TACO was blue vs vermillion)
+        assert figures.STYLE[v]["color"] == dyn[(v, "small", 1.0)][0] == dynamics_figures.SERIES_STYLE[v][1]
     assert figures.STYLE["taco"]["color"] == "#0072B2" and figures.STYLE["mlm"]["color"] == "#D55E00"
     again = dynamics_figures._styles([("taco", "small", 1.0), ("taco", "base", 1.0)])
-    assert again[("taco", "base", 1.0)][0] == VARIANT_STYLE["taco"]["color"]  # repeated: same colour
+    assert again[("taco", "base", 1.0)][0] == OBJECTIVE_STYLE["taco"]["color"]  # repeated: same colour
 
 
 def test_figure5_legend_outside_and_reference_line_labelled(tmp_path):
     import matplotlib.pyplot as plt
 
     from taco.report.figures import figure5
-    from taco.report.style import VARIANT_STYLE
+    from taco.report.style import OBJECTIVE_STYLE
 
     # the fixture's sizes play the paper's models here (else the published points are left out)
     frames, cfg, pv = _frames(tmp_path, dict(SPEC, presets={"tiny": "small", "tinybase": "base"}))
@@ -100,7 +100,7 @@ def test_figure5_legend_outside_and_reference_line_labelled(tmp_path):
     dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
     assert dashed and dashed[0].get_label() in labels
     taco_line = [ln for ln in ax.get_lines() if ln.get_label().startswith("TACO (ours")][0]
-    assert taco_line.get_color() == VARIANT_STYLE["taco"]["color"]
+    assert taco_line.get_color() == OBJECTIVE_STYLE["taco"]["color"]
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
     assert leg.get_window_extent(r).x0 >= ax.get_window_extent(r).x1  # right of the axes: covers no point
@@ -123,7 +123,7 @@ def test_data_efficiency_panels_only_for_what_was_run(tmp_path):
     one = dict(SPEC, tasks=["sst2"])  # one score: no "average" of it
     frames, cfg, pv = _frames(tmp_path / "b", one)
     assert [c for c, _ in data_efficiency_panels(build_table2(frames, cfg, pv), cfg)] == ["sst2"]
-    full_only = dict(SPEC, variants=[v for v in SPEC["variants"] if v["fraction"] == 1.0])
+    full_only = dict(SPEC, runs=[v for v in SPEC["runs"] if v["fraction"] == 1.0])
     frames, cfg, pv = _frames(tmp_path / "c", full_only)  # the 25% comparison was not run
     fig = data_efficiency_figure(frames, cfg, pv)
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
@@ -239,7 +239,7 @@ def crossing_frames(tmp: Path, presets=None):
     from taco.report.stats import read_aggregate
     from taco.report.tables import load_paper_values
 
-    spec = dict(SPEC, variants=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in CROSSING]
+    spec = dict(SPEC, runs=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in CROSSING]
                 + [{"size": "tiny", "objective": o, "fraction": 0.25, "budgets": ["250k"]} for o in ("mlm", "taco")])
     if presets:
         spec["presets"] = presets
@@ -357,7 +357,7 @@ def test_the_checks_catch_a_legend_over_data_and_a_math_tick_label():
 
 
 def test_pretrain_curves_one_style_per_run():
-    """The 25 % runs differ from the full-data runs of their variant (line style, marker fill), keep
+    """The 25 % runs differ from the full-data runs of their objective (line style, marker fill), keep
     its colour and marker, and the legend names the fraction."""
     import tempfile
 
@@ -365,7 +365,7 @@ def test_pretrain_curves_one_style_per_run():
 
     from taco.registry import CONTROL
     from taco.report import pretrain_curves
-    from taco.report.style import VARIANT_STYLE, variant_label
+    from taco.report.style import OBJECTIVE_STYLE, objective_label
 
     with tempfile.TemporaryDirectory() as tmp:
         fig = pretrain_curves.figure(*pretrain_curves.collect(curve_checkpoints(Path(tmp))))
@@ -375,13 +375,13 @@ def test_pretrain_curves_one_style_per_run():
             look = {lab: (ln.get_color(), ln.get_linestyle(), ln.get_marker(), str(ln.get_markerfacecolor()))
                     for lab, ln in lines.items()}
             assert len(set(look.values())) == len(look), look  # no two runs alike
-            for variant, label in (("mlm", "MLM"), ("taco", "TACO")):
+            for objective, label in (("mlm", "MLM"), ("taco", "TACO")):
                 full, part = f"{label}, 100% data", f"{label}, 25% data"
                 if full in lines and part in lines:
-                    assert look[full][0] == look[part][0] == VARIANT_STYLE[variant]["color"]
+                    assert look[full][0] == look[part][0] == OBJECTIVE_STYLE[objective]["color"]
                     assert look[full][1] != look[part][1] and look[full][3] != look[part][3]
         legend_labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
         assert "TACO, 25% data" in legend_labels and "TACO, 100% data" in legend_labels
-        assert variant_label(CONTROL) in legend_labels  # no data fraction: it saw no data
+        assert objective_label(CONTROL) in legend_labels  # no data fraction: it saw no data
     finally:
         plt.close(fig)

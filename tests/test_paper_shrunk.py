@@ -93,7 +93,7 @@ def test_paper_config_shrunk_runs_end_to_end_from_the_hub(tmp_path, shared_data)
     for m in metrics:
         data = json.loads(m.read_text())
         assert data["glue_source"] == "hub" and data["scores"]
-    # the paper's grid: every variant, both sizes, both data fractions
+    # the paper's grid: every objective, both sizes, both data fractions
     ckpts = {p.relative_to(results / "pretrain").as_posix() for p in (results / "pretrain").glob("*/*/*/step-*")}
     assert {f"small/{v}/data-1.0/step-8" for v in ("mlm", "taco", "mlm_tp", "taco_concentrated")} <= ckpts
     assert {"small/mlm/data-0.25/step-8", "small/taco/data-0.25/step-8", "base/mlm/data-1.0/step-8",

@@ -97,7 +97,7 @@ def test_smoke_plan_costs_by_hand(smoke):
     steps, batch, L = tiny["budgets"][-1], tiny["per_device_batch_size"] * tiny["grad_accum"], smoke["max_seq_length"]
     V = smoke["tokenizer"]["vocab_size"]
     per_token = (6 * 2 * (4 * 128**2 + 2 * 128 * 512) + 6 * 0.15 * (128**2 + 128 * V) + 12 * 2 * 128 * L)
-    row = next(r for r in p["pretrain"] if r["variant"] == "mlm" and r["fraction"] == 1.0)
+    row = next(r for r in p["pretrain"] if r["objective"] == "mlm" and r["fraction"] == 1.0)
     assert row["tokens"] == steps * batch * L
     assert row["flops"] == pytest.approx(steps * batch * L * per_token)
     assert row["gpu_hours"] == pytest.approx(row["flops"] / (0.5 * 100e12) / 3600)
@@ -113,7 +113,7 @@ def test_smoke_plan_costs_by_hand(smoke):
     want = epochs * (n_train + n_dev / 3) * Lf * (per_ft_token + 6 * (128**2 + 128 * 2) / Lf)
     assert sst2["flops"] == pytest.approx(want)
     # jobs: runs x budgets, fine-tuned checkpoints x tasks (x seeds unless one job runs them all)
-    runs = [(v, f) for r in smoke["pretrain"]["runs"] for v in r["variants"] for f in r.get("fractions", [1.0])]
+    runs = [(v, f) for r in smoke["pretrain"]["runs"] for v in r["objectives"] for f in r.get("fractions", [1.0])]
     n_pre = len(runs) * len(budgets)
     reduced_last = ft.get("reduced_data_budgets", "same") == "last"
     n_ckpt = sum(1 if (f < 1 and reduced_last) else len(budgets) for _, f in runs)
@@ -152,8 +152,8 @@ def _device_check(tmp_path, tokens_per_s=1e6):
 def test_measured_throughput_is_used_where_it_exists(smoke, tmp_path):
     path, rate = _device_check(tmp_path)
     p = plan.build_plan(smoke, device_check=path, with_targets=False)
-    mlm = next(r for r in p["pretrain"] if r["variant"] == "mlm" and r["fraction"] == 1.0)
-    taco = next(r for r in p["pretrain"] if r["variant"] == "taco" and r["fraction"] == 1.0)
+    mlm = next(r for r in p["pretrain"] if r["objective"] == "mlm" and r["fraction"] == 1.0)
+    taco = next(r for r in p["pretrain"] if r["objective"] == "taco" and r["fraction"] == 1.0)
     assert mlm["gpu_hours"] == pytest.approx(mlm["flops"] / rate / 3600)
     assert mlm["rate_source"].startswith("measured tiny/mlm")
     assert taco["rate_source"].startswith("assumed")  # the TACO step of tiny was not measured
@@ -179,7 +179,7 @@ def test_gpu_mini_fits_three_gpu_hours_by_the_plan():
     cfg = plan.load_config([str(REPO / "configs" / "gpu-mini.yaml")])
     p = plan.build_plan(cfg, device_check=None)
     assert p["totals"]["gpu_hours"] <= 3.0
-    assert {r["variant"] for r in p["pretrain"]} == {"mlm", "taco"}
+    assert {r["objective"] for r in p["pretrain"]} == {"mlm", "taco"}
     assert len(p["tasks"]) == 5 and len(p["seeds"]) == 3
     assert p["targets"]["figure5"]["missing"] == []
 
@@ -198,7 +198,7 @@ def test_paper_grid_targets_name_what_they_need():
 
 def test_cli_errors_exit_2(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("pretrain: {runs: [{size: nope, variants: [mlm]}]}\n")
+    bad.write_text("pretrain: {runs: [{size: nope, objectives: [mlm]}]}\n")
     r = subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(bad), "--no-snakemake"],
                        capture_output=True, text=True, cwd=str(tmp_path))
     assert r.returncode == 2 and "taco plan: error" in r.stderr
@@ -228,7 +228,7 @@ def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
     (tmp_path / "glue").mkdir()
     cfg = plan.load_config([str(REPO / "configs" / "cpu-real.yaml")], {"data_root": str(tmp_path)})
     got = wc.dynamics_checkpoints(cfg)
-    assert sorted((r.variant, r.pretrain_seed, s) for r, s in got) == [
+    assert sorted((r.objective, r.pretrain_seed, s) for r, s in got) == [
         ("mlm", None, 2000), ("mlm", None, 4000), ("taco", None, 2000), ("taco", None, 4000)]
     assert plan.compute_jobs(cfg)["dynamics"] == 4
     cfg["pretrain"]["seeds"] = [5, 6]

@@ -27,7 +27,7 @@ def _write(root, objective, pseed, seed, sst2, step=100):
 def _spec():
     return validate_analysis({
         "roles": {"small": "tiny", "base": None}, "budget_names": {"tiny": {"250k": 100}},
-        "variants": [{"size": "tiny", "objective": "mlm", "fraction": 1.0},
+        "runs": [{"size": "tiny", "objective": "mlm", "fraction": 1.0},
                      {"size": "tiny", "objective": "taco", "fraction": 1.0}],
         "tasks": ["sst2"], "n_resamples": 199, "min_seeds": 2})
 
@@ -94,7 +94,7 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     plain = [c for c in cmds if "/pretrain-seed-" not in c]
     seed1 = [c for c in cmds if "/pretrain-seed-1/" in c]
     smoke = yaml.safe_load((repo / "configs/smoke.yaml").read_text())["pretrain"]
-    runs = sum(len(r["variants"]) * len(r["fractions"]) for r in smoke["runs"])
+    runs = sum(len(r["objectives"]) * len(r["fractions"]) for r in smoke["runs"])
     assert len(plain) == len(seed1) == runs * len(smoke["sizes"]["tiny"]["budgets"]) == 24  # 8 runs x 3 budgets
     assert all(re.search(r"--seed 0 ", c) for c in plain) and all(re.search(r"--seed 1 ", c) for c in seed1)
     assert any("results/smoke/pretrain/tiny/mlm/data-1.0/step-50" in c for c in plain)
@@ -103,7 +103,7 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     inits = [line for line in out.stdout.splitlines() if "-m taco init " in line]
     assert len(inits) == 2 and any("--seed 1 " in c and "control/data-1.0/pretrain-seed-1/step-0" in c
                                    for c in inits)
-    # the analysis spec lists each variant once
+    # the analysis spec lists each objective once
     from taco.workflow import config as wc
     from snakemake.utils import validate
 
@@ -111,7 +111,7 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     cfg["pretrain"]["seeds"] = [0, 1]
     validate(cfg, str(repo / "workflow/schemas/config.schema.yaml"))
     spec = wc.analysis_spec(cfg, ["sst2"])
-    keys = [(v["size"], v["objective"], v["fraction"]) for v in spec["variants"]]
+    keys = [(v["size"], v["objective"], v["fraction"]) for v in spec["runs"]]
     assert len(keys) == len(set(keys)) == runs == 8
 
 

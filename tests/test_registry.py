@@ -80,7 +80,7 @@ def toy_flops(shape, seq_len, vocab_size, options):
     return head_flops(shape, vocab_size)
 
 
-OBJECTIVES = (Objective("toy", "Toy", "MLM + a toy term (test-only)", ("mlm", "toy"), toy_terms, toy_flops,
+DECLARED = (Objective("toy", "Toy", "MLM + a toy term (test-only)", ("mlm", "toy"), toy_terms, toy_flops,
                         options=("toy",)),)
 '''
 
@@ -103,10 +103,10 @@ def test_adding_an_objective_is_one_module(tmp_path):
     init.write_text(text.replace('"bert_nce", "infoword")', '"bert_nce", "infoword", "toy")'))
 
     smoke = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
-    smoke["pretrain"]["runs"][0]["variants"].append("toy")
+    smoke["pretrain"]["runs"][0]["objectives"].append("toy")
     cfg = tmp_path / "toy.yaml"
     cfg.write_text(yaml.safe_dump(smoke))
-    spec_dict = smoke_spec(variants=smoke_spec()["variants"] + [{"size": "tiny", "objective": "toy", "fraction": 1.0}],
+    spec_dict = smoke_spec(runs=smoke_spec()["runs"] + [{"size": "tiny", "objective": "toy", "fraction": 1.0}],
                            tasks=["sst2", "rte"])
     runs = write_smoke_runs(tmp_path / "runs", [1, 2], spec_dict)
     spec = write_spec(tmp_path / "analysis.json", spec_dict)
@@ -118,7 +118,7 @@ from snakemake.utils import validate
 from taco.workflow import config as wc
 from taco.model.modeling import TacoForPreTraining, bert_config
 from taco.training.pretrain import build_parser
-from taco.report.style import variant_style
+from taco.report.style import objective_style
 from taco.report.tables import main as tables_main
 from taco.report.stats import main as aggregate_main
 from taco.workflow.flops import pretrain_flops_per_token
@@ -136,8 +136,8 @@ rc = aggregate_main(["--inputs-from", {str(tmp_path / "inputs.txt")!r}, "--analy
                      "--output-dir", {str(agg)!r}])
 rc = rc or tables_main(["--aggregate-dir", {str(agg)!r}, "--analysis", {str(spec)!r}, "--output-dir", "tables"])
 print(json.dumps({{"toy": float(out.toy_loss), "loss": float(out.loss), "mlm": float(out.mlm_loss),
-                  "flag": "--toy-weight" in flags, "style": variant_style("toy"), "tables": rc,
-                  "runs": [r.variant for r in wc.runs(cfg)], "flops": pretrain_flops_per_token("tiny", 64, "toy")}}))
+                  "flag": "--toy-weight" in flags, "style": objective_style("toy"), "tables": rc,
+                  "runs": [r.objective for r in wc.runs(cfg)], "flops": pretrain_flops_per_token("tiny", 64, "toy")}}))
 """
     res = _run(dst, code)
     assert abs(res["loss"] - (res["mlm"] + 0.25 * res["toy"])) < 1e-5 and res["toy"] > 0

@@ -32,7 +32,7 @@ TINY = {
     "max_seq_length": 32,
     "validation_blocks": 8,
     "pretrain": {
-        "runs": [{"size": "tiny", "variants": ["mlm", "taco"], "fractions": [1.0]}],
+        "runs": [{"size": "tiny", "objectives": ["mlm", "taco"], "fractions": [1.0]}],
         "sizes": {"tiny": {"preset": "tiny", "max_steps": 4, "warmup_steps": 1, "budgets": [2, 4],
                            "per_device_batch_size": 4, "grad_accum": 1, "num_gpus": 0,
                            "learning_rate": 1.0e-3, "save_every": 2, "precision": "fp32",
@@ -46,7 +46,7 @@ TINY = {
                  "max_train_samples": 16, "max_eval_samples": 16, "num_gpus": 1, "threads": 1,
                  "mem_mb": 1000, "runtime": 10},
     "glue": {"source": "synthetic", "tasks": ["rte"]},
-    "dynamics": {"enabled": True, "variants": ["mlm", "taco"], "num_blocks": 4, "max_pairs": 200},
+    "dynamics": {"enabled": True, "objectives": ["mlm", "taco"], "num_blocks": 4, "max_pairs": 200},
     "analysis": {"roles": {"small": "tiny", "base": None}, "n_resamples": 99, "min_seeds": 2},
     "gpus": 0,
 }

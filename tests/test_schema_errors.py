@@ -126,3 +126,29 @@ def test_snakemake_bad_key_in_a_few_lines(tmp_path):
     text = r.stdout + r.stderr
     assert "pretrain.sizes.tiny.lerning_rate: unknown key (did you mean 'learning_rate'?)" in text
     assert len(text.splitlines()) < 15, text
+
+
+def test_renamed_keys_are_refused_naming_the_new_key(tmp_path):
+    """Issue 22.2: `variants` (an objective list) was renamed `objectives`; an old configuration fails
+    before any work with a line naming the new key, through the Snakefile too."""
+    cfg = copy.deepcopy(SMOKE)
+    cfg["pretrain"]["runs"][1]["variants"] = cfg["pretrain"]["runs"][1].pop("objectives")
+    cfg["dynamics"]["variants"] = cfg["dynamics"].pop("objectives")
+    lines = schema_errors(cfg)
+    assert any(line.startswith("pretrain.runs[1].variants: renamed to pretrain.runs[1].objectives")
+               for line in lines), lines
+    assert any(line.startswith("dynamics.variants: renamed to dynamics.objectives") for line in lines), lines
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(cfg))
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile",
+                          str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile", str(old)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert "dynamics.variants: renamed to dynamics.objectives" in out.stdout + out.stderr
+
+
+def test_old_analysis_spec_key_is_refused_naming_runs():
+    from taco.report.analysis_config import AnalysisConfigError, validate_analysis
+
+    with pytest.raises(AnalysisConfigError, match="variants.*renamed to runs"):
+        validate_analysis({"variants": [{"size": "tiny", "objective": "mlm", "fraction": 1.0}]})

@@ -42,11 +42,11 @@ PROFILE = REPO / "workflow" / "profiles" / "slurm" / "config.v8+.yaml"
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 # The smoke grid, reduced so that both runs (SLURM and local) fit in a few minutes on 2 cores:
-# two variants (MLM, TACO) on all data instead of six runs, one GLUE-format task (SST-2) instead of
+# two objectives (MLM, TACO) on all data instead of six runs, one GLUE-format task (SST-2) instead of
 # four, smaller fine-tuning subsets, no dynamics. The budgets (50, 100, 150), the seeds (1, 2), the model
 # and every recipe setting are those of configs/smoke.yaml. Both runs use this same derived file.
 REDUCTION = {
-    ("pretrain", "runs"): [{"size": "tiny", "variants": ["mlm", "taco"], "fractions": [1.0]}],
+    ("pretrain", "runs"): [{"size": "tiny", "objectives": ["mlm", "taco"], "fractions": [1.0]}],
     ("glue", "tasks"): ["sst2"],
     ("finetune", "max_train_samples"): 128,
     ("finetune", "max_eval_samples"): 128,
@@ -204,7 +204,7 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
         assert log.name == f"{sid}.log" and log.is_file() and log.stat().st_size > 0, logfile
     # every job Snakemake planned ran on SLURM, except the local bookkeeping rule and `all`
     planned = job_stats(slurm_log)
-    assert planned.get("pretrain") == 6, planned  # 2 variants x 3 budget segments
+    assert planned.get("pretrain") == 6, planned  # 2 objectives x 3 budget segments
     assert planned.get("finetune", 0) >= 1, planned
     local = local_rules(config, tmp_path / "dag")
     assert {"all", "analysis_spec", "run_config"} <= local, local
@@ -224,8 +224,8 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
         assert slurm_numbers[key] == local_numbers[key], f"{key} differs between SLURM and local"
 
     # ---- 4. scancel a pre-training segment mid-way; the retry resumes from its saved state ----
-    size, variant, fraction, step = CANCEL_RUN
-    rel = f"pretrain/{size}/{variant}/data-{fraction}/step-{step}"
+    size, objective, fraction, step = CANCEL_RUN
+    rel = f"pretrain/{size}/{objective}/data-{fraction}/step-{step}"
     ckpt = slurm_dir / results / rel
     reference = tmp_path / "uninterrupted"
     shutil.copytree(ckpt, reference)

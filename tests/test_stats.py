@@ -38,7 +38,7 @@ from taco.report.stats import (
 SMALL_SPEC = dict(
     roles={"small": "tiny", "base": None},
     budget_names={"tiny": {"50k": 20, "250k": 60}},
-    variants=[{"size": "tiny", "objective": "mlm", "fraction": 1.0},
+    runs=[{"size": "tiny", "objective": "mlm", "fraction": 1.0},
               {"size": "tiny", "objective": "taco", "fraction": 1.0}],
     tasks=["mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte"],
     n_resamples=199, seed=3,
@@ -60,7 +60,7 @@ def test_defaults_are_the_paper_grid():
     ({"tasks": ["mnli", "glue9"]}, "tasks[1]"),
     ({"colour": 1}, "colour"),
     ({"roles": {"small": "huge"}}, "roles.small"),
-    ({"variants": [{"size": "small", "objective": "bert"}]}, "variants[0].objective"),
+    ({"runs": [{"size": "small", "objective": "bert"}]}, "runs[0].objective"),
     ({"primary_metric": {"cola": "auc"}}, "primary_metric.cola"),
     ({"equivalence_margin": -1}, "equivalence_margin"),
     ({"confidence_level": 1.0}, "confidence_level"),
@@ -74,7 +74,7 @@ def test_spec_errors_name_the_key(spec, key):
 def test_spec_yaml_and_json(tmp_path):
     y = tmp_path / "a.yaml"
     y.write_text("roles: {small: tiny, base: null}\nbudget_names: {tiny: {'250k': 60}}\n"
-                 "variants: [{size: tiny, objective: taco, fraction: 1.0}]\nn_resamples: 99\n")
+                 "runs: [{size: tiny, objective: taco, fraction: 1.0}]\nn_resamples: 99\n")
     cfg = load_analysis(y)
     assert cfg.roles == {"small": "tiny", "base": None} and cfg.budget_step("tiny", "250k") == 60
     assert cfg.budget_name("tiny", 60) == "250k" and cfg.budget_step(None, "250k") is None
@@ -302,7 +302,7 @@ def test_undefined_metric_counts_as_zero_and_is_flagged(tmp_path):
     stop with 'scores.stsb.pearson is not a number: None'); the run counts as 0, flagged degenerate."""
     from taco.report.tables import main as tables_main
 
-    spec = dict(SMALL_SPEC, tasks=["stsb", "rte"], variants=[SMALL_SPEC["variants"][0]])
+    spec = dict(SMALL_SPEC, tasks=["stsb", "rte"], runs=[SMALL_SPEC["runs"][0]])
     paths = []
     for seed, rho in ((1, 0.80), (2, None), (3, 0.70)):
         p = write_run(tmp_path / "runs", size="tiny", objective="mlm", fraction=1.0, step=60, task="stsb",

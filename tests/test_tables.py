@@ -17,7 +17,7 @@ from taco.report.tables import (NOT_AVAILABLE, approach_label, budget_steps_from
 PAPER_SPEC = {
     "roles": {"small": "small", "base": None},
     "budget_names": {"small": {"50k": 50000, "250k": 250000}},
-    "variants": [{"size": "small", "objective": "mlm", "fraction": 1.0, "budgets": ["250k"]},
+    "runs": [{"size": "small", "objective": "mlm", "fraction": 1.0, "budgets": ["250k"]},
                  {"size": "small", "objective": "taco", "fraction": 1.0}],
     "n_resamples": 99,
 }
@@ -170,7 +170,7 @@ def test_published_values_added_in_paper_values_json_fill_tables_2_to_4(tmp_path
     the "(paper)" row with a difference row, and the not-available sentence goes."""
     spec = {**PAPER_SPEC, "roles": {"small": "small", "base": "base"}, "tasks": ["mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte"],
             "budget_names": {**PAPER_SPEC["budget_names"], "base": {"250k": 250000}},
-            "variants": PAPER_SPEC["variants"] + [
+            "runs": PAPER_SPEC["runs"] + [
                 {"size": "small", "objective": "mlm", "fraction": 0.25, "budgets": ["250k"]},
                 {"size": "base", "objective": "mlm", "fraction": 1.0},
                 {"size": "base", "objective": "taco", "fraction": 1.0}]}
@@ -293,9 +293,9 @@ def test_table4_measures_the_reimplemented_baselines_beside_taco_and_mlm(tmp_pat
     two baselines labelled as this suite's reimplementations; their means are the fixture's cells."""
     from fixtures_stats import PAPER_TABLE1_DEV, SMOKE_OFFSETS
 
-    variants = smoke_spec()["variants"] + [{"size": "tinybase", "objective": o, "fraction": 1.0}
+    variants = smoke_spec()["runs"] + [{"size": "tinybase", "objective": o, "fraction": 1.0}
                                            for o in ("bert_nce", "infoword")]
-    out = _rendered(tmp_path, variants=variants)
+    out = _rendered(tmp_path, runs=variants)
     t4 = pd.read_csv(out / "table4.csv")
     ours = t4[(t4.kind == "reproduced") & (t4.column == "avg")].set_index("objective")
     assert set(ours.index) == {"mlm", "taco", "bert_nce", "infoword"}

@@ -42,7 +42,7 @@ def test_paper_grid():
     wc.check_config(cfg)
     runs = wc.runs(cfg)
     assert wc.Run("small", "taco", 1.0) in runs and wc.Run("small", "mlm", 0.25) in runs
-    assert {r.variant for r in runs if r.size == "small" and r.fraction == 1.0} == {
+    assert {r.objective for r in runs if r.size == "small" and r.fraction == 1.0} == {
         "mlm", "taco", "mlm_tp", "taco_concentrated"}
     assert wc.budgets(cfg, "small") == [10000, 20000, 30000, 40000, 50000, 100000, 150000, 200000, 250000]
     assert wc.budgets(cfg, "base")[-1] == 500000
@@ -100,7 +100,7 @@ def _set(path, value):
 
 
 @pytest.mark.parametrize("mutate, needle", [
-    (_set(["pretrain", "runs", 0, "variants"], ["bert"]), "bert"),
+    (_set(["pretrain", "runs", 0, "objectives"], ["bert"]), "bert"),
     (_set(["pretrain", "runs", 0, "fractions"], [1.5]), "fractions"),
     (_set(["pretrain", "sizes", "tiny", "budgets"], [100, 50, 150]), "pretrain.sizes.tiny.budgets"),
     (_set(["pretrain", "sizes", "tiny", "budgets"], [50, 100, 151]), "beyond max_steps"),
@@ -145,7 +145,7 @@ def test_tc_batch_check_spares_objectives_without_tc(smoke):
     cfg = copy.deepcopy(smoke)
     cfg["pretrain"]["sizes"]["tiny"]["per_device_batch_size"] = 1
     for entry in cfg["pretrain"]["runs"]:
-        entry["variants"] = ["mlm"]
+        entry["objectives"] = ["mlm"]
     wc.check_config(cfg)
 
 
@@ -199,18 +199,18 @@ def test_slurm_profile_sizes_every_gpu_rule(tmp_path):
 
 # ---- issue 19, item 5: cross-key requirements before the first job; results_dir ------------------
 def _full_mlm_only_at_quarter(c):
-    c["pretrain"]["runs"] = [{"size": "tiny", "variants": ["taco"], "fractions": [1.0]},
-                             {"size": "tiny", "variants": ["mlm"], "fractions": [0.25]}]
+    c["pretrain"]["runs"] = [{"size": "tiny", "objectives": ["taco"], "fractions": [1.0]},
+                             {"size": "tiny", "objectives": ["mlm"], "fractions": [0.25]}]
 
 
 @pytest.mark.parametrize("mutate, key, needles", [
     # figure 2 needs MLM checkpoints: the issue's case, and MLM trained only on 25% of the data
-    (lambda c: c["dynamics"].update(variants=["taco"]), "dynamics.variants", ["figure 2", "add mlm to"]),
-    (_full_mlm_only_at_quarter, "dynamics.variants", ["figure 2", "full-data mlm run to pretrain.runs"]),
-    (lambda c: c["pretrain"].update(runs=[{"size": "tiny", "variants": ["taco"]}]), "dynamics.variants",
+    (lambda c: c["dynamics"].update(objectives=["taco"]), "dynamics.objectives", ["figure 2", "add mlm to"]),
+    (_full_mlm_only_at_quarter, "dynamics.objectives", ["figure 2", "full-data mlm run to pretrain.runs"]),
+    (lambda c: c["pretrain"].update(runs=[{"size": "tiny", "objectives": ["taco"]}]), "dynamics.objectives",
      ["figure 2", "dynamics.enabled: false"]),
-    # dynamics enabled, but none of its variants is trained on all data: no input for its figures
-    (lambda c: c["dynamics"].update(variants=["taco_unmasked"]), "dynamics.variants", ["no full-data run"]),
+    # dynamics enabled, but none of its objectives is trained on all data: no input for its figures
+    (lambda c: c["dynamics"].update(objectives=["taco_unmasked"]), "dynamics.objectives", ["no full-data run"]),
     # aggregate needs at least one fine-tuned checkpoint
     (lambda c: c["finetune"].update(budgets={"tiny": []}), "finetune.budgets", ["aggregate", "tiny"]),
     (lambda c: c.update(results_dir=""), "results_dir", ["empty", "filesystem root"]),
@@ -229,8 +229,8 @@ def test_cross_key_and_results_dir_errors_name_the_keys(smoke, mutate, key, need
 
 
 @pytest.mark.parametrize("mutate", [
-    lambda c: c["dynamics"].update(enabled=False, variants=["taco"]),  # no dynamics: no figure 2
-    lambda c: c["dynamics"].update(variants=["mlm"]),
+    lambda c: c["dynamics"].update(enabled=False, objectives=["taco"]),  # no dynamics: no figure 2
+    lambda c: c["dynamics"].update(objectives=["mlm"]),
     lambda c: c["finetune"].update(budgets={"tiny": [150]}),
 ])
 def test_configs_whose_report_steps_can_run_pass(smoke, mutate):
@@ -268,7 +268,7 @@ def _dry_run_in(workdir, cfg):
 
 
 @pytest.mark.parametrize("mutate, needles", [
-    (lambda c: c["dynamics"].update(variants=["taco"]), ["dynamics.variants", "figure 2"]),
+    (lambda c: c["dynamics"].update(objectives=["taco"]), ["dynamics.objectives", "figure 2"]),
     (lambda c: c.update(results_dir=""), ["results_dir", "empty"]),
 ])
 def test_cross_key_errors_stop_snakemake_before_any_job(tmp_path, mutate, needles):

@@ -84,11 +84,11 @@ def test_smoke_config_end_to_end(tmp_path):
     text = out.stdout + out.stderr
     assert "TACO run finished. Results: results/smoke/" in text and "Claims (" in text, text[-3000:]
     assert "Degenerate runs: " in text and "Report: snakemake --report report.html --configfile " in text
-    # every variant of the grid was pre-trained at each of the three budgets
+    # every objective of the grid was pre-trained at each of the three budgets
     assert len(SMOKE_BUDGETS) == 3
-    for variant in ("mlm", "taco", "mlm_tp", "taco_concentrated"):
+    for objective in ("mlm", "taco", "mlm_tp", "taco_concentrated"):
         for step in SMOKE_BUDGETS:
-            ckpt = results / "pretrain" / "tiny" / variant / "data-1.0" / f"step-{step}"
+            ckpt = results / "pretrain" / "tiny" / objective / "data-1.0" / f"step-{step}"
             assert json.loads((ckpt / "manifest.json").read_text())["step"] == step
     table1 = (results / "table1.md").read_text()
     assert "TACO" in table1 and "MLM" in table1
@@ -177,13 +177,13 @@ def test_local_config_end_to_end(tmp_path, shared_data):
     s1 = [r for r in read_csv(results / "claims.csv") if r["level"] == "claim" and r["claim_id"] == "S1"]
     assert s1 and s1[0]["verdict"] != "not run"
     # every budget checkpoint records its validation losses; the curves figure shows them
-    for variant in ("mlm", "taco"):
+    for objective in ("mlm", "taco"):
         for step in (8, 16):
-            ev = json.loads((results / "pretrain" / "tiny" / variant / "data-1.0" / f"step-{step}" / "eval.json")
+            ev = json.loads((results / "pretrain" / "tiny" / objective / "data-1.0" / f"step-{step}" / "eval.json")
                             .read_text())
-            assert ev["step"] == step and ev["mlm_loss"] > 0 and (ev["tc_loss"] is None) == (variant == "mlm")
+            assert ev["step"] == step and ev["mlm_loss"] > 0 and (ev["tc_loss"] is None) == (objective == "mlm")
     curves = read_csv(results / "pretrain_curves.csv")
-    assert {(r["variant"], r["step"]) for r in curves} == {("control", "0"), ("mlm", "8"), ("mlm", "16"),
+    assert {(r["objective"], r["step"]) for r in curves} == {("control", "0"), ("mlm", "8"), ("mlm", "16"),
                                                           ("taco", "8"), ("taco", "16")}
     assert (results / "pretrain_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # job logs carry readable progress lines

@@ -495,7 +495,7 @@ def pack_documents(corpus: str | os.PathLike, tokenizer: str | os.PathLike, outp
         corpus: a ``taco corpus`` artifact (format 3: documents and sentence spans).
         tokenizer: a ``taco tokenizer`` (or any fast BERT-style ``save_pretrained``) directory.
         max_seq_length: block length in tokens, specials included (paper: 256).
-        fraction: share of the non-validation documents used for train (paper variant: 0.25).
+        fraction: share of the non-validation documents used for train (the paper's reduced-data setting: 0.25).
         seed: the data seed; drives the document order (validation choice and fraction subset).
         validation_fraction / validation_blocks: size of the held-out split (blocks wins if set).
         document_separator: ``sep`` puts [SEP] after every document in the stream; ``none``

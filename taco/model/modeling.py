@@ -87,7 +87,7 @@ def _config_key(param: str) -> str:
 
 
 class TacoForPreTraining(BertPreTrainedModel):
-    """BERT encoder + MLM head, trained with one objective of :data:`taco.model.objectives.OBJECTIVES`.
+    """BERT encoder + MLM head, trained with one objective of :data:`taco.registry.OBJECTIVE_SPECS`.
 
     Args:
         config: a ``BertConfig`` (e.g. from :func:`bert_config`).

@@ -17,16 +17,12 @@ from taco.objectives.taco import tc_anchor_mask
 
 __all__ = [
     "Objective",
-    "OBJECTIVES",
     "get_objective",
     "mask_tokens",
     "tc_anchor_mask",
     "DEFAULT_OBJECTIVE_PARAMS",
     "TP_MODES",
 ]
-
-#: name -> Objective (declared in taco.objectives)
-OBJECTIVES: dict[str, Objective] = OBJECTIVE_SPECS
 
 #: every objective parameter the model stores (``config.taco_<name>``) and its default: the options
 #: declared by the objective modules, and the MLM selection probability all of them share (recorded
@@ -37,10 +33,10 @@ DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int | str] = {**option_defaults(), "
 def get_objective(name: str) -> Objective:
     """Return the registered objective ``name``; ``ValueError`` lists the valid names otherwise."""
     try:
-        return OBJECTIVES[name]
+        return OBJECTIVE_SPECS[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"unknown objective {name!r}; valid objectives: {', '.join(OBJECTIVES)}"
+            f"unknown objective {name!r}; valid objectives: {', '.join(OBJECTIVE_SPECS)}"
         ) from None
 
 

@@ -1,13 +1,13 @@
 """Pre-training objectives: one module each, registered in one place (:data:`MODULES`).
 
-Each module declares ``OBJECTIVES`` (:class:`taco.objectives.base.Objective`) and, for the loss term
+Each module declares ``DECLARED`` (:class:`taco.objectives.base.Objective`) and, for the loss term
 it introduces, ``OPTIONS`` (:class:`taco.objectives.base.Option`) and optional cross-option
 ``CHECKS``. Everything else derives from them: ``taco.registry.OBJECTIVE_SPECS``, the ``taco
 pretrain`` flags and checks, the model's parameters, the workflow's command words, the config
 schema's ``pretrain.<group>`` sections (checked by a test), the FLOPs of the plan, the figures'
 styles and the deviations report. Torch-free: the bodies that need torch import it themselves.
 
-Adding an objective: write ``taco/objectives/<name>.py`` with ``OBJECTIVES`` (and ``OPTIONS`` if it
+Adding an objective: write ``taco/objectives/<name>.py`` with ``DECLARED`` (and ``OPTIONS`` if it
 adds options), add its module name to :data:`MODULES`, and (with new options) run
 ``python -m taco.objectives --schema`` to print the schema section to paste.
 """
@@ -38,7 +38,7 @@ def _load(modules: tuple[str, ...]):
                 raise ValueError(f"taco/objectives/{m}.py: option {opt.name!r} is declared twice")
             options[opt.name] = opt
         checks.extend(v for k, v in vars(mod).items() if k.startswith("check_") and callable(v))
-        for o in mod.OBJECTIVES:
+        for o in mod.DECLARED:
             if o.name in specs:
                 raise ValueError(f"taco/objectives/{m}.py: objective {o.name!r} is declared twice")
             specs[o.name] = o

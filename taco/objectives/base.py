@@ -1,6 +1,6 @@
 """The interface every pre-training objective implements: a torch-free declaration.
 
-An objective is one module of :mod:`taco.objectives` that defines ``OBJECTIVES`` (a tuple of
+An objective is one module of :mod:`taco.objectives` that defines ``DECLARED`` (a tuple of
 :class:`Objective`) and, when it adds options, ``OPTIONS`` (a tuple of :class:`Option`). The
 declaration is plain data plus callables whose bodies import torch lazily, so the report side,
 the workflow and ``taco plan`` import it without torch (``tests/test_boundaries.py``).

@@ -27,7 +27,7 @@ from typing import Any
 
 from taco.objectives.base import MLM_PREDICTED_SHARE, Objective, Option, head_flops
 
-__all__ = ["OBJECTIVES", "OPTIONS", "NEGATIVE_SOURCES", "nce_loss"]
+__all__ = ["DECLARED", "OPTIONS", "NEGATIVE_SOURCES", "nce_loss"]
 
 #: where BERT-NCE's negative tokens come from
 NEGATIVE_SOURCES: tuple[str, ...] = ("batch", "vocabulary")
@@ -103,7 +103,7 @@ def nce_flops(shape, seq_len, vocab_size, options) -> float:
     return head_flops(shape, vocab_size) + 2.0 * MLM_PREDICTED_SHARE * shape["hidden_size"] * vocab_size
 
 
-OBJECTIVES = (
+DECLARED = (
     Objective("bert_nce", "BERT-NCE", "masked-token prediction with InfoNCE over sampled negatives "
               "(Kong et al. 2020; this suite's reimplementation)", ("mlm", "nce"), nce_terms, nce_flops,
               options=("nce",), style=dict(color="#882255", marker="P", linestyle="--"),

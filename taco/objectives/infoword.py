@@ -29,7 +29,7 @@ from typing import Any
 from taco.objectives.base import Objective, Option
 from taco.objectives.bert_nce import CITATION, OPTIONS as NCE_OPTIONS, nce_flops, nce_loss
 
-__all__ = ["OBJECTIVES", "OPTIONS", "mask_spans"]
+__all__ = ["DECLARED", "OPTIONS", "mask_spans"]
 
 OPTIONS = (
     Option("infoword", "weight", "infoword_weight", 1.0, "lambda: weight of the span (DIM) term added to BERT-NCE",
@@ -134,7 +134,7 @@ def infoword_flops(shape, seq_len, vocab_size, options) -> float:
     return nce_flops(shape, seq_len, vocab_size, options) + extra
 
 
-OBJECTIVES = (
+DECLARED = (
     Objective("infoword", "INFOWORD", "BERT-NCE + InfoNCE between the masked sentence's first-token state and "
               "the masked n-gram's (Kong et al. 2020; this suite's reimplementation)", ("mlm", "nce", "dim"),
               infoword_terms, infoword_flops, options=("nce", "infoword"),

@@ -12,7 +12,7 @@ from typing import Any
 
 from taco.objectives.base import Objective, head_flops
 
-__all__ = ["OBJECTIVES", "predict_tokens", "masked_mean"]
+__all__ = ["DECLARED", "predict_tokens", "masked_mean"]
 
 
 def masked_mean(values: Any, mask: Any) -> Any:
@@ -73,7 +73,7 @@ def mlm_flops(shape, seq_len, vocab_size, options) -> float:
     return head_flops(shape, vocab_size)
 
 
-OBJECTIVES = (
+DECLARED = (
     Objective("mlm", "MLM", "masked language modeling only (BERT)", ("mlm",), mlm_terms, mlm_flops,
               style=dict(color="#D55E00", marker="o", linestyle="-")),
 )

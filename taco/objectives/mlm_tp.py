@@ -15,7 +15,7 @@ from typing import Any
 from taco.objectives.base import Objective, Option, head_flops
 from taco.objectives.mlm import masked_mean, predict_tokens
 
-__all__ = ["OBJECTIVES", "OPTIONS", "TP_MODES"]
+__all__ = ["DECLARED", "OPTIONS", "TP_MODES"]
 
 #: how ``mlm_tp`` combines its MLM and token-prediction parts
 TP_MODES: tuple[str, ...] = ("separate", "joint")
@@ -57,7 +57,7 @@ def check_tp(values: dict[str, Any], where: dict[str, str]) -> str | None:
     return None
 
 
-OBJECTIVES = (
+DECLARED = (
     Objective("mlm_tp", "MLM+TP", "extended MLM: MLM + token prediction at the other real positions (paper's MLM+TP)",
               ("mlm", "tp"), tp_terms, tp_flops, options=("tp",),
               style=dict(color="#CC79A7", marker="D", linestyle=":")),

@@ -19,7 +19,7 @@ from typing import Any
 from taco.objectives.base import Objective, Option, head_flops
 from taco.objectives.mlm import masked_mean, predict_tokens
 
-__all__ = ["OBJECTIVES", "OPTIONS", "tc_anchor_mask"]
+__all__ = ["DECLARED", "OPTIONS", "tc_anchor_mask"]
 
 OPTIONS = (
     Option("tc", "weight", "tc_weight", 1.0, "weight of the TC loss added to MLM (official code: 1.0)",
@@ -80,7 +80,7 @@ def tc_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = N
 
 def tc_flops(shape, seq_len, vocab_size, options) -> float:
     """MLM head at 15% + the TC anchor-key dot products: forward 2 (K+1) H, backward to the anchor
-    only another 2 (K+1) H, every real token an anchor (an upper bound for the restricted variants)."""
+    only another 2 (K+1) H, every real token an anchor (an upper bound for the restricted TC positions)."""
     return head_flops(shape, vocab_size) + 4.0 * (int(options.get("tc_num_negatives", 50)) + 1) * shape["hidden_size"]
 
 
@@ -89,7 +89,7 @@ def _taco(name: str, positions: str, label: str, description: str, style: dict) 
                      style=style, tc_positions=positions, min_device_batch=2, needs_hidden_states=True)
 
 
-OBJECTIVES = (
+DECLARED = (
     _taco("taco", "all", "TACO", "MLM + token-alignment contrastive loss at all real positions",
           dict(color="#0072B2", marker="^", linestyle="-")),
     _taco("taco_concentrated", "masked", "TACO (concentrated)",

@@ -9,9 +9,10 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
 ``budget_names``
     ``{size: {"10k": 10000, ...}}``: the paper's budget names mapped to the pre-training steps that
     were actually run (a smoke config may map ``"250k"`` to step 60).
-``variants``
-    list of ``{size, objective, fraction[, budgets]}``: the pre-training variants run; ``budgets``
-    (optional) restricts a variant to some budget names, default all budgets of its size.
+``runs``
+    list of ``{size, objective, fraction[, budgets]}``: the pre-training runs; ``budgets``
+    (optional) restricts a run to some budget names, default all budgets of its size. (Called
+    ``variants`` before 2026-12: a spec with that key is refused with a message naming ``runs``.)
 ``tasks``
     the GLUE tasks fine-tuned (``mnli`` gives the score keys ``mnli_m`` and ``mnli_mm``).
 ``primary_metric``
@@ -77,7 +78,7 @@ from taco.registry import (DEFAULT_PRIMARY_METRIC, KNOWN_METRICS, OBJECTIVES, PA
 DEFAULTS: dict[str, Any] = {
     "roles": {"small": "small", "base": "base"},
     "budget_names": PAPER_BUDGET_NAMES,
-    "variants": [
+    "runs": [
         {"size": "small", "objective": "mlm", "fraction": 1.0},
         {"size": "small", "objective": "taco", "fraction": 1.0},
         {"size": "small", "objective": "taco_concentrated", "fraction": 1.0},
@@ -117,8 +118,9 @@ class AnalysisConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class Variant:
-    """One pre-training variant: size name, objective, data fraction, budget names it was run at."""
+class Run:
+    """One pre-training run: size name, objective, data fraction, budget names it was run at (its
+    pre-training replicates share one entry)."""
 
     size: str
     objective: str
@@ -132,7 +134,7 @@ class AnalysisConfig:
 
     roles: dict[str, str | None]
     budget_names: dict[str, dict[str, int]]
-    variants: tuple[Variant, ...]
+    runs: tuple[Run, ...]
     tasks: tuple[str, ...]
     primary_metric: dict[str, str]
     equivalence_margin: float = 0.5
@@ -181,20 +183,20 @@ class AnalysisConfig:
             return None
         return self.budget_names.get(size, {}).get(name)
 
-    def variant_budgets(self, variant: Variant) -> dict[str, int]:
-        """Budget name -> step for one variant (its own list, else every named budget of its size)."""
-        allb = self.budget_names.get(variant.size, {})
-        if variant.budgets is None:
+    def run_budgets(self, run: Run) -> dict[str, int]:
+        """Budget name -> step for one run (its own list, else every named budget of its size)."""
+        allb = self.budget_names.get(run.size, {})
+        if run.budgets is None:
             return dict(allb)
-        return {b: allb[b] for b in variant.budgets}
+        return {b: allb[b] for b in run.budgets}
 
-    def variant_steps(self, variant: Variant) -> list[int]:
-        """Steps a variant was fine-tuned at: ``finetuned_budgets`` of its size when the spec has it
-        (restricted to the variant's own ``budgets`` list if any), else its named budgets."""
-        named = sorted(self.variant_budgets(variant).values())
-        if self.finetuned_budgets is not None and variant.size in self.finetuned_budgets:
-            ft = list(self.finetuned_budgets[variant.size])
-            return sorted(s for s in ft if variant.budgets is None or s in named)
+    def run_steps(self, run: Run) -> list[int]:
+        """Steps a run was fine-tuned at: ``finetuned_budgets`` of its size when the spec has it
+        (restricted to the run's own ``budgets`` list if any), else its named budgets."""
+        named = sorted(self.run_budgets(run).values())
+        if self.finetuned_budgets is not None and run.size in self.finetuned_budgets:
+            ft = list(self.finetuned_budgets[run.size])
+            return sorted(s for s in ft if run.budgets is None or s in named)
         return named
 
     def size_steps(self, size: str | None) -> list[tuple[str, int]]:
@@ -210,11 +212,11 @@ class AnalysisConfig:
         """Whether the no-pre-training control of ``size`` was run (objective ``control``, step 0)."""
         return size is not None and size in self.controls
 
-    def has_variant(self, size: str | None, objective: str, fraction: float) -> bool:
-        """Whether the spec lists this variant as run."""
+    def has_run(self, size: str | None, objective: str, fraction: float) -> bool:
+        """Whether the spec lists this (size, objective, fraction) as run."""
         return size is not None and any(
             v.size == size and v.objective == objective and math.isclose(v.fraction, fraction)
-            for v in self.variants
+            for v in self.runs
         )
 
     @property
@@ -250,10 +252,10 @@ class AnalysisConfig:
         return {
             "roles": dict(self.roles),
             "budget_names": {k: dict(v) for k, v in self.budget_names.items()},
-            "variants": [
+            "runs": [
                 {"size": v.size, "objective": v.objective, "fraction": v.fraction,
                  **({"budgets": list(v.budgets)} if v.budgets is not None else {})}
-                for v in self.variants
+                for v in self.runs
             ],
             "tasks": list(self.tasks),
             "budgets": None if self.budgets is None else {k: list(v) for k, v in self.budgets.items()},
@@ -281,7 +283,7 @@ def analysis_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of an analysis spec; enums come from :mod:`taco.registry`.
 
     Types, ranges and names are checked here; the cross-references a schema cannot express (a role,
-    variant or control naming a size of ``budget_names``, a variant's budgets among its size's) are
+    run or control naming a size of ``budget_names``, a run's budgets among its size's) are
     checked by :func:`validate_analysis`.
     """
     pos_int = {"type": "integer", "minimum": 1}
@@ -297,7 +299,7 @@ def analysis_schema() -> dict[str, Any]:
                       "properties": {r: {"type": ["string", "null"]} for r in ("small", "base")}},
             "budget_names": {"type": "object",
                              "additionalProperties": {"type": "object", "additionalProperties": pos_int}},
-            "variants": {"type": "array", "items": {
+            "runs": {"type": "array", "items": {
                 "type": "object", "additionalProperties": False, "required": ["size", "objective"],
                 "properties": {"size": {"type": "string"}, "objective": {"enum": list(OBJECTIVES)},
                                "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
@@ -331,7 +333,7 @@ def analysis_schema() -> dict[str, Any]:
 
 
 def _key_path(path) -> str:
-    """A jsonschema error path as the key the message names: ``variants[0].objective``."""
+    """A jsonschema error path as the key the message names: ``runs[0].objective``."""
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -350,6 +352,9 @@ def _schema_check(spec: Mapping[str, Any]) -> None:
     key = _key_path(err.absolute_path)
     if err.validator == "additionalProperties" and not err.absolute_path and isinstance(err.instance, Mapping):
         extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        if extra[0] == "variants":
+            raise _err("variants", "renamed to runs (2026-12); rebuild the spec (the workflow's analysis_spec "
+                       "rule writes it) or rename the key")
         raise _err(extra[0], f"unknown key (known: {', '.join(sorted(DEFAULTS))})")
     if err.validator == "additionalProperties" and isinstance(err.instance, Mapping):
         extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
@@ -369,12 +374,12 @@ def _check_references(raw: Mapping[str, Any]) -> None:
     for role, size in raw["roles"].items():
         if size is not None and size not in names:
             raise _err(f"roles.{role}", f"size {size!r} has no entry in budget_names")
-    for i, v in enumerate(raw["variants"]):
+    for i, v in enumerate(raw["runs"]):
         if v["size"] not in names:
-            raise _err(f"variants[{i}].size", f"size {v['size']!r} has no entry in budget_names")
+            raise _err(f"runs[{i}].size", f"size {v['size']!r} has no entry in budget_names")
         for b in v.get("budgets") or ():
             if b not in names[v["size"]]:
-                raise _err(f"variants[{i}].budgets", f"budget {b!r} not in budget_names.{v['size']}")
+                raise _err(f"runs[{i}].budgets", f"budget {b!r} not in budget_names.{v['size']}")
     for c in raw["controls"] or ():
         if c not in names:
             raise _err("controls", f"size {c!r} has no entry in budget_names")
@@ -404,9 +409,9 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
     return AnalysisConfig(
         roles=raw["roles"],
         budget_names={str(s): {str(n): int(x) for n, x in b.items()} for s, b in raw["budget_names"].items()},
-        variants=tuple(Variant(str(v["size"]), str(v["objective"]), float(v.get("fraction", 1.0)),
-                               None if v.get("budgets") is None else tuple(str(b) for b in v["budgets"]))
-                       for v in raw["variants"]),
+        runs=tuple(Run(str(v["size"]), str(v["objective"]), float(v.get("fraction", 1.0)),
+                       None if v.get("budgets") is None else tuple(str(b) for b in v["budgets"]))
+                   for v in raw["runs"]),
         tasks=tuple(raw["tasks"]),
         primary_metric=pm,
         equivalence_margin=float(raw["equivalence_margin"]),

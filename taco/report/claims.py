@@ -122,7 +122,7 @@ from taco.report.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN)
 KINDS = ("match", "competitive", "improvement", "below", "not_better", "helps")
-#: an arm's budget meaning "the variant's last fine-tuned checkpoint" (the final one)
+#: an arm's budget meaning "the run's last fine-tuned checkpoint" (the final one)
 LAST_BUDGET = "last"
 #: power used by the ``seeds_for_power`` estimate
 TARGET_POWER = 0.8
@@ -407,7 +407,7 @@ class Sample:
 
 
 def resolve_arm(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> ArmCell:
-    """The cell an arm names in this spec, or the reason it was not run (role, budget, variant)."""
+    """The cell an arm names in this spec, or the reason it was not run (role, budget, run)."""
     size = cfg.roles.get(claim.role)
     frac = cfg.reduced_fraction if arm.fraction is None else arm.fraction
     label = f"{OBJ_LABELS.get(arm.objective, arm.objective)}-{arm.budget}"
@@ -421,12 +421,12 @@ def resolve_arm(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> ArmCell:
             return ArmCell(None, label, f"no no-pre-training control of size {size!r} (controls; "
                                         "config pretrain.control: true)")
         return ArmCell((size, CONTROL, 1.0, 0), label)
-    if arm.budget == LAST_BUDGET:  # the variant's final fine-tuned checkpoint
-        steps = [s for v in cfg.variants if v.size == size and v.objective == arm.objective
-                 and math.isclose(v.fraction, frac) for s in cfg.variant_steps(v)]
+    if arm.budget == LAST_BUDGET:  # the run's final fine-tuned checkpoint
+        steps = [s for v in cfg.runs if v.size == size and v.objective == arm.objective
+                 and math.isclose(v.fraction, frac) for s in cfg.run_steps(v)]
         if not steps:
             return ArmCell(None, f"{OBJ_LABELS.get(arm.objective, arm.objective)} (final)",
-                           f"variant {arm.objective} ({fmt_fraction(frac)} data) not in the analysis spec")
+                           f"run {arm.objective} ({fmt_fraction(frac)} data) not in the analysis spec")
         step = max(steps)
         label = f"{OBJ_LABELS.get(arm.objective, arm.objective)} (final) [step {step}]"
         return ArmCell((size, arm.objective, round(frac, 6), int(step)), label)
@@ -436,8 +436,8 @@ def resolve_arm(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> ArmCell:
     if step != _paper_step(arm.budget):
         label += f" [step {step}]"
     cell = (size, arm.objective, round(frac, 6), int(step))
-    if not cfg.has_variant(size, arm.objective, frac):
-        return ArmCell(cell, label, f"variant {label} not in the analysis spec")
+    if not cfg.has_run(size, arm.objective, frac):
+        return ArmCell(cell, label, f"run {label} not in the analysis spec")
     return ArmCell(cell, label)
 
 
@@ -692,7 +692,7 @@ def intersection_union(row: dict[str, Any], rows: Sequence[Mapping[str, Any]], n
 def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) -> list[dict[str, Any]]:
     """Rows for one claim: the claim row first, then its per-key rows.
 
-    Steps: resolve both arms against the spec (a missing role / budget / variant gives ``not run``);
+    Steps: resolve both arms against the spec (a missing role / budget / run gives ``not run``);
     compare the cells on the claim's summary keys (decided there for a claim about the average);
     compare per key (decided per key for a per-key claim, then combined by intersection-union);
     add the notes (too few seeds, degenerate runs, the smallest attainable p).

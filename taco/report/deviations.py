@@ -335,7 +335,7 @@ def runs_deviations(config: Mapping[str, Any]) -> list[Deviation]:
         role = (_role_of(config, entry["size"]) if entry["size"] in sizes else None) \
             or f"{entry['size']} (preset {preset})"
         for f in entry.get("fractions", [1.0]):
-            have.setdefault(role, {}).setdefault(round(float(f), 6), set()).update(entry["variants"])
+            have.setdefault(role, {}).setdefault(round(float(f), 6), set()).update(entry["objectives"])
     missing = []
     for role, by_frac in PAPER_SETUP["runs"].items():
         for frac, objs in by_frac.items():
@@ -364,7 +364,7 @@ def reimplementation_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     option (``pretrain.<group>.<key>``), each a choice made where the cited paper's details were not
     available, "reimplemented from the description". Kind ``method``: a choice of this suite wherever the
     objective is trained, not a change a configuration makes to the paper's recipe."""
-    trained = {v for entry in config["pretrain"]["runs"] for v in entry["variants"]}
+    trained = {v for entry in config["pretrain"]["runs"] for v in entry["objectives"]}
     out = []
     for name, obj in OBJECTIVE_SPECS.items():
         if name not in trained or not obj.reimplemented_from:

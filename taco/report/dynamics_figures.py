@@ -9,7 +9,7 @@
   cos(h_masked, E[original token]), against the random-token baseline; (b) intra- and
   inter-context similarity of ``h`` over steps.
 
-Colours: one per variant, the same as in every other figure (:mod:`taco.report.style`, Okabe-Ito,
+Colours: one per objective, the same as in every other figure (:mod:`taco.report.style`, Okabe-Ito,
 colour-blind safe); every line also differs by marker and line style, so the figures survive
 greyscale printing. Each figure has one legend, below its panels, over no data. Units: cosine
 similarity (unitless). :func:`draw_figure6` / :func:`draw_figure2` return the figures unsaved.
@@ -29,12 +29,12 @@ from typing import Any
 
 from taco.manifest import read_json_record
 
-from taco.report.style import OKABE_ITO as _PALETTE, SPARE_COLOURS, VARIANT_STYLE, variant_label  # noqa: E402
+from taco.report.style import OKABE_ITO as _PALETTE, SPARE_COLOURS, OBJECTIVE_STYLE, objective_label  # noqa: E402
 
 OKABE_ITO = list(_PALETTE.values())
 #: objective -> (label, colour, marker, linestyle), from the suite-wide style map (taco.report.style)
-OBJECTIVE_STYLE = {v: (variant_label(v), st["color"], st["marker"], st["linestyle"])
-                   for v, st in VARIANT_STYLE.items()}
+SERIES_STYLE = {v: (objective_label(v), st["color"], st["marker"], st["linestyle"])
+                   for v, st in OBJECTIVE_STYLE.items()}
 EXTRA_MARKERS = ["P", "X", "*", "h"]
 REQUIRED_KEYS = ("step", "objective", "size", "fraction", "h", "g", "anchor_alignment")
 MEASURES = (("intra", "intra-context"), ("inter", "inter-context"), ("gap", "gap (intra - inter)"))
@@ -70,7 +70,7 @@ def group_records(records: list[dict[str, Any]]) -> dict[tuple, list[dict[str, A
     groups: dict[tuple, list] = defaultdict(list)
     for r in records:
         groups[(r["objective"], r["size"], r["fraction"])].append(r)
-    order = list(OBJECTIVE_STYLE)
+    order = list(SERIES_STYLE)
     keys = sorted(groups, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), str(k)))
     return {k: sorted(groups[k], key=lambda r: r["step"]) for k in keys}
 
@@ -80,21 +80,21 @@ def _labels(keys: list[tuple]) -> dict[tuple, str]:
     vary_frac = len({k[2] for k in keys}) > 1
     out = {}
     for k in keys:
-        label = OBJECTIVE_STYLE.get(k[0], (k[0],))[0]
+        label = SERIES_STYLE.get(k[0], (k[0],))[0]
         extra = ([f"{k[1]}"] if vary_size else []) + ([f"data {k[2]:g}"] if vary_frac else [])
         out[k] = label + (f" ({', '.join(extra)})" if extra else "")
     return out
 
 
 def _styles(keys: list[tuple]) -> dict[tuple, tuple[str, str, str]]:
-    """(colour, marker, linestyle) per group: the variant's colour always (taco.report.style); a
+    """(colour, marker, linestyle) per group: the objective's colour always (taco.report.style); a
     repeated objective (another size or data fraction) keeps its colour and gets another marker and
-    line style; an objective without a style gets a colour no variant uses."""
+    line style; an objective without a style gets a colour no objective uses."""
     out, used = {}, defaultdict(int)
     spare = iter(SPARE_COLOURS)
     for k in keys:
-        if k[0] in OBJECTIVE_STYLE:
-            _, c, m, ls = OBJECTIVE_STYLE[k[0]]
+        if k[0] in SERIES_STYLE:
+            _, c, m, ls = SERIES_STYLE[k[0]]
             if used[k[0]]:
                 m, ls = EXTRA_MARKERS[used[k[0]] % len(EXTRA_MARKERS)], ["--", "-.", ":", "-"][used[k[0]] % 4]
         else:
@@ -218,8 +218,8 @@ def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm"):
     labels = _labels(list(groups))
     line_styles = ["-", "--", ":", "-."]
     max_step = max(r["step"] for r in mlm)
-    # the variant's own colour for its measurements, a colour no variant uses for the baselines
-    own = OBJECTIVE_STYLE.get(objective, (None, OKABE_ITO[-1]))[1]
+    # the objective's own colour for its measurements, a colour no objective uses for the baselines
+    own = SERIES_STYLE.get(objective, (None, OKABE_ITO[-1]))[1]
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
     for gi, (key, recs) in enumerate(groups.items()):
         ls = line_styles[gi % len(line_styles)]
@@ -241,7 +241,7 @@ def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm"):
         labs += [f"({'a' if ax is ax_a else 'b'}) {x}" for x in lab]
     # one legend below both panels: inside them it would cover a curve
     fig.legend(handles, labs, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
-    name = OBJECTIVE_STYLE.get(objective, (objective,))[0]
+    name = SERIES_STYLE.get(objective, (objective,))[0]
     fig.suptitle(f"{name} learning dynamics (bands: 95% bootstrap CI over blocks)", fontsize=11)
     return fig
 

@@ -646,7 +646,7 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     from taco.report.plotting import plain_log_axis, step_number
-    from taco.report.style import variant_label, variant_style
+    from taco.report.style import objective_label, objective_style
 
     n = max(1, len(pairs))
     fig, axes = plt.subplots(n, 1, figsize=(7.5, 3.4 * n), squeeze=False)
@@ -657,20 +657,20 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
         for obj, arm in ((REFERENCE, pair.a), (COMPARED, pair.b)):
             if not arm.runs:
                 continue
-            st = variant_style(obj)
+            st = objective_style(obj)
             units = arm.units()
             lo, hi = units.min(axis=0), units.max(axis=0)
-            band = f"{variant_label(obj)}: range over {units.shape[0]} units"
+            band = f"{objective_label(obj)}: range over {units.shape[0]} units"
             if arm.steps.size == 1:  # one step: the range as an error bar (a band would be invisible)
                 ax.errorbar(arm.steps, arm.mean_curve(), yerr=[arm.mean_curve() - lo, hi - arm.mean_curve()],
                             color=st["color"], alpha=0.5, capsize=4, linestyle="none", label=band)
             else:
                 ax.fill_between(arm.steps, lo, hi, color=st["color"], alpha=0.2, linewidth=0, label=band)
             ax.plot(arm.steps, arm.mean_curve(), color=st["color"], marker=st["marker"], linestyle=st["linestyle"],
-                    markersize=4, label=f"{variant_label(obj)}: mean")
+                    markersize=4, label=f"{objective_label(obj)}: mean")
         if math.isfinite(row.target_value):
             ax.axhline(row.target_value, color="grey", linestyle="--", linewidth=1,
-                       label=f"target: {variant_label(REFERENCE)} at T = {row.target_step}")
+                       label=f"target: {objective_label(REFERENCE)} at T = {row.target_step}")
             ax.axvline(row.target_step, color="grey", linestyle=":", linewidth=1)
         if row.status == REACHED:
             ax.plot([row.k_star], [row.target_value], marker="*", markersize=13, color="black", linestyle="none",

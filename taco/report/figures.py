@@ -13,7 +13,7 @@ The figures plot exactly the numbers of the tables (:mod:`taco.report.tables` bu
 the pre-training step actually run; when the analysis spec maps the paper's budget names to other
 steps (a smoke run), the top axis names the paper budget each step plays, and a published point
 is drawn only at a budget that was run (the others are listed in the figure's footnote).
-Colours: one per variant for every figure (:mod:`taco.report.style`, Okabe-Ito, colour-blind safe),
+Colours: one per objective for every figure (:mod:`taco.report.style`, Okabe-Ito, colour-blind safe),
 with distinct markers and line styles as well; in the data-efficiency figure the reduced fraction
 is dashed with hollow markers. Every legend lies outside the axes (right of them, or below the
 panels), so it covers no data (``tests/test_figures.py`` checks each plotted point).
@@ -49,7 +49,7 @@ from taco.report.stats import UNIT, fmt_fraction  # noqa: E402
 def _ci_short(cfg) -> str:
     """The interval's method in a figure's few words (analysis ``ci_method``)."""
     return "t CI" if cfg.ci_method == "t" else f"{cfg.ci_method} bootstrap CI"
-from taco.report.style import VARIANT_STYLE, fraction_styles  # noqa: E402
+from taco.report.style import OBJECTIVE_STYLE, fraction_styles  # noqa: E402
 from taco.report.tables import (  # noqa: E402
     KEY_LABELS,
     OBJ_LABELS,
@@ -61,8 +61,8 @@ from taco.report.tables import (  # noqa: E402
 )
 from taco.registry import CONTROL  # noqa: E402
 
-#: one style per variant, shared with the dynamics figures (taco.report.style)
-STYLE = VARIANT_STYLE
+#: one style per objective, shared with the dynamics figures (taco.report.style)
+STYLE = OBJECTIVE_STYLE
 FIGURES = ("figure5", "ablation", "data_efficiency")
 
 
@@ -319,7 +319,7 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
             frac = red if frac is None else frac
             s = d[(d["objective"] == obj) & np.isclose(d["fraction"].astype(float), frac)]
             st = dict(STYLE[obj])
-            st.update(by_fraction[frac])  # the variant's colour; reduced data dashed with hollow markers
+            st.update(by_fraction[frac])  # the objective's colour; reduced data dashed with hollow markers
             _plot_series(ax, s, f"{OBJ_LABELS[obj]}, {fmt_fraction(frac)} data", st, band=False,
                          xoffset=(j - 1.5) * 0.12)
         ax.set_title(title, fontsize=9, wrap=True)

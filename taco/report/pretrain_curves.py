@@ -6,14 +6,14 @@ checkpoint of ``taco pretrain`` (and the control of ``taco init``):
 - ``train_log.jsonl``: the segment's Trainer log lines (``mlm_loss``, ``tc_loss``, ``tp_loss``:
   means over the logging window, nats; ``step``), concatenated over the budgets of one run;
 - ``eval.json``: the validation MLM loss / accuracy (and TC loss) of the checkpoint, on the same
-  masks for every variant (:mod:`taco.training.validation`);
-- ``manifest.json``: the size, variant (``objective``), data fraction and step.
+  masks for every objective (:mod:`taco.training.validation`);
+- ``manifest.json``: the size, objective, data fraction and step.
 
 and writes ``pretrain_curves.png`` / ``.pdf`` and ``pretrain_curves.csv`` (one row per checkpoint:
-size, variant, fraction, step, validation MLM loss, accuracy, TC loss). The figure has four panels:
+size, objective, fraction, step, validation MLM loss, accuracy, TC loss). The figure has four panels:
 (a) training MLM loss and (b) training TC / TP loss over steps (means over the logging window, log
 scale with plain tick labels), (c) validation MLM loss and (d) validation TC loss at each budget
-(the control at step 0). One run is one style in every panel: the colour and marker of its variant,
+(the control at step 0). One run is one style in every panel: the colour and marker of its objective,
 and the line style and marker fill of its data fraction (full data solid with filled markers, the
 next fraction dashed with hollow markers, ...). One legend, right of the panels, covers no data.
 Styles: :mod:`taco.report.style`. Reads JSON only (no torch: the statistics environment runs it).
@@ -39,12 +39,12 @@ import pandas as pd  # noqa: E402
 from taco.manifest import read_manifest  # noqa: E402
 from taco.registry import CONTROL  # noqa: E402
 from taco.report.plotting import plain_log_axis  # noqa: E402
-from taco.report.style import fraction_styles, variant_label, variant_style  # noqa: E402
+from taco.report.style import fraction_styles, objective_label, objective_style  # noqa: E402
 
 NAME = "pretrain_curves"
 #: the loss components of a training log line (means over the logging window)
 COMPONENTS = ("mlm_loss", "tc_loss", "tp_loss")
-CSV_COLUMNS = ["size", "variant", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy", "val_tc_loss",
+CSV_COLUMNS = ["size", "objective", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy", "val_tc_loss",
                "n_masked_tokens", "checkpoint"]
 
 
@@ -65,7 +65,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(training log, validation) frames from checkpoint directories.
 
-    Training log: one row per (run, step) with ``size``, ``variant``, ``fraction``, ``step`` and the
+    Training log: one row per (run, step) with ``size``, ``objective``, ``fraction``, ``step`` and the
     component columns present (``mlm_loss``, ``tc_loss``, ``tp_loss``); a step logged by two segments
     (a resumed segment re-logs nothing, but a rerun may) keeps the last line. Validation: one row per
     checkpoint (``CSV_COLUMNS``). Raises FileNotFoundError naming a directory without a manifest.
@@ -78,7 +78,7 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
         for rec in _read_jsonl(ckpt / "train_log.jsonl"):
             if rec.get("event") != "log" or "loss" not in rec or "step" not in rec:
                 continue
-            row = {"size": key[0], "variant": key[1], "fraction": key[2], "step": int(rec["step"])}
+            row = {"size": key[0], "objective": key[1], "fraction": key[2], "step": int(rec["step"])}
             row.update({c: float(rec[c]) for c in COMPONENTS if rec.get(c) is not None})
             train_rows[(*key, int(rec["step"]))] = row
         ev = m.get("validation") or {}
@@ -86,22 +86,22 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
         if eval_file.is_file():
             ev = json.loads(eval_file.read_text())
         if "mlm_loss" in ev:
-            val_rows.append({"size": key[0], "variant": key[1], "fraction": key[2], "step": int(m.get("step", 0)),
+            val_rows.append({"size": key[0], "objective": key[1], "fraction": key[2], "step": int(m.get("step", 0)),
                              "val_mlm_loss": ev.get("mlm_loss"), "val_mlm_accuracy": ev.get("mlm_accuracy"),
                              "val_tc_loss": ev.get("tc_loss"), "n_masked_tokens": ev.get("n_masked_tokens"),
                              "checkpoint": str(ckpt)})
     train = pd.DataFrame(list(train_rows.values()))
     if not train.empty:
-        train = train.sort_values(["size", "variant", "fraction", "step"]).reset_index(drop=True)
+        train = train.sort_values(["size", "objective", "fraction", "step"]).reset_index(drop=True)
     val = pd.DataFrame(val_rows, columns=CSV_COLUMNS)
     if not val.empty:
-        val = val.sort_values(["size", "variant", "fraction", "step"]).reset_index(drop=True)
+        val = val.sort_values(["size", "objective", "fraction", "step"]).reset_index(drop=True)
     return train, val
 
 
-def _run_label(size: str, variant: str, fraction: float, sizes: set[str], fractions: set[float]) -> str:
-    lab = variant_label(variant)
-    if len(fractions) > 1 and variant != CONTROL:  # the control saw no data
+def _run_label(size: str, objective: str, fraction: float, sizes: set[str], fractions: set[float]) -> str:
+    lab = objective_label(objective)
+    if len(fractions) > 1 and objective != CONTROL:  # the control saw no data
         lab += f", {fraction:.0%} data"
     if len(sizes) > 1:
         lab += f" [{size}]"
@@ -109,14 +109,14 @@ def _run_label(size: str, variant: str, fraction: float, sizes: set[str], fracti
 
 
 def run_styles(runs: list[tuple[str, str, float]]) -> dict[tuple[str, str, float], dict[str, Any]]:
-    """(size, variant, fraction) -> line style: the variant's colour and marker
-    (:data:`taco.report.style.VARIANT_STYLE`), the fraction's line style and marker fill
-    (:func:`taco.report.style.fraction_styles`), so two runs of one variant on different data
+    """(size, objective, fraction) -> line style: the objective's colour and marker
+    (:data:`taco.report.style.OBJECTIVE_STYLE`), the fraction's line style and marker fill
+    (:func:`taco.report.style.fraction_styles`), so two runs of one objective on different data
     fractions never look alike."""
     by_fraction = fraction_styles([r[2] for r in runs])
     out = {}
     for run in runs:
-        st = variant_style(run[1])
+        st = objective_style(run[1])
         st.update(by_fraction[run[2]])
         out[run] = st
     return out
@@ -138,7 +138,7 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
     runs = set()
     for df in (train, val):
         if not df.empty:
-            runs |= set(map(tuple, df[["size", "variant", "fraction"]].drop_duplicates().itertuples(index=False)))
+            runs |= set(map(tuple, df[["size", "objective", "fraction"]].drop_duplicates().itertuples(index=False)))
     runs = sorted(runs, key=lambda r: (r[0], -r[2], r[1]))
     sizes = {r[0] for r in runs}
     fractions = {r[2] for r in runs}
@@ -159,7 +159,7 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
         _panel_empty(ax_ta, "no training log lines found")
     else:
         have_aux = False
-        for run, g in train.groupby(["size", "variant", "fraction"], sort=True):
+        for run, g in train.groupby(["size", "objective", "fraction"], sort=True):
             if "mlm_loss" in g and g["mlm_loss"].notna().any():
                 d = g[g["mlm_loss"].notna()]
                 plot(ax_tm, run, d["step"], d["mlm_loss"], _markevery(len(d)))
@@ -173,9 +173,9 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
                 ax.set_yscale("log")
                 plain_log_axis(ax.yaxis)
         if not have_aux:
-            _panel_empty(ax_ta, "no TC or TP loss logged (no variant uses one)")
+            _panel_empty(ax_ta, "no TC or TP loss logged (no objective uses one)")
     ax_tm.set_title("(a) training MLM loss", fontsize=10)
-    ax_ta.set_title("(b) training TC loss (TACO variants) / TP loss (MLM+TP)", fontsize=10)
+    ax_ta.set_title("(b) training TC loss (TACO objectives) / TP loss (MLM+TP)", fontsize=10)
     for ax in (ax_tm, ax_ta):
         ax.set_ylabel("nats, mean over the logging window (log scale)", fontsize=8)
     if val.empty:
@@ -183,24 +183,24 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
         _panel_empty(ax_vt, "no eval.json found")
     else:
         have_tc = False
-        for run, g in val.groupby(["size", "variant", "fraction"], sort=True):
+        for run, g in val.groupby(["size", "objective", "fraction"], sort=True):
             plot(ax_vm, run, g["step"], g["val_mlm_loss"].astype(float))
             tc = g[g["val_tc_loss"].notna()]
             if not tc.empty:
                 plot(ax_vt, run, tc["step"], tc["val_tc_loss"].astype(float))
                 have_tc = True
         if not have_tc:
-            _panel_empty(ax_vt, "no validation TC loss (no TACO variant)")
+            _panel_empty(ax_vt, "no validation TC loss (no TACO objective)")
     ax_vm.set_title("(c) validation MLM loss at each budget (control at step 0)", fontsize=10)
     ax_vt.set_title("(d) validation TC loss at each budget", fontsize=10)
     for ax in (ax_vm, ax_vt):
-        ax.set_ylabel("nats, same blocks and masks for every variant", fontsize=8)
+        ax.set_ylabel("nats, same blocks and masks for every objective", fontsize=8)
     for ax in axes.flat:
         ax.set_xlabel("pre-training step")
         ax.grid(True, alpha=0.3, which="both")
     if handles:
         fig.legend(list(handles.values()), list(handles.keys()), loc="outside right upper", fontsize=8,
-                   title="run (colour, marker: variant;\nline, fill: data fraction)", title_fontsize=8)
+                   title="run (colour, marker: objective;\nline, fill: data fraction)", title_fontsize=8)
     return fig
 
 

@@ -497,11 +497,11 @@ def key_str(size, obj, frac, step, extra="") -> str:
 
 
 def expected_cells(cfg: AnalysisConfig) -> list[tuple[str, str, float, int]]:
-    """(size, objective, fraction, step) cells the spec says were run (variants x their budgets),
+    """(size, objective, fraction, step) cells the spec says were run (runs x their budgets),
     then the no-pre-training controls (``(size, "control", 1.0, 0)``, spec key ``controls``)."""
     out = []
-    for v in cfg.variants:
-        for step in cfg.variant_steps(v):
+    for v in cfg.runs:
+        for step in cfg.run_steps(v):
             cell = (v.size, v.objective, round(v.fraction, 6), int(step))
             if cell not in out:
                 out.append(cell)

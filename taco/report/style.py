@@ -1,7 +1,7 @@
-"""One colour, marker and line style per pre-training variant, for every figure of the suite.
+"""One colour, marker and line style per pre-training objective, for every figure of the suite.
 
 ``figures`` (Figure 5, ablation, data efficiency) and ``dynamics_figures`` (Figures 2 and 6) both
-take their styles from :data:`VARIANT_STYLE`, so TACO is the same blue everywhere. Colours: Okabe &
+take their styles from :data:`OBJECTIVE_STYLE`, so TACO is the same blue everywhere. Colours: Okabe &
 Ito (2008), colour-blind safe; markers and line styles differ as well, so the figures survive
 greyscale printing. Includes the no-pre-training control (``taco.registry.CONTROL``). Torch-free
 and matplotlib-free (plain strings / tuples that matplotlib accepts).
@@ -21,10 +21,10 @@ OKABE_ITO: dict[str, str] = {"blue": "#0072B2", "vermillion": "#D55E00", "green"
 #: the style of an objective declared without one (a new objective never breaks a figure)
 UNSTYLED: dict[str, Any] = dict(color="#7F7F7F", marker=".", linestyle="-")
 
-#: variant (objective name, or the control) -> matplotlib style of its line: each objective's own
+#: objective (objective name, or the control) -> matplotlib style of its line: each objective's own
 #: declaration (``style`` in its module under ``taco/objectives/``; :data:`UNSTYLED` without one),
 #: and the control's
-VARIANT_STYLE: dict[str, dict[str, Any]] = {
+OBJECTIVE_STYLE: dict[str, dict[str, Any]] = {
     **{name: dict(o.style) or dict(UNSTYLED) for name, o in OBJECTIVE_SPECS.items()},
     CONTROL: dict(color=OKABE_ITO["black"], marker="X", linestyle=(0, (3, 1, 1, 1, 1, 1))),
 }
@@ -33,27 +33,27 @@ VARIANT_STYLE: dict[str, dict[str, Any]] = {
 #: markers, the next fraction dashed with hollow markers, then dash-dot and dotted (hollow)
 FRACTION_LINESTYLES: tuple[Any, ...] = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 2)))
 
-#: colours left for series that are not variants (e.g. Figure 2's baselines)
+#: colours left for series that are not objectives (e.g. Figure 2's baselines)
 SPARE_COLOURS: tuple[str, ...] = (OKABE_ITO["sky"], OKABE_ITO["yellow"])
 
 
-def variant_style(variant: str) -> dict[str, Any]:
-    """A copy of the style of ``variant`` (``color``, ``marker``, ``linestyle``).
+def objective_style(objective: str) -> dict[str, Any]:
+    """A copy of the style of ``objective`` (``color``, ``marker``, ``linestyle``).
 
     Raises:
-        KeyError: naming the variant and the known ones, for a name that is no objective nor the control.
+        KeyError: naming the objective and the known ones, for a name that is no objective nor the control.
     """
     try:
-        return dict(VARIANT_STYLE[variant])
+        return dict(OBJECTIVE_STYLE[objective])
     except KeyError:
-        raise KeyError(f"no figure style for variant {variant!r} (known: {', '.join(VARIANT_STYLE)})") from None
+        raise KeyError(f"no figure style for objective {objective!r} (known: {', '.join(OBJECTIVE_STYLE)})") from None
 
 
 def fraction_styles(fractions) -> dict[float, dict[str, Any]]:
     """fraction -> ``linestyle`` and ``markerfacecolor`` for the distinct ``fractions`` of a figure,
     largest first (:data:`FRACTION_LINESTYLES`): the largest (full data) solid with filled markers
     (``markerfacecolor`` None: the line's colour), every smaller one another line style with hollow
-    markers (``"none"``). Combined with a variant's colour and marker, two runs of one variant on
+    markers (``"none"``). Combined with a objective's colour and marker, two runs of one objective on
     different data fractions never look alike, also in greyscale."""
     out = {}
     for i, f in enumerate(sorted({float(x) for x in fractions}, reverse=True)):
@@ -62,6 +62,6 @@ def fraction_styles(fractions) -> dict[float, dict[str, Any]]:
     return out
 
 
-def variant_label(variant: str) -> str:
-    """Printed name of a variant (``taco.registry.OBJECTIVE_LABELS``; the name itself if unknown)."""
-    return OBJECTIVE_LABELS.get(variant, variant)
+def objective_label(objective: str) -> str:
+    """Printed name of a objective (``taco.registry.OBJECTIVE_LABELS``; the name itself if unknown)."""
+    return OBJECTIVE_LABELS.get(objective, objective)

@@ -265,8 +265,8 @@ def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
             if section == "test" and name not in published:
                 continue
             step, note = _budget_note(cfg, size, budget, "small")
-            if step is not None and not cfg.has_variant(size, obj, 1.0):
-                note = f"variant {obj} (100% data) not in the analysis spec"
+            if step is not None and not cfg.has_run(size, obj, 1.0):
+                note = f"run {obj} (100% data) not in the analysis spec"
             if section == "test":
                 note = ("test set scored by the GLUE server only: upload this run's "
                         "glue_submission/.../seed-N.zip (see the test-scores line)")
@@ -287,15 +287,15 @@ def control_average(agg, cfg: AnalysisConfig, size: str | None) -> dict[str, Any
 
 def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
     """Table 2: MLM and TACO on the reduced fraction vs full data, at every budget a reduced-data
-    variant was run (default 250k), on MNLI-m/mm, QQP, QNLI, SST-2 plus their average."""
+    run was fine-tuned at (default 250k), on MNLI-m/mm, QQP, QNLI, SST-2 plus their average."""
     tb = TableBuilder(agg, cfg, "small")
     size = cfg.roles.get("small")
     red = cfg.reduced_fraction
     published = paper_values.get("table2_data_efficiency") or {}  # "MLM-250k (25% data)" -> {key: value}
     steps: set[int] = set()
-    for v in cfg.variants:
+    for v in cfg.runs:
         if v.size == size and math.isclose(v.fraction, red) and v.objective in ("mlm", "taco"):
-            steps.update(cfg.variant_steps(v))
+            steps.update(cfg.run_steps(v))
     budgets = [(cfg.budget_name(size, st) or "", st) for st in sorted(steps)]
     if not budgets:
         budgets = [("250k", cfg.budget_step(size, "250k"))]
@@ -305,8 +305,8 @@ def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
         for obj in ("mlm", "taco"):
             for frac in (1.0, red):
                 st, note = _step_note(cfg, size, budget, step, "small")
-                if st is not None and not cfg.has_variant(size, obj, frac):
-                    note = f"variant {obj} ({fmt_fraction(frac)} data) not in the analysis spec"
+                if st is not None and not cfg.has_run(size, obj, frac):
+                    note = f"run {obj} ({fmt_fraction(frac)} data) not in the analysis spec"
                 tb.add(table="table2", section="dev", label=approach_label(obj, budget, frac, st), size=size,
                        objective=obj, fraction=frac, budget=budget, step=st, keys=keys, avg_keys=avg_keys,
                        paper=published.get(approach_label(obj, budget, frac)),
@@ -325,8 +325,8 @@ def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     for budget, st in budgets:
         for obj in ("mlm", "taco"):
             step, note = _step_note(cfg, size, budget, st, "base")
-            if step is not None and not cfg.has_variant(size, obj, 1.0):
-                note = f"variant {obj} not in the analysis spec"
+            if step is not None and not cfg.has_run(size, obj, 1.0):
+                note = f"run {obj} not in the analysis spec"
             tb.add(table="table3", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
                    objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
                    avg_keys=average_keys(cfg), paper=published.get(approach_label(obj, budget)),
@@ -373,8 +373,8 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
             note += "; base role not run"
         if OBJECTIVE_SPECS[obj].reimplemented_from:
             note += f"; this suite's reimplementation ({OBJECTIVE_SPECS[obj].reimplemented_from}), not the published numbers"
-        if not cfg.has_variant(size, obj, 1.0):
-            note = f"variant {obj} not in the analysis spec"
+        if not cfg.has_run(size, obj, 1.0):
+            note = f"run {obj} not in the analysis spec"
         label = approach_label(obj, budget, 1.0, step) + f" ({role} role" + (
             ", reimplementation)" if OBJECTIVE_SPECS[obj].reimplemented_from else ")")
         tb.add(table="table4", section="dev", label=label, size=size, objective=obj, fraction=1.0, budget=budget,
@@ -398,8 +398,8 @@ def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) ->
         pub = fig5.get({"taco": "TACO", "mlm": "MLM"}.get(obj, ""), {}) or {}
         for budget, st in budgets:
             step, note = _step_note(cfg, size, budget, st, "small")
-            if step is not None and not cfg.has_variant(size, obj, 1.0):
-                note = f"variant {obj} not in the analysis spec"
+            if step is not None and not cfg.has_run(size, obj, 1.0):
+                note = f"run {obj} not in the analysis spec"
             p = pub.get(budget)
             tb.add(table="ablation", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
                    objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
@@ -554,7 +554,7 @@ def synthetic_label(cfg: AnalysisConfig | None) -> str:
 
 #: how to obtain test-set numbers (``taco glue-submission``; zips written by the workflow below the results folder)
 TEST_SCORES_NOTE = ("Test scores: these are dev-set numbers. For each fine-tuned checkpoint and seed the workflow "
-                    "writes a GLUE server submission, `glue_submission/<size>/<variant>/data-<fraction>/step-<step>/"
+                    "writes a GLUE server submission, `glue_submission/<size>/<objective>/data-<fraction>/step-<step>/"
                     "seed-<seed>.zip` (test-set predictions of every fine-tuned task; its README.md lists which "
                     "files are placeholders for tasks not run); upload it at https://gluebenchmark.com/submit "
                     "for numbers comparable with the paper's test rows.")

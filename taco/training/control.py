@@ -10,7 +10,7 @@ control is written like a budget checkpoint (same layout, so ``taco finetune`` t
   first step (so with the MLM objective and the run's seed it *is* that run's step-0 model);
 - ``eval.json`` and the manifest's ``validation``: its MLM loss and accuracy on the validation
   blocks with the shared fixed masks (:mod:`taco.training.validation`);
-- ``manifest.json``: ``kind: pretrain``, ``step: 0``, ``objective: control`` (the variant name the
+- ``manifest.json``: ``kind: pretrain``, ``step: 0``, ``objective: control`` (the objective name the
   statistics, tables and claims use), ``control: true``, ``init_objective``, ``size``,
   ``size_preset``, ``fraction``, ``seed``, ``seq_len``, ``model_sha256``.
 

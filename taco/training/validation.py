@@ -11,7 +11,7 @@ Every budget checkpoint written by ``taco pretrain`` (and the no-pre-training co
   mean over evaluation batches of the InfoNCE TC loss (Eq. 2 of the paper, as
   :func:`taco.model.losses.tc_loss` computes it in training); ``None`` otherwise.
 
-The masks are the same for every variant and every budget: the 80/10/10 corruption of batch ``i``
+The masks are the same for every objective and every budget: the 80/10/10 corruption of batch ``i``
 draws from ``torch.Generator().manual_seed(mask_seed + i)``, independent of the training seed and
 of what ran before, and the TC positives/negatives draw from a generator seeded with
 ``mask_seed + 1_000_003 + i``. Dropout is off (``model.eval()``). So two checkpoints evaluated on

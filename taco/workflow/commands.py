@@ -60,14 +60,14 @@ from taco.workflow import config as wc
 #: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
 #: ``logs/...`` and ``benchmarks/...`` (Snakemake wildcards).
 #: ``{pseed}`` is "" for the default pre-training seed or ``/pretrain-seed-<n>`` (``pretrain.seeds``).
-RUN_PATH = "{size}/{variant}/data-{fraction}{pseed}/step-{step}"
+RUN_PATH = "{size}/{objective}/data-{fraction}{pseed}/step-{step}"
 #: ``--hub-config`` value of a Hub dataset without a config (``config: null``).
 NO_HUB_CONFIG = "none"
 
 
-def run_path(size: str, variant: str, fraction: str, step: int | str, pseed: str = "") -> str:
+def run_path(size: str, objective: str, fraction: str, step: int | str, pseed: str = "") -> str:
     """``RUN_PATH`` filled in: ``small/taco/data-1.0/step-10000`` (``pseed`` "" or ``/pretrain-seed-3``)."""
-    return RUN_PATH.format(size=size, variant=variant, fraction=fraction, step=step, pseed=pseed)
+    return RUN_PATH.format(size=size, objective=objective, fraction=fraction, step=step, pseed=pseed)
 
 
 def _s(value: Any) -> str:
@@ -239,7 +239,7 @@ class Commands:
         # several GPUs in one job (local slots or a SLURM allocation): one process per GPU
         module = (["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", _s(n)] if n > 1 else [])
         return module + self._taco("pretrain") + [
-            "--size", s["preset"], "--size-name", wildcards.size, "--objective", wildcards.variant,
+            "--size", s["preset"], "--size-name", wildcards.size, "--objective", wildcards.objective,
             "--max-steps", _s(s["max_steps"]), "--warmup-steps", _s(s["warmup_steps"]),
             "--per-device-batch-size", _s(s["per_device_batch_size"]), "--grad-accum", _s(s["grad_accum"]),
             "--lr", _s(s["learning_rate"]), "--weight-decay", _s(s["weight_decay"]),
@@ -257,7 +257,7 @@ class Commands:
         is passed only when a value differs from its default, which ``taco pretrain`` applies itself:
         the params of every run trained before the setting existed stay the same."""
         words: list[str] = []
-        for group in OBJECTIVE_SPECS[wildcards.variant].options:
+        for group in OBJECTIVE_SPECS[wildcards.objective].options:
             opts = [o for o in OPTIONS.values() if o.group == group]
             section = self.config["pretrain"].get(group) or {}
             values = [(o, section.get(o.key, o.default)) for o in opts]
@@ -277,15 +277,15 @@ class Commands:
     # ------------------------------------------------------------------ monitoring
     def tensorboard_dir(self, rule: str, wildcards: Any) -> str:
         """The TensorBoard folder of a job below ``<results_dir>/tensorboard/``: a pre-training run's
-        (``pretrain/<size>/<variant>/data-<fraction>[/pretrain-seed-<n>]``, shared by its budget
+        (``pretrain/<size>/<objective>/data-<fraction>[/pretrain-seed-<n>]``, shared by its budget
         segments, so they draw one curve) or a fine-tuning run's (``finetune/<run path>/<task>/seed-<s>``;
         ``seed-{seed}`` when one job runs every seed: ``taco finetune`` fills it in)."""
         pseed = getattr(wildcards, "pseed", "")
         if rule == "pretrain":
-            return f"{self.results}/tensorboard/pretrain/{wildcards.size}/{wildcards.variant}/data-{wildcards.fraction}{pseed}"
+            return f"{self.results}/tensorboard/pretrain/{wildcards.size}/{wildcards.objective}/data-{wildcards.fraction}{pseed}"
         seed = wildcards.seed if "seed" in wildcards.keys() else "{seed}"
         return (f"{self.results}/tensorboard/finetune/"
-                + run_path(wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step, pseed)
+                + run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, pseed)
                 + f"/{wildcards.task}/seed-{seed}")
 
     def monitoring_words(self, rule: str, wildcards: Any) -> list[str]:
@@ -303,7 +303,7 @@ class Commands:
     def state_dir(self, wildcards: Any) -> str:
         """Resumable scratch state of a segment: outside the declared outputs (``.state/``)."""
         return f"{self.results}/.state/pretrain/" + run_path(
-            wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step, getattr(wildcards, "pseed", ""))
+            wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, getattr(wildcards, "pseed", ""))
 
     def pretrain_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         parent = _files(input.parent) if input.parent else []

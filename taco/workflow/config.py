@@ -19,7 +19,7 @@ from taco.registry import (  # noqa: F401
 )
 
 #: names the workflow's wildcards and checks accept (defined once in taco.registry)
-VARIANTS = OBJECTIVES
+OBJECTIVES = OBJECTIVES
 TASKS = GLUE_TASK_NAMES
 
 
@@ -33,7 +33,7 @@ class Run:
     pre-training seed (None: the config's top-level ``seed``, whose runs keep the plain path)."""
 
     size: str
-    variant: str
+    objective: str
     fraction: float
     pretrain_seed: int | None = None
 
@@ -94,14 +94,14 @@ def substitute_root(value: str | None, config: dict[str, Any]) -> str | None:
 
 
 def runs(config: dict[str, Any]) -> list[Run]:
-    """Every (size, variant, fraction, pre-training seed) run of ``pretrain.runs`` x ``pretrain.seeds``,
+    """Every (size, objective, fraction, pre-training seed) run of ``pretrain.runs`` x ``pretrain.seeds``,
     in config order (seeds innermost)."""
     out: list[Run] = []
     for entry in config["pretrain"]["runs"]:
-        for variant in entry["variants"]:
+        for objective in entry["objectives"]:
             for fraction in entry.get("fractions", [1.0]):
                 for pseed in pretrain_seeds(config):
-                    run = Run(entry["size"], variant, float(fraction), pseed)
+                    run = Run(entry["size"], objective, float(fraction), pseed)
                     if run not in out:
                         out.append(run)
     return out
@@ -110,7 +110,7 @@ def runs(config: dict[str, Any]) -> list[Run]:
 def dynamics_checkpoints(config: dict[str, Any]) -> list[tuple["Run", int]]:
     """(run, budget step) of every checkpoint whose learning dynamics are measured.
 
-    ``dynamics.variants`` on full data, and of each objective one pre-training run only, that of the
+    ``dynamics.objectives`` on full data, and of each objective one pre-training run only, that of the
     first ``pretrain.seeds`` entry: figures 2 and 6 draw one run per objective and budget. Empty when
     ``dynamics.enabled`` is false. The workflow's targets and ``taco plan``'s job count both use this.
     """
@@ -119,7 +119,7 @@ def dynamics_checkpoints(config: dict[str, Any]) -> list[tuple["Run", int]]:
         return []
     first = pretrain_seeds(config)[0]
     return [(r, s) for r in runs(config)
-            if r.variant in d["variants"] and r.fraction == 1.0 and r.pretrain_seed == first
+            if r.objective in d["objectives"] and r.fraction == 1.0 and r.pretrain_seed == first
             for s in budgets(config, r.size)]
 
 
@@ -247,9 +247,9 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
         if entry["size"] not in sizes:
             raise ConfigError(f"pretrain.runs[{i}].size: unknown size {entry['size']!r}; "
                               f"defined in pretrain.sizes: {sorted(sizes)}")
-        for v in entry["variants"]:
-            if v not in VARIANTS:
-                raise ConfigError(f"pretrain.runs[{i}].variants: unknown variant {v!r}; valid: {VARIANTS}")
+        for v in entry["objectives"]:
+            if v not in OBJECTIVES:
+                raise ConfigError(f"pretrain.runs[{i}].objectives: unknown objective {v!r}; valid: {OBJECTIVES}")
         for f in entry.get("fractions", [1.0]):
             if not 0 < float(f) <= 1:
                 raise ConfigError(f"pretrain.runs[{i}].fractions: {f} is outside (0, 1]")
@@ -272,7 +272,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"{key}.warmup_steps: {s['warmup_steps']} >= max_steps={s['max_steps']}")
     for i, entry in enumerate(pre["runs"]):
         batch = sizes[entry["size"]].get("per_device_batch_size")
-        short = [v for v in entry["variants"]
+        short = [v for v in entry["objectives"]
                  if v in OBJECTIVE_SPECS and batch is not None and batch < OBJECTIVE_SPECS[v].min_device_batch]
         if short:
             need = max(OBJECTIVE_SPECS[v].min_device_batch for v in short)
@@ -304,9 +304,9 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
         bad = {n: s for n, s in names.items() if s not in sizes[size]["budgets"]}
         if bad:
             raise ConfigError(f"analysis.budget_names.{size}: {bad} are not budgets of pretrain.sizes.{size}")
-    for d in config["dynamics"]["variants"]:
-        if d not in VARIANTS:
-            raise ConfigError(f"dynamics.variants: unknown variant {d!r}")
+    for d in config["dynamics"]["objectives"]:
+        if d not in OBJECTIVES:
+            raise ConfigError(f"dynamics.objectives: unknown objective {d!r}")
     _check_report_steps(config)
     _check_local_inputs(config, tasks_available)
 
@@ -348,7 +348,7 @@ def _check_report_steps(config: dict[str, Any]) -> None:
     - ``aggregate`` (and the tables, figures and claims after it) needs at least one fine-tuned budget
       checkpoint: ``finetune.budgets`` must select a budget of some run of ``pretrain.runs``.
     - ``dynamics_figures`` (figures 6 and 2), with ``dynamics.enabled``: its inputs are the full-data
-      runs whose objective is in ``dynamics.variants``; there must be some, and figure 2 needs MLM's.
+      runs whose objective is in ``dynamics.objectives``; there must be some, and figure 2 needs MLM's.
 
     Tables, figures and claims themselves take any grid (a cell that was not run is reported "not
     run"); the analysis keys are checked by :func:`analysis_spec`.
@@ -362,17 +362,17 @@ def _check_report_steps(config: dict[str, Any]) -> None:
     dyn = config["dynamics"]
     if not dyn["enabled"]:
         return
-    measured = sorted({r.variant for r in grid if r.variant in dyn["variants"] and r.fraction == 1.0},
-                      key=VARIANTS.index)
-    full = sorted({r.variant for r in grid if r.fraction == 1.0}, key=VARIANTS.index)
+    measured = sorted({r.objective for r in grid if r.objective in dyn["objectives"] and r.fraction == 1.0},
+                      key=OBJECTIVES.index)
+    full = sorted({r.objective for r in grid if r.fraction == 1.0}, key=OBJECTIVES.index)
     if not measured:
-        raise ConfigError(f"dynamics.variants: {dyn['variants']} has no full-data run in pretrain.runs (full-data "
+        raise ConfigError(f"dynamics.objectives: {dyn['objectives']} has no full-data run in pretrain.runs (full-data "
                           f"objectives: {', '.join(full) or 'none'}), so dynamics_figures would have no input; "
                           "list some of them, or set dynamics.enabled: false")
     if FIGURE2_OBJECTIVE not in measured:
-        why = (f"add {FIGURE2_OBJECTIVE} to dynamics.variants" if FIGURE2_OBJECTIVE in full else
-               f"add a full-data {FIGURE2_OBJECTIVE} run to pretrain.runs and {FIGURE2_OBJECTIVE} to dynamics.variants")
-        raise ConfigError(f"dynamics.variants: {dyn['variants']} measures {', '.join(measured)}, but figure 2 of "
+        why = (f"add {FIGURE2_OBJECTIVE} to dynamics.objectives" if FIGURE2_OBJECTIVE in full else
+               f"add a full-data {FIGURE2_OBJECTIVE} run to pretrain.runs and {FIGURE2_OBJECTIVE} to dynamics.objectives")
+        raise ConfigError(f"dynamics.objectives: {dyn['objectives']} measures {', '.join(measured)}, but figure 2 of "
                           f"dynamics_figures needs {FIGURE2_OBJECTIVE.upper()} checkpoints (a full-data "
                           f"{FIGURE2_OBJECTIVE} run of pretrain.runs); {why}, or set dynamics.enabled: false")
 
@@ -439,10 +439,10 @@ def effective_tasks(config: dict[str, Any], tasks_available: dict[str, str | Non
     return [t for t in tasks if tasks_available.get(t) is None]
 
 
-def _variant_spec(config: dict[str, Any], run: Run, names: dict[str, dict[str, int]]) -> dict[str, Any]:
-    """One variant of the analysis spec; lists its fine-tuned budgets by name where they differ
+def _run_spec(config: dict[str, Any], run: Run, names: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """One run of the analysis spec; lists its fine-tuned budgets by name where they differ
     from its size's (runs on part of the data with ``finetune.reduced_data_budgets: last``)."""
-    spec: dict[str, Any] = {"size": run.size, "objective": run.variant, "fraction": run.fraction}
+    spec: dict[str, Any] = {"size": run.size, "objective": run.objective, "fraction": run.fraction}
     steps = finetune_budgets(config, run.size, run.fraction)
     if steps != finetune_budgets(config, run.size):
         by_step = {s: n for n, s in names[run.size].items()}
@@ -469,7 +469,7 @@ def control_sizes(config: dict[str, Any]) -> list[str]:
 
 
 def _unique(items: list[Any]) -> list[Any]:
-    """``items`` without repeats, first occurrence kept (replicate runs share one variant entry)."""
+    """``items`` without repeats, first occurrence kept (replicate runs share one entry)."""
     out: list[Any] = []
     for x in items:
         if x not in out:
@@ -488,7 +488,7 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
     spec = {
         "roles": dict(a["roles"]),
         "budget_names": names,
-        "variants": _unique([_variant_spec(config, r, names) for r in runs(config)]),
+        "runs": _unique([_run_spec(config, r, names) for r in runs(config)]),
         "budgets": {size: budgets(config, size) for size in config["pretrain"]["sizes"]},
         "finetuned_budgets": {size: finetune_budgets(config, size) for size in config["pretrain"]["sizes"]},
         "tasks": tasks,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.registry import CONTROL  # noqa: F401 - the control's variant name, re-exported
+from taco.registry import CONTROL  # noqa: F401 - the control's objective name, re-exported
 from taco.workflow import config as wc
 
 #: the control's "budget": no pre-training step

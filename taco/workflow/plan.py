@@ -247,7 +247,7 @@ def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict
     """Jobs of the rules that carry the compute, for a complete run from nothing, from the same
     grid functions the workflow uses: ``pack`` (one per data fraction), ``pretrain`` (one segment
     per budget and run), ``finetune`` (one process per checkpoint, task and seed, or per checkpoint
-    and task with ``finetune.seeds_per_job: all``), ``dynamics`` (per checkpoint of its variants)."""
+    and task with ``finetune.seeds_per_job: all``), ``dynamics`` (per checkpoint of its objectives)."""
     tasks = tasks_of(config) if tasks is None else tasks
     runs = wc.runs(config)
     seeds = config["finetune"]["seeds"]
@@ -344,13 +344,13 @@ def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]
     for r in wc.runs(config):
         s = config["pretrain"]["sizes"][r.size]
         preset, steps = s["preset"], wc.budgets(config, r.size)
-        fpt = pretrain_flops_per_token(preset, L, r.variant, vocab_size=V, negatives=K)
+        fpt = pretrain_flops_per_token(preset, L, r.objective, vocab_size=V, negatives=K)
         per_step = _global_batch(s) * L * fpt
-        rate, source = rates.pretrain(preset, r.variant)
+        rate, source = rates.pretrain(preset, r.objective)
         gpus = max(1, int(s["num_gpus"]))
         segments = [b - a for a, b in zip([0] + steps[:-1], steps)]
         out.append({
-            "size": r.size, "preset": preset, "variant": r.variant, "fraction": r.fraction,
+            "size": r.size, "preset": preset, "objective": r.objective, "fraction": r.fraction,
             "steps": steps[-1], "global_batch": _global_batch(s), "tokens": steps[-1] * _global_batch(s) * L,
             "flops_per_token": fpt, "flops": steps[-1] * per_step, "gpus": gpus,
             "gpu_hours": steps[-1] * per_step / rate / 3600, "rate_source": source,
@@ -390,7 +390,7 @@ def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> di
         job_h = max((c["gpu_hours"] * (1 if one else len(seeds)) + rates.overhead / 3600)
                     for c in per_task.values()) if per_task else 0.0
         longest = max(longest, job_h)
-        rows.append({"size": r.size, "variant": r.variant, "fraction": r.fraction, "checkpoints": len(ckpts),
+        rows.append({"size": r.size, "objective": r.objective, "fraction": r.fraction, "checkpoints": len(ckpts),
                      "runs": len(ckpts) * len(tasks) * len(seeds), "flops": flops, "gpu_hours": hours,
                      "per_task": per_task})
         total_flops += flops
@@ -524,7 +524,7 @@ def _needs_cost(config, needs, pre_by_run, tasks, rates) -> dict[str, Any]:
 
 def target_costs(config: dict[str, Any], pre: list[dict[str, Any]], tasks: list[str], rates: Rates) -> dict[str, Any]:
     """Each table, figure and claim: what it needs and what that costs on its own."""
-    pre_by_run = {(p["size"], p["variant"], p["fraction"]): p for p in pre}
+    pre_by_run = {(p["size"], p["objective"], p["fraction"]): p for p in pre}
     reduced = _reduced_fraction(config)
     out: dict[str, Any] = {}
     for name, specs in TARGET_NEEDS.items():
@@ -596,7 +596,7 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
     limits = profile_limits(profile)
     longest_pre = max(pre, key=lambda p: p["longest_segment_hours"])
     checks = [
-        {"rule": "pretrain", "job": f"{longest_pre['size']}/{longest_pre['variant']} segment of "
+        {"rule": "pretrain", "job": f"{longest_pre['size']}/{longest_pre['objective']} segment of "
                                     f"{longest_pre['longest_segment_steps']} steps",
          "hours": longest_pre["longest_segment_hours"], "config_runtime_min":
              config["pretrain"]["sizes"][longest_pre["size"]].get("runtime"),
@@ -668,14 +668,14 @@ def render_markdown(plan: dict[str, Any]) -> str:
               "| run | steps | global batch | tokens | FLOPs | GPU-h | longest segment h | rate from |",
               "|---|---:|---:|---:|---:|---:|---:|---|"]
     for p in plan["pretrain"]:
-        lines.append(f"| {p['size']}/{p['variant']}/data-{p['fraction']:g} | {p['steps']:,} | {p['global_batch']} | "
+        lines.append(f"| {p['size']}/{p['objective']}/data-{p['fraction']:g} | {p['steps']:,} | {p['global_batch']} | "
                      f"{p['tokens']:.3g} | {p['flops']:.3g} | {_h(p['gpu_hours'])} | "
                      f"{_h(p['longest_segment_hours'])} | {p['rate_source']} |")
     f = plan["finetune"]
     lines += ["", "## Fine-tuning", "", "| run | checkpoints | runs (ckpt x task x seed) | FLOPs | GPU-h |",
               "|---|---:|---:|---:|---:|"]
     for r in f["rows"]:
-        lines.append(f"| {r['size']}/{r['variant']}/data-{r['fraction']:g} | {r['checkpoints']} | {r['runs']} | "
+        lines.append(f"| {r['size']}/{r['objective']}/data-{r['fraction']:g} | {r['checkpoints']} | {r['runs']} | "
                      f"{r['flops']:.3g} | {_h(r['gpu_hours'])} |")
     tot = plan["totals"]
     lines += ["", f"**Total**: {tot['flops']:.3g} FLOPs; {_h(tot['pretrain_gpu_hours'])} GPU-h pre-training + "

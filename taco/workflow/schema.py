@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,13 @@ SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.
 
 #: At most this many violations are listed (the rest are counted).
 MAX_ERRORS = 8
+
+#: Keys renamed once (issue 22.2: one word per concept), by their place with list indices as ``[]``:
+#: an old key is refused with a message naming the new one, never silently ignored or accepted.
+RENAMED_KEYS = {
+    "pretrain.runs[].variants": "objectives",
+    "dynamics.variants": "objectives",
+}
 
 _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true/false",
                "array": "a list", "object": "a mapping", "null": "null"}
@@ -94,6 +102,11 @@ def _describe(error) -> str:
         lines = []
         for k in extra:
             where = f"{key}.{k}" if error.absolute_path else str(k)
+            new = RENAMED_KEYS.get(re.sub(r"\[\d+\]", "[]", where))
+            if new is not None:
+                lines.append(f"{where}: renamed to {where.rsplit('.', 1)[0]}.{new} (2026-12); rename the key "
+                             "in your configuration, its meaning is unchanged")
+                continue
             close = difflib.get_close_matches(str(k), known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             lines.append(f"{where}: unknown key{hint}; allowed keys{' of ' + key if error.absolute_path else ''}: "

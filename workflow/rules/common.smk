@@ -80,7 +80,7 @@ if GPU_NOTE and workflow.is_main_process:
 
 wildcard_constraints:
     size="[A-Za-z0-9_]+",
-    variant="|".join((*wc.VARIANTS, wctl.CONTROL)),  # the control: its own rule (control.smk)
+    objective="|".join((*wc.OBJECTIVES, wctl.CONTROL)),  # the control: its own rule (control.smk)
     fraction=r"[0-9]+\.[0-9]+",
     step=r"[0-9]+",
     task="|".join(wc.TASKS),
@@ -96,8 +96,8 @@ def path_data(*parts):
 RUN = RUN_PATH
 
 
-def ckpt_dir(size, variant, fraction, step, pseed=""):
-    return f"{R}/pretrain/{run_path(size, variant, fraction, step, pseed)}"
+def ckpt_dir(size, objective, fraction, step, pseed=""):
+    return f"{R}/pretrain/{run_path(size, objective, fraction, step, pseed)}"
 
 
 def size_cfg(size):
@@ -109,12 +109,12 @@ def parent_checkpoint(wildcards):
     prev = wc.previous_budget(config, wildcards.size, int(wildcards.step))
     if prev is None:
         return []
-    return ckpt_dir(wildcards.size, wildcards.variant, wildcards.fraction, prev, wildcards.pseed)
+    return ckpt_dir(wildcards.size, wildcards.objective, wildcards.fraction, prev, wildcards.pseed)
 
 
 def pretrain_targets():
     return [
-        ckpt_dir(r.size, r.variant, r.fraction_str, s, r.pseed)
+        ckpt_dir(r.size, r.objective, r.fraction_str, s, r.pseed)
         for r in RUNS
         for s in wc.budgets(config, r.size)
     ]
@@ -128,13 +128,13 @@ def finetune_targets():
         for step in wc.finetune_budgets(config, r.size, r.fraction):
             for task in TASKS:
                 for seed in config["finetune"]["seeds"]:
-                    run = run_path(r.size, r.variant, r.fraction_str, step, r.pseed)
+                    run = run_path(r.size, r.objective, r.fraction_str, step, r.pseed)
                     out.append(f"{R}/finetune/{run}/{task}/seed-{seed}/metrics.json")
     return out
 
 
 def dynamics_targets():
-    return [f"{R}/dynamics/{run_path(r.size, r.variant, r.fraction_str, s, r.pseed)}/dynamics.json"
+    return [f"{R}/dynamics/{run_path(r.size, r.objective, r.fraction_str, s, r.pseed)}/dynamics.json"
             for r, s in wc.dynamics_checkpoints(config)]
 
 
@@ -179,14 +179,14 @@ def all_targets():
 
 def submission_runs(wildcards):
     """metrics.json of every fine-tuned task of one checkpoint and seed (test_predictions.tsv beside it)."""
-    run = run_path(wildcards.size, wildcards.variant, wildcards.fraction, wildcards.step, wildcards.pseed)
+    run = run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, wildcards.pseed)
     return [f"{R}/finetune/{run}/{task}/seed-{wildcards.seed}/metrics.json" for task in TASKS]
 
 
 def submission_targets():
     """Every submission zip of the grid: fine-tuned budget checkpoint x seed."""
     return [
-        f"{R}/glue_submission/{run_path(r.size, r.variant, r.fraction_str, step, r.pseed)}/seed-{seed}.zip"
+        f"{R}/glue_submission/{run_path(r.size, r.objective, r.fraction_str, step, r.pseed)}/seed-{seed}.zip"
         for r in RUNS
         if wc.finetuned(config, r)
         for step in wc.finetune_budgets(config, r.size, r.fraction)

@@ -1,5 +1,5 @@
 # Pre-training curves: training loss components over steps (each segment's train_log.jsonl) and the
-# validation MLM loss of every budget checkpoint and of the control (eval.json), one line per variant;
+# validation MLM loss of every budget checkpoint and of the control (eval.json), one line per run;
 # the steps-to-target speedup of TACO over MLM from the same eval.json files and the GLUE averages
 # (taco efficiency: table, figure and the verdicts of claims E1 / E2).
 
