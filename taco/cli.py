@@ -26,6 +26,17 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return text + " (default: %(default)s)"
 
 
+def cli_error(command: str, message: object, status: int = 2) -> int:
+    """The error tail the commands share: print ``taco <command>: error: <message>`` to stderr and
+    return ``status`` (default 2, bad input found before any work), for ``main`` to return::
+
+        except (UsageError, FileNotFoundError) as exc:
+            return cli_error("pack", exc)
+    """
+    print(f"taco {command}: error: {message}", file=sys.stderr)
+    return status
+
+
 #: command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "corpus": ("taco.data.corpus", "materialize a corpus (synthetic, local text, Hub) as documents"),

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from taco.cli import cli_error
 from taco.data.corpus_store import (DEFAULT_SPAN_ROWS, FORMAT, ROW_KINDS, CorpusFileError, CorpusReader,
                                     check_parquet_shard, file_records, iter_parquet_texts, rows_per_document,
                                     write_text_file)
@@ -639,8 +640,7 @@ def main(argv: list[str] | None = None) -> int:
             rows=args.rows, text_column=args.text_column, hub_rows=args.hub_rows,
             span_rows=args.span_rows, workers=args.workers, encoding=args.encoding)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
-        print(f"taco corpus: error: {e}", file=sys.stderr)
-        return 2
+        return cli_error("corpus", e)
     print(out)
     return 0
 

@@ -81,6 +81,7 @@ from typing import Any
 
 import numpy as np
 
+from taco.cli import cli_error
 from taco.data.parallel import Progress, WorkerPool
 from taco.manifest import atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json, write_manifest
 
@@ -625,8 +626,7 @@ def main(argv: list[str] | None = None) -> int:
             block_format=args.block_format, hash_inputs=args.hash_inputs, workers=args.workers, chunk_rows=args.chunk_rows,
             overwrite=args.overwrite)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
-        print(f"taco pack: error: {e}", file=sys.stderr)
-        return 2
+        return cli_error("pack", e)
     print(out)
     return 0
 

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from taco.cli import cli_error
 from taco.manifest import atomic_directory, build_manifest, sha256_file, sha256_json, sha256_tree, write_manifest
 from taco.data.textfile import read_utf8
 
@@ -276,8 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.workers is not None:
         if args.workers < 1:
-            print(f"taco tokenizer: error: --workers must be >= 1, got {args.workers}", file=sys.stderr)
-            return 2
+            return cli_error("tokenizer", f"--workers must be >= 1, got {args.workers}")
         os.environ["RAYON_NUM_THREADS"] = str(args.workers)  # before the trainer starts its pool
     try:
         out = build_tokenizer(args.kind, args.output, corpus=args.corpus, vocab_file=args.vocab_file,
@@ -285,8 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                               min_frequency=args.min_frequency, model_max_length=args.model_max_length,
                               overwrite=args.overwrite)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
-        print(f"taco tokenizer: error: {e}", file=sys.stderr)
-        return 2
+        return cli_error("tokenizer", e)
     print(out)
     return 0
 

@@ -88,6 +88,8 @@ from typing import Any
 
 import numpy as np
 
+from taco.cli import cli_error
+
 #: keys the checkpoint manifest must hold (``docs/INTERFACES.md``)
 REQUIRED_MANIFEST_KEYS = ("step", "objective", "size", "fraction")
 CI_LEVEL = 0.95
@@ -651,8 +653,7 @@ def main(argv: list[str] | None = None) -> int:
                                   batch_size=args.batch_size, device=args.device,
                                   mlm_probability=args.mlm_probability, n_resamples=args.n_resamples)
     except DynamicsInputError as exc:
-        print(f"taco dynamics: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("dynamics", exc)
     write_json_atomic(args.output, record)
     h = record["h"]
     print(f"taco dynamics: step {record['step']} {record['objective']}: intra {h['intra']['mean']:.4f} "

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taco.cli import cli_error
 from taco.manifest import MANIFEST_NAME, atomic_directory, finite_or_null, read_manifest, sha256_file
 from taco.registry import FINETUNE_HYPERPARAMETERS
 
@@ -596,8 +597,7 @@ def main(argv: list[str] | None = None) -> int:
                 return status
         return 0
     except (UsageError, FileNotFoundError, FileExistsError, GlueFormatError) as exc:
-        print(f"taco finetune: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("finetune", exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from taco.cli import cli_error
 from taco.errors import UsageError
 from taco.registry import GLUE_TASK_SPECS
 
@@ -373,8 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = build_submission(args.runs, args.output)
     except UsageError as exc:
-        print(f"taco glue-submission: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("glue-submission", exc)
     real = [f for f, s in status.items() if s == "predictions"]
     print(f"taco glue-submission: wrote {args.output}: {len(real)} of {len(status)} files are predictions "
           f"({', '.join(real) or 'none'}); the others are placeholders (see its {README_NAME})", file=sys.stderr)

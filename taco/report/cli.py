@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from taco.cli import cli_error
 from taco.manifest import atomic_write_text  # noqa: F401  (re-exported for the report commands)
 from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 
@@ -56,8 +56,7 @@ def report_main(
         cfg = load_analysis(args.analysis)
         agg = read_aggregate(args.aggregate_dir)
     except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
-        print(f"taco {name}: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error(name, exc)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = list(produce(agg, cfg, args))

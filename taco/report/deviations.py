@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from taco.cli import cli_error
 from taco.objectives import OBJECTIVE_SPECS, options_of
 from taco.registry import FINETUNE_HYPERPARAMETERS, PAPER_BUDGETS, PRESET_SHAPES, PRETRAIN_SCHEDULE
 
@@ -569,8 +570,7 @@ def main(argv: list[str] | None = None) -> int:
             raise DeviationsInputError(f"analysis spec {args.analysis}: expected a mapping at top level")
         devs = find_deviations(config, spec)
     except (DeviationsInputError, FileNotFoundError) as exc:
-        print(f"taco deviations: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("deviations", exc)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_markdown_page(out, render_markdown(devs, str(args.config)))  # and <output>.html for the report

@@ -27,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from taco.cli import cli_error
 from taco.manifest import read_json_record
 
 from taco.report.style import OKABE_ITO as _PALETTE, SPARE_COLOURS, OBJECTIVE_STYLE, objective_label  # noqa: E402
@@ -276,8 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         written = (figure6(records, args.output_dir, args.dpi)
                    + figure2(records, args.output_dir, args.figure2_objective, args.dpi))
     except PlotInputError as exc:
-        print(f"taco dynamics-figures: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("dynamics-figures", exc)
     print("taco dynamics-figures: wrote " + ", ".join(str(p) for p in written))
     return 0
 

@@ -77,6 +77,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from taco.cli import cli_error
 from taco.manifest import read_manifest
 from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 from taco.report.stats import (
@@ -734,8 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_analysis(args.analysis)
         paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir)
     except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
-        print(f"taco efficiency: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("efficiency", exc)
     man = build_manifest(NAME, {"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir},
                          inputs={str(c): "" for c in args.checkpoints},
                          outputs=[p.name for p in paths], wall_time_s=round(time.time() - t0, 3))

@@ -36,6 +36,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from taco.cli import cli_error  # noqa: E402
 from taco.manifest import read_manifest  # noqa: E402
 from taco.registry import CONTROL  # noqa: E402
 from taco.report.plotting import plain_log_axis  # noqa: E402
@@ -232,8 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         paths = make(args.checkpoints, args.output_dir)
     except FileNotFoundError as exc:
-        print(f"taco pretrain-curves: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("pretrain-curves", exc)
     print(f"taco pretrain-curves: {len(paths)} files -> {args.output_dir}")
     return 0
 

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sst
 
+from taco.cli import cli_error
 from taco.manifest import read_json_record
 from taco.registry import AVERAGE_KEYS
 from taco.report.analysis_config import (
@@ -738,8 +739,7 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError("no inputs: give --inputs and/or --inputs-from")
         frames = aggregate(paths, cfg)
     except (InputError, AnalysisConfigError, FileNotFoundError) as exc:
-        print(f"taco aggregate: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("aggregate", exc)
     with atomic_directory(args.output_dir, overwrite=True) as tmp:
         for name in AGGREGATE_FILES:
             _write_csv(frames[name[:-4]], tmp / name)

@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from taco.cli import cli_error
 from taco.manifest import MANIFEST_NAME, atomic_directory, build_manifest, read_manifest, sha256_file, write_manifest
 from taco.registry import PRESETS
 
@@ -131,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         facts = check_inputs(args)
     except (UsageError, FileNotFoundError, FileExistsError) as exc:
-        print(f"taco init: error: {exc}", file=sys.stderr)
-        return 2
+        return cli_error("init", exc)
     out = write_control(args, facts)
     print(f"taco init: wrote the no-pre-training control {out} (size {args.size}, seed {args.seed})",
           file=sys.stderr)

@@ -7,11 +7,11 @@ JSON line to ``<run_dir>/train_log.jsonl`` and the numeric values through its
 to the Trainer's own keys (``loss``, ``grad_norm``,
 ``learning_rate``) the throughput of the logging window: ``step_time_s`` (mean wall time of one
 optimizer step, including data loading) and ``tokens_per_s``. The loss components (``mlm_loss``,
-``tc_loss``, ``tp_loss``, ``nce_loss``, ``dim_loss``: ``taco.objectives.LOSS_TERMS``) are added by the pre-training Trainer (``taco.training.pretrain``) through
+``tc_loss``, ``tp_loss``, ``nce_loss``, ``dim_loss``: ``taco.objectives.LOSS_TERMS``) are added by the pre-training Trainer (``taco.training.pretrain_trainer``) through
 ``LossComponents``.
 
 ``check_finite`` raises ``NonFiniteLossError`` naming the optimizer step and the component that is
-not finite; ``taco.training.pretrain`` calls it on every micro-batch *before* the backward pass, so a NaN never
+not finite; ``taco.training.pretrain_trainer`` calls it on every micro-batch *before* the backward pass, so a NaN never
 reaches the weights and no checkpoint containing it is written.
 """
 

@@ -57,6 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from taco.cli import cli_error
+
 
 def parse_visible(value: str | None) -> list[str] | None:
     """The entries of a ``CUDA_VISIBLE_DEVICES`` value (None when unset or empty)."""
@@ -271,8 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         slots, handles = acquire(args.gpus, args.need, args.lock_dir or default_lock_dir(), timeout_s=args.timeout,
                                  devices=decision.devices)
     except (ValueError, TimeoutError, PermissionError) as err:
-        print(f"taco gpu-slot: error: {err}", file=sys.stderr)
-        return 2
+        return cli_error("gpu-slot", err)
     env = dict(os.environ)
     env["CUDA_VISIBLE_DEVICES"] = ",".join(decision.devices[i] for i in slots)
     print(f"taco gpu-slot: slots {slots} -> CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} "

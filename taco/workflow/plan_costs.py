@@ -1,0 +1,544 @@
+"""The numbers of ``taco plan``: jobs, FLOPs, GPU-hours, disk and time limits of a configuration.
+
+Part of ``taco plan`` (the command and its inputs: :mod:`taco.workflow.plan`; Markdown / JSON /
+one-line output: :mod:`taco.workflow.plan_render`). :func:`build_plan` returns the plan as a
+JSON-serialisable dict.
+
+Where the numbers come from
+---------------------------
+- FLOPs: ``taco.workflow.flops`` (6N + attention term per token; the formula is stated there).
+  Pre-training tokens = last budget x global batch x ``max_seq_length`` per run. Fine-tuning
+  tokens = epochs x (train examples) x ``finetune.max_length`` (an upper bound: batches are
+  padded only to their longest example) plus one forward pass over the dev examples per epoch.
+- Time: from **measured** throughput where a device-check result exists (``--device-check``,
+  default ``benchmarks/results/device_check.json``, written by ``benchmarks/device_check.sh`` on a
+  GPU): the achieved model FLOP/s of the pre-training step of the same preset (and objective
+  family: MLM-like or TACO-like), and of the fine-tuning run (its wall time over its FLOPs by the
+  same count, start-up and evaluation included). Otherwise from a **stated utilisation** of the
+  GPU's peak (``--pretrain-utilization``, ``--finetune-utilization``, ``--peak-tflops``; the
+  defaults below are assumptions, not measurements). Several GPUs per job: linear scaling assumed.
+- Disk: ``taco.data.disk.data_disk_plan`` (the data stage's estimates, one implementation) for the
+  corpus, Hub cache, tokenizer and packed blocks; checkpoints here: a budget checkpoint holds the
+  fp32 weights (4 bytes/parameter, decoder tied) and the AdamW state (two fp32 moments, 8
+  bytes/parameter) in ``trainer_state/``.
+- Time limits: ``set-resources: <rule>: runtime`` of ``workflow/profiles/slurm/config.v8+.yaml``
+  (minutes), which replaces the config's own ``runtime`` keys on a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from taco.registry import GLUE_TASK_SPECS, TABLE4_OBJECTIVES, TC_OBJECTIVES, budget_name
+from taco.workflow import config as wc
+from taco.workflow.flops import (
+    BERT_VOCAB_SIZE,
+    H200_BF16_DENSE_TFLOPS,
+    finetune_flops_per_token,
+    parameter_count,
+    pretrain_flops_per_token,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SLURM_PROFILE = REPO / "workflow" / "profiles" / "slurm" / "config.v8+.yaml"
+DEVICE_CHECK = REPO / "benchmarks" / "results" / "device_check.json"
+
+#: ASSUMED shares of the peak when nothing was measured (not measurements): pre-training of BERT
+#: with bf16 autocast at batch >= 128 x 256; fine-tuning at batch 32 x 128 with an evaluation per
+#: epoch and many short jobs. Override with --pretrain-utilization / --finetune-utilization.
+DEFAULT_PRETRAIN_UTILIZATION = 0.35
+DEFAULT_FINETUNE_UTILIZATION = 0.10
+#: ASSUMED seconds per process start of a fine-tuning or dynamics job (imports, model and data
+#: loading) when no device check measured it; --job-overhead-s overrides
+DEFAULT_JOB_OVERHEAD_S = 30.0
+
+#: GLUE train / dev examples per task (dev: matched + mismatched for MNLI) and labels per task for
+#: the classifier head's FLOPs (STS-B is a regression: 1 output), from each task's registry entry
+GLUE_SIZES: dict[str, tuple[int, int]] = {n: t.sizes for n, t in GLUE_TASK_SPECS.items() if t.sizes}
+NUM_LABELS: dict[str, int] = {n: t.num_labels for n, t in GLUE_TASK_SPECS.items()}
+
+#: what each table and figure needs: (role, objectives, fractions ("full"/"reduced"), budgets
+#: (paper budget names, or "all" = every fine-tuned budget of the role), score keys' tasks or None
+#: = every task). From taco.report.tables / figures (docstrings and builders).
+TARGET_NEEDS: dict[str, list[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...] | str,
+                                   tuple[str, ...] | None]]] = {
+    "table1": [("small", ("mlm",), ("full",), ("250k",), None), ("small", ("taco",), ("full",), ("50k", "250k"), None)],
+    "table2": [("small", ("mlm", "taco"), ("full", "reduced"), ("250k",), ("mnli", "qqp", "qnli", "sst2"))],
+    "table3": [("base", ("mlm", "taco"), ("full",), "all", None)],
+    "table4": [("base", TABLE4_OBJECTIVES, ("full",), ("last",), None)],
+    "ablation": [("small", ("taco", "taco_concentrated", "mlm", "mlm_tp"), ("full",), "all", None)],
+    "figure5": [("small", ("mlm", "taco"), ("full",), "all", None)],
+    "data_efficiency": [("small", ("mlm", "taco"), ("full", "reduced"), "all", None)],
+}
+
+
+class PlanError(ValueError):
+    """A configuration or device-check file the plan cannot use (the CLI exits 2)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# inputs: measured rates, vocabulary, tasks
+# ------------------------------------------------------------------------------------------------
+def load_device_check(path: str | os.PathLike | None) -> dict[str, Any] | None:
+    """Measured rates from a device-check JSON (GPU mode only); None if absent or a CPU run.
+
+    Returns ``{"source": path, "date": ..., "gpu": ..., "pretrain_flops_per_s": {(preset, family):
+    FLOP/s}, "finetune_flops_per_s": {preset: FLOP/s}, "job_overhead_s": s or None}``.
+    Raises PlanError for an unreadable file given explicitly.
+    """
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PlanError(f"--device-check {p}: {exc}") from None
+    if data.get("schema") != "taco-device-check/1":
+        raise PlanError(f"--device-check {p}: not a device-check result (schema {data.get('schema')!r})")
+    if data.get("device_mode") != "cuda":
+        return None
+    parts = data.get("parts", {})
+    env = parts.get("env", {}).get("result", {})
+    rates: dict[tuple[str, str], float] = {}
+    for key, row in parts.get("mfu", {}).get("result", {}).get("runs", {}).items():
+        if isinstance(row, dict) and row.get("tokens_per_s") and row.get("flops_per_token"):
+            preset, objective = key.split("/", 1)
+            rates[(preset, _family(objective))] = row["tokens_per_s"] * row["flops_per_token"]
+    ft_rates: dict[str, float] = {}
+    overhead = None
+    ft = parts.get("finetune", {}).get("result", {})
+    hp = ft.get("hyperparameters") or {}
+    preset = parts.get("resume", {}).get("result", {}).get("setting", {}).get("size")
+    if ft.get("metrics_wall_time_s") and ft.get("n_train") and preset and hp.get("max_length"):
+        epochs = int(hp.get("epochs") or 1)
+        tokens = epochs * ft["n_train"] * hp["max_length"]
+        ft_rates[preset] = tokens * finetune_flops_per_token(preset, hp["max_length"]) / ft["metrics_wall_time_s"]
+        if ft.get("wall_s"):
+            overhead = max(0.0, ft["wall_s"] - ft["metrics_wall_time_s"])
+    return {"source": str(p), "date": env.get("date_utc") or data.get("started_utc"), "gpu": env.get("gpu"),
+            "pretrain_flops_per_s": rates, "finetune_flops_per_s": ft_rates, "job_overhead_s": overhead}
+
+
+def _family(objective: str) -> str:
+    return "taco" if objective in TC_OBJECTIVES else "mlm"
+
+
+def vocab_size(config: dict[str, Any]) -> int:
+    """Vocabulary size V: the trained size, the lines of a vocab file, else bert-base-uncased's."""
+    tok = config["tokenizer"]
+    if tok["kind"] == "train":
+        return int(tok["vocab_size"])
+    if tok["kind"] == "vocab":
+        try:
+            path = wc.substitute_root(tok.get("vocab_file"), config)
+        except wc.ConfigError:
+            path = None
+        if path and os.path.isfile(path):
+            with open(path, encoding="utf-8") as fh:
+                return sum(1 for _ in fh)
+    return BERT_VOCAB_SIZE
+
+
+def tasks_of(config: dict[str, Any]) -> list[str]:
+    """The GLUE tasks that will run (a local folder's absent tasks dropped when the folder exists)."""
+    g = config["glue"]
+    if g["source"] == "local":
+        try:
+            d = wc.substitute_root(g.get("data_dir"), config)
+        except wc.ConfigError:
+            d = None
+        if d and os.path.isdir(d):
+            from taco.data.glue import available_local_tasks
+
+            return wc.effective_tasks(config, available_local_tasks(d))
+    return list(g["tasks"])
+
+
+def task_sizes(config: dict[str, Any], task: str) -> tuple[int, int]:
+    """(train, dev) examples fine-tuning uses for ``task``: GLUE's (or the synthetic task's) sizes,
+    capped by ``finetune.max_train_samples`` / ``max_eval_samples`` (per dev split; MNLI has two)."""
+    ft = config["finetune"]
+    if config["glue"]["source"] == "synthetic":
+        from taco.data.synthetic import DEFAULT_SIZES
+
+        n_train, n_dev = DEFAULT_SIZES[task]
+        n_dev_splits = 2 if task == "mnli" else 1
+        n_dev *= n_dev_splits
+    else:
+        if task not in GLUE_SIZES:
+            raise PlanError(f"glue.tasks: task {task!r} has no released split sizes in its registry entry "
+                            "(taco.registry.GLUE_TASK_SPECS, field sizes); the plan cannot cost it")
+        n_train, n_dev = GLUE_SIZES[task]
+        n_dev_splits = len(GLUE_TASK_SPECS[task].dev_splits)
+    if ft.get("max_train_samples"):
+        n_train = min(n_train, int(ft["max_train_samples"]))
+    if ft.get("max_eval_samples"):
+        n_dev = min(n_dev, int(ft["max_eval_samples"]) * n_dev_splits)
+    return n_train, n_dev
+
+
+# ------------------------------------------------------------------------------------------------
+# jobs
+# ------------------------------------------------------------------------------------------------
+def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict[str, int]:
+    """Jobs of the rules that carry the compute, for a complete run from nothing, from the same
+    grid functions the workflow uses: ``pack`` (one per data fraction), ``pretrain`` (one segment
+    per budget and run), ``finetune`` (one process per checkpoint, task and seed, or per checkpoint
+    and task with ``finetune.seeds_per_job: all``), ``dynamics`` (per checkpoint of its objectives)."""
+    tasks = tasks_of(config) if tasks is None else tasks
+    runs = wc.runs(config)
+    seeds = config["finetune"]["seeds"]
+    per_ckpt = len(tasks) * (len(seeds) if config["finetune"].get("seeds_per_job", "one") == "one" else 1)
+    return {
+        "pack": len({r.fraction_str for r in runs}),
+        "pretrain": sum(len(wc.budgets(config, r.size)) for r in runs),
+        "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs
+                         if wc.finetuned(config, r)) * per_ckpt,
+        "dynamics": len(wc.dynamics_checkpoints(config)),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# costs
+# ------------------------------------------------------------------------------------------------
+class Rates:
+    """FLOP/s per kind of work: measured (device check) where it exists, else utilisation x peak."""
+
+    def __init__(self, measured: dict[str, Any] | None, peak_tflops: float, pretrain_util: float,
+                 finetune_util: float, job_overhead_s: float | None):
+        for name, u in (("--pretrain-utilization", pretrain_util), ("--finetune-utilization", finetune_util)):
+            if not 0 < u <= 1:
+                raise PlanError(f"{name} must be in (0, 1], got {u}")
+        if peak_tflops <= 0:
+            raise PlanError(f"--peak-tflops must be positive, got {peak_tflops}")
+        self.measured = measured
+        self.peak = peak_tflops * 1e12
+        self.pretrain_util, self.finetune_util = pretrain_util, finetune_util
+        measured_overhead = (measured or {}).get("job_overhead_s")
+        if job_overhead_s is not None:
+            self.overhead, self.overhead_source = job_overhead_s, "given (--job-overhead-s)"
+        elif measured_overhead is not None:
+            self.overhead, self.overhead_source = measured_overhead, f"measured ({measured['source']})"
+        else:
+            self.overhead, self.overhead_source = DEFAULT_JOB_OVERHEAD_S, "assumed"
+
+    def pretrain(self, preset: str, objective: str) -> tuple[float, str]:
+        """(FLOP/s, where it comes from) of pre-training ``preset`` with ``objective``."""
+        m = (self.measured or {}).get("pretrain_flops_per_s", {}).get((preset, _family(objective)))
+        if m:
+            return m, f"measured {preset}/{_family(objective)} step ({self.measured['source']})"
+        return self.pretrain_util * self.peak, f"assumed {self.pretrain_util:.0%} of {self.peak / 1e12:g} TFLOP/s"
+
+    def finetune(self, preset: str) -> tuple[float, str]:
+        """(FLOP/s, where it comes from) of fine-tuning ``preset``."""
+        m = (self.measured or {}).get("finetune_flops_per_s", {}).get(preset)
+        if m:
+            return m, f"measured {preset} fine-tuning run ({self.measured['source']})"
+        return self.finetune_util * self.peak, f"assumed {self.finetune_util:.0%} of {self.peak / 1e12:g} TFLOP/s"
+
+
+def _global_batch(s: dict[str, Any]) -> int:
+    return int(s["per_device_batch_size"]) * int(s["grad_accum"]) * max(1, int(s["num_gpus"]))
+
+
+def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
+    """Per pre-training run: steps, tokens, FLOPs, GPU-hours, wall hours of the longest segment."""
+    V, L = vocab_size(config), int(config["max_seq_length"])
+    K = int(config["pretrain"]["tc"]["negatives"])
+    out = []
+    for r in wc.runs(config):
+        s = config["pretrain"]["sizes"][r.size]
+        preset, steps = s["preset"], wc.budgets(config, r.size)
+        fpt = pretrain_flops_per_token(preset, L, r.objective, vocab_size=V, negatives=K)
+        per_step = _global_batch(s) * L * fpt
+        rate, source = rates.pretrain(preset, r.objective)
+        gpus = max(1, int(s["num_gpus"]))
+        segments = [b - a for a, b in zip([0] + steps[:-1], steps)]
+        out.append({
+            "size": r.size, "preset": preset, "objective": r.objective, "fraction": r.fraction,
+            "steps": steps[-1], "global_batch": _global_batch(s), "tokens": steps[-1] * _global_batch(s) * L,
+            "flops_per_token": fpt, "flops": steps[-1] * per_step, "gpus": gpus,
+            "gpu_hours": steps[-1] * per_step / rate / 3600, "rate_source": source,
+            "seconds_per_step": per_step / (rate * gpus), "longest_segment_steps": max(segments),
+            "longest_segment_hours": max(segments) * per_step / (rate * gpus) / 3600,
+            "flops_per_step": per_step, "rate": rate,
+        })
+    return out
+
+
+def finetune_job_cost(config: dict[str, Any], size: str, task: str, rates: Rates) -> dict[str, Any]:
+    """One fine-tuning run (a checkpoint of ``pretrain.sizes.<size>``, one task, one seed): FLOPs and
+    GPU-hours without the process start-up (added per process by the callers)."""
+    L = int(config["finetune"]["max_length"])
+    preset = config["pretrain"]["sizes"][size]["preset"]
+    epochs = int(wc.finetune_hyperparameters(config, size)["epochs"])
+    n_train, n_dev = task_sizes(config, task)
+    fpt = finetune_flops_per_token(preset, L, NUM_LABELS.get(task, 2))
+    flops = epochs * (n_train + n_dev / 3.0) * L * fpt  # evaluation: forward only, a third
+    rate, source = rates.finetune(preset)
+    return {"task": task, "epochs": epochs, "n_train": n_train, "n_dev": n_dev, "flops": flops,
+            "gpu_hours": flops / rate / 3600, "rate_source": source}
+
+
+def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> dict[str, Any]:
+    """All fine-tuning: per run (checkpoints x tasks x seeds) and the total, start-up included."""
+    seeds = config["finetune"]["seeds"]
+    one = config["finetune"].get("seeds_per_job", "one") == "one"
+    rows, total_flops, total_h, longest = [], 0.0, 0.0, 0.0
+    for r in wc.runs(config):
+        ckpts = wc.finetune_budgets(config, r.size, r.fraction) if wc.finetuned(config, r) else []
+        per_task = {t: finetune_job_cost(config, r.size, t, rates) for t in tasks}
+        processes = len(ckpts) * len(tasks) * (len(seeds) if one else 1)
+        flops = len(ckpts) * len(seeds) * sum(c["flops"] for c in per_task.values())
+        hours = (len(ckpts) * len(seeds) * sum(c["gpu_hours"] for c in per_task.values())
+                 + processes * rates.overhead / 3600)
+        job_h = max((c["gpu_hours"] * (1 if one else len(seeds)) + rates.overhead / 3600)
+                    for c in per_task.values()) if per_task else 0.0
+        longest = max(longest, job_h)
+        rows.append({"size": r.size, "objective": r.objective, "fraction": r.fraction, "checkpoints": len(ckpts),
+                     "runs": len(ckpts) * len(tasks) * len(seeds), "flops": flops, "gpu_hours": hours,
+                     "per_task": per_task})
+        total_flops += flops
+        total_h += hours
+    return {"rows": rows, "flops": total_flops, "gpu_hours": total_h, "longest_job_hours": longest,
+            "overhead_s": rates.overhead, "overhead_source": rates.overhead_source}
+
+
+def checkpoint_bytes(preset: str, vocab: int) -> float:
+    """Bytes of one budget checkpoint: fp32 weights (4/param) + AdamW moments (8/param)."""
+    return 12.0 * parameter_count(preset, vocab)
+
+
+def _corpus_words(config: dict[str, Any]) -> tuple[float, str]:
+    c = config["corpus"]
+    from taco.data import disk
+
+    if c["source"] == "synthetic":
+        from taco.data.synthetic import generate_documents
+
+        docs = generate_documents(int(c["num_documents"]), int(config["seed"]))
+        return float(sum(len(d.split()) for d in docs)), "counted (synthetic documents generated)"
+    if c["source"] == "local":
+        total = 0
+        for p in c["paths"]:
+            try:
+                path = Path(wc.substitute_root(p, config))
+            except wc.ConfigError:
+                continue
+            files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
+            total += sum(f.stat().st_size for f in files if f.is_file())
+        words = total / (disk.TEXT_BYTES_PER_TOKEN * disk.TOKENS_PER_WORD)
+        return words, "local files' bytes / (text bytes per token x tokens per word), taco.data.disk"
+    return disk.PAPER_WORDS, ("BERT's 3.3B words (Devlin et al. 2019; the current Hub dumps are larger), "
+                              "taco.data.disk.PAPER_WORDS")
+
+
+def disk_costs(config: dict[str, Any]) -> dict[str, Any]:
+    """Bytes per artifact kind: data stage (taco.data.disk) + checkpoints + scratch states."""
+    from taco.data.disk import data_disk_plan
+
+    words, words_source = _corpus_words(config)
+    runs = wc.runs(config)
+    fractions = sorted({r.fraction for r in runs}, reverse=True)
+    data = data_disk_plan(words=words, fractions=fractions, max_seq_length=int(config["max_seq_length"]),
+                          validation_blocks=int(config["validation_blocks"]), source=config["corpus"]["source"])
+    V = vocab_size(config)
+    ckpt = sum(len(wc.budgets(config, r.size)) * checkpoint_bytes(config["pretrain"]["sizes"][r.size]["preset"], V)
+               for r in runs)
+    # scratch: per running segment, keep_states (2) periodic states + the one at the budget
+    scratch = max(3 * checkpoint_bytes(config["pretrain"]["sizes"][r.size]["preset"], V) for r in runs)
+    n_ft = sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs if wc.finetuned(config, r)) \
+        * len(tasks_of(config)) \
+        * len(config["finetune"]["seeds"])
+    kinds = {k: v for k, v in data.items() if k not in ("tokens", "total")}
+    kinds["checkpoints"] = ckpt
+    kinds["pretrain_scratch_per_running_segment"] = scratch
+    kinds["finetune_outputs"] = n_ft * 100_000.0  # metrics.json + predictions.tsv: < 100 kB per run
+    return {"corpus_words": words, "corpus_words_source": words_source, "tokens": data["tokens"],
+            "kinds": kinds, "total": sum(kinds.values())}
+
+
+def profile_limits(profile: str | os.PathLike | None = SLURM_PROFILE) -> dict[str, float]:
+    """Minutes per rule from the profile's ``set-resources: <rule>: runtime`` (and default-resources)."""
+    import yaml
+
+    if profile is None or not Path(profile).is_file():
+        return {}
+    data = yaml.safe_load(Path(profile).read_text()) or {}
+    out = {}
+    default = (data.get("default-resources") or {}).get("runtime")
+    if isinstance(default, (int, float)):
+        out["default"] = float(default)
+    for rule, res in (data.get("set-resources") or {}).items():
+        if isinstance(res, dict) and isinstance(res.get("runtime"), (int, float)):
+            out[rule] = float(res["runtime"])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# tables, figures and claims: what each needs and costs
+# ------------------------------------------------------------------------------------------------
+def _role_size(config: dict[str, Any], role: str) -> str | None:
+    return config["analysis"]["roles"].get(role)
+
+
+def _budget_steps(config: dict[str, Any], size: str) -> dict[str, int]:
+    given = config["analysis"].get("budget_names", {}).get(size)
+    return dict(given) if given else {budget_name(s): s for s in wc.budgets(config, size)}
+
+
+def _reduced_fraction(config: dict[str, Any]) -> float | None:
+    reduced = sorted({r.fraction for r in wc.runs(config) if r.fraction < 1.0})
+    return reduced[0] if reduced else None
+
+
+def _needs_cost(config, needs, pre_by_run, tasks, rates) -> dict[str, Any]:
+    """Cost of a set of (size, objective, fraction, step, tasks) needs: each run's chain up to its
+    largest needed step, plus fine-tuning of each needed checkpoint on its tasks x seeds."""
+    seeds = len(config["finetune"]["seeds"])
+    chains: dict[tuple, int] = {}
+    ckpts: dict[tuple, set] = {}
+    missing: list[str] = []
+    for size, objective, fraction, step, ks, label in needs:
+        key = (size, objective, fraction)
+        if fraction is None:
+            missing.append(f"{objective} ({size}) on reduced data: no such run")
+            continue
+        if key not in pre_by_run:
+            missing.append(f"{objective} ({size}, data {fraction:g}): no such run")
+            continue
+        if step is None:
+            missing.append(f"{objective} ({size}) at {label}: not a budget here")
+            continue
+        chains[key] = max(chains.get(key, 0), step)
+        ckpts.setdefault((key, step), set()).update(ks or tasks)
+    pre_h = sum(pre_by_run[k]["flops_per_step"] * s / pre_by_run[k]["rate"] / 3600 for k, s in chains.items())
+    pre_f = sum(pre_by_run[k]["flops_per_step"] * s for k, s in chains.items())
+    ft_h = ft_f = 0.0
+    for ((size, objective, fraction), step), ts in ckpts.items():
+        for t in ts:
+            if t not in tasks:
+                continue
+            c = finetune_job_cost(config, size, t, rates)
+            ft_f += seeds * c["flops"]
+            ft_h += seeds * (c["gpu_hours"] + rates.overhead / 3600)
+    return {"pretrain_steps": {f"{k[1]} ({k[0]}, data {k[2]:g})": s for k, s in chains.items()},
+            "finetune_runs": sum(len([t for t in ts if t in tasks]) for ts in ckpts.values()) * seeds,
+            "flops": pre_f + ft_f, "gpu_hours": pre_h + ft_h, "missing": missing}
+
+
+def target_costs(config: dict[str, Any], pre: list[dict[str, Any]], tasks: list[str], rates: Rates) -> dict[str, Any]:
+    """Each table, figure and claim: what it needs and what that costs on its own."""
+    pre_by_run = {(p["size"], p["objective"], p["fraction"]): p for p in pre}
+    reduced = _reduced_fraction(config)
+    out: dict[str, Any] = {}
+    for name, specs in TARGET_NEEDS.items():
+        needs, roles_missing = [], []
+        for role, objectives, fracs, budgets, ts in specs:
+            size = _role_size(config, role)
+            if size is None:
+                roles_missing.append(f"role {role} not in analysis.roles")
+                continue
+            names = _budget_steps(config, size)
+            for frac_kind in fracs:
+                fraction = 1.0 if frac_kind == "full" else reduced
+                for obj in objectives:
+                    if fraction is None or (size, obj, fraction) not in pre_by_run:
+                        needs.append((size, obj, fraction, None, ts, ""))
+                    elif budgets == "all":
+                        needs += [(size, obj, fraction, st, ts, "") for st in wc.finetune_budgets(config, size, fraction)]
+                    elif budgets == ("last",):
+                        needs += [(size, obj, fraction, st, ts, "")
+                                  for st in wc.finetune_budgets(config, size, fraction)[-1:]]
+                    else:
+                        needs += [(size, obj, fraction, names.get(b), ts, b) for b in budgets]
+        out[name] = _needs_cost(config, needs, pre_by_run, tasks, rates)
+        out[name]["missing"] = roles_missing + out[name]["missing"]
+    try:
+        from taco.report.claims import CLAIMS, LAST_BUDGET
+        from taco.registry import CONTROL, TASK_SCORE_KEYS
+    except ImportError:  # the statistics environment is absent: tables only
+        return out
+    key_task = {k: t for t, ks in TASK_SCORE_KEYS.items() for k in ks}
+    for c in CLAIMS:
+        size = _role_size(config, c.role)
+        needs = []
+        ts = tuple(sorted({key_task[k] for k in c.keys})) if c.keys else None
+        for arm in (c.a, c.b):
+            if size is None or arm.objective == CONTROL:
+                continue
+            fraction = reduced if arm.fraction is None else arm.fraction
+            if fraction is None:
+                needs.append((size, arm.objective, None, None, ts, arm.budget))
+                continue
+            step = (wc.finetune_budgets(config, size, fraction)[-1:] or [None])[0] if arm.budget == LAST_BUDGET \
+                else _budget_steps(config, size).get(arm.budget)
+            needs.append((size, arm.objective, fraction, step, ts, arm.budget))
+        cost = _needs_cost(config, needs, pre_by_run, tasks, rates)
+        if size is None:
+            cost["missing"].append(f"role {c.role} not in analysis.roles")
+        if any(a.objective == CONTROL for a in (c.a, c.b)):
+            cost["missing"].append("the no-pre-training control (fine-tuning only; not priced)")
+        out[f"{c.id}: {c.text}"] = cost
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# the plan
+# ------------------------------------------------------------------------------------------------
+def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = DEVICE_CHECK,
+               peak_tflops: float = H200_BF16_DENSE_TFLOPS,
+               pretrain_utilization: float = DEFAULT_PRETRAIN_UTILIZATION,
+               finetune_utilization: float = DEFAULT_FINETUNE_UTILIZATION,
+               job_overhead_s: float | None = None, profile: str | os.PathLike | None = SLURM_PROFILE,
+               with_targets: bool = True) -> dict[str, Any]:
+    """The compute plan of a validated config (JSON-serialisable dict; see :func:`render_markdown`)."""
+    measured = load_device_check(device_check)
+    rates = Rates(measured, peak_tflops, pretrain_utilization, finetune_utilization, job_overhead_s)
+    tasks = tasks_of(config)
+    pre = pretrain_costs(config, rates)
+    ft = finetune_costs(config, tasks, rates)
+    limits = profile_limits(profile)
+    longest_pre = max(pre, key=lambda p: p["longest_segment_hours"])
+    checks = [
+        {"rule": "pretrain", "job": f"{longest_pre['size']}/{longest_pre['objective']} segment of "
+                                    f"{longest_pre['longest_segment_steps']} steps",
+         "hours": longest_pre["longest_segment_hours"], "config_runtime_min":
+             config["pretrain"]["sizes"][longest_pre["size"]].get("runtime"),
+         "profile_runtime_min": limits.get("pretrain")},
+        {"rule": "finetune", "job": "longest (checkpoint, task" + (", seed)" if config["finetune"].get(
+            "seeds_per_job", "one") == "one" else ", all seeds)"), "hours": ft["longest_job_hours"],
+         "config_runtime_min": config["finetune"].get("runtime"), "profile_runtime_min": limits.get("finetune")},
+    ]
+    for c in checks:
+        lim = c["profile_runtime_min"]
+        c["fits_profile"] = None if lim is None else c["hours"] * 60 <= lim
+    plan = {
+        "results_dir": config["results_dir"], "tasks": tasks, "seeds": list(config["finetune"]["seeds"]),
+        "compute_jobs": compute_jobs(config, tasks),
+        "throughput": {"measured": {"source": measured["source"], "date": measured["date"], "gpu": measured["gpu"]}
+                       if measured else None,
+                       "peak_tflops": peak_tflops, "pretrain_utilization": pretrain_utilization,
+                       "finetune_utilization": finetune_utilization,
+                       "job_overhead_s": rates.overhead, "job_overhead_source": rates.overhead_source},
+        "pretrain": pre,
+        "finetune": {k: v for k, v in ft.items() if k != "rows"} | {"rows": [
+            {k: v for k, v in r.items() if k != "per_task"} for r in ft["rows"]]},
+        "dynamics_jobs": len(wc.dynamics_checkpoints(config)),
+        "totals": {"flops": sum(p["flops"] for p in pre) + ft["flops"],
+                   "pretrain_gpu_hours": sum(p["gpu_hours"] * 1 for p in pre),
+                   "finetune_gpu_hours": ft["gpu_hours"]},
+        "disk": disk_costs(config),
+        "time_limits": checks,
+    }
+    plan["totals"]["gpu_hours"] = plan["totals"]["pretrain_gpu_hours"] + plan["totals"]["finetune_gpu_hours"]
+    plan["cpu_only"] = (all(int(s["num_gpus"]) == 0 for s in config["pretrain"]["sizes"].values())
+                        and int(config["finetune"]["num_gpus"]) == 0)
+    if with_targets:
+        plan["targets"] = target_costs(config, pre, tasks, rates)
+    return plan

@@ -1,0 +1,100 @@
+"""The output of ``taco plan``: the plan (:func:`taco.workflow.plan_costs.build_plan`) as Markdown
+(``plan.md``, what ``taco plan`` prints), as JSON (``--json``) and as the one line the workflow prints
+at its start.
+
+Part of ``taco plan`` (the command: :mod:`taco.workflow.plan`; the numbers:
+:mod:`taco.workflow.plan_costs`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+def _h(x: float) -> str:
+    """Hours: two decimals below 100, whole hours above."""
+    return f"{x:,.2f}" if x < 100 else f"{x:,.0f}"
+
+
+def _gb(x: float) -> str:
+    """Bytes as GB with two decimals."""
+    return f"{x / 1e9:,.2f}"
+
+
+def render_markdown(plan: dict[str, Any]) -> str:
+    """The plan as Markdown (``plan.md``; the same text ``taco plan`` prints)."""
+    t = plan["throughput"]
+    m = t["measured"]
+    lines = [f"# Compute plan: {plan['results_dir']}", "",
+             f"Tasks: {', '.join(plan['tasks'])}; seeds: {len(plan['seeds'])}. FLOPs: taco.workflow.flops "
+             "(6N + attention; fine-tuning tokens padded to max_length, an upper bound). Time: "
+             + (f"measured throughput from {m['source']} ({m['gpu']}, {m['date']}) where the preset was measured, "
+                f"else " if m else "no device-check result: ")
+             + f"assumed {t['pretrain_utilization']:.0%} (pre-training) / {t['finetune_utilization']:.0%} "
+               f"(fine-tuning) of {t['peak_tflops']:g} TFLOP/s; {t['job_overhead_s']:.0f} s per fine-tuning "
+               f"process ({t['job_overhead_source']}). Several GPUs per job: linear scaling assumed."
+             + (" This configuration runs on CPU (`num_gpus: 0`): its GPU-hours are what it would take on "
+                "the reference GPU, not its CPU time." if plan.get("cpu_only") else ""), "",
+             "## Jobs by rule", "", "Compute-carrying rules, complete run from nothing (the config's grid):", "",
+             "| rule | jobs |", "|---|---:|"]
+    lines += [f"| {k} | {v} |" for k, v in plan["compute_jobs"].items()]
+    left = plan.get("snakemake_jobs_left")
+    if left is not None:
+        lines += ["", "Every rule, as `snakemake -n` plans it now (jobs left to run here):", "",
+                  "| rule | jobs |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in left.items()]
+        lines.append(f"| **total** | {sum(left.values())} |")
+    lines += ["", "## Pre-training", "",
+              "| run | steps | global batch | tokens | FLOPs | GPU-h | longest segment h | rate from |",
+              "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for p in plan["pretrain"]:
+        lines.append(f"| {p['size']}/{p['objective']}/data-{p['fraction']:g} | {p['steps']:,} | {p['global_batch']} | "
+                     f"{p['tokens']:.3g} | {p['flops']:.3g} | {_h(p['gpu_hours'])} | "
+                     f"{_h(p['longest_segment_hours'])} | {p['rate_source']} |")
+    f = plan["finetune"]
+    lines += ["", "## Fine-tuning", "", "| run | checkpoints | runs (ckpt x task x seed) | FLOPs | GPU-h |",
+              "|---|---:|---:|---:|---:|"]
+    for r in f["rows"]:
+        lines.append(f"| {r['size']}/{r['objective']}/data-{r['fraction']:g} | {r['checkpoints']} | {r['runs']} | "
+                     f"{r['flops']:.3g} | {_h(r['gpu_hours'])} |")
+    tot = plan["totals"]
+    lines += ["", f"**Total**: {tot['flops']:.3g} FLOPs; {_h(tot['pretrain_gpu_hours'])} GPU-h pre-training + "
+                  f"{_h(tot['finetune_gpu_hours'])} GPU-h fine-tuning = **{_h(tot['gpu_hours'])} GPU-h** "
+                  f"(dynamics jobs: {plan['dynamics_jobs']}, not priced: forward passes over a few blocks).", "",
+              "## Disk", "", f"Corpus: {plan['disk']['corpus_words']:.3g} words ({plan['disk']['corpus_words_source']}).",
+              "", "| artifact kind | GB |", "|---|---:|"]
+    lines += [f"| {k} | {_gb(v)} |" for k, v in plan["disk"]["kinds"].items()]
+    lines += [f"| **total** | {_gb(plan['disk']['total'])} |", "", "## Longest job against the time limit", "",
+              "| rule | job | hours | config runtime (min) | slurm profile runtime (min) | fits |",
+              "|---|---|---:|---:|---:|---|"]
+    for c in plan["time_limits"]:
+        fits = "-" if c["fits_profile"] is None else ("yes" if c["fits_profile"] else "**no**")
+        lines.append(f"| {c['rule']} | {c['job']} | {_h(c['hours'])} | {c['config_runtime_min']} | "
+                     f"{c['profile_runtime_min']} | {fits} |")
+    if plan.get("targets"):
+        lines += ["", "## Cost of each table, figure and claim (on its own; cheapest first)", "",
+                  "| target | pre-training needed (run: up to step) | fine-tuning runs | GPU-h | not available here |",
+                  "|---|---|---:|---:|---|"]
+        # what this configuration can produce first (cheapest first), then what it cannot
+        for name, c in sorted(plan["targets"].items(), key=lambda kv: (bool(kv[1]["missing"]), kv[1]["gpu_hours"])):
+            need = "; ".join(f"{k}: {v:,}" for k, v in c["pretrain_steps"].items()) or "-"
+            lines.append(f"| {name} | {need} | {c['finetune_runs']} | {_h(c['gpu_hours'])} | "
+                         f"{'; '.join(c['missing']) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(plan: dict[str, Any]) -> str:
+    """One line for the workflow's start: jobs, GPU-hours, disk, time-limit warnings."""
+    tot = plan["totals"]
+    warn = [c for c in plan["time_limits"] if c["fits_profile"] is False]
+    jobs = ", ".join(f"{k} {v}" for k, v in plan["compute_jobs"].items())
+    s = (f"compute plan ({jobs} jobs): {tot['flops']:.3g} FLOPs, "
+         f"{_h(tot['gpu_hours'])} GPU-h ({_h(tot['pretrain_gpu_hours'])} pre-training, "
+         f"{_h(tot['finetune_gpu_hours'])} fine-tuning), disk {_gb(plan['disk']['total'])} GB")
+    for c in warn:
+        s += f"; WARNING: {c['rule']} {c['job']} needs {_h(c['hours'])} h > profile runtime {c['profile_runtime_min']} min"
+    return s
+
+
+def render_json(plan: dict[str, Any]) -> str:
+    """The plan as JSON (``taco plan --json``; values JSON cannot hold written as their ``str``)."""
+    return json.dumps(plan, indent=2, default=str)
