@@ -235,3 +235,20 @@ def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
     assert {r.pretrain_seed for r, _ in wc.dynamics_checkpoints(cfg)} == {5}
     cfg["dynamics"]["enabled"] = False
     assert wc.dynamics_checkpoints(cfg) == [] and plan.compute_jobs(cfg)["dynamics"] == 0
+
+
+def test_plan_numbers_do_not_depend_on_the_hash_seed(tmp_path):
+    """The fine-tuning cost summed a set of tasks in hash order, so plan.json's GPU-hours changed in
+    their last digits from run to run (PYTHONHASHSEED); a rerun must print the same plan."""
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "2", "3"):
+        out = tmp_path / f"plan-{seed}.json"
+        subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(REPO / "config.yaml"),
+                        "--no-snakemake", "--json", str(out), "--output", str(tmp_path / f"plan-{seed}.md")],
+                       check=True, cwd=tmp_path, env=dict(os.environ, PYTHONHASHSEED=seed), capture_output=True)
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] == outs[2]

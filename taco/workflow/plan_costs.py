@@ -421,7 +421,7 @@ def _needs_cost(config, needs, pre_by_run, tasks, rates) -> dict[str, Any]:
     pre_f = sum(pre_by_run[k]["flops_per_step"] * s for k, s in chains.items())
     ft_h = ft_f = 0.0
     for ((size, objective, fraction), step), ts in ckpts.items():
-        for t in ts:
+        for t in sorted(ts):  # a fixed order: float sums of a set varied with PYTHONHASHSEED
             if t not in tasks:
                 continue
             c = finetune_job_cost(config, size, t, rates)
