@@ -70,6 +70,20 @@ FINETUNE_HYPERPARAMETERS: dict[str, dict[str, float]] = {
     "base": {"learning_rate": 3e-5, "epochs": 6},
 }
 
+
+def finetune_hyperparameters(preset: str, overrides: dict[str, Any] | None = None) -> dict[str, float]:
+    """Fine-tuning ``learning_rate`` and ``epochs`` for a model of ``preset``: the preset's defaults
+    (:data:`FINETUNE_HYPERPARAMETERS`) updated by ``overrides`` (a config's
+    ``finetune.hyperparameters``, keyed by preset, never by the run's size key). The one place the
+    workflow's command builder, ``taco finetune``'s defaults and the deviations report look it up.
+
+    Raises:
+        KeyError: naming the preset and the known ones, for a preset without defaults.
+    """
+    if preset not in FINETUNE_HYPERPARAMETERS:
+        raise KeyError(f"no fine-tuning defaults for preset {preset!r} (known: {', '.join(FINETUNE_HYPERPARAMETERS)})")
+    return {**FINETUNE_HYPERPARAMETERS[preset], **((overrides or {}).get(preset) or {})}
+
 # ---- GLUE -------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

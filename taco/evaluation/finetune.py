@@ -39,7 +39,7 @@ from typing import Any
 
 from taco.cli import cli_error
 from taco.manifest import MANIFEST_NAME, atomic_directory, finite_or_null, read_manifest, sha256_file
-from taco.registry import FINETUNE_HYPERPARAMETERS
+from taco.registry import FINETUNE_HYPERPARAMETERS, finetune_hyperparameters
 
 
 
@@ -154,7 +154,7 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
     # the defaults follow the model's preset (manifest size_preset), never the run's size key: a size
     # key "base" may be a tiny model (tests/configs/paper-shrunk.yaml)
     size = manifest.get("size_preset")
-    defaults = FINETUNE_HYPERPARAMETERS.get(size) if size else None
+    defaults = finetune_hyperparameters(size) if size in FINETUNE_HYPERPARAMETERS else None
     if defaults is None and (args.lr is None or args.epochs is None):
         raise UsageError(f"--checkpoint {ckpt}: {MANIFEST_NAME} has no known size_preset ({size!r}) to take the "
                          "fine-tuning learning rate and epochs from; pass --lr and --epochs")

@@ -39,7 +39,8 @@ from typing import Any
 
 from taco.cli import cli_error
 from taco.objectives import OBJECTIVE_SPECS, options_of
-from taco.registry import FINETUNE_HYPERPARAMETERS, PAPER_BUDGETS, PRESET_SHAPES, PRETRAIN_SCHEDULE
+from taco.registry import (FINETUNE_HYPERPARAMETERS, PAPER_BUDGETS, PRESET_SHAPES, PRETRAIN_SCHEDULE,
+                           finetune_hyperparameters)
 
 OFFICIAL = "official code"
 
@@ -432,10 +433,10 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
     for name, s in config["pretrain"]["sizes"].items():
         role = _role_of(config, name)
         paper = FINETUNE_HYPERPARAMETERS.get(role or "", None)
-        # what the workflow runs (taco.workflow.config.finetune_hyperparameters): the preset's defaults,
+        # what the workflow runs (taco.registry.finetune_hyperparameters, also the workflow's): the preset's defaults,
         # overridden by finetune.hyperparameters.<preset>; keyed by preset, not by the size key
         preset = s["preset"]
-        here = {**FINETUNE_HYPERPARAMETERS.get(preset, {}), **(hps.get(preset) or {})}
+        here = finetune_hyperparameters(preset, hps) if preset in FINETUNE_HYPERPARAMETERS else {}
         if paper is None or not here:
             continue
         for k, line in (("learning_rate", 15), ("epochs", 16)):

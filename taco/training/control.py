@@ -43,8 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write the no-pre-training control: a randomly initialised checkpoint (step 0) of "
         "the architecture `taco pretrain` would train, with its validation MLM loss.")
     p.add_argument("--blocks", required=True, help="packed blocks directory (taco pack output)")
-    p.add_argument("--size", required=True, choices=PRESETS, help="model size preset")
-    p.add_argument("--size-name", default=None, help="size label recorded in the manifest (default: --size)")
+    p.add_argument("--size", required=True, choices=PRESETS,
+                   help="the model preset (the manifest's size_preset; config pretrain.sizes.<size>.preset)")
+    p.add_argument("--size-name", default=None,
+                   help="the run's size key, recorded as the manifest's size (a key of config pretrain.sizes; default: --size)")
     p.add_argument("--seed", type=int, default=42, help="initialisation seed (the pre-training seed)")
     p.add_argument("--init-objective", default="mlm",
                    help="objective the model is built with (its heads; default mlm)")

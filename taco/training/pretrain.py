@@ -112,8 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--blocks", required=True, help="packed blocks directory (taco pack output)")
     p.add_argument("--objective", required=True, help="pre-training objective: " + ", ".join(OBJECTIVES))
-    p.add_argument("--size", required=True, choices=PRESETS, help="model size preset")
-    p.add_argument("--size-name", default=None, help="size label recorded in the manifest (default: --size)")
+    p.add_argument("--size", required=True, choices=PRESETS,
+                   help="the model preset (the manifest's size_preset; config pretrain.sizes.<size>.preset)")
+    p.add_argument("--size-name", default=None,
+                   help="the run's size key, recorded as the manifest's size (a key of config pretrain.sizes; default: --size)")
     p.add_argument("--max-steps", type=int, default=None,
                    help="steps of the FULL run (defines the LR schedule); default 250k small, 500k base")
     p.add_argument("--warmup-steps", type=int, default=None, help="default 2.5k small, 10k base")

@@ -17,6 +17,7 @@ from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options
 from taco.registry import (  # noqa: F401
     FINETUNE_HYPERPARAMETERS, GLUE_TASK_NAMES, OBJECTIVES, PRESETS, TC_OBJECTIVES, budget_name,
 )
+from taco.registry import finetune_hyperparameters as registry_finetune_hyperparameters
 
 #: names the workflow's wildcards and checks accept (defined once in taco.registry)
 OBJECTIVES = OBJECTIVES
@@ -157,11 +158,10 @@ def finetune_budgets(config: dict[str, Any], size: str, fraction: float = 1.0) -
 
 
 def finetune_hyperparameters(config: dict[str, Any], size: str) -> dict[str, float]:
-    """Learning rate and epochs for fine-tuning checkpoints of ``size`` (by its preset)."""
-    preset = config["pretrain"]["sizes"][size]["preset"]
-    hp = dict(FINETUNE_HYPERPARAMETERS[preset])
-    hp.update(config["finetune"].get("hyperparameters", {}).get(preset, {}))
-    return hp
+    """Learning rate and epochs for fine-tuning checkpoints of ``size``: :func:`taco.registry.finetune_hyperparameters`
+    of its preset with the config's ``finetune.hyperparameters``."""
+    return registry_finetune_hyperparameters(config["pretrain"]["sizes"][size]["preset"],
+                                             config["finetune"].get("hyperparameters"))
 
 
 def _required_path(config: dict[str, Any], key: str, value: str | None, because: str,
