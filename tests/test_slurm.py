@@ -7,7 +7,11 @@
    log, a SLURM log file named after that id, and ``squeue --states=all`` (no accounting database:
    MinJobAge=3600 keeps finished jobs listed) shows each id COMPLETED with the rule in its comment and the
    profile's GPU request in its TRES.
-3. The fine-tuning metrics, the aggregates and the tables are the same numbers as the local run.
+3. The trained tokenizer, the packed blocks and every budget checkpoint's weights are the same bytes,
+   and the fine-tuning metrics, the aggregates and the tables the same numbers, as the local run
+   (CI once saw one SST-2 accuracy differ: each run had trained its own tokenizer, and the library's
+   trainer numbered tokens differently per process, huggingface/tokenizers#1794, fixed in
+   taco.data.tokenizer.train_tokenizer).
 4. A pre-training segment is cancelled (``scancel``: SIGTERM, then SIGKILL after KillWait) after it
    saved an intermediate state; the profile's ``retries`` resubmit it as a new SLURM job, which
    resumes from that state (its log says so), and the budget checkpoint equals the uninterrupted one
@@ -140,6 +144,16 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def artifact_hashes(results: Path) -> dict[str, str]:
+    """sha256 of the trained tokenizer, the packed blocks and every budget checkpoint's weights (not the
+    manifests: they hold dates and wall times)."""
+    import hashlib
+
+    files = [*sorted((results / "data").rglob("tokenizer.json")), *sorted((results / "data").rglob("*.arrow")),
+             *sorted((results / "pretrain").rglob("model.safetensors"))]
+    return {str(f.relative_to(results)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
 def result_numbers(results: Path) -> dict[str, object]:
     """Every number the workflow reports, keyed by file: metrics (not timings), aggregates, tables."""
     out: dict[str, object] = {}
@@ -216,6 +230,14 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
     assert re.search(r"gres[:/]gpu[:=]1", scontrol_job(by_rule["finetune"][0])), scontrol_job(by_rule["finetune"][0])
 
     # ---- 3. same numbers as the local run ----
+    # first the inputs of fine-tuning, so that a difference is located where it arises (data stage,
+    # a pre-training segment, or fine-tuning itself), with what each run's logs say about resumes
+    slurm_bytes, local_bytes = artifact_hashes(slurm_dir / results), artifact_hashes(local_dir / results)
+    assert slurm_bytes.keys() == local_bytes.keys() and slurm_bytes
+    for key in slurm_bytes:
+        assert slurm_bytes[key] == local_bytes[key], (
+            f"{key} differs between SLURM and local; resumes in the SLURM logs: "
+            f"{re.findall(r'.*resum.*', slurm_log)[:5]}")
     slurm_numbers = result_numbers(slurm_dir / results)
     local_numbers = result_numbers(local_dir / results)
     assert slurm_numbers.keys() == local_numbers.keys()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from taco.data.corpus import build_corpus
-from taco.data.tokenizer import (build_tokenizer, check_tokenizer, load_tokenizer, main, tokenizer_hash,
+from taco.data.tokenizer import (SPECIAL_TOKENS, build_tokenizer, check_tokenizer, load_tokenizer, main, tokenizer_hash,
                                  tokenizer_from_vocab)
 
 
@@ -122,3 +122,28 @@ def test_worker_pool_reports_a_failing_initializer_instead_of_hanging():
     with pytest.raises(RuntimeError, match="initializer failed"):
         with WorkerPool(2, initializer=_raise_in_initializer) as pool:
             list(pool.map(_square, range(4)))
+
+
+_TRAIN_IN_A_NEW_PROCESS = """
+import json, sys
+from taco.data.synthetic import generate_documents
+from taco.data.tokenizer import train_tokenizer
+texts = generate_documents(300, seed=0)
+tok = train_tokenizer(texts, vocab_size=400, lowercase=True, min_frequency=2)
+print(json.dumps(tok.get_vocab(), sort_keys=True))
+"""
+
+
+def test_training_gives_the_same_vocabulary_and_ids_in_every_process():
+    """huggingface/tokenizers#1794: the library's WordPiece trainer numbers the ``##c`` tokens in
+    hash-map order (a new seed per process) and those ids break merge ties, so the same corpus gave
+    another vocabulary in another process (every model trained on it then differs). train_tokenizer
+    declares them up front; four processes must agree on every token and id."""
+    import subprocess
+    import sys
+
+    vocabs = {subprocess.run([sys.executable, "-c", _TRAIN_IN_A_NEW_PROCESS], check=True, capture_output=True,
+                             text=True, timeout=300).stdout for _ in range(4)}
+    assert len(vocabs) == 1
+    vocab = json.loads(vocabs.pop())
+    assert [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])][:5] == list(SPECIAL_TOKENS)

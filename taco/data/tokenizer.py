@@ -92,20 +92,49 @@ def tokenizer_from_vocab(vocab_file: str | os.PathLike, lowercase: bool = True, 
     return _wrap(_bert_pipeline(model, vocab, lowercase), lowercase, model_max_length)
 
 
+def _continuing_subword_tokens(tok, texts) -> list[str]:
+    """``##c`` for every character ``c`` that follows another inside a word (after the pipeline's
+    normaliser and pre-tokeniser), sorted: exactly the continuing-subword tokens the trainer creates."""
+    chars: set[str] = set()
+    for batch in texts:
+        for text in [batch] if isinstance(batch, str) else batch:
+            for word, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(text)):
+                chars.update(word[1:])
+    return ["##" + c for c in sorted(chars)]
+
+
 def train_tokenizer(texts, vocab_size: int = 8000, lowercase: bool = True, min_frequency: int = 2,
                     model_max_length: int = 512):
-    """Train a BERT-style WordPiece tokenizer on an iterable of strings (or of lists of strings)."""
+    """Train a BERT-style WordPiece tokenizer (``tokenizers.trainers.WordPieceTrainer``) on strings or
+    lists of strings: ``texts`` is an iterable, or a zero-argument callable returning a fresh one (the
+    text is read twice; an iterable is kept in memory for that).
+
+    Deterministic: the same text gives the same vocabulary and ids in every process. The library's
+    trainer is not (huggingface/tokenizers#1794): it numbers the continuing-subword tokens (``##c``) in
+    hash-map order, and those ids break ties between equally frequent merges, so two runs on one corpus
+    gave different vocabularies (smoke corpus: 6 trainings, 6 different id maps, different token sets).
+    Here those tokens are declared up front, sorted, as trainer special tokens (fixed ids after
+    ``[PAD] [UNK] [CLS] [SEP] [MASK]``), and the tokenizer is then rebuilt from the trained vocabulary
+    with only the five BERT special tokens.
+
+    Raises:
+        ValueError: ``vocab_size`` not above the number of special tokens.
+    """
     from tokenizers import models, trainers
 
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ValueError(f"--vocab-size must exceed {len(SPECIAL_TOKENS)}, got {vocab_size}")
+    again = texts if callable(texts) else (lambda kept=list(texts): kept)
+    probe = _bert_pipeline(models.WordPiece(unk_token="[UNK]"), {}, lowercase)
+    subwords = _continuing_subword_tokens(probe, again())
     tok = _bert_pipeline(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100), {}, lowercase)
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                        special_tokens=list(SPECIAL_TOKENS), continuing_subword_prefix="##",
+                                        special_tokens=[*SPECIAL_TOKENS, *subwords], continuing_subword_prefix="##",
                                         show_progress=False)
-    tok.train_from_iterator(texts, trainer=trainer)
-    _set_post_processor(tok, tok.get_vocab())
-    return _wrap(tok, lowercase, model_max_length)
+    tok.train_from_iterator(again(), trainer=trainer)
+    vocab = tok.get_vocab()
+    model = models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100)
+    return _wrap(_bert_pipeline(model, vocab, lowercase), lowercase, model_max_length)
 
 
 def tokenizer_hash(tokenizer_or_dir: Any) -> str:
@@ -223,15 +252,15 @@ def build_tokenizer(kind: str, output: str | os.PathLike, *, corpus: str | os.Pa
         tok = AutoTokenizer.from_pretrained(str(hub_id))
     else:
         docs = load_documents(corpus)
-        progress = Progress("tokenizer train: reading", total_documents=len(docs), unit="rows")
+        progress = Progress("tokenizer train: reading (2 passes)", total_documents=2 * len(docs), unit="rows")
 
-        def batches():  # empty Hub rows (kept in place) are skipped
+        def batches():  # empty Hub rows (kept in place) are skipped; read twice (train_tokenizer)
             for i in range(0, len(docs), 1000):
                 texts = docs[i:i + 1000]["text"]
                 progress.update(len(texts))
                 yield [t for t in texts if t and t.strip()]
 
-        tok = train_tokenizer(batches(), vocab_size, lowercase, min_frequency, model_max_length)
+        tok = train_tokenizer(batches, vocab_size, lowercase, min_frequency, model_max_length)
         progress.finish()
     check_tokenizer(tok)
     with atomic_directory(output, overwrite=True) as tmp:
