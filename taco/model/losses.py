@@ -26,6 +26,12 @@ import warnings
 import torch
 import torch.nn.functional as F
 
+from taco.objectives import OPTIONS
+
+#: tau's default, declared once with the option (``taco.objectives.taco``: ``--tc-temperature``,
+#: config ``pretrain.tc.temperature``)
+DEFAULT_TEMPERATURE: float = OPTIONS["tc_temperature"].default
+
 __all__ = ["tc_loss", "gathered_dot", "GatheredDot", "DEFAULT_CHUNK_BYTES"]
 
 #: Default bound on the temporary (chunk, K+1, H) gather of the chunked path: the larger of 4 MiB and
@@ -145,7 +151,7 @@ def tc_loss(
     positive_index: torch.Tensor,
     negative_index: torch.Tensor,
     anchor_mask: torch.Tensor,
-    temperature: float = 0.07,
+    temperature: float = DEFAULT_TEMPERATURE,
     chunk_bytes: int | None = DEFAULT_CHUNK_BYTES,
     method: str = "auto",
 ) -> torch.Tensor:
