@@ -29,7 +29,8 @@ import torch.nn.functional as F
 
 from taco.model.losses import tc_loss
 from taco.model.modeling import SIZES, TacoForPreTraining, bert_config
-from taco.model.objectives import OBJECTIVES, mask_tokens
+from taco.model.objectives import mask_tokens
+from taco.registry import OBJECTIVES
 from taco.model.sampling import sample_negative_index, sample_positive_index
 
 
