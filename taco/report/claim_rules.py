@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats as sst
 
 from taco.report.analysis_config import AnalysisConfig
-from taco.report.stats import min_attainable_pvalue
+from taco.report.inference import min_attainable_pvalue
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN)

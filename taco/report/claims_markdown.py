@@ -15,7 +15,8 @@ import pandas as pd
 
 from taco.report.analysis_config import AnalysisConfig
 from taco.report.claim_rules import VERDICTS, decision_level, fewest_seeds
-from taco.report.stats import UNIT_FINETUNE, UNIT_PRETRAIN, min_attainable_pvalue
+from taco.report.inference import min_attainable_pvalue
+from taco.report.stats import UNIT_FINETUNE, UNIT_PRETRAIN
 from taco.report.tables import KEY_LABELS
 
 
