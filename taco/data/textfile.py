@@ -3,7 +3,7 @@
 Every text input the suite reads as UTF-8 (local GLUE TSVs, ``vocab.txt``, the analysis spec)
 goes through :func:`read_utf8`, so a stray non-UTF-8 byte (``\\xff`` in a sentence) stops the
 command before any work with ``<file>:<line>: not UTF-8 ...`` instead of a ``UnicodeDecodeError``
-traceback that names no file. (Local corpus files are read by ``taco.data.corpus``, which falls
+traceback that names no file. (Local corpus files are read by ``taco.data.local_text``, which falls
 back to Latin-1 on purpose for the Gutenberg selection and records which files it read so.)
 """
 

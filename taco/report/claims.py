@@ -82,6 +82,10 @@ observed effect and pooled SD (normal approximation, n = 2 (z_{1-alpha} + z_{0.8
 
 A claim row counts the degenerate runs (constant predictions, undefined metrics counted as 0) in
 its cells (``n_degenerate``) and says so in its reason and in the summary table.
+
+This module holds the claims (``CLAIMS``), their evaluation on the aggregate tables
+(``evaluate_claims``) and the command; the rules above are ``taco.report.claim_rules`` and the page
+``taco.report.claims_markdown``, both re-exported here.
 """
 
 from __future__ import annotations
@@ -95,10 +99,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sst
 
 from taco.report.cli import atomic_write_text, report_main, report_parser
 from taco.report.analysis_config import AnalysisConfig
+from taco.report.claim_rules import (  # noqa: F401  (re-exported: taco.report.claims.<name>)
+    INCONCLUSIVE, KINDS, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TARGET_POWER, VERDICTS, _decides_by_non_inferiority,
+    _max, _sig, decide, deciding_boundary, decision_level, equivalence_detail, fewest_seeds, pvalue_set, rule_text,
+    seeds_for_power, tests_for)
+from taco.report.claims_markdown import (  # noqa: F401  (re-exported: taco.report.claims.<name>)
+    SYNTHETIC_CLAIM_TAG, ZERO_VARIANCE_CAUSES, _f, _interval_words, _n, _p, _verdict_cell, page_warnings,
+    render_markdown, synthetic_banner, unit_phrase)
 from taco.report.html import write_markdown_page
 from taco.report.stats import (
     average_keys,
@@ -108,24 +118,16 @@ from taco.report.stats import (
     fmt_fraction,
     holm,
     interval,
-    min_attainable_pvalue,
     rng_for,
     seed_averages,
     statistical_units,
     unit_note,
-    UNIT_FINETUNE,
-    UNIT_PRETRAIN,
 )
 from taco.registry import CONTROL
 from taco.report.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
 
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
-VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN)
-KINDS = ("match", "competitive", "improvement", "below", "not_better", "helps")
 #: an arm's budget meaning "the run's last fine-tuned checkpoint" (the final one)
 LAST_BUDGET = "last"
-#: power used by the ``seeds_for_power`` estimate
-TARGET_POWER = 0.8
 
 
 @dataclass(frozen=True)
@@ -182,206 +184,6 @@ CLAIMS: tuple[Claim, ...] = (
           Arm("mlm", 1.0, LAST_BUDGET), Arm(CONTROL, 1.0, ""),
           note="without it, no comparison between objectives shows that the suite measures pre-training"),
 )
-
-
-# ---------------------------------------------------------------------------------------------
-# rules
-# ---------------------------------------------------------------------------------------------
-def decision_level(cfg: AnalysisConfig) -> float:
-    """Level of the decision interval: 1 - 2 alpha (the two-sided interval whose ends are the
-    one-sided 1 - alpha bounds that one-sided tests and TOST at alpha correspond to)."""
-    return round(1.0 - 2.0 * cfg.alpha, 12)
-
-
-def _decides_by_non_inferiority(kind: str, cfg: AnalysisConfig) -> bool:
-    return kind == "competitive" or (kind == "match" and cfg.match_rule == "non_inferiority")
-
-
-def rule_text(kind: str, cfg: AnalysisConfig) -> str:
-    """The decision rule of a claim kind with this spec's margins, in words."""
-    d, a = cfg.equivalence_margin, cfg.alpha
-    dl = f"{decision_level(cfg) * 100:g}%"
-    t, m = cfg.improvement_target, cfg.improvement_margin
-    if _decides_by_non_inferiority(kind, cfg):
-        every = "on every score key (intersection-union test, no multiplicity correction): " \
-            if kind == "competitive" else ""
-        against = (f"not supported if on some key the {dl} CI high < -{d} and the Holm-adjusted (over the keys) "
-                   f"p(delta < -{d}) <= {a}" if kind == "competitive"
-                   else f"not supported if the {dl} CI high < -{d} and p(delta < -{d}) <= {a}")
-        return (f"non-inferiority, margin {d} points, {every}supported if the {dl} CI low > -{d} and "
-                f"p(delta > -{d}) <= {a}; {against}"
-                + ("; equivalence within +-{d} (TOST) reported as a detail".format(d=d) if kind == "match" else ""))
-    if kind == "match":
-        return (f"equivalence (TOST), margin +-{d} points: supported if the {dl} CI lies inside (-{d}, {d}) and "
-                f"both one-sided permutation tests give p <= {a}; not supported if the {dl} CI lies beyond a "
-                f"margin and the one-sided test beyond it gives p <= {a}")
-    if kind == "improvement":
-        return (f"improvement of about {t} (at least {t - m:g} = {t} - {m}): supported if the {dl} CI low > "
-                f"{t - m:g} and p(delta > {t - m:g}) <= {a} (a larger improvement supports it); not supported "
-                f"if the {dl} CI high < {t - m:g} and p(delta < {t - m:g}) <= {a}")
-    if kind == "below":
-        return (f"A below B: supported if the {dl} CI high < 0 and p(delta < 0) <= {a}; not supported if the "
-                f"{dl} CI low > 0 and p(delta > 0) <= {a}, or equivalence within +-{d} is shown (TOST)")
-    if kind == "helps":
-        return (f"one-sided improvement, margin 0: supported if the {dl} CI low > 0 and p(delta > 0) <= {a}; "
-                f"not supported if the {dl} CI high < 0 and p(delta < 0) <= {a}")
-    if kind == "not_better":
-        return (f"non-superiority, margin {d} points: supported if the {dl} CI high < {d} and "
-                f"p(delta < {d}) <= {a}; not supported if the {dl} CI low > {d} and p(delta > {d}) <= {a}")
-    raise ValueError(f"unknown claim kind {kind!r}")
-
-
-def pvalue_set(cmp, cfg: AnalysisConfig) -> dict[str, float]:
-    """Named one-sided p-values of a :class:`taco.report.stats.Comparison` used by the rules
-    (nan where the test was not run)."""
-    d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
-    pg, pl = cmp.p_greater, cmp.p_less
-    nan = math.nan
-    return {
-        "gt_neg_margin": pg.get(-d, nan), "lt_margin": pl.get(d, nan), "gt_margin": pg.get(d, nan),
-        "lt_neg_margin": pl.get(-d, nan), "tost": _max(pg.get(-d, nan), pl.get(d, nan)),
-        "gt0": pg.get(0.0, nan), "lt0": pl.get(0.0, nan),
-        "gt_target_low": pg.get(t - m, nan), "lt_target_low": pl.get(t - m, nan),
-    }
-
-
-def _max(*xs: float) -> float:
-    """Largest value; nan if any is nan (a TOST p needs both tests)."""
-    return math.nan if any(not math.isfinite(x) for x in xs) else max(xs)
-
-
-def tests_for(kind: str, cfg: AnalysisConfig) -> list[tuple[float, str]]:
-    """The one-sided permutation tests (shift, alternative) the rule of ``kind`` and its details need."""
-    d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
-    if kind not in KINDS:
-        raise ValueError(f"unknown claim kind {kind!r}")
-    return {
-        "match": [(-d, "greater"), (-d, "less"), (d, "less"), (d, "greater")],
-        "competitive": [(-d, "greater"), (-d, "less")],
-        "improvement": [(t - m, "greater"), (t - m, "less"), (0.0, "greater")],
-        "below": [(0.0, "less"), (0.0, "greater"), (-d, "greater"), (d, "less")],
-        "not_better": [(d, "less"), (d, "greater"), (0.0, "greater")],
-        "helps": [(0.0, "greater"), (0.0, "less")],
-    }[kind]
-
-
-def _sig(p: float, a: float) -> bool:
-    return math.isfinite(p) and p <= a
-
-
-def equivalence_detail(lo: float, hi: float, p: Mapping[str, float], cfg: AnalysisConfig) -> str:
-    """TOST at alpha with the 1 - 2 alpha interval, in words (a detail of the match claims)."""
-    d, a = cfg.equivalence_margin, cfg.alpha
-    if -d < lo and hi < d and _sig(p["tost"], a):
-        return f"equivalent within +-{d} (TOST p={p['tost']:.3g})"
-    if lo > d and _sig(p["gt_margin"], a):
-        return f"A better than B by more than {d} (p={p['gt_margin']:.3g}): not equivalent, A ahead"
-    if hi < -d and _sig(p["lt_neg_margin"], a):
-        return f"A worse than B by more than {d} (p={p['lt_neg_margin']:.3g})"
-    return f"equivalence within +-{d} not shown (TOST p={p['tost']:.3g})"
-
-
-def decide(kind: str, ci_low: float, ci_high: float, p: Mapping[str, float],
-           cfg: AnalysisConfig) -> tuple[str, str, float, float]:
-    """Apply the rule of ``kind`` -> (verdict, reason, p supporting, p against).
-
-    ``ci_low``, ``ci_high``: the decision interval (level :func:`decision_level`, 1 - 2 alpha) of
-    delta = mean(A) - mean(B) in GLUE points; ``p``: :func:`pvalue_set` (one-sided permutation
-    p-values). A non-finite interval (fewer than 2 seeds in a cell) gives inconclusive.
-    """
-    a, d = cfg.alpha, cfg.equivalence_margin
-    t, m = cfg.improvement_target, cfg.improvement_margin
-    lo, hi = ci_low, ci_high
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return INCONCLUSIVE, "no confidence interval (fewer than 2 seeds in a cell)", math.nan, math.nan
-    ci = f"{decision_level(cfg) * 100:g}% CI [{lo:.2f}, {hi:.2f}]"
-    if _decides_by_non_inferiority(kind, cfg):
-        ps, pa = p["gt_neg_margin"], p["lt_neg_margin"]
-        if lo > -d and _sig(ps, a):
-            return SUPPORTED, f"{ci} above -{d}: not worse by more than the margin, p={ps:.3g}", ps, pa
-        if hi < -d and _sig(pa, a):
-            return NOT_SUPPORTED, f"{ci} below -{d}: A worse than B by more than the margin, p={pa:.3g}", ps, pa
-        return INCONCLUSIVE, f"{ci}, p={ps:.3g}: non-inferiority at margin {d} neither shown nor refuted", ps, pa
-    if kind == "match":
-        ps = p["tost"]
-        if -d < lo and hi < d and _sig(ps, a):
-            return SUPPORTED, f"{ci} inside +-{d}, TOST p={ps:.3g}", ps, math.nan
-        if lo > d and _sig(p["gt_margin"], a):
-            return NOT_SUPPORTED, f"{ci} above +{d}: A better than B by more than the margin, p={p['gt_margin']:.3g}", ps, p["gt_margin"]
-        if hi < -d and _sig(p["lt_neg_margin"], a):
-            return NOT_SUPPORTED, f"{ci} below -{d}: A worse than B by more than the margin, p={p['lt_neg_margin']:.3g}", ps, p["lt_neg_margin"]
-        return INCONCLUSIVE, f"{ci}, TOST p={ps:.3g}: neither equivalence within +-{d} nor a difference beyond it shown", ps, math.nan
-    if kind == "improvement":
-        floor = t - m
-        ps, pa = p["gt_target_low"], p["lt_target_low"]
-        if lo > floor and _sig(ps, a):
-            return SUPPORTED, f"{ci} above {floor:g}: an improvement of at least about {t}, p={ps:.3g}", ps, pa
-        if hi < floor and _sig(pa, a):
-            return NOT_SUPPORTED, f"{ci} below {floor:g}: improvement smaller than claimed, p={pa:.3g}", ps, pa
-        return INCONCLUSIVE, f"{ci}, p(delta > {floor:g})={ps:.3g}: an improvement of about {t} neither shown nor refuted", ps, pa
-    if kind == "below":
-        ps = p["lt0"]
-        if hi < 0 and _sig(ps, a):
-            return SUPPORTED, f"{ci} < 0, p={ps:.3g}", ps, p["gt0"]
-        if lo > 0 and _sig(p["gt0"], a):
-            return NOT_SUPPORTED, f"{ci} > 0: A above B, p={p['gt0']:.3g}", ps, p["gt0"]
-        if -d < lo and hi < d and _sig(p["tost"], a):
-            return NOT_SUPPORTED, f"{ci} inside +-{d}: no meaningful difference, TOST p={p['tost']:.3g}", ps, p["tost"]
-        return INCONCLUSIVE, f"{ci}, p(delta < 0)={ps:.3g}: not decided", ps, p["gt0"]
-    if kind == "helps":
-        ps, pa = p["gt0"], p["lt0"]
-        if lo > 0 and _sig(ps, a):
-            return SUPPORTED, f"{ci} > 0: A above B, p={ps:.3g}", ps, pa
-        if hi < 0 and _sig(pa, a):
-            return NOT_SUPPORTED, f"{ci} < 0: A below B, p={pa:.3g}", ps, pa
-        return INCONCLUSIVE, f"{ci}, p(delta > 0)={ps:.3g}: an improvement neither shown nor refuted", ps, pa
-    if kind == "not_better":
-        ps, pa = p["lt_margin"], p["gt_margin"]
-        if hi < d and _sig(ps, a):
-            note = ""
-            if lo > 0 and _sig(p["gt0"], a):
-                note = f" (note: the small gain is itself significant, p(delta > 0)={p['gt0']:.3g}, but below the margin)"
-            return SUPPORTED, f"{ci} below +{d}: any gain smaller than the margin, p={ps:.3g}{note}", ps, pa
-        if lo > d and _sig(pa, a):
-            return NOT_SUPPORTED, f"{ci} above +{d}: A better than B by more than the margin, p={pa:.3g}", ps, pa
-        return INCONCLUSIVE, f"{ci}, p(delta < {d})={ps:.3g}: non-superiority at margin {d} neither shown nor refuted", ps, pa
-    raise ValueError(f"unknown claim kind {kind!r}")
-
-
-def deciding_boundary(kind: str, cfg: AnalysisConfig) -> float:
-    """The shift of the one-sided test that decides ``kind`` (the margin the effect must clear)."""
-    d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
-    if _decides_by_non_inferiority(kind, cfg):
-        return -d
-    return {"match": d, "improvement": t - m, "below": 0.0, "not_better": d, "helps": 0.0}[kind]
-
-
-def fewest_seeds(cfg: AnalysisConfig, limit: int = 50) -> int:
-    """Smallest n (seeds per arm, equal arms) at which a one-sided two-sample permutation test can
-    give p <= alpha at all: 1 / C(2n, n) <= alpha (exact test), 1 / (n_resamples + 1) once the
-    partitions outnumber ``n_resamples`` (:func:`taco.report.stats.min_attainable_pvalue`).
-    Applies to every rule here (one-sided tests, TOST and intersection-union all test at alpha)."""
-    for n in range(2, limit + 1):
-        if min_attainable_pvalue(n, n, cfg.n_resamples) <= cfg.alpha + 1e-15:
-            return n
-    return limit
-
-
-def seeds_for_power(a: Sequence[float], b: Sequence[float], boundary: float, cfg: AnalysisConfig,
-                    power: float = TARGET_POWER) -> float:
-    """Seeds per arm for ``power`` of a one-sided test of delta against ``boundary`` at alpha, at the
-    observed delta and pooled SD (normal approximation: n = 2 (z_{1-alpha} + z_power)^2 s^2 /
-    (delta - boundary)^2, rounded up, at least :func:`fewest_seeds`). nan when an arm has < 2 values,
-    the SD is 0 or delta equals the boundary."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if a.size < 2 or b.size < 2:
-        return math.nan
-    sp2 = ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
-    gap = float(a.mean() - b.mean()) - boundary
-    if sp2 <= 0 or gap == 0:
-        return math.nan
-    z = sst.norm.ppf(1 - cfg.alpha) + sst.norm.ppf(power)
-    return float(max(fewest_seeds(cfg), math.ceil(2 * z * z * sp2 / (gap * gap))))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -742,158 +544,6 @@ def evaluate_claims(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
     for c in claims:
         rows += evaluate_claim(c, agg["per_seed"], cfg)
     return pd.DataFrame(rows)
-
-
-#: what identical scores across seeds usually mean (claims page warnings)
-ZERO_VARIANCE_CAUSES = ("seeds that do not reach the runs, one result copied, or constant predictions; "
-                        "its interval is a single point")
-
-
-def unit_phrase(df: pd.DataFrame) -> str:
-    """What the effects on the claims page are computed over, from the claim rows' ``sample_unit``:
-    fine-tuning seeds, pre-training runs, or (mixed) each claim's own unit."""
-    units = {u for x in df.get("sample_unit", pd.Series(dtype=str)) if isinstance(x, str) and x
-             for u in x.split(" / ")}
-    if units == {UNIT_FINETUNE}:
-        return "over fine-tuning seeds (one pre-training run per arm)"
-    if units == {UNIT_PRETRAIN}:
-        return "over pre-training runs (each the mean of its fine-tuning seeds)"
-    if units:
-        return ("over each claim's statistical unit (fine-tuning seeds where a cell has one pre-training run, "
-                "pre-training runs where it has several; each claim's reason says which)")
-    return "over seeds"
-
-
-def page_warnings(df: pd.DataFrame, cfg: AnalysisConfig) -> list[str]:
-    """Warnings at the top of claims.md: replicated pre-training with too few runs to decide any claim
-    (``pretrain.seeds`` of length 2: the smallest attainable p is 1/6), and identical scores across
-    all seeds (zero variance) in a claim or one of its keys."""
-    out = []
-    claims = df[df["level"] == "claim"]
-    few = {}
-    for r in claims.itertuples():
-        unit = getattr(r, "sample_unit", "")
-        n = min(int(r.n_a or 0), int(r.n_b or 0))
-        if isinstance(unit, str) and UNIT_PRETRAIN in unit and 0 < n < fewest_seeds(cfg):
-            few.setdefault(n, []).append(r.claim_id)
-    for n, ids in sorted(few.items()):
-        out.append(f"{', '.join(ids)}: {n} pre-training runs per arm (pretrain.seeds of length {n}) can never "
-                   f"decide a claim: the smallest attainable one-sided permutation p is 1 / C({2 * n}, {n}) = "
-                   f"{min_attainable_pvalue(n, n, cfg.n_resamples):.3g} > alpha {cfg.alpha}; give pretrain.seeds at "
-                   f"least {fewest_seeds(cfg)} entries (or none, to use fine-tuning seeds as the unit).")
-    zv = [f"{r.claim_id}" + ("" if r.level == "claim" else f" {KEY_LABELS.get(r.scope, r.scope)}")
-          + f" ({r.zero_variance})" for r in df.itertuples()
-          if isinstance(getattr(r, "zero_variance", ""), str) and r.zero_variance]
-    if zv:
-        out.append(f"identical scores across all seeds (zero variance) in {', '.join(zv)}: suspicious "
-                   f"({ZERO_VARIANCE_CAUSES}); check these runs before trusting their verdicts.")
-    return out
-
-
-def _f(x: Any, nd: int = 2) -> str:
-    return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.{nd}f}"
-
-
-def _p(x: Any) -> str:
-    return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.3g}"
-
-
-def _n(x: Any) -> str:
-    return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{int(x)}"
-
-
-def _verdict_cell(r) -> str:
-    v = f"**{r.verdict}**"
-    nd = int(r.n_degenerate) if isinstance(r.n_degenerate, (int, float)) and math.isfinite(r.n_degenerate) else 0
-    if nd:
-        v += f" (from {nd} seed(s) with degenerate runs)"
-    return v
-
-
-def _interval_words(cfg: AnalysisConfig) -> str:
-    """The interval method named on the claims page."""
-    if cfg.ci_method == "t":
-        return ("Welch's t interval of the difference of means, scipy.stats.ttest_ind(equal_var=False)"
-                ".confidence_interval")
-    return f"{cfg.ci_method} bootstrap, scipy.stats.bootstrap, {cfg.n_resamples} resamples"
-
-
-#: appended to every claim's name on the page when the tasks are synthetic
-SYNTHETIC_CLAIM_TAG = " [on SYNTHETIC GLUE-format tasks]"
-
-
-def synthetic_banner(cfg: AnalysisConfig) -> list[str]:
-    """The claims page's opening lines about synthetic data (none when the tasks are real)."""
-    if not cfg.synthetic_tasks:
-        return []
-    corpus = " and a synthetic pre-training corpus" if cfg.synthetic_corpus else ""
-    return [f"**Synthetic data: these runs use this suite's SYNTHETIC GLUE-format tasks{corpus} (a smoke "
-            "test). \"GLUE points\" below are points on those synthetic tasks; the verdicts test the pipeline, "
-            "not the paper's claims, and nothing here is compared with the paper's numbers.**", ""]
-
-
-def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
-    """claims.md: a summary table (verdicts, claims not run marked ``not run``, degenerate inputs
-    named), the method, then per claim its rule, test, reason and per-key details. With synthetic
-    tasks the title, an opening paragraph and every claim's name say so."""
-    cl = int(round(cfg.confidence_level * 100))
-    dl = f"{decision_level(cfg) * 100:g}%"
-    claims = df[df["level"] == "claim"]
-    tag = SYNTHETIC_CLAIM_TAG if cfg.synthetic_tasks else ""
-    lines = ["# The paper's claims on the reproduced numbers"
-             + (" (SYNTHETIC GLUE-format tasks: a smoke test)" if tag else ""), "", *synthetic_banner(cfg),
-             f"Effects are mean(A) - mean(B) in GLUE points (x100) {unit_phrase(claims)}. Decisions: one-sided "
-             f"permutation tests (scipy.stats.permutation_test) at alpha = {cfg.alpha}, each with the {dl} "
-             f"interval (1 - 2 alpha; method: {_interval_words(cfg)}) that matches a one-sided test at alpha; "
-             f"the {cl}% CI is in claims.csv. Margin "
-             f"{cfg.equivalence_margin} points; \"matches\" decided by {cfg.match_rule.replace('_', '-')}; "
-             f"min_seeds = {cfg.min_seeds}; seed = {cfg.seed}.", "",
-             f"| Claim | A vs B | scope | n (A/B) | effect | {dl} CI | p for / against | fewest seeds (80% power) | verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    warns = page_warnings(df, cfg)
-    if warns:
-        lines[-2:-2] = ["**Warnings**", "", *(f"- {w}" for w in warns), ""]
-    for r in claims.itertuples():
-        lines.append(f"| {r.claim_id}: {r.claim}{tag} | {r.a} vs {r.b} | {r.scope or 'n/a'} | {r.n_a}/{r.n_b} | "
-                     f"{_f(r.effect)} | [{_f(r.decision_ci_low)}, {_f(r.decision_ci_high)}] | "
-                     f"{_p(r.p_value)} / {_p(r.p_against)} | {_n(r.fewest_seeds)} ({_n(r.seeds_for_power)}) | "
-                     f"{_verdict_cell(r)} |")
-    counts = claims["verdict"].value_counts()
-    lines += ["", "Verdicts: " + ", ".join(f"{v}: {int(counts.get(v, 0))}" for v in VERDICTS)
-              + ". `not run`: an arm of the claim was not in this configuration (the detail says which).", "",
-              "**Fewest seeds**: the smallest number of units per arm (fine-tuning seeds, or pre-training runs "
-              "where those are the unit) with which the claim's test can "
-              f"reach p <= {cfg.alpha} at all, analytically: the smallest n with 1 / C(2n, n) <= alpha, the smallest "
-              "one-sided p of the exact two-sample permutation test (complete separation of the arms); the same "
-              "for every rule here, since one-sided tests, TOST and the intersection-union test all test at alpha "
-              "(refuting the per-key claim C3 after Holm's correction over k keys needs 1 / C(2n, n) <= alpha / k). "
-              "In brackets: seeds per arm for 80% power at the observed effect and pooled SD (normal approximation "
-              "to the deciding one-sided test: n = 2 (z_{1-alpha} + z_0.8)^2 s^2 / (effect - boundary)^2).", "",
-              "Not checked as claims: Figure 6's learning-dynamics pattern (TACO keeps intra-context similarity "
-              "high and the intra/inter gap large late in training, MLM does not): the paper gives neither values "
-              "nor what \"high\"/\"large\" means, and the dynamics are measured on one pre-training run per "
-              "objective (CIs over validation blocks), so there is no replicate-level test at a stated margin; "
-              "see figure6. TACO vs BERT-NCE / INFOWORD: the paper's numbers are cited from Kong et al. (2020) "
-              "and not available here, and \"competitive\" has no stated margin; Table 4 shows this suite's "
-              "reimplementations measured beside TACO and MLM at equal steps and data where they were trained."]
-    for r in claims.itertuples():
-        lines += ["", f"## {r.claim_id}: {r.claim}{tag}", "",
-                  f"- Source: {r.source}; size role: {r.role} ({r.size or 'not run'})",
-                  f"- A = {r.a}, B = {r.b}; scope: {r.scope or 'n/a'}",
-                  f"- Rule: {r.rule}",
-                  f"- Test: {r.test}",
-                  f"- Verdict: **{r.verdict}** - {r.reason}"]
-        if isinstance(r.equivalence, str) and r.equivalence:
-            lines.append(f"- Detail: {r.equivalence}")
-        t = df[(df["level"] == "task") & (df["claim_id"] == r.claim_id)]
-        if not t.empty:
-            lines += ["", f"| score key | n (A/B) | mean A | mean B | effect | {dl} CI | Hedges' g | p | p (Holm) | verdict |",
-                      "|---|---|---|---|---|---|---|---|---|---|"]
-            for x in t.itertuples():
-                lines.append(f"| {KEY_LABELS.get(x.scope, x.scope)} | {x.n_a}/{x.n_b} | {_f(x.mean_a)} | "
-                             f"{_f(x.mean_b)} | {_f(x.effect)} | [{_f(x.decision_ci_low)}, {_f(x.decision_ci_high)}] | "
-                             f"{_f(x.hedges_g)} | {_p(x.p_value)} | {_p(x.p_holm)} | {x.verdict or 'detail'} |")
-    return "\n".join(lines) + "\n"
 
 
 def _write_claims(agg, cfg, args) -> list[Path]:
