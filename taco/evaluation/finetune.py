@@ -21,6 +21,7 @@ Monitoring (:mod:`taco.training.monitoring`, changes no number): TensorBoard eve
 training loss, learning rate and gradient norm (``train/...``) and every epoch's dev scores
 (``dev/<score key>/<metric>``) in ``--tensorboard-dir`` (default ``<output>/tensorboard``, kept by
 the atomic write); ``--report-to wandb`` sends the same to Weights & Biases; ``--report-to none``.
+The data, ``Trainer`` and per-epoch evaluation steps are in :mod:`taco.evaluation.finetune_trainer`.
 """
 
 from __future__ import annotations
@@ -28,16 +29,25 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
+from taco.evaluation.finetune_trainer import (  # noqa: F401  (re-exported: taco.evaluation.finetune.<name>)
+    TaskData,
+    _make_epoch_evaluator,
+    _precision,
+    _primary_value,
+    build_trainer,
+    choose_epoch,
+    load_task_data,
+    predict,
+    predict_tests,
+)
 from taco.manifest import MANIFEST_NAME, atomic_directory, finite_or_null, read_manifest, sha256_file
 from taco.registry import FINETUNE_HYPERPARAMETERS, finetune_hyperparameters
 
@@ -167,17 +177,6 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _precision(args) -> str:
-    import torch
-
-    cuda = torch.cuda.is_available() and args.device != "cpu"
-    if args.precision == "auto":
-        return "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
-    if args.precision == "fp16" and not cuda:
-        raise UsageError("--precision fp16 needs a GPU")
-    return args.precision
-
-
 # ------------------------------------------------------------------------------------------------
 # run
 # ------------------------------------------------------------------------------------------------
@@ -208,203 +207,6 @@ def primary_metrics(args: argparse.Namespace) -> dict[str, str]:
         out[key] = metric
     return out
 
-
-def _primary_value(scores: dict[str, dict[str, float]], primary: dict[str, str] | None = None) -> float:
-    """Mean over the score keys of each key's primary metric (``primary``, default the registry's);
-    -inf when none is defined."""
-    from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC
-
-    primary = primary or DEFAULT_PRIMARY_METRIC
-    vals = [scores[k].get(primary.get(k, "accuracy"), float("nan")) for k in scores]
-    vals = [v for v in vals if v is not None and not math.isnan(v)]
-    return sum(vals) / len(vals) if vals else float("-inf")
-
-
-# ---- step 1: data ----------------------------------------------------------------------------------
-@dataclass
-class TaskData:
-    """One task's splits for one run: raw (capped) and tokenized.
-
-    ``devs``/``dev_enc``: dev split name -> dataset; ``tests``/``test_enc``: ``GlueTestSplit`` ->
-    the unlabelled test set (never capped: the server scores every row); ``test_absent``:
-    ``GlueTestSplit`` -> why the source lacks it.
-    """
-
-    task: Any
-    train_enc: Any
-    devs: dict[str, Any]
-    dev_enc: dict[str, Any]
-    tests: dict[Any, Any] = field(default_factory=dict)
-    test_enc: dict[Any, Any] = field(default_factory=dict)
-    test_absent: dict[Any, str] = field(default_factory=dict)
-
-
-def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
-    """Load the task's train and dev splits (capped by ``--max-*-samples`` to a seeded random sample,
-    :func:`taco.data.glue.cap_split`, with ``--data-seed``) and, unless
-    ``--no-test-predictions``, its test split(s) (GLUE: every row; synthetic: as many rows as the
-    capped dev set); tokenize all of them (pairs truncated to ``--max-length``; labels as float for
-    STS-B). Raises UsageError when a train/dev split is missing."""
-    from taco.data.glue import GLUE_TASKS, cap_split, load_glue_task, load_glue_test
-
-    task = GLUE_TASKS[args.task]
-    data = load_glue_task(args.task, args.glue_source, args.glue_dir)
-    missing = [s for s in ("train", *task.dev_splits) if s not in data]
-    if missing:
-        raise UsageError(f"GLUE {args.task} ({args.glue_source}): split(s) {missing} missing")
-    data_seed = getattr(args, "data_seed", 0)
-    train = cap_split(data["train"], args.max_train_samples, data_seed, args.task, "train")
-    devs = {split: cap_split(data[split], args.max_eval_samples, data_seed, args.task, split)
-            for split in task.dev_splits}
-
-    def encode(batch):
-        texts = [batch[f] for f in task.text_fields]
-        enc = tokenizer(*texts, truncation=True, max_length=args.max_length)
-        if "label" in batch:
-            enc["labels"] = [float(x) for x in batch["label"]] if task.is_regression else batch["label"]
-        return enc
-
-    keep = ("input_ids", "token_type_ids", "attention_mask", "labels")
-
-    def prepare(ds):
-        enc = ds.map(encode, batched=True, desc=None)
-        return enc.remove_columns([c for c in enc.column_names if c not in keep])
-
-    out = TaskData(task, prepare(train), devs, {s: prepare(d) for s, d in devs.items()})
-    if args.test_predictions:
-        # real test sets are never capped (the server scores every row); the synthetic one, which no
-        # server scores, is as large as the (capped) dev set
-        num_test = args.max_eval_samples if args.glue_source == "synthetic" else None
-        out.tests, out.test_absent = load_glue_test(args.task, args.glue_source, args.glue_dir, num_test=num_test)
-        out.test_enc = {s: prepare(d) for s, d in out.tests.items()}
-    return out
-
-
-# ---- step 2: model and trainer -----------------------------------------------------------------------
-def build_trainer(args: argparse.Namespace, facts: dict[str, Any], data: TaskData, precision: str,
-                  work: Path, callbacks: list):
-    """The classification model from the checkpoint (seeded) and its HF ``Trainer``, with the
-    official run_glue.sh optimiser settings (AdamW, linear decay, no evaluation or saving by the
-    Trainer: the callbacks evaluate)."""
-    from transformers import (AutoModelForSequenceClassification, DataCollatorWithPadding, Trainer,
-                              TrainingArguments, set_seed)
-
-    task = data.task
-    set_seed(args.seed)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(facts["checkpoint"]), num_labels=task.num_labels,
-        problem_type="regression" if task.is_regression else "single_label_classification",
-    )
-    targs = TrainingArguments(
-        output_dir=str(work),
-        num_train_epochs=facts["epochs"],
-        per_device_train_batch_size=args.batch_size,
-        per_device_eval_batch_size=args.eval_batch_size,
-        learning_rate=facts["lr"],
-        weight_decay=args.weight_decay,
-        adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
-        max_grad_norm=1.0,
-        lr_scheduler_type="linear",
-        warmup_steps=args.warmup_steps,
-        optim="adamw_torch",
-        seed=args.seed,
-        data_seed=args.seed,
-        bf16=precision == "bf16",
-        fp16=precision == "fp16",
-        logging_steps=args.logging_steps,
-        eval_strategy="no",
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=args.no_progress,
-        dataloader_num_workers=0,
-        use_cpu=args.device == "cpu",
-    )
-    tokenizer = facts["tokenizer"]
-    return Trainer(model=model, args=targs, train_dataset=data.train_enc, processing_class=tokenizer,
-                   data_collator=DataCollatorWithPadding(tokenizer), callbacks=callbacks)
-
-
-# ---- step 3: evaluation while training ----------------------------------------------------------------
-def predict(trainer, ds, is_regression: bool):
-    """Predictions of the trainer's current model on ``ds``: (predictions (N,), label ids (N,) or None).
-    Classification: argmax of the logits; regression: the single output."""
-    import numpy as np
-
-    out = trainer.predict(ds)
-    logits = out.predictions[0] if isinstance(out.predictions, tuple) else out.predictions
-    preds = logits.reshape(-1) if is_regression else np.argmax(logits, axis=-1)
-    return preds, (None if out.label_ids is None else np.asarray(out.label_ids))
-
-
-def predict_tests(trainer, data: TaskData) -> dict[str, tuple[list[int], list[str]]]:
-    """Submission file -> (GLUE indices, server label strings) of every test split in ``data``.
-
-    Runs under ``torch.random.fork_rng``: each DataLoader iterator draws its base seed from the
-    global torch RNG, so predicting between epochs (``--report-rule best``) would otherwise shift
-    the later epochs' dropout masks and change the run (tests/test_finetune.py checks it does not).
-    """
-    import torch
-
-    from taco.evaluation.submission import format_predictions
-
-    out = {}
-    with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if torch.cuda.is_available() else []):
-        for split, enc in data.test_enc.items():
-            preds, _ = predict(trainer, enc, data.task.is_regression)
-            out[split.submission_file] = ([int(i) for i in data.tests[split]["idx"]],
-                                          format_predictions(data.task.name, preds))
-    return out
-
-
-def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, str] | None = None,
-                          monitor: Any = None):
-    """A ``TrainerCallback`` that scores every dev split after each epoch (``epochs``,
-    ``predictions`` per epoch) and, for ``--report-rule best``, predicts the test splits whenever
-    an epoch becomes the best so far by the ``primary`` metrics (``test``: (epoch index, rows)); the
-    earliest best epoch wins ties, as ``choose_epoch``. Each epoch's scores also go to ``monitor``
-    (:class:`taco.training.monitoring.Monitor`, tags ``dev/<score key>/<metric>``) when given."""
-    from transformers import TrainerCallback
-
-    from taco.evaluation.metrics import compute_glue_metrics
-
-    task = data.task
-
-    class EpochEvaluator(TrainerCallback):
-        def __init__(self):
-            self.trainer = None
-            self.epochs: list[dict[str, Any]] = []
-            self.predictions: list[dict[str, Any]] = []
-            self.test: tuple[int, dict] | None = None
-            self._best = None
-
-        def on_epoch_end(self, a, state, control, **kw):
-            scores, preds_by_split = {}, {}
-            for split, key in zip(task.dev_splits, task.score_keys):
-                preds, labels = predict(self.trainer, data.dev_enc[split], task.is_regression)
-                scores[key] = compute_glue_metrics(key, preds, labels)
-                preds_by_split[split] = preds
-            epoch = len(self.epochs) + 1
-            self.epochs.append({"epoch": epoch, "step": state.global_step, "scores": scores})
-            self.predictions.append(preds_by_split)
-            print(f"taco finetune: epoch {epoch}: {json.dumps(scores)}", file=sys.stderr, flush=True)
-            if monitor is not None:
-                monitor.log({f"dev/{key}/{m}": v for key, ms in scores.items() for m, v in ms.items()},
-                            state.global_step)
-            value = _primary_value(scores, primary)
-            if report_rule == "best" and data.test_enc and (self._best is None or value > self._best):
-                self._best = value
-                self.test = (epoch - 1, predict_tests(self.trainer, data))
-
-    return EpochEvaluator()
-
-
-def choose_epoch(epochs: list[dict[str, Any]], report_rule: str, primary: dict[str, str] | None = None) -> int:
-    """Index of the reported epoch: the last, or (``best``) the earliest with the highest mean
-    primary metric (``primary``: score key -> metric, :func:`primary_metrics`; default the
-    registry's)."""
-    if report_rule == "last":
-        return len(epochs) - 1
-    return max(range(len(epochs)), key=lambda i: (_primary_value(epochs[i]["scores"], primary), -i))
 
 
 # ---- step 4: the record -------------------------------------------------------------------------------
