@@ -62,7 +62,7 @@ import argparse
 import os
 import signal
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,7 @@ from taco.errors import UsageError  # noqa: F401  (one definition, re-exported)
 from taco.manifest import MANIFEST_NAME, read_manifest, sha256_file, sha256_json, sha256_tree
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
+from taco.training.segment import Plan  # noqa: F401  (re-exported: taco.training.pretrain.Plan)
 from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.training.pretrain.<name>)
     EXIT_INTERRUPTED,
     EXIT_NO_SPACE,
@@ -167,34 +168,6 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------------------------
 # plan: everything checked and decided before any work
 # ------------------------------------------------------------------------------------------------
-@dataclass
-class Plan:
-    args: argparse.Namespace
-    blocks: Path
-    output: Path
-    state_dir: Path
-    resume_from: Path | None
-    start_step: int
-    until: int
-    max_steps: int
-    warmup_steps: int
-    precision: str
-    fraction: float
-    size_name: str
-    seq_len: int
-    vocab_size: int
-    objective_params: dict[str, Any]
-    config_hash: str
-    hash_inputs: dict[str, Any]
-    blocks_manifest_sha256: str | None
-    parent_manifest: dict[str, Any] | None = None
-    parent_manifest_sha256: str | None = None
-    #: identity of the parent's weights (its manifest's model_sha256; None from scratch): the states of
-    #: this segment continue exactly that parent
-    parent_lineage: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def _blocks_fraction(blocks_manifest: dict[str, Any] | None) -> float | None:
     if not blocks_manifest:
         return None

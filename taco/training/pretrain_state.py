@@ -26,7 +26,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from taco.cli import cli_error
 from taco.errors import UsageError
@@ -38,9 +38,8 @@ from taco.manifest import (
     sha256_file,
     write_manifest,
 )
+from taco.training.segment import Plan
 
-if TYPE_CHECKING:
-    from taco.training.pretrain import Plan
 
 KIND = "pretrain"
 TRAINER_STATE_DIR = "trainer_state"

@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from taco.cli import cli_error
 from taco.manifest import read_manifest
@@ -30,9 +30,8 @@ from taco.training.pretrain_state import (
     _start_point,
     _write_marker,
 )
+from taco.training.segment import Plan
 
-if TYPE_CHECKING:
-    from taco.training.pretrain import Plan
 
 # ------------------------------------------------------------------------------------------------
 # training
