@@ -133,9 +133,28 @@ def test_compute_jobs_equal_snakemakes_dag(smoke, tmp_path):
     stats = plan.snakemake_job_stats([str(REPO / "configs" / "smoke.yaml")], cwd=tmp_path)
     assert stats, "snakemake -n failed"
     finetune = stats.get("finetune", 0) + stats.get("finetune_seeds", 0)
-    got = {"pack": stats["pack"], "pretrain": stats["pretrain"], "finetune": finetune, "dynamics": stats["dynamics"]}
+    got = {"pack": stats["pack"], "pretrain": stats["pretrain"], "pretrain_control": stats.get("pretrain_control", 0),
+           "finetune": finetune, "dynamics": stats["dynamics"]}
     assert got == plan.compute_jobs(smoke)
     assert stats["plan"] == 1
+
+
+@pytest.mark.slow
+def test_compute_jobs_count_the_no_pretraining_controls(smoke, tmp_path):
+    """With pretrain.control, replicate pre-training seeds and one fine-tuned seed (cpu-real's form), the
+    plan counts the `taco init` jobs and the controls' fine-tuning as `snakemake -n` plans them."""
+    import copy
+
+    overlay = tmp_path / "control.yaml"
+    overlay.write_text("pretrain: {control: true, seeds: [0, 1]}\nfinetune: {pretrain_seeds: [0]}\n")
+    stats = plan.snakemake_job_stats([str(REPO / "configs" / "smoke.yaml"), str(overlay)], cwd=tmp_path)
+    assert stats, "snakemake -n failed"
+    cfg = copy.deepcopy(smoke)
+    cfg["pretrain"].update(control=True, seeds=[0, 1])
+    cfg["finetune"]["pretrain_seeds"] = [0]
+    jobs = plan.compute_jobs(cfg)
+    assert jobs["pretrain_control"] == stats["pretrain_control"] == 2
+    assert jobs["finetune"] == stats.get("finetune", 0) + stats.get("finetune_seeds", 0)
 
 
 def _device_check(tmp_path, tokens_per_s=1e6):

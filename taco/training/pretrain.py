@@ -235,7 +235,7 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
             raise UsageError(f"{name} must be >= {minimum}, got {value}")
     if args.per_device_batch_size < objective.min_device_batch:
         terms = " + ".join(term.upper() for term in objective.terms[1:])
-        raise UsageError(f"--per-device-batch-size {args.per_device_batch_size}: objective {args.objective!r}'s "
+        raise UsageError(f"--per-device-batch-size {args.per_device_batch_size}: objective {args.objective!r}: its "
                          f"{terms} loss draws its negatives from the other sequences of the device batch; it needs >= "
                          f"{objective.min_device_batch} sequences per device batch")
     if until > max_steps:

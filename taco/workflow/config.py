@@ -249,7 +249,8 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
                               f"defined in pretrain.sizes: {sorted(sizes)}")
         for v in entry["objectives"]:
             if v not in OBJECTIVES:
-                raise ConfigError(f"pretrain.runs[{i}].objectives: unknown objective {v!r}; valid: {OBJECTIVES}")
+                raise ConfigError(f"pretrain.runs[{i}].objectives: unknown objective {v!r}; allowed: "
+                                  f"{', '.join(OBJECTIVES)}")
         for f in entry.get("fractions", [1.0]):
             if not 0 < float(f) <= 1:
                 raise ConfigError(f"pretrain.runs[{i}].fractions: {f} is outside (0, 1]")
@@ -306,7 +307,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"analysis.budget_names.{size}: {bad} are not budgets of pretrain.sizes.{size}")
     for d in config["dynamics"]["objectives"]:
         if d not in OBJECTIVES:
-            raise ConfigError(f"dynamics.objectives: unknown objective {d!r}")
+            raise ConfigError(f"dynamics.objectives: unknown objective {d!r}; allowed: {', '.join(OBJECTIVES)}")
     _check_report_steps(config)
     _check_local_inputs(config, tasks_available)
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from taco.registry import GLUE_TASK_SPECS, TABLE4_OBJECTIVES, TC_OBJECTIVES, budget_name
 from taco.workflow import config as wc
+from taco.workflow import control as wctl
 from taco.workflow.flops import (
     BERT_VOCAB_SIZE,
     H200_BF16_DENSE_TFLOPS,
@@ -188,17 +189,21 @@ def task_sizes(config: dict[str, Any], task: str) -> tuple[int, int]:
 def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict[str, int]:
     """Jobs of the rules that carry the compute, for a complete run from nothing, from the same
     grid functions the workflow uses: ``pack`` (one per data fraction), ``pretrain`` (one segment
-    per budget and run), ``finetune`` (one process per checkpoint, task and seed, or per checkpoint
+    per budget and run), ``pretrain_control`` (``taco init``: one no-pre-training control per size and
+    pre-training seed, ``pretrain.control``), ``finetune`` (the controls' included) (one process per checkpoint, task and seed, or per checkpoint
     and task with ``finetune.seeds_per_job: all``), ``dynamics`` (per checkpoint of its objectives)."""
     tasks = tasks_of(config) if tasks is None else tasks
     runs = wc.runs(config)
     seeds = config["finetune"]["seeds"]
-    per_ckpt = len(tasks) * (len(seeds) if config["finetune"].get("seeds_per_job", "one") == "one" else 1)
+    one_per_seed = config["finetune"].get("seeds_per_job", "one") == "one"
+    per_ckpt = len(tasks) * (len(seeds) if one_per_seed else 1)
+    control_runs = len(wctl.finetune_targets(config, tasks)) // (1 if one_per_seed else max(len(seeds), 1))
     return {
         "pack": len({r.fraction_str for r in runs}),
         "pretrain": sum(len(wc.budgets(config, r.size)) for r in runs),
+        "pretrain_control": len(wctl.checkpoints(config)),
         "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs
-                         if wc.finetuned(config, r)) * per_ckpt,
+                         if wc.finetuned(config, r)) * per_ckpt + control_runs,
         "dynamics": len(wc.dynamics_checkpoints(config)),
     }
 

@@ -113,7 +113,10 @@ def _describe(error) -> str:
                          f"{', '.join(known)}")
         return "\n".join(lines)
     if kind == "required":
-        missing = [k for k in error.validator_value if k not in inst]
+        missing = [k for k in error.validator_value if k not in inst
+                   and not any(RENAMED_KEYS.get(re.sub(r"\[\d+\]", "[]", f"{key}.{old}")) == k for old in inst)]
+        if not missing:  # only keys present under their old name: the "renamed to" line says it
+            return ""
         return f"{key}: missing required key(s) {', '.join(missing)}"
     if kind == "enum":
         return f"{key}: {_value(inst)} is not allowed; allowed: {_allowed(sch)}"
@@ -155,7 +158,7 @@ def schema_errors(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> l
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
     lines: list[str] = []
     for err in errors:
-        for line in _describe(err).splitlines():
+        for line in filter(None, _describe(err).splitlines()):
             if line not in lines:
                 lines.append(line)
     return lines
