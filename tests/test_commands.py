@@ -671,3 +671,27 @@ def test_monitoring_follows_the_config_and_changes_no_param():
             assert ft.tensorboard_dir == "R/tensorboard/finetune/small/taco/data-1.0/step-10000/rte/seed-3"
         else:
             assert pt.tensorboard_dir is None and ft.tensorboard_dir is None
+
+
+def test_recipe_flags_are_declared_once_for_parser_commands_and_schema():
+    """Issue 22.1: each recipe parameter of `taco pretrain` (taco.training.recipe) gives the flag, its
+    parser default and the configuration key the workflow reads; the schema has that key with a
+    matching type, and the parser has the flag with the declared default and choices."""
+    import yaml
+
+    from taco.training.pretrain import build_parser
+    from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    pre = schema["properties"]["pretrain"]["properties"]
+    size_props = pre["sizes"]["additionalProperties"]["properties"]
+    actions = {a.option_strings[0]: a for a in build_parser()._actions if a.option_strings}
+    json_type = {int: "integer", float: "number"}
+    for f in (*RECIPE, *RECIPE_AFTER_OBJECTIVE):
+        entry = (size_props if f.per_size else pre)[f.key]
+        if f.choices:
+            assert tuple(entry["enum"]) == f.choices, f.key
+        else:
+            assert entry["type"] == json_type[f.type], f.key
+        action = actions[f.flag]
+        assert action.dest == f.dest and action.default == f.default and f.config_key() in action.help, f.flag

@@ -71,6 +71,7 @@ from taco.errors import UsageError  # noqa: F401  (one definition, re-exported)
 from taco.manifest import MANIFEST_NAME, read_manifest, sha256_file, sha256_json, sha256_tree
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
+from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.training.segment import Plan  # noqa: F401  (re-exported: taco.training.pretrain.Plan)
 from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.training.pretrain.<name>)
     EXIT_INTERRUPTED,
@@ -117,22 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the model preset (the manifest's size_preset; config pretrain.sizes.<size>.preset)")
     p.add_argument("--size-name", default=None,
                    help="the run's size key, recorded as the manifest's size (a key of config pretrain.sizes; default: --size)")
-    p.add_argument("--max-steps", type=int, default=None,
-                   help="steps of the FULL run (defines the LR schedule); default 250k small, 500k base")
-    p.add_argument("--warmup-steps", type=int, default=None, help="default 2.5k small, 10k base")
     p.add_argument("--until", type=int, default=None, help="budget where this segment stops (default max-steps)")
     p.add_argument("--output", required=True, help="budget checkpoint directory to write (must not exist)")
     p.add_argument("--state-dir", default=None,
                    help="resumable scratch state, outside declared outputs (default: <output>.state)")
     p.add_argument("--resume-from", default=None, help="previous budget checkpoint directory")
-    p.add_argument("--per-device-batch-size", type=int, default=8, help="sequences per device batch (micro-batch)")
-    p.add_argument("--grad-accum", type=int, default=1,
-                   help="micro-batches per optimizer step (global batch = per-device x accum x processes)")
-    p.add_argument("--lr", type=float, default=1e-4, help="peak learning rate of AdamW (linear warmup and decay)")
-    p.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
     p.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0: none)")
-    p.add_argument("--mlm-probability", type=float, default=0.15,
-                   help="share of real tokens selected for MLM (80/10/10 corruption)")
+    recipe = p.add_argument_group("recipe (config pretrain.sizes.<size>.*, pretrain.mlm_probability; "
+                                  "taco.training.recipe)")
+    for f in (*RECIPE, *RECIPE_AFTER_OBJECTIVE):
+        kw: dict[str, Any] = {"choices": f.choices} if f.choices else {"type": f.type}
+        recipe.add_argument(f.flag, dest=f.dest, default=f.default, help=f"{f.help} (config {f.config_key()})", **kw)
     add_objective_options(p)
     p.add_argument("--seed", type=int, default=42, help="pre-training seed (initialisation, data order, masks)")
     p.add_argument("--eval-every", type=int, default=0,
@@ -150,8 +146,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-every", type=int, default=1000, help="intermediate state every N steps (0: only on "
                    "SIGTERM and at the budget)")
     p.add_argument("--keep-states", type=int, default=2, help="intermediate states kept in --state-dir")
-    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
-                   help="auto: bf16 on GPUs that support it, else fp16 on GPU, fp32 on CPU")
     p.add_argument("--logging-steps", type=int, default=50, help="steps between log lines (changes no result)")
     p.add_argument("--fraction", type=float, default=None,
                    help="data fraction recorded in the manifest (default: from the blocks manifest, else 1.0)")

@@ -55,6 +55,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS
+from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE, RecipeFlag
 from taco.workflow import config as wc
 
 #: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
@@ -232,22 +233,23 @@ class Commands:
     # ------------------------------------------------------------------ pre-training
     def pretrain_args(self, wildcards: Any) -> list[str]:
         """``taco pretrain`` with what changes the weights of this run: schedule, batch, optimiser, seed,
-        and the options of the losses its objective uses (:meth:`_loss_args`)."""
+        the recipe (``taco.training.recipe``) and the options of the losses its objective uses (:meth:`_objective_args`)."""
         s = self.config["pretrain"]["sizes"][wildcards.size]
-        pre = self.config["pretrain"]
         n = int(s["num_gpus"])
         # several GPUs in one job (local slots or a SLURM allocation): one process per GPU
         module = (["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", _s(n)] if n > 1 else [])
         return module + self._taco("pretrain") + [
             "--size", s["preset"], "--size-name", wildcards.size, "--objective", wildcards.objective,
-            "--max-steps", _s(s["max_steps"]), "--warmup-steps", _s(s["warmup_steps"]),
-            "--per-device-batch-size", _s(s["per_device_batch_size"]), "--grad-accum", _s(s["grad_accum"]),
-            "--lr", _s(s["learning_rate"]), "--weight-decay", _s(s["weight_decay"]),
-            "--mlm-probability", _s(pre["mlm_probability"]), *self._objective_args(wildcards),
-            "--precision", s["precision"],
+            *self._recipe_args(RECIPE, wildcards), *self._objective_args(wildcards),
+            *self._recipe_args(RECIPE_AFTER_OBJECTIVE, wildcards),
             "--seed", _s(wc.pretrain_seed_of(self.config, getattr(wildcards, "pseed", ""))),
             "--until", wildcards.step] + (
             ["--eval-every", _s(s["eval_every"])] if int(s.get("eval_every", 0) or 0) > 0 else [])
+
+    def _recipe_args(self, flags: Sequence[RecipeFlag], wildcards: Any) -> list[str]:
+        """``--max-steps 150 --warmup-steps 15 ...``: the recipe parameters (``taco.training.recipe``)
+        from the configuration, in declaration order."""
+        return [w for f in flags for w in (f.flag, _s(f.value(self.config, wildcards.size)))]
 
     def _objective_args(self, wildcards: Any) -> list[str]:
         """The option flags of the run's objective (``taco.objectives``: its option groups, from
