@@ -73,6 +73,7 @@ from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_opti
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.training.segment import Plan  # noqa: F401  (re-exported: taco.training.pretrain.Plan)
+from taco.training.pretrain_state import state_dir_of
 from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.training.pretrain.<name>)
     EXIT_INTERRUPTED,
     EXIT_NO_SPACE,
@@ -338,7 +339,7 @@ def _check_output(args: argparse.Namespace) -> tuple[Path, Path]:
     output = Path(args.output)
     if output.exists():
         raise FileExistsError(f"--output {output} exists; a finished budget checkpoint is never modified")
-    state_dir = Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
+    state_dir = state_dir_of(args)
     if state_dir.resolve() == output.resolve() or output.resolve() in state_dir.resolve().parents:
         raise UsageError("--state-dir must be outside --output")
     return output, state_dir

@@ -42,6 +42,12 @@ from taco.training.segment import Plan
 
 
 KIND = "pretrain"
+
+
+def state_dir_of(args: argparse.Namespace) -> Path:
+    """The segment's resumable state folder: ``--state-dir``, else ``<output>.state`` beside ``--output``."""
+    output = Path(args.output)
+    return Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
 TRAINER_STATE_DIR = "trainer_state"
 STATE_MARKER = "taco_state.json"
 #: in the kept final state: the manifest of the budget exported from it (see _final_state_problem)
@@ -395,8 +401,7 @@ def _segment_locked_by_another(args: argparse.Namespace) -> bool:
     """Whether another process holds this segment's lock now (without creating anything)."""
     import fcntl
 
-    output = Path(args.output)
-    state_dir = Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
+    state_dir = state_dir_of(args)
     lock = state_dir / ".lock"
     if not lock.is_file():
         return False
@@ -431,8 +436,7 @@ def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
 
     if int(os.environ.get("RANK", "0")) != 0:
         return None, False
-    output = Path(args.output)
-    state_dir = Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
+    state_dir = state_dir_of(args)
     state_dir.mkdir(parents=True, exist_ok=True)
     fh = open(state_dir / ".lock", "a+")
     try:

@@ -48,6 +48,11 @@ def _key(path) -> str:
     return out or "(top level)"
 
 
+def _renamed_to(key: str) -> str | None:
+    """The new name of a renamed key (``pretrain.runs[3].variants`` -> ``objectives``), else None."""
+    return RENAMED_KEYS.get(re.sub(r"\[\d+\]", "[]", key))
+
+
 def _value(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -102,7 +107,7 @@ def _describe(error) -> str:
         lines = []
         for k in extra:
             where = f"{key}.{k}" if error.absolute_path else str(k)
-            new = RENAMED_KEYS.get(re.sub(r"\[\d+\]", "[]", where))
+            new = _renamed_to(where)
             if new is not None:
                 lines.append(f"{where}: renamed to {where.rsplit('.', 1)[0]}.{new} (2026-12); rename the key "
                              "in your configuration, its meaning is unchanged")
@@ -114,7 +119,7 @@ def _describe(error) -> str:
         return "\n".join(lines)
     if kind == "required":
         missing = [k for k in error.validator_value if k not in inst
-                   and not any(RENAMED_KEYS.get(re.sub(r"\[\d+\]", "[]", f"{key}.{old}")) == k for old in inst)]
+                   and not any(_renamed_to(f"{key}.{old}") == k for old in inst)]
         if not missing:  # only keys present under their old name: the "renamed to" line says it
             return ""
         return f"{key}: missing required key(s) {', '.join(missing)}"
