@@ -157,6 +157,37 @@ def test_compute_jobs_count_the_no_pretraining_controls(smoke, tmp_path):
     assert jobs["finetune"] == stats.get("finetune", 0) + stats.get("finetune_seeds", 0)
 
 
+def test_the_controls_fine_tuning_is_priced_like_a_checkpoints(smoke):
+    """The no-pre-training controls get a fine-tuning row of their own (one checkpoint per fine-tuned
+    pre-training seed), priced exactly as one budget checkpoint of the same size; the totals include
+    it, and claim S1 (final MLM against the control) prices both arms instead of "not priced"."""
+    import copy
+
+    kw = dict(device_check=None, peak_tflops=100.0, pretrain_utilization=0.5, finetune_utilization=0.25,
+              job_overhead_s=10.0)
+    cfg = copy.deepcopy(smoke)
+    cfg["pretrain"].update(control=True, seeds=[0, 1, 2])
+    cfg["finetune"]["pretrain_seeds"] = [0, 2]
+    with_control = plan.build_plan(cfg, **kw)
+    cfg["pretrain"]["control"] = False
+    without = plan.build_plan(cfg, **kw)
+    rows = {(r["size"], r["objective"], r["fraction"]): r for r in with_control["finetune"]["rows"]}
+    control = rows[("tiny", "control", 1.0)]
+    mlm = rows[("tiny", "mlm", 1.0)]
+    assert control["checkpoints"] == 2  # pre-training seeds 0 and 2 are fine-tuned
+    per_ckpt = mlm["gpu_hours"] / mlm["checkpoints"]
+    assert control["gpu_hours"] == pytest.approx(2 * per_ckpt, rel=1e-12)
+    assert control["runs"] == 2 * len(with_control["tasks"]) * len(smoke["finetune"]["seeds"])
+    assert ("tiny", "control", 1.0) not in {(r["size"], r["objective"], r["fraction"])
+                                            for r in without["finetune"]["rows"]}
+    assert with_control["totals"]["finetune_gpu_hours"] == pytest.approx(
+        without["finetune"]["gpu_hours"] + control["gpu_hours"], rel=1e-12)
+    s1 = next(v for k, v in with_control["targets"].items() if k.startswith("S1:"))
+    s1_off = next(v for k, v in without["targets"].items() if k.startswith("S1:"))
+    assert not s1["missing"] and s1["finetune_runs"] == 2 * s1_off["finetune_runs"]
+    assert any("pretrain.control is off" in m for m in s1_off["missing"])
+
+
 def _device_check(tmp_path, tokens_per_s=1e6):
     fpt = flops.pretrain_flops_per_token("tiny", 256, "mlm")
     data = {"schema": "taco-device-check/1", "device_mode": "cuda", "started_utc": "2026-01-01T00:00:00+00:00",

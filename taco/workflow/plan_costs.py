@@ -290,14 +290,26 @@ def finetune_job_cost(config: dict[str, Any], size: str, task: str, rates: Rates
             "gpu_hours": flops / rate / 3600, "rate_source": source}
 
 
+def _control_checkpoints(config: dict[str, Any], size: str, tasks: list[str]) -> int:
+    """Fine-tuned no-pre-training control checkpoints of ``size`` (one per kept pre-training seed)."""
+    per_ckpt = max(len(tasks) * len(config["finetune"]["seeds"]), 1)
+    return len([t for t in wctl.finetune_targets(config, tasks) if f"/finetune/{size}/" in t]) // per_ckpt
+
+
 def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> dict[str, Any]:
-    """All fine-tuning: per run (checkpoints x tasks x seeds) and the total, start-up included."""
+    """All fine-tuning: per run (checkpoints x tasks x seeds) and the total, start-up included. The
+    no-pre-training controls (``pretrain.control``) are rows of their own (objective ``control``):
+    the same fine-tuning of a model of the same shape."""
     seeds = config["finetune"]["seeds"]
     one = config["finetune"].get("seeds_per_job", "one") == "one"
     rows, total_flops, total_h, longest = [], 0.0, 0.0, 0.0
-    for r in wc.runs(config):
-        ckpts = wc.finetune_budgets(config, r.size, r.fraction) if wc.finetuned(config, r) else []
-        per_task = {t: finetune_job_cost(config, r.size, t, rates) for t in tasks}
+    grid = [(r.size, r.objective, r.fraction,
+             wc.finetune_budgets(config, r.size, r.fraction) if wc.finetuned(config, r) else [])
+            for r in wc.runs(config)]
+    grid += [(size, wctl.CONTROL, 1.0, [wctl.CONTROL_STEP] * _control_checkpoints(config, size, tasks))
+             for size in wctl.control_sizes(config)]
+    for size, objective, fraction, ckpts in grid:
+        per_task = {t: finetune_job_cost(config, size, t, rates) for t in tasks}
         processes = len(ckpts) * len(tasks) * (len(seeds) if one else 1)
         flops = len(ckpts) * len(seeds) * sum(c["flops"] for c in per_task.values())
         hours = (len(ckpts) * len(seeds) * sum(c["gpu_hours"] for c in per_task.values())
@@ -305,7 +317,7 @@ def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> di
         job_h = max((c["gpu_hours"] * (1 if one else len(seeds)) + rates.overhead / 3600)
                     for c in per_task.values()) if per_task else 0.0
         longest = max(longest, job_h)
-        rows.append({"size": r.size, "objective": r.objective, "fraction": r.fraction, "checkpoints": len(ckpts),
+        rows.append({"size": size, "objective": objective, "fraction": fraction, "checkpoints": len(ckpts),
                      "runs": len(ckpts) * len(tasks) * len(seeds), "flops": flops, "gpu_hours": hours,
                      "per_task": per_task})
         total_flops += flops
@@ -411,6 +423,12 @@ def _needs_cost(config, needs, pre_by_run, tasks, rates) -> dict[str, Any]:
     missing: list[str] = []
     for size, objective, fraction, step, ks, label in needs:
         key = (size, objective, fraction)
+        if objective == wctl.CONTROL:  # fine-tuning only, of a model of the same shape
+            if size in wctl.control_sizes(config):
+                ckpts.setdefault(((size, objective, 1.0), wctl.CONTROL_STEP), set()).update(ks or tasks)
+            else:
+                missing.append(f"the no-pre-training control ({size}): pretrain.control is off")
+            continue
         if fraction is None:
             missing.append(f"{objective} ({size}) on reduced data: no such run")
             continue
@@ -475,7 +493,10 @@ def target_costs(config: dict[str, Any], pre: list[dict[str, Any]], tasks: list[
         needs = []
         ts = tuple(sorted({key_task[k] for k in c.keys})) if c.keys else None
         for arm in (c.a, c.b):
-            if size is None or arm.objective == CONTROL:
+            if size is None:
+                continue
+            if arm.objective == CONTROL:
+                needs.append((size, CONTROL, 1.0, wctl.CONTROL_STEP, ts, arm.budget))
                 continue
             fraction = reduced if arm.fraction is None else arm.fraction
             if fraction is None:
@@ -487,8 +508,6 @@ def target_costs(config: dict[str, Any], pre: list[dict[str, Any]], tasks: list[
         cost = _needs_cost(config, needs, pre_by_run, tasks, rates)
         if size is None:
             cost["missing"].append(f"role {c.role} not in analysis.roles")
-        if any(a.objective == CONTROL for a in (c.a, c.b)):
-            cost["missing"].append("the no-pre-training control (fine-tuning only; not priced)")
         out[f"{c.id}: {c.text}"] = cost
     return out
 
