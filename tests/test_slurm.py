@@ -46,9 +46,12 @@ PROFILE = REPO / "workflow" / "profiles" / "slurm" / "config.v8+.yaml"
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 # The smoke grid, reduced so that both runs (SLURM and local) fit in a few minutes on 2 cores:
-# two objectives (MLM, TACO) on all data instead of six runs, one GLUE-format task (SST-2) instead of
-# four, smaller fine-tuning subsets, no dynamics. The budgets (50, 100, 150), the seeds (1, 2), the model
-# and every recipe setting are those of configs/smoke.yaml. Both runs use this same derived file.
+# two objectives (MLM, TACO) on all data instead of eight runs, the first two of the three budget
+# segments (50, 100: the same checkpoints as configs/smoke.yaml's, whose schedule of 150 steps stays),
+# one GLUE-format task (SST-2) instead of three, smaller fine-tuning subsets, no dynamics. The seeds
+# (1, 2), the model and every recipe setting are those of configs/smoke.yaml. Both runs use this same
+# derived file.
+BUDGETS = [50, 100]
 REDUCTION = {
     ("pretrain", "runs"): [{"size": "tiny", "objectives": ["mlm", "taco"], "fractions": [1.0]}],
     ("glue", "tasks"): ["sst2"],
@@ -65,7 +68,7 @@ REDUCTION = {
 TEST_NODE_SIZES = {"cpus_per_gpu": 1, "mem_mb": 2000}
 # Poll sooner than the profile's 40 s (MinJobAge=3600 >= 3 x this, so squeue stays the status command).
 TEST_STATUS_INTERVAL = 3
-CANCEL_RUN = ("tiny", "mlm", "1.0", 150)  # the segment step-100 -> step-150 is cancelled mid-way
+CANCEL_RUN = ("tiny", "mlm", "1.0", 100)  # the segment step-50 -> step-100 is cancelled mid-way
 SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (.+?)\)\.")
 
 
@@ -73,6 +76,11 @@ def derived_config(tmp_path: Path) -> Path:
     config = yaml.safe_load((REPO / "configs" / "smoke.yaml").read_text())
     for (section, key), value in REDUCTION.items():
         config[section][key] = value
+    assert config["pretrain"]["sizes"]["tiny"]["budgets"][:len(BUDGETS)] == BUDGETS
+    config["pretrain"]["sizes"]["tiny"]["budgets"] = BUDGETS
+    names = config["analysis"]["budget_names"]["tiny"]
+    names = {name: step for name, step in names.items() if step in BUDGETS}
+    config["analysis"]["budget_names"]["tiny"] = names
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -218,7 +226,7 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
         assert log.name == f"{sid}.log" and log.is_file() and log.stat().st_size > 0, logfile
     # every job Snakemake planned ran on SLURM, except the local bookkeeping rule and `all`
     planned = job_stats(slurm_log)
-    assert planned.get("pretrain") == 6, planned  # 2 objectives x 3 budget segments
+    assert planned.get("pretrain") == 2 * len(BUDGETS), planned  # 2 objectives x the budget segments
     assert planned.get("finetune", 0) >= 1, planned
     local = local_rules(config, tmp_path / "dag")
     assert {"all", "analysis_spec", "run_config"} <= local, local
@@ -241,19 +249,20 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
     slurm_numbers = result_numbers(slurm_dir / results)
     local_numbers = result_numbers(local_dir / results)
     assert slurm_numbers.keys() == local_numbers.keys()
-    assert len([k for k in slurm_numbers if k.endswith("metrics.json")]) == 12
+    assert len([k for k in slurm_numbers if k.endswith("metrics.json")]) == 2 * len(BUDGETS) * 2  # x SST-2 x 2 seeds
     for key in slurm_numbers:
         assert slurm_numbers[key] == local_numbers[key], f"{key} differs between SLURM and local"
 
     # ---- 4. scancel a pre-training segment mid-way; the retry resumes from its saved state ----
     size, objective, fraction, step = CANCEL_RUN
+    previous = BUDGETS[BUDGETS.index(step) - 1]  # the segment starts from this budget's checkpoint
     rel = f"pretrain/{size}/{objective}/data-{fraction}/step-{step}"
     ckpt = slurm_dir / results / rel
     reference = tmp_path / "uninterrupted"
     shutil.copytree(ckpt, reference)
     shutil.rmtree(ckpt)
     state_dir = slurm_dir / results / ".state" / rel
-    # the finished segment keeps its final state (checkpoint-150) so that a lost output is re-exported
+    # the finished segment keeps its final state (checkpoint-<step>) so that a lost output is re-exported
     # without training; remove it too, so that the segment trains again and can be cancelled mid-way
     assert (state_dir / f"checkpoint-{step}").is_dir(), sorted(state_dir.iterdir())
     shutil.rmtree(state_dir)
@@ -270,7 +279,7 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
         while time.monotonic() < deadline and rerun.poll() is None:
             states = sorted(state_dir.glob("checkpoint-*/taco_state.json"))
             ids = SUBMITTED.findall(rerun_log.read_text())
-            if ids and any(100 < int(p.parent.name.split("-")[1]) < step for p in states):
+            if ids and any(previous < int(p.parent.name.split("-")[1]) < step for p in states):
                 cancelled = ids[0][1]
                 subprocess.run(["scancel", cancelled], check=True)
                 break
@@ -290,13 +299,13 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
     # Snakemake clears a rule's log before it reruns the job, so the log is the retry's; the runner's
     # own event log in .state/ (not an output) keeps both attempts.
     m = re.search(r"resuming from intermediate state .*?\(step (\d+)\)", log_path.read_text())
-    assert m and 100 < int(m.group(1)) < step, log_path.read_text()[-3000:]
+    assert m and previous < int(m.group(1)) < step, log_path.read_text()[-3000:]
     resumed_step = int(m.group(1))
     events = [json.loads(line) for line in (state_dir / "logs" / "train_log.jsonl").read_text().splitlines()
               if line.strip()]
     kinds = [(e.get("event"), e.get("step")) for e in events]
     # the cancelled job caught SIGTERM, saved a state at the end of its current step and stopped;
-    # the retry resumed from exactly that state (not from the budget at step 100)
+    # the retry resumed from exactly that state (not from the previous budget)
     assert ("interrupted", resumed_step) in kinds, kinds
     assert kinds.index(("interrupted", resumed_step)) < kinds.index(("resume_state", resumed_step)), kinds
     # the resumed segment ends where the uninterrupted one did
