@@ -47,15 +47,20 @@ def checkpoints(config: dict[str, Any]) -> list[str]:
             for s in control_sizes(config) for p in wc.pretrain_seeds(config)]
 
 
-def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
-    """``metrics.json`` of every (control, task, fine-tuning seed), for the controls of the pre-training
-    seeds that are fine-tuned (``finetune.pretrain_seeds``)."""
+def finetuned_checkpoints(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(size, checkpoint path)`` of every control that is fine-tuned: one per size and pre-training
+    seed kept by ``finetune.pretrain_seeds``."""
     sel = config["finetune"].get("pretrain_seeds", "all")
     keep = [wc.pseed_part(p) for p in wc.pretrain_seeds(config)
             if sel == "all" or (int(config["seed"]) if p is None else p) in {int(x) for x in sel}]
-    return [f"{checkpoint(config['results_dir'], size, ps).replace('/pretrain/', '/finetune/', 1)}"
-            f"/{task}/seed-{seed}/metrics.json"
-            for size in control_sizes(config) for ps in keep for task in tasks for seed in config["finetune"]["seeds"]]
+    return [(size, checkpoint(config["results_dir"], size, ps)) for size in control_sizes(config) for ps in keep]
+
+
+def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
+    """``metrics.json`` of every (control, task, fine-tuning seed), for the controls of the pre-training
+    seeds that are fine-tuned (``finetune.pretrain_seeds``)."""
+    return [f"{ckpt.replace('/pretrain/', '/finetune/', 1)}/{task}/seed-{seed}/metrics.json"
+            for _, ckpt in finetuned_checkpoints(config) for task in tasks for seed in config["finetune"]["seeds"]]
 
 
 def init_args(config: dict[str, Any], size: str, pseed: str = "") -> list[str]:

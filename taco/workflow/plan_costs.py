@@ -290,12 +290,6 @@ def finetune_job_cost(config: dict[str, Any], size: str, task: str, rates: Rates
             "gpu_hours": flops / rate / 3600, "rate_source": source}
 
 
-def _control_checkpoints(config: dict[str, Any], size: str, tasks: list[str]) -> int:
-    """Fine-tuned no-pre-training control checkpoints of ``size`` (one per kept pre-training seed)."""
-    per_ckpt = max(len(tasks) * len(config["finetune"]["seeds"]), 1)
-    return len([t for t in wctl.finetune_targets(config, tasks) if f"/finetune/{size}/" in t]) // per_ckpt
-
-
 def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> dict[str, Any]:
     """All fine-tuning: per run (checkpoints x tasks x seeds) and the total, start-up included. The
     no-pre-training controls (``pretrain.control``) are rows of their own (objective ``control``):
@@ -306,7 +300,8 @@ def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> di
     grid = [(r.size, r.objective, r.fraction,
              wc.finetune_budgets(config, r.size, r.fraction) if wc.finetuned(config, r) else [])
             for r in wc.runs(config)]
-    grid += [(size, wctl.CONTROL, 1.0, [wctl.CONTROL_STEP] * _control_checkpoints(config, size, tasks))
+    controls = [size for size, _ in wctl.finetuned_checkpoints(config)]
+    grid += [(size, wctl.CONTROL, 1.0, [wctl.CONTROL_STEP] * controls.count(size))
              for size in wctl.control_sizes(config)]
     for size, objective, fraction, ckpts in grid:
         per_task = {t: finetune_job_cost(config, size, t, rates) for t in tasks}
