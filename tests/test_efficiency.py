@@ -2,14 +2,16 @@
 
 Fixture E1 (validation loss, nats, lower is better; three pre-training runs per arm, offsets -0.1, 0, +0.1):
 MLM at T = 4000: 5.9, 6.0, 6.1 (mean 6.0); TACO's mean curve 6.5 (step 1000), 5.5 (2000), 5.0 (4000).
-The target 6.0 lies halfway (in value) between TACO's points at 1000 and 2000, so in log-step
-k* = exp(ln 1000 + 0.5 ln 2) = 1000 sqrt(2) and the speedup 4000 / (1000 sqrt 2) = 2 sqrt(2). At T the
-arms separate completely, so the exact one-sided permutation p is 1 / C(6, 3) = 1/20.
+Run o of TACO (offset o) reaches the target 6.0 at a fraction 0.5 + o (in value) of the way from its
+point at 1000 to the one at 2000, so in log-step k_o = 1000 * 2^(0.5 + o) and its speedup
+4000 / k_o; the geometric mean over o = -0.1, 0, 0.1 is 4 / sqrt(2) = 2 sqrt(2). The interval is
+computed here by hand: var(ln s_o) / 3 = (ln 2)^2 0.01 / 3 for B, and A's target variance 0.01 / 3
+propagated through d ln k / d target = ln 2 / (1.0 nat): the same, so Welch-Satterthwaite gives
+4 degrees of freedom.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from pathlib import Path
@@ -19,6 +21,8 @@ import pandas as pd
 import pytest
 
 from taco.report import efficiency as eff
+from taco.report import speedup as sp
+from taco.report.validation_points import EvalFileError
 from taco.report.analysis_config import validate_analysis
 from taco.workflow.flops import pretrain_flops_per_token, shape
 
@@ -65,106 +69,202 @@ def _cfg(**kw):
 # the crossing
 # ---------------------------------------------------------------------------------------------
 def test_crossing_is_linear_in_log_step():
-    c = eff.crossing_step([100, 1000], [6.0, 5.0], 5.5)
-    assert c.status == eff.REACHED and c.step == pytest.approx(math.sqrt(1e5))
+    c = sp.crossing_step([100, 1000], [6.0, 5.0], 5.5)
+    assert c.status == sp.REACHED and c.step == pytest.approx(math.sqrt(1e5))
     assert c.speedup(1000) == pytest.approx(math.sqrt(10))
     # a score (higher is better) the same way
-    assert eff.crossing_step([100, 1000], [0.5, 0.7], 0.6, eff.HIGHER).step == pytest.approx(math.sqrt(1e5))
+    assert sp.crossing_step([100, 1000], [0.5, 0.7], 0.6, sp.HIGHER).step == pytest.approx(math.sqrt(1e5))
     # the first crossing of a non-monotone curve: between 100 and 200, at 5/6 of the way in value
-    c = eff.crossing_step([800, 100, 400, 200], [5.0, 6.0, 5.6, 5.4], 5.5)
+    c = sp.crossing_step([800, 100, 400, 200], [5.0, 6.0, 5.6, 5.4], 5.5)
     assert c.step == pytest.approx(100 * 2 ** (5 / 6))
     # reaching the target exactly at a point
-    assert eff.crossing_step([100, 1000], [6.0, 5.0], 5.0).step == pytest.approx(1000)
+    assert sp.crossing_step([100, 1000], [6.0, 5.0], 5.0).step == pytest.approx(1000)
 
 
 def test_crossing_says_never_and_already_and_ignores_step_zero():
-    c = eff.crossing_step([0, 100, 1000], [1.0, 6.0, 5.0], 6.5)  # step 0 (the control) is not on the axis
-    assert c.status == eff.ALREADY and c.bound_step == 100 and c.speedup(1000) == math.inf
-    c = eff.crossing_step([100, 1000], [6.0, 5.0], 4.0)
-    assert c.status == eff.NEVER and c.bound_step == 1000 and c.speedup(1000) == 0.0
-    assert eff.crossing_step([], [], 4.0).status == eff.NO_CURVE
+    c = sp.crossing_step([0, 100, 1000], [1.0, 6.0, 5.0], 6.5)  # step 0 (the control) is not on the axis
+    assert c.status == sp.ALREADY and c.bound_step == 100 and c.speedup(1000) == math.inf
+    c = sp.crossing_step([100, 1000], [6.0, 5.0], 4.0)
+    assert c.status == sp.NEVER and c.bound_step == 1000 and c.speedup(1000) == 0.0
+    assert sp.crossing_step([], [], 4.0).status == sp.NO_CURVE
     with pytest.raises(ValueError):
-        eff.crossing_step([1], [1.0], 1.0, "smaller")
+        sp.crossing_step([1], [1.0], 1.0, "smaller")
 
 
-def test_eval_points_reads_todays_eval_json_and_the_points_list():
-    assert eff.eval_points({"step": 400, "mlm_loss": 5.0}) == [(400, 5.0)]
+def test_eval_json_points_and_damage_name_the_file(tmp_path):
+    from taco.report.validation_points import parse_eval, read_eval
+
+    assert parse_eval({"step": 400, "mlm_loss": 5.0}, "f") == ([(400, 5.0)], [])
     ev = {"step": 400, "mlm_loss": 5.0, "points": [{"step": 300, "mlm_loss": 5.2}, {"step": 200, "mlm_loss": 5.5},
                                                    {"step": 100, "mlm_loss": None}]}
-    assert eff.eval_points(ev) == [(200, 5.5), (300, 5.2), (400, 5.0)]
-    assert eff.eval_points({"mlm_loss": 4.0}, step=9) == [(9, 4.0)]  # a manifest's validation entry
+    points, notes = parse_eval(ev, "f")
+    assert points == [(200, 5.5), (300, 5.2), (400, 5.0)]
+    assert notes == ["f: step 100: validation MLM loss is None, left out"]  # said, not silently dropped
+    assert parse_eval({"mlm_loss": 4.0}, "f", manifest_step=9) == ([(9, 4.0)], [])  # a manifest's validation entry
+    # a non-finite final point: left out and named
+    points, notes = parse_eval({"step": 400, "mlm_loss": float("nan")}, "f")
+    assert points == [] and "step 400" in notes[0]
+    bad = tmp_path / "eval.json"
+    for text, msg in (("{", "not valid JSON"), ("[]", "expected a JSON object"),
+                      ('{"step": 4, "mlm_loss": 1.0, "points": 7}', "'points' must be a list"),
+                      ('{"step": 4, "mlm_loss": 1.0, "points": [3]}', r"points\[0\]"),
+                      ('{"step": 4, "mlm_loss": "x"}', "'mlm_loss' must be a number")):
+        bad.write_text(text)
+        with pytest.raises(EvalFileError, match=msg) as e:
+            read_eval(bad, 4)
+        assert str(bad) in str(e.value)
+    bad.write_text('{"step": 2, "mlm_loss": 1.0}')  # would move T from 4 to 2
+    with pytest.raises(EvalFileError, match="manifest says step 4"):
+        read_eval(bad, 4)
+
+
+def test_efficiency_command_names_a_damaged_eval_json(tmp_path, capsys):
+    ckpts = _e1_checkpoints(tmp_path / "pretrain")
+    (ckpts[1] / "eval.json").write_text('{"step": 4000, "mlm_loss": 6.0,,}')
+    out = tmp_path / "out"
+    assert eff.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(ckpts[1] / "eval.json") in err and "not valid JSON" in err
+    assert not out.exists()  # nothing written before the inputs are read
 
 
 # ---------------------------------------------------------------------------------------------
 # the validation-loss form, three runs per arm
 # ---------------------------------------------------------------------------------------------
-def test_validation_loss_speedup_test_and_verdict(tmp_path):
-    loss, fps = eff.read_checkpoints(_e1_checkpoints(tmp_path))
-    assert sorted(set(loss["step"])) == [1000, 2000, 4000]
+def _by_hand_interval(level=0.9):
+    from scipy import stats
+
+    v = math.log(2) ** 2 * 0.01 / 3  # B's and A's variance components (module docstring)
+    se = math.sqrt(2 * v)
+    df = (2 * v) ** 2 / (v ** 2 / 2 + v ** 2 / 2)
+    q = stats.t.ppf(0.5 + level / 2, df)
+    est = math.log(2 * math.sqrt(2))
+    return math.exp(est - q * se), math.exp(est + q * se), df
+
+
+def _rows(tmp_path, **kw):
+    loss, fps, notes = eff.read_checkpoints(_e1_checkpoints(tmp_path, **kw))
     cfg = _cfg()
-    (pair,) = eff.build_pairs(loss, None, cfg, fps)
-    row = eff.evaluate_pair(pair, alpha=cfg.alpha, n_resamples=cfg.n_resamples, seed=cfg.seed)
-    assert row["target_step"] == 4000 and row["target_budget"] == "250k"
+    pairs = eff.build_pairs(loss, None, cfg, fps)
+    return pairs, eff.evaluate(pairs, cfg), cfg
+
+
+def test_validation_loss_per_run_speedups_interval_and_verdict(tmp_path):
+    pairs, df, cfg = _rows(tmp_path)
+    assert list(df["kind"]) == ["primary", "secondary", "curve", "curve"]
+    row = df.iloc[0]
+    assert row["target_step"] == 4000 and row["target_budget"] == "250k"  # the largest common budget
     assert row["target_value"] == pytest.approx(6.0)
-    assert row["status"] == eff.REACHED
-    assert row["k_star"] == pytest.approx(1000 * math.sqrt(2))
+    assert row["status"] == sp.REACHED
     assert row["speedup"] == pytest.approx(2 * math.sqrt(2))
-    # exact one-sided permutation test, 3 vs 3, complete separation: 1 / C(6, 3)
-    assert row["p_b_better"] == pytest.approx(1 / 20)
-    assert row["p_a_better"] == pytest.approx(1.0)
-    assert row["min_attainable_p"] == pytest.approx(1 / 20)
-    # every resample's k* lies where the extreme target (5.9 or 6.1) meets the extreme curve
-    # (6.4/5.4 or 6.6/5.6 at 1000/2000): fraction of the way 0.3 ... 0.7 of ln 2
-    lo_bound, hi_bound = 4.0 / 2 ** 0.7, 4.0 / 2 ** 0.3
-    assert lo_bound - 1e-9 <= row["speedup_ci_low"] <= row["speedup"] <= row["speedup_ci_high"] <= hi_bound + 1e-9
-    assert row["speedup_ci_low"] < row["speedup_ci_high"]
+    ks = [1000 * 2 ** (0.5 + o) for o in OFFSETS]
+    assert [float(k) for k in row["unit_k"].split(";")] == pytest.approx(ks, abs=0.5)
+    lo, hi, dof = _by_hand_interval()
+    assert row["df"] == pytest.approx(dof)
+    assert row["speedup_ci_low"] == pytest.approx(lo) and row["speedup_ci_high"] == pytest.approx(hi)
+    assert row["verdict"] == sp.SUPPORTED and row["margin"] == 1.2
+    assert row["p_at_least_margin"] < 0.05
     assert row["sd_run_a"] == pytest.approx(0.1) and row["sd_run_b"] == pytest.approx(0.1)
     assert math.isnan(row["sd_seed_a"])  # no fine-tuning in a validation loss
-    assert row["verdict"] == eff.SUPPORTED
     # compute: F_mlm / F_taco per step, the TC term 4 (K + 1) H per token the only difference
     h = shape("tiny")["hidden_size"]
     f_mlm = pretrain_flops_per_token("tiny", 128, "mlm", vocab_size=8192)
-    assert row["flops_per_step_a"] == pytest.approx(f_mlm * 128 * 32)
-    assert row["flops_per_step_b"] == pytest.approx((f_mlm + 4 * 51 * h) * 128 * 32)
-    assert row["compute_speedup"] == pytest.approx(2 * math.sqrt(2) * f_mlm / (f_mlm + 4 * 51 * h))
-    assert row["compute_ci_low"] == pytest.approx(row["speedup_ci_low"] * f_mlm / (f_mlm + 4 * 51 * h))
+    f_taco = pretrain_flops_per_token("tiny", 128, "taco", vocab_size=8192)
+    assert row["model_flops_per_step_a"] == pytest.approx(f_mlm * 128 * 32)
+    assert row["model_flops_speedup"] == pytest.approx(2 * math.sqrt(2) * f_mlm / f_taco)
+    # the mean curve's crossing is kept as a labelled secondary number
+    assert row["mean_curve_speedup"] == pytest.approx(2 * math.sqrt(2))
+    # T = 2000 is secondary; the curve has a row per validation point of A from its first budget to T
+    assert df.iloc[1]["target_step"] == 2000 and df.iloc[1]["kind"] == "secondary"
+    assert list(df[df["kind"] == "curve"]["target_step"]) == [2000, 4000]
+    assert set(df[df["kind"] == "curve"]["verdict"]) == {"descriptive"}
 
 
-def test_the_interval_is_reproducible(tmp_path):
-    # with 3 units per arm the bootstrap distribution is discrete: order statistics of two seeds may
-    # coincide, so only equality for the same seed is asserted
-    loss, fps = eff.read_checkpoints(_e1_checkpoints(tmp_path))
-    rows = [eff.evaluate_pair(eff.build_pairs(loss, None, _cfg(), fps)[0], alpha=0.05, n_resamples=499, seed=1)
-            for _ in range(2)]
-    assert (rows[0]["speedup_ci_low"], rows[0]["speedup_ci_high"]) == (rows[1]["speedup_ci_low"], rows[1]["speedup_ci_high"])
+def test_the_estimand_is_the_typical_run_not_the_mean_curve():
+    """Runs leaving the plateau at 1,200, 1,200 and 2,600 steps: per-run speedups 3.3, 3.3, 1.5; the
+    mean curve's crossing is dominated by the early runs, the estimate is their geometric mean."""
+    steps = np.array([250 * i for i in range(1, 17)], dtype=float)
+
+    def run(escape):  # plateau 5.85 until the escape step, then 0.5 nats per ln-step down
+        return np.where(steps <= escape, 5.85 - 1e-4 * np.log(steps), 5.85 - 1e-4 * np.log(escape)
+                        - 0.5 * np.log(steps / escape))
+    target_step = 4000
+    b = np.stack([run(1200), run(1200), run(2600)])
+    target = float(run(1200 * 3.3)[np.flatnonzero(steps == 4000)[0]])  # A = a run 3.3x slower than the fast ones
+    a = np.array([target - 0.001, target, target + 0.001])
+    iv = sp.speedup_interval(steps, a, b, target_step, sp.LOWER, 0.9)
+    per_run = np.exp(iv.log_s_units)
+    assert per_run[0] == pytest.approx(per_run[1]) and per_run[2] < per_run[0] / 2
+    assert float(iv.speedup) == pytest.approx(np.exp(np.mean(np.log(per_run))))
+    assert float(iv.low) < per_run[2] < float(iv.high)  # the interval does not exclude the slow run
+    mean = sp.crossing_step(steps, b.mean(axis=0), target).speedup(target_step)
+    assert mean > float(iv.speedup) * 1.1
 
 
-def test_a_better_at_t_is_not_supported(tmp_path):
-    # TACO's loss at 4000 is 6.5 > MLM's 6.0 in every run: A lower by the exact test (p = 1/20)
-    loss, fps = eff.read_checkpoints(_e1_checkpoints(tmp_path, b_curve=(7.5, 7.0, 6.5)))
-    pair = eff.build_pairs(loss, None, _cfg(), fps)[0]
-    row = eff.evaluate_pair(pair, alpha=0.05, n_resamples=999, seed=0)
-    assert row["status"] == eff.NEVER and math.isnan(row["speedup"])
-    assert row["p_a_better"] == pytest.approx(1 / 20)
-    assert row["speedup_ci_high"] == 0.0  # every resample: never reaches
-    assert row["verdict"] == eff.NOT_SUPPORTED
-    assert "speedup < 1" in row["interval_note"]
+def test_a_tiny_difference_is_not_supported_at_the_margin():
+    """B = A - 0.0015 nats at every step: about 1.01x, with a tight interval below the margin 1.2."""
+    steps = np.array([250.0 * i for i in range(1, 17)])
+    mu = 6.5 - 0.2 * np.log(steps / 250)
+    rng = np.random.default_rng(0)
+    a = mu[-1] + 1e-4 * rng.standard_normal(3)
+    b = mu - 0.0015 + 1e-4 * rng.standard_normal((3, steps.size))
+    iv = sp.speedup_interval(steps, a, b, 4000, sp.LOWER, 0.9)
+    assert 1.0 < float(iv.speedup) < 1.02 and float(iv.high) < 1.2
+    assert sp.decide(float(iv.low), float(iv.high), 1.2)[0] == sp.NOT_SUPPORTED
+
+
+def test_censored_units_are_extrapolated_not_dropped():
+    steps = np.array([1000.0, 2000.0, 4000.0])
+    # unit 0 reaches 5.0 at 2000 exactly; unit 1 never does (5.5 at 4000, 1 nat per ln 2 on its last segment:
+    # extrapolated half a doubling past 4000); unit 2 is already below at 1000 with a flat first segment:
+    # the cap, a factor 2 before 1000
+    b = np.array([[6.0, 5.0, 4.0], [7.5, 6.5, 5.5], [4.0, 4.0, 3.0]])
+    log_k, status, _ = sp.unit_crossings(steps, b, np.array(5.0), sp.LOWER)
+    assert list(status) == [sp.CODE_REACHED, sp.CODE_RIGHT, sp.CODE_LEFT]
+    assert np.exp(log_k) == pytest.approx([2000, 4000 * 2 ** 0.5, 500])
+    # far from the target: at most a factor 2 beyond the measured steps
+    log_k, status, _ = sp.unit_crossings(steps, b, np.array(1.0), sp.LOWER)
+    assert np.exp(log_k) == pytest.approx([8000, 8000, 8000])
+
+
+def test_a_better_at_t_is_not_supported_and_the_slowdown_is_a_number(tmp_path):
+    # TACO's loss at 4000 is 6.5 > MLM's 6.0 in every run: no TACO run reaches the target
+    pairs, df, cfg = _rows(tmp_path, b_curve=(7.5, 7.0, 6.5))
+    row = df.iloc[0]
+    assert row["status"] == sp.NEVER and row["n_right_censored"] == 3
+    assert row["speedup"] < 1 and row["estimate_bound"] == "<="  # a number, marked as an upper limit
+    assert row["speedup_ci_high"] < 1.2
+    assert row["verdict"] == sp.NOT_SUPPORTED
+    # on the curve, a target below T that B reaches after T is a slow-down printed as a number
+    curve = df[df["kind"] == "curve"].set_index("target_step")
+    assert 0 < curve.loc[2000, "speedup"] < 1
 
 
 def test_one_run_per_arm_gives_no_interval_and_says_why(tmp_path):
-    loss, fps = eff.read_checkpoints(_e1_checkpoints(tmp_path, runs=(0.0,)))
-    row = eff.evaluate_pair(eff.build_pairs(loss, None, _cfg(), fps)[0], alpha=0.05, n_resamples=999, seed=0)
+    pairs, df, cfg = _rows(tmp_path, runs=(0.0,))
+    row = df.iloc[0]
     assert row["speedup"] == pytest.approx(2 * math.sqrt(2))  # the point estimate is still there
     assert math.isnan(row["speedup_ci_low"]) and math.isnan(row["speedup_ci_high"])
     assert "one pre-training run per arm" in row["interval_note"]
-    assert math.isnan(row["p_b_better"])
-    assert row["verdict"] == eff.INCONCLUSIVE
+    assert row["verdict"] == sp.INCONCLUSIVE
 
 
 def test_legacy_eval_json_without_step_uses_the_manifest_step(tmp_path):
     d = _ckpt(tmp_path, "mlm", 0, 4000, 6.0, legacy=True)
-    loss, _ = eff.read_checkpoints([d])
+    loss, _, _ = eff.read_checkpoints([d])
     assert loss[["step", "value"]].values.tolist() == [[4000, 6.0]]
+
+
+def test_self_check_withholds_a_verdict_the_method_cannot_back(tmp_path):
+    pairs, df, cfg = _rows(tmp_path)
+    calib = eff.calibration_rows(pairs, df, cfg, reps=1000)
+    assert [c["row"] for c in calib] == [0]
+    assert 0.85 <= calib[0]["coverage"] and calib[0]["supported"] <= 0.07
+    checked = eff.apply_self_check(df, calib)
+    assert checked.loc[0, "verdict"] == sp.SUPPORTED
+    bad = [dict(calib[0], supported=0.2)]
+    withheld = eff.apply_self_check(df, bad)
+    assert withheld.loc[0, "verdict"] == sp.INCONCLUSIVE and "withheld (supported" in withheld.loc[0, "reason"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,8 +285,8 @@ def _per_seed(values: dict[tuple[str, int], float], run_offsets=RUN_OFFSETS) -> 
     return pd.DataFrame(rows)
 
 
-def test_glue_form_speedup_variance_components_and_exact_test():
-    # MLM-250k (step 4000) mean 75; TACO 74 at 2000 and 76 at 4000 (its runs at 4000: 75.5, 76, 76.5)
+def test_glue_form_per_run_speedups_and_variance_components():
+    # MLM-250k (step 4000) mean 75; TACO's runs 73/74/75 at 2000 and 75.5/76/76.5 at 4000 (seeds +-0.5)
     ps = _per_seed({("mlm", 4000): 75.0, ("taco", 2000): 74.0})
     taco_t = _per_seed({("taco", 4000): 76.0}, run_offsets={0: -0.5, 1: 0.0, 2: 0.5})
     ps = pd.concat([ps, taco_t], ignore_index=True)
@@ -194,44 +294,63 @@ def test_glue_form_speedup_variance_components_and_exact_test():
     glue = eff.glue_rows(ps, ("sst2",))
     pairs = eff.build_pairs(pd.DataFrame(columns=glue.columns), glue, cfg, {})
     (pair,) = pairs
-    assert pair.form == eff.GLUE_FORM and pair.target_step == 4000 and pair.paper_speedup == 5.0
-    row = eff.evaluate_pair(pair, alpha=cfg.alpha, n_resamples=cfg.n_resamples, seed=0)
-    assert row["k_star"] == pytest.approx(2000 * math.sqrt(2))  # halfway between 74 and 76
-    assert row["speedup"] == pytest.approx(math.sqrt(2))
+    assert pair.form == sp.GLUE_FORM and pair.claim_id == "E2" and pair.target_step == 4000
+    assert pair.paper_speedup == 5.0
+    df = eff.evaluate(pairs, cfg)
+    row = df.iloc[0]
+    # run r of TACO: 73 + r at 2000 (r = 0, 1, 2), 75.5 + r/2 at 4000; target 75: fraction (75 - v0) / (v1 - v0)
+    fr = [(75 - (73 + r)) / ((75.5 + r / 2) - (73 + r)) for r in range(3)]
+    per_run = [4000 / (2000 * 2 ** f) for f in fr]
+    assert row["speedup"] == pytest.approx(np.exp(np.mean(np.log(per_run))))
+    assert [float(x) for x in row["unit_speedups"].split(";")] == pytest.approx(per_run, rel=5e-3)
     assert row["unit"] == "pre-training run" and row["n_units_a"] == 3
     # one-way random-effects ANOVA by hand: run means 74, 75, 76, two seeds each at +-0.5:
     # MS_within = 0.5, MS_between = 2 * 1 = 2, sigma^2_run = (2 - 0.5) / 2 = 0.75
     assert row["sd_seed_a"] == pytest.approx(math.sqrt(0.5))
     assert row["sd_run_a"] == pytest.approx(math.sqrt(0.75))
-    # the exact one-sided p, enumerated here: run means A = 74, 75, 76; B = 75.5, 76, 76.5
-    a, b = [74.0, 75.0, 76.0], [75.5, 76.0, 76.5]
-    pooled, obs = a + b, np.mean(b) - np.mean(a)
-    splits = list(itertools.combinations(range(6), 3))
-    hits = sum(np.mean([pooled[i] for i in s]) - np.mean([pooled[i] for i in range(6) if i not in s]) >= obs - 1e-12
-               for s in splits)
-    assert row["p_b_better"] == pytest.approx(hits / len(splits))
-    assert row["p_b_better"] > 0.05 and row["verdict"] == eff.INCONCLUSIVE
+    assert row["verdict"] in (sp.INCONCLUSIVE, sp.SUPPORTED, sp.NOT_SUPPORTED)
 
 
-def test_glue_form_with_one_pretraining_run_resamples_fine_tuning_seeds():
+def test_glue_form_with_one_pretraining_run_uses_fine_tuning_seeds_and_says_so():
     ps = _per_seed({("mlm", 4000): 75.0, ("taco", 2000): 74.0, ("taco", 4000): 76.0}, run_offsets={0: 0.0})
     cfg = _cfg()
     pair = eff.build_pairs(pd.DataFrame(columns=["size"]), eff.glue_rows(ps, ("sst2",)), cfg, {})[0]
-    row = eff.evaluate_pair(pair, alpha=0.05, n_resamples=999, seed=0)
+    row = eff.evaluate([pair], cfg).iloc[0]
     assert row["unit"] == "fine-tuning seed" and row["n_units_a"] == 2
     assert math.isfinite(row["speedup_ci_low"])
-    assert "covers fine-tuning seeds only" in row["interval_note"]
+    assert "interval covers fine-tuning variance only, not the pre-training variance" in row["interval_note"]
     assert math.isnan(row["sd_run_a"]) and row["sd_seed_a"] == pytest.approx(math.sqrt(0.5))
 
 
+def test_e2_and_e3_are_separate_claims_and_a_missing_role_says_not_run_once():
+    ps = _per_seed({("mlm", 4000): 75.0, ("taco", 2000): 74.0, ("taco", 4000): 76.0})
+    cfg = _cfg(roles={"small": "tiny", "base": "tiny"})  # base's 500k is not a budget name of tiny
+    pairs = eff.build_pairs(pd.DataFrame(columns=["size"]), eff.glue_rows(ps, ("sst2",)), cfg, {})
+    assert [p.claim_id for p in pairs] == ["E2", "E3"]
+    assert "5x" in pairs[0].title and "2x" in pairs[1].title
+    df = eff.evaluate(pairs, cfg)
+    assert df.iloc[1]["verdict"] == sp.NOT_RUN
+    assert df.iloc[1]["reason"].count("not run") == 1 and "500k" in df.iloc[1]["reason"]
+    md = eff.render_markdown(df, cfg)
+    assert md.count("## E2 ") == 1 and md.count("## E3 ") == 1
+
+
 def test_decide_rule():
-    assert eff.decide(0.05, 1.0, 1.2, 3.0, 0.05)[0] == eff.SUPPORTED
-    assert eff.decide(0.05, 1.0, math.inf, math.inf, 0.05)[0] == eff.SUPPORTED
-    assert eff.decide(0.05, 1.0, 0.9, 3.0, 0.05)[0] == eff.INCONCLUSIVE
-    assert eff.decide(0.10, 0.9, 1.2, 3.0, 0.05)[0] == eff.INCONCLUSIVE
-    assert eff.decide(1.0, 0.05, 0.5, 2.0, 0.05)[0] == eff.NOT_SUPPORTED
-    assert eff.decide(0.5, 0.5, 0.2, 0.9, 0.05)[0] == eff.NOT_SUPPORTED
-    assert eff.decide(math.nan, math.nan, math.nan, math.nan, 0.05)[0] == eff.INCONCLUSIVE
+    assert sp.decide(1.3, 3.0, 1.2)[0] == sp.SUPPORTED
+    assert sp.decide(1.1, 3.0, 1.2)[0] == sp.INCONCLUSIVE
+    assert sp.decide(0.5, 1.1, 1.2)[0] == sp.NOT_SUPPORTED
+    assert sp.decide(math.nan, math.nan, 1.2)[0] == sp.INCONCLUSIVE
+    assert "2 unit(s) of B never reach" in sp.decide(0.5, 1.1, 1.2, n_right=2)[1]
+
+
+def test_the_margin_comes_from_the_analysis_spec(tmp_path):
+    loss, fps, _ = eff.read_checkpoints(_e1_checkpoints(tmp_path))
+    cfg = _cfg(efficiency_margin=3.5)  # above the interval [2.51, 3.19]
+    row = eff.evaluate(eff.build_pairs(loss, None, cfg, fps), cfg).iloc[0]
+    assert row["margin"] == 3.5 and row["verdict"] == sp.NOT_SUPPORTED
+    from taco.report.analysis_config import AnalysisConfigError
+    with pytest.raises(AnalysisConfigError, match="efficiency_margin"):
+        _cfg(efficiency_margin=0.9)
 
 
 def test_command_writes_table_markdown_and_figure(tmp_path):
@@ -244,18 +363,37 @@ def test_command_writes_table_markdown_and_figure(tmp_path):
     agg = tmp_path / "agg"
     agg.mkdir()
     _per_seed({("mlm", 4000): 75.0, ("taco", 2000): 74.0, ("taco", 4000): 76.0}).to_csv(agg / "per_seed.csv", index=False)
+    times = tmp_path / "step_time.json"
+    times.write_text(json.dumps({"objectives": {"mlm": {"step_s_median": 0.44}, "taco": {"step_s_median": 0.52}}}))
     out = tmp_path / "out"
-    argv = ["--checkpoints", *map(str, ckpts), "--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out)]
+    argv = ["--checkpoints", *map(str, ckpts), "--aggregate-dir", str(agg), "--analysis", str(spec),
+            "--step-times", str(times), "--output-dir", str(out)]
     assert eff.main(argv) == 0
-    df = pd.read_csv(out / "efficiency.csv")
-    assert list(df["claim_id"]) == ["E1", "E2"]
-    assert df.loc[0, "speedup"] == pytest.approx(2 * math.sqrt(2), rel=1e-5)
-    assert df.loc[1, "speedup"] == pytest.approx(math.sqrt(2), rel=1e-5)
+    df = eff.read_table(out / "efficiency.csv")
+    prim = df[df["kind"] == "primary"]
+    assert list(prim["claim_id"]) == ["E1", "E2"]
+    assert prim.iloc[0]["speedup"] == pytest.approx(2 * math.sqrt(2), rel=1e-5)
+    assert prim.iloc[0]["wall_speedup"] == pytest.approx(2 * math.sqrt(2) * 0.44 / 0.52, rel=1e-5)
     md = (out / "efficiency.md").read_text()
-    assert "supported" in md and "E2" in md and "5" in md
+    assert "supported" in md and "## E2 " in md and "Does the interval cover?" in md
+    assert "The speedup grows with the target" in md
     assert "<table>" in (out / "efficiency.html").read_text()  # the report's page (taco.report.html)
     assert (out / "efficiency.png").stat().st_size > 0
     assert eff.main(["--checkpoints", str(tmp_path / "nope"), "--output-dir", str(out)]) == 2
+
+
+def test_an_old_efficiency_table_gets_a_clear_message(tmp_path):
+    old = tmp_path / "efficiency.csv"
+    old.write_text("claim_id,form,speedup,verdict\nE1,validation_mlm_loss,2.49,supported\n")
+    with pytest.raises(eff.EfficiencyTableError, match="format 1.*rerun `taco efficiency`"):
+        eff.read_table(old)
+
+
+def test_calibrate_prints_the_checked_scenarios_and_the_limits(capsys):
+    assert eff.main(["--calibrate", "--runs", "3", "--reps", "300", "--sd-a", "0.002", "--sd-log-b", "0.4"]) == 0
+    out = capsys.readouterr().out
+    assert "loss: cpu-real T=4000 spreads" in out and "known limit" in out and "yours:" in out
+    assert eff.main(["--calibrate", "--runs", "1"]) == 2
 
 
 def test_claims_page_carries_the_efficiency_claims(tmp_path):
@@ -264,20 +402,20 @@ def test_claims_page_carries_the_efficiency_claims(tmp_path):
     from tests.fixtures_stats import build_aggregate, smoke_spec
 
     ckpts = _e1_checkpoints(tmp_path / "pretrain")
-    loss, fps = eff.read_checkpoints(ckpts)
+    loss, fps, _ = eff.read_checkpoints(ckpts)
     cfg = _cfg(n_resamples=199)
     table = eff.evaluate(eff.build_pairs(loss, None, cfg, fps), cfg)
     (tmp_path / "efficiency.csv").write_text(table.to_csv(index=False))
     back = eff.read_table(tmp_path / "efficiency.csv")
-    assert back.loc[0, "verdict"] == eff.SUPPORTED and back.loc[0, "target_budget"] == "250k"
+    assert back.loc[0, "verdict"] == sp.SUPPORTED and back.loc[0, "target_budget"] == "250k"
     agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(n_resamples=99), seeds=[1, 2])
     out = tmp_path / "out"
     assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out),
                         "--efficiency", str(tmp_path / "efficiency.csv")]) == 0
     md = (out / "claims.md").read_text()
     assert "## Steps-to-target claims (taco efficiency)" in md
-    row = next(ln for ln in md.splitlines() if ln.startswith("| E1:"))
-    assert "2.83" in row and "**supported**" in row and "0.05 / 1" in row
-    assert "one-sided exact permutation test" in md
+    (row,) = [ln for ln in md.splitlines() if ln.startswith("| E1:")]  # the primary target only
+    assert "2.83 [2.51, 3.19]" in row and "**supported**" in row
+    assert "exceeds the margin 1.2x" in md
     assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out)]) == 0
     assert "Steps-to-target" not in (out / "claims.md").read_text()  # without the option: as before

@@ -29,6 +29,10 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
 ``improvement_target`` / ``improvement_margin``
     GLUE points: "beats by about 1.2" means an improvement of at least target - margin (a larger
     one supports the claim; see :mod:`taco.report.claims`).
+``efficiency_margin``
+    the minimum steps-to-target speedup (dimensionless, > 1; default 1.2: a fifth fewer steps) that
+    ``taco efficiency``'s claims (E1-E3) must show: supported when the speedup interval's lower bound
+    exceeds it, not supported when its upper bound is below it (the paper claims 5x for small, 2x for base).
 ``reduced_fraction``
     the data fraction of the paper's "25% data" runs (default 0.25).
 ``confidence_level``, ``n_resamples``, ``ci_method``, ``seed``, ``min_seeds``
@@ -94,6 +98,7 @@ DEFAULTS: dict[str, Any] = {
     "match_rule": "non_inferiority",
     "improvement_target": 1.2,
     "improvement_margin": 0.6,
+    "efficiency_margin": 1.2,
     "reduced_fraction": 0.25,
     "confidence_level": 0.95,
     "n_resamples": 9999,
@@ -141,6 +146,7 @@ class AnalysisConfig:
     match_rule: str = "non_inferiority"
     improvement_target: float = 1.2
     improvement_margin: float = 0.6
+    efficiency_margin: float = 1.2
     reduced_fraction: float = 0.25
     confidence_level: float = 0.95
     n_resamples: int = 9999
@@ -270,7 +276,7 @@ class AnalysisConfig:
             "primary_metric": dict(self.primary_metric),
             **{k: getattr(self, k) for k in (
                 "equivalence_margin", "match_rule", "improvement_target", "improvement_margin",
-                "reduced_fraction", "confidence_level", "n_resamples", "ci_method", "seed",
+                "efficiency_margin", "reduced_fraction", "confidence_level", "n_resamples", "ci_method", "seed",
                 "min_seeds")},
         }
 
@@ -311,6 +317,7 @@ def analysis_schema() -> dict[str, Any]:
             "match_rule": {"enum": ["equivalence", "non_inferiority"]},
             "improvement_target": {"type": "number"},
             "improvement_margin": {"type": "number", "minimum": 0},
+            "efficiency_margin": {"type": "number", "exclusiveMinimum": 1},
             "reduced_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
             "confidence_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
             "n_resamples": pos_int,
@@ -418,6 +425,7 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
         match_rule=raw["match_rule"],
         improvement_target=float(raw["improvement_target"]),
         improvement_margin=float(raw["improvement_margin"]),
+        efficiency_margin=float(raw["efficiency_margin"]),
         reduced_fraction=float(raw["reduced_fraction"]),
         confidence_level=float(raw["confidence_level"]),
         n_resamples=int(raw["n_resamples"]),

@@ -555,7 +555,7 @@ def _write_claims(agg, cfg, args) -> list[Path]:
         from taco.report.efficiency import claims_section, read_table
 
         eff = read_table(args.efficiency)
-        md += claims_section(eff, cfg.alpha)
+        md += claims_section(eff, cfg.alpha, cfg.efficiency_margin)
         for r in eff.itertuples():
             print(f"{r.claim_id} ({r.size}): {r.verdict}")
     pages = write_markdown_page(out / "claims.md", md)  # claims.md and claims.html (the report's page)

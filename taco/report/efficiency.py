@@ -1,67 +1,43 @@
-"""Steps-to-target speedups with intervals, and the decision of "B reaches A's level at T in fewer steps".
+"""Steps-to-target speedups with intervals that cover, and the decision of "B reaches A's level at T in fewer steps".
 
-``taco efficiency --checkpoints DIR [DIR ...] [--aggregate-dir DIR] [--analysis FILE] --output-dir D``
-writes ``efficiency.csv``, ``efficiency.md`` (and ``efficiency.html``, the page for ``snakemake --report``)
-and ``efficiency.png`` / ``.pdf`` into ``D``.
+``taco efficiency --checkpoints DIR [DIR ...] [--aggregate-dir DIR] [--analysis FILE] [--step-times FILE]
+--output-dir D`` writes ``efficiency.csv``, ``efficiency.md`` (and ``efficiency.html``, the page for
+``snakemake --report``) and ``efficiency.png`` / ``.pdf`` into ``D``. ``taco efficiency --calibrate``
+prints the method's simulated coverage and level (no inputs needed).
 
-**The speedup.** For a reference arm A (``mlm``), an arm B (``taco``) of one model size and data
-fraction, and a target budget T (steps): the target is A's mean value at T; k* is the step at which
-B's *mean curve* (mean over its statistical units at every step they share) reaches the target, by
-linear interpolation in log-step between the two points of B that bracket it (``ln k`` linear in the
-value between them). The speedup is T / k* (dimensionless; > 1: B needs fewer steps). When B's
-first point already reaches the target, k* is at most that step and the speedup at least T / step
-(status ``already beats at first point``, the speedup printed as ``>= T/step``); when no point of B
-reaches it, the speedup is below T / last step (status ``never reaches``). Steps <= 0 (the
-no-pre-training control) are not on a log axis and are left out.
+**The method** (:mod:`taco.report.speedup`): A = MLM, B = TACO, one model size and data fraction, a
+target step T. The target is A's mean value at T over its units; every unit of B gets the step k_u at
+which its own curve reaches it (linear in log-step; censored units extrapolated along their end
+segment, at most a factor 2); the speedup is the geometric mean of T / k_u; its interval is a t
+interval on log speedups with A's target uncertainty propagated (delta method, Welch-Satterthwaite
+degrees of freedom). *Supported* when the interval's lower bound exceeds the margin m
+(``analysis.efficiency_margin``, default 1.2), *not supported* when its upper bound is below m,
+*inconclusive* otherwise. Coverage and level are measured by simulation
+(:mod:`taco.report.speedup_simulation`): the page prints them for the run's own counts and spreads.
 
-Two kinds of curve, each a row of the table:
+Rows of ``efficiency.csv`` (``kind``):
 
-- ``validation_mlm_loss`` (nats, lower is better): the validation MLM loss on the fixed validation
-  blocks and masks (:mod:`taco.training.validation`) of every budget checkpoint of a run, plus the
-  points measured inside a segment (``eval.json`` key ``points``: a list of ``{"step", "mlm_loss"}``;
-  read when present). T is the last budget both arms reached. The unit is the pre-training run.
-- ``glue_average`` (GLUE points x100, higher is better): the per-seed GLUE average of the fine-tuned
-  budgets (``taco aggregate``'s ``per_seed.csv``, over the spec's average keys), the paper's form:
-  T is the step that plays the paper's ``250k`` for the small role (``500k`` for base), and the
-  paper's speedup (5x: TACO-50k matches MLM-250k; 2x for base) is printed beside. Units as in
-  :func:`taco.report.stats.statistical_units`: pre-training runs (their fine-tuning seeds nested and
-  averaged) when an arm has two or more, else fine-tuning seeds (then the interval covers
-  fine-tuning only, and the note says so).
+- ``E1``, ``validation_mlm_loss`` (nats, lower is better): the validation MLM loss on the fixed
+  validation blocks and masks of every budget checkpoint and in-segment point (``eval.json``). Unit:
+  the pre-training run. ``primary``: T = the largest budget both arms reached (the claim's verdict);
+  ``secondary``: each smaller common budget (interval and rule outcome, not the claim's verdict);
+  ``curve``: every validation point of A from its first budget to T as the target (descriptive: the
+  speedup as a function of the target, with its interval; B may cross after T, so slow-downs are
+  numbers below 1).
+- ``E2`` (BERT-small's role) and ``E3`` (BERT-base's), ``glue_average`` (GLUE points x100, higher is
+  better): the per-seed GLUE average of the fine-tuned budgets (``per_seed.csv`` of ``taco
+  aggregate``); T = the step that plays the paper's ``250k`` (``500k`` for base), the paper's speedup
+  (5x: TACO-50k matches MLM-250k; 2x for base) beside. Units: pre-training runs (fine-tuning seeds
+  averaged) where both arms have at least 2 fine-tuned runs, else fine-tuning seeds of the one run,
+  and the interval then covers fine-tuning variance only (the note says so).
 
-**The interval.** A bootstrap over the units, each arm resampled on its own (A's target moves with
-its resample): pre-training runs drawn with replacement and, inside each drawn run, its fine-tuning
-seeds drawn with replacement (two-stage bootstrap of nested data, Davison & Hinkley 1997, Sec. 3.8);
-``n_resamples`` draws, generator ``rng_for(seed, label)``. The interval is the percentile interval at
-level 1 - 2 alpha (90% for alpha = 0.05) of T / k*, taken as order statistics (``never reaches``
-counts as speedup 0, ``already beats`` as infinity: both are ordered correctly without a value).
-With fewer than two units in an arm there is no interval, and the reason is printed. Percentile
-intervals under-cover at 3-5 units (docs: DESIGN pitfalls); the note says how many units made it.
+**Compute.** ``model_flops_speedup``: the step speedup times F_A / F_B, model FLOPs per step from the
+checkpoints' manifests (:mod:`taco.workflow.flops`: the matrix products of the training step, the TC
+term counted). With ``--step-times`` (a JSON of ``benchmarks/step_time.py``: one optimizer step of each
+objective measured side by side at the configuration's shapes), ``wall_speedup`` = speedup x t_A / t_B.
 
-**Compute.** The same ratio in training FLOPs with the TC term counted: FLOPs of A's T steps over
-FLOPs of B's k* steps, FLOPs per step = ``pretrain_flops_per_token`` (:mod:`taco.workflow.flops`,
-pure Python) x ``seq_len`` x global batch, all read from the checkpoints' manifests. Since the
-per-step FLOPs are constants, the compute speedup and its interval are the step speedup and its
-interval times F_A / F_B.
-
-**The decision** (claims ``E1`` validation loss, ``E2`` GLUE average), at alpha = 1 -
-``confidence_level`` of the analysis spec:
-
-- *supported* when the per-unit values at T are better for B by the one-sided exact permutation test
-  (``scipy.stats.permutation_test``, difference of means, every partition when they fit in
-  ``n_resamples``: 1 / C(n_A + n_B, n_A) = 1/20 at the extreme for 3 vs 3) with p <= alpha, and the
-  lower bound of the speedup's 1 - 2 alpha interval exceeds 1;
-- *not supported* when A is better at T by the same test (p <= alpha) or the interval's upper bound
-  is below 1;
-- *inconclusive* otherwise, including every arm with a single unit (no test, no interval).
-
-Variance components at T (the SD of the pre-training run and of the fine-tuning seed, one-way
-random-effects ANOVA with the unbalanced n0 of Searle et al. 1992, Sec. 3.6; the run component
-truncated at 0) are reported where both exist (GLUE curves of replicated pre-training); for the
-validation loss only the run SD exists.
-
-Reads JSON and CSV only (torch-free: the statistics environment runs it). The computation of one
-comparison (crossing, curves, interval, tests, verdict) is ``taco.report.speedup``, re-exported
-here; this module reads the inputs, builds the comparisons and writes the table, page and figure.
+``efficiency.csv`` carries ``format_version`` (:data:`FORMAT_VERSION`); :func:`read_table` refuses an
+older file with a message naming it. Reads JSON and CSV only (torch-free).
 """
 
 from __future__ import annotations
@@ -81,40 +57,46 @@ import pandas as pd
 from taco.cli import cli_error
 from taco.manifest import read_manifest
 from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
-from taco.report.speedup import (  # noqa: F401  (re-exported: taco.report.efficiency.<name>)
-    ALREADY, COMPARED, CSV_COLUMNS, GLUE_FORM, HIGHER, INCONCLUSIVE, LOSS_FORM, LOWER, NEVER, NO_CURVE, NOT_RUN,
-    NOT_SUPPORTED, REACHED, REFERENCE, SUPPORTED, ArmCurves, Crossing, Pair, _fmt_bound, _order_stat_interval,
-    _reaches, _unit_label, arm_curves, bootstrap_speedups, crossing_step, decide, evaluate_pair, one_sided_p,
-    variance_components)
+from taco.report.speedup import (COMPARED, GLUE_FORM, HIGHER, INCONCLUSIVE, LOSS_FORM, LOWER, NOT_RUN, NOT_SUPPORTED,
+                                 REFERENCE, SUPPORTED, ArmCurves, Pair, arm_curves, evaluate_pair)
 from taco.report.stats import average_keys
+from taco.report.validation_points import EvalFileError, read_eval
 
 NAME = "efficiency"
-#: role -> (paper budget of A = the target T, paper budget where B matches it, the paper's speedup);
+#: version of efficiency.csv's columns; 2: per-unit speedups, margin, kinds (1: the mean-curve bootstrap)
+FORMAT_VERSION = 2
+#: role -> (claim id, paper budget of A = the target T, paper budget where B matches it, the paper's speedup);
 #: Sec. 5 / Tables 1 and 3: TACO-50k matches MLM-250k (small), TACO-250k matches MLM-500k (base)
-PAPER_SPEEDUP: dict[str, tuple[str, str, float]] = {"small": ("250k", "50k", 5.0), "base": ("500k", "250k", 2.0)}
+PAPER_SPEEDUP: dict[str, tuple[str, str, str, float]] = {"small": ("E2", "250k", "50k", 5.0),
+                                                         "base": ("E3", "500k", "250k", 2.0)}
 #: fine-tuning seed recorded for a curve without fine-tuning (the validation loss)
 NO_FINETUNE = -1
+
+CSV_COLUMNS = [
+    "format_version", "claim_id", "kind", "form", "unit_of_value", "better", "size", "fraction", "a", "b",
+    "target_step", "target_budget", "target_value", "status", "speedup", "estimate_bound", "ci_level",
+    "speedup_ci_low", "speedup_ci_high", "log_speedup_se", "df", "margin", "p_at_least_margin", "verdict",
+    "reason", "n_units_a", "n_units_b", "n_runs_a", "n_runs_b", "unit", "unit_k", "unit_speedups",
+    "n_right_censored", "n_left_censored", "mean_curve_k", "mean_curve_speedup", "model_flops_per_step_a",
+    "model_flops_per_step_b", "model_flops_speedup", "model_flops_ci_low", "model_flops_ci_high",
+    "wall_time_ratio", "wall_speedup", "paper_speedup", "mean_a_at_t", "mean_b_at_t", "welch_p_b_better",
+    "sd_run_a", "sd_run_b", "sd_seed_a", "sd_seed_b", "calibrated_level", "calibrated_coverage", "interval_note",
+    "curve_steps", "title",
+]
+TEXT_COLUMNS = ("claim_id", "kind", "form", "unit_of_value", "better", "size", "a", "b", "target_budget", "status",
+                "estimate_bound", "verdict", "reason", "unit", "unit_k", "unit_speedups", "interval_note",
+                "curve_steps", "title")
+
+
+class EfficiencyTableError(ValueError):
+    """An efficiency.csv this version cannot read (older format, missing columns); names the file."""
 
 
 # ---------------------------------------------------------------------------------------------
 # reading the inputs
 # ---------------------------------------------------------------------------------------------
-def eval_points(ev: Mapping[str, Any], step: int | None = None) -> list[tuple[int, float]]:
-    """(step, validation MLM loss in nats) of one ``eval.json``: the in-segment ``points`` (a list of
-    ``{"step", "mlm_loss"}``, when present) and the checkpoint's own point (``step``, ``mlm_loss``;
-    ``step`` overrides a missing one). Points without a finite loss are skipped."""
-    out: dict[int, float] = {}
-    for p in ev.get("points") or []:
-        if isinstance(p, Mapping) and p.get("step") is not None and p.get("mlm_loss") is not None:
-            out[int(p["step"])] = float(p["mlm_loss"])
-    s = ev.get("step", step)
-    if s is not None and ev.get("mlm_loss") is not None:
-        out[int(s)] = float(ev["mlm_loss"])
-    return sorted((k, v) for k, v in out.items() if math.isfinite(v))
-
-
 def flops_per_step(manifest: Mapping[str, Any]) -> float:
-    """Training FLOPs of one pre-training step of a checkpoint (:func:`taco.workflow.flops.
+    """Model FLOPs of one pre-training step of a checkpoint (:func:`taco.workflow.flops.
     pretrain_flops_per_token` x seq_len x global batch), from its manifest; nan when a field is missing."""
     from taco.workflow.flops import pretrain_flops_per_token
 
@@ -130,13 +112,17 @@ def flops_per_step(manifest: Mapping[str, Any]) -> float:
         return math.nan
 
 
-def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[tuple[str, str], float]]:
-    """Validation-loss rows ``size, objective, fraction, run, seed, step, value`` (value in nats; run =
-    the manifest's ``pretrain_seed``, seed = :data:`NO_FINETUNE`) from budget checkpoint directories,
-    and FLOPs per step by (size, objective). The control (step 0) is skipped. A step measured twice
-    in one run (a rerun) keeps the last. FileNotFoundError names a directory without a manifest."""
+def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[tuple[str, str], float], list[str]]:
+    """Validation-loss rows ``size, objective, fraction, run, seed, step, value, budget`` (value in nats;
+    run = the manifest's ``pretrain_seed``, seed = :data:`NO_FINETUNE`, budget: the checkpoint's own step,
+    not an in-segment point), FLOPs per step by (size, objective), and notes (points left out).
+
+    The control (step 0) is skipped. A step measured twice in one run (a rerun) keeps the last.
+    FileNotFoundError names a directory without a manifest; :class:`EvalFileError` a damaged eval.json.
+    """
     rows: dict[tuple, dict[str, Any]] = {}
     fps: dict[tuple[str, str], float] = {}
+    notes: list[str] = []
     for ckpt in map(Path, checkpoints):
         m = read_manifest(ckpt)
         step = int(m.get("step") or 0)
@@ -147,14 +133,17 @@ def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, d
         f = flops_per_step(m)
         if math.isfinite(f):
             fps[(size, obj)] = f
-        ev = m.get("validation") or {}
         if (ckpt / "eval.json").is_file():
-            ev = json.loads((ckpt / "eval.json").read_text())
-        for s, v in eval_points(ev, step):
+            points, why = read_eval(ckpt / "eval.json", step)
+        else:
+            from taco.report.validation_points import parse_eval
+            points, why = parse_eval(m.get("validation") or {}, f"{ckpt}/manifest.json (validation)", step)
+        notes += why
+        for s, v in points:
             rows[(size, obj, frac, run, s)] = {"size": size, "objective": obj, "fraction": frac, "run": run,
-                                                "seed": NO_FINETUNE, "step": s, "value": v}
-    cols = ["size", "objective", "fraction", "run", "seed", "step", "value"]
-    return pd.DataFrame(list(rows.values()), columns=cols), fps
+                                                "seed": NO_FINETUNE, "step": s, "value": v, "budget": s == step}
+    cols = ["size", "objective", "fraction", "run", "seed", "step", "value", "budget"]
+    return pd.DataFrame(list(rows.values()), columns=cols), fps, notes
 
 
 def glue_rows(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -173,6 +162,26 @@ def glue_rows(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     return out[cols].reset_index(drop=True)
 
 
+def read_step_times(path: str | Path) -> float:
+    """t_A / t_B (seconds per optimizer step of MLM over TACO's) from ``benchmarks/step_time.py``'s JSON
+    (``objectives.<name>.step_s_median``); ValueError naming the file and the missing key."""
+    p = Path(path)
+    try:
+        rec = json.loads(p.read_text())
+        t_a = float(rec["objectives"][REFERENCE]["step_s_median"])
+        t_b = float(rec["objectives"][COMPARED]["step_s_median"])
+    except FileNotFoundError:
+        raise ValueError(f"{p}: no such step-time file (benchmarks/step_time.py writes it)") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{p}: not valid JSON ({exc})") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{p}: expected objectives.{REFERENCE}.step_s_median and objectives.{COMPARED}."
+                         f"step_s_median (benchmarks/step_time.py's format): {exc!r}") from None
+    if not (t_a > 0 and t_b > 0):
+        raise ValueError(f"{p}: step times must be > 0 seconds, got {t_a} and {t_b}")
+    return t_a / t_b
+
+
 def _arm(df: pd.DataFrame, size: str, obj: str, frac: float) -> ArmCurves:
     if df.empty:
         return ArmCurves(np.empty(0, dtype=int), [], [])
@@ -180,41 +189,64 @@ def _arm(df: pd.DataFrame, size: str, obj: str, frac: float) -> ArmCurves:
     return arm_curves(sub)
 
 
+def _budget_steps(loss: pd.DataFrame, size: str, obj: str) -> set[int]:
+    sub = loss[(loss["size"] == size) & (loss["objective"] == obj) & loss["budget"].astype(bool)
+               & np.isclose(loss["fraction"].astype(float), 1.0)]
+    return set(sub["step"].astype(int))
+
+
 def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConfig,
                 fps: Mapping[tuple[str, str], float]) -> list[Pair]:
-    """The comparisons of the run: per size with both MLM and TACO on all the data, the validation loss
-    (E1; T = the last step both reached) and, with the aggregate, the GLUE average of the paper's form
-    for each role (E2, T = the role's ``250k`` / ``500k`` step)."""
+    """The comparisons of the run (module docstring): per size with MLM and TACO on all the data, E1's
+    primary, secondary and curve rows; with the aggregate, E2 / E3 for each role that is run."""
     pairs: list[Pair] = []
     sizes = sorted(set(loss["size"])) if not loss.empty else []
     for size in sizes:
         a, b = _arm(loss, size, REFERENCE, 1.0), _arm(loss, size, COMPARED, 1.0)
         if not a.runs or not b.runs:
             continue
-        common = sorted(set(a.steps.tolist()) & set(b.steps.tolist()))
-        t = int(common[-1]) if common else (int(a.steps[-1]) if a.steps.size else None)
-        pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats",
-                          target_budget=cfg.budget_name(size, t) or "" if t is not None else "",
-                          flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))))
+        fp = (fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))
+        grid = set(a.steps.tolist())
+        budgets = sorted(_budget_steps(loss, size, REFERENCE) & _budget_steps(loss, size, COMPARED) & grid)
+        if not budgets:
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, None, LOWER, "nats", flops_per_step=fp,
+                              note="no budget that both arms reached", title=CLAIM_TEXT["E1"]))
+            continue
+        t = budgets[-1]
+        name = lambda s: cfg.budget_name(size, s) or ""  # noqa: E731
+        pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats", target_budget=name(t),
+                          flops_per_step=fp, title=CLAIM_TEXT["E1"]))
+        for s in budgets[:-1]:
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, s, LOWER, "nats", target_budget=name(s),
+                              flops_per_step=fp, kind="secondary", title=CLAIM_TEXT["E1"]))
+        for s in sorted(x for x in grid if budgets[0] <= x <= t):
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, s, LOWER, "nats", target_budget=name(s),
+                              flops_per_step=fp, kind="curve", title=CLAIM_TEXT["E1"]))
     if glue is not None:
-        for role, (t_name, b_name, paper) in PAPER_SPEEDUP.items():
+        for role, (cid, t_name, b_name, paper) in PAPER_SPEEDUP.items():
             size = cfg.roles.get(role)
             if size is None:
                 continue
             t = cfg.budget_step(size, t_name)
             a, b = _arm(glue, size, REFERENCE, 1.0), _arm(glue, size, COMPARED, 1.0)
-            note = f"paper: TACO-{b_name} matches MLM-{t_name} ({paper:g}x, Sec. 5)"
-            if t is None:
-                note = f"not run: no step plays the paper's {t_name} for {size} (analysis.budget_names); " + note
-            pairs.append(Pair("E2", GLUE_FORM, size, 1.0, a, b, t, HIGHER, "GLUE points (x100)",
-                              target_budget=t_name, paper_speedup=paper, note=note,
+            title = (f"B (TACO) reaches A's (MLM's) GLUE average at {t_name} in fewer steps (BERT-{role}'s role: "
+                     f"{size}; the paper: TACO-{b_name} matches MLM-{t_name}, {paper:g}x)")
+            note = "" if t is not None else f"no step plays the paper's {t_name} for {size} (analysis.budget_names)"
+            pairs.append(Pair(cid, GLUE_FORM, size, 1.0, a, b, t, HIGHER, "GLUE points (x100)", target_budget=t_name,
+                              paper_speedup=paper, note=note, title=title,
                               flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))))
     return pairs
 
 
-def evaluate(pairs: Sequence[Pair], cfg: AnalysisConfig) -> pd.DataFrame:
+def evaluate(pairs: Sequence[Pair], cfg: AnalysisConfig, wall_time_ratio: float = math.nan) -> pd.DataFrame:
     """The efficiency table: one row per pair (``CSV_COLUMNS``)."""
-    rows = [evaluate_pair(p, alpha=cfg.alpha, n_resamples=cfg.n_resamples, seed=cfg.seed) for p in pairs]
+    rows = []
+    for p in pairs:
+        row = evaluate_pair(p, alpha=cfg.alpha, margin=cfg.efficiency_margin, columns=CSV_COLUMNS)
+        row["format_version"] = FORMAT_VERSION
+        row["wall_time_ratio"] = wall_time_ratio
+        row["wall_speedup"] = row["speedup"] * wall_time_ratio
+        rows.append(row)
     return pd.DataFrame(rows, columns=CSV_COLUMNS)
 
 
@@ -227,84 +259,199 @@ def _f(x: Any, nd: int = 3) -> str:
     return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.{nd}g}"
 
 
-def rule_text(alpha: float) -> str:
-    """The decision rule in words (claims page)."""
+def _est(r: Any) -> str:
+    """The estimate with its interval, e.g. ``2.49 [1.90, 3.27]`` (``<=`` / ``>=`` when censored one way)."""
+    b = f"{r.estimate_bound} " if r.estimate_bound in ("<=", ">=") else ""
+    return f"{b}{_f(r.speedup)} [{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}]"
+
+
+def rule_text(alpha: float, margin: float) -> str:
+    """The decision rule in words (claims page and efficiency page)."""
     lvl = f"{(1 - 2 * alpha) * 100:g}%"
-    return (f"supported when the per-unit values at T are better for B by the one-sided exact permutation test "
-            f"(p <= {alpha}) and the lower bound of the speedup's {lvl} bootstrap interval exceeds 1; not supported "
-            f"when A is better at T by the same test (p <= {alpha}) or the interval's upper bound is below 1; "
-            "inconclusive otherwise (always with one unit per arm: no test, no interval)")
+    return (f"the speedup is the geometric mean over B's pre-training runs (or fine-tuning seeds, where each arm has "
+            f"one fine-tuned run) of T / k, k the step where the run's own curve reaches A's mean value at T; "
+            f"supported when the lower bound of its {lvl} t interval (on log speedups, A's target uncertainty "
+            f"propagated) exceeds the margin {margin:g}x (analysis.efficiency_margin; equivalently the one-sided "
+            f"t test of speedup <= {margin:g} has p <= {alpha}); not supported when the upper bound is below "
+            f"{margin:g}x; inconclusive otherwise (always with one unit per arm: no interval). One verdict per "
+            "claim, at its primary target (E1: the largest budget both arms reached; E2/E3: the paper's 250k / "
+            "500k); secondary budgets and the speedup curve are descriptive")
 
 
 CLAIM_TEXT = {
     "E1": "B (TACO) reaches A's (MLM's) validation MLM loss at T in fewer steps",
-    "E2": "B (TACO) reaches A's (MLM's) GLUE average at T in fewer steps (the paper: TACO-50k matches MLM-250k, 5x)",
 }
 
 
-def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
-    """efficiency.md: the table, the rule, and per row the verdict with its reason and notes."""
+def _rows(df: pd.DataFrame, *kinds: str) -> pd.DataFrame:
+    return df[df["kind"].isin(kinds)]
+
+
+def trend_sentence(curve: pd.DataFrame) -> str:
+    """Whether the speedup grows, holds or shrinks with the target (descriptive): the curve's first
+    and last speedups and their ratio (> 1.1 grows, < 1/1.1 shrinks, else holds)."""
+    c = curve[np.isfinite(curve["speedup"].astype(float))].sort_values("target_step")
+    if len(c) < 2:
+        return "The speedup curve has fewer than two targets."
+    s0, s1 = float(c["speedup"].iloc[0]), float(c["speedup"].iloc[-1])
+    t0, t1 = int(c["target_step"].iloc[0]), int(c["target_step"].iloc[-1])
+    ratio = s1 / s0
+    word = "grows" if ratio > 1.1 else "shrinks" if ratio < 1 / 1.1 else "holds"
+    return (f"The speedup {word} with the target: {s0:.3g}x at T = {t0} and {s1:.3g}x at T = {t1} "
+            f"(descriptive; each point's interval is in efficiency.csv, kind 'curve').")
+
+
+def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence[Mapping[str, Any]] = (),
+                    notes: Sequence[str] = ()) -> str:
+    """efficiency.md: the claims' table, the rule, per claim the verdict, units and notes, the
+    speedup curve's trend, and the simulated coverage and level of the method for this run."""
+    from taco.report.markdown_text import escape_md
+
     lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
     lines = ["# Steps-to-target speedups (TACO against MLM)", "",
-             "k*: the step at which B's mean curve reaches A's mean value at the target step T (linear in "
-             "log-step between B's points); speedup = T / k*; compute speedup = FLOPs of A's T steps / FLOPs "
-             f"of B's k* steps (TC term counted). Interval: {lvl} percentile bootstrap over the statistical "
-             "units, each arm resampled on its own.", "",
-             f"| claim | size | curve | T | target | k* | speedup [{lvl}] | compute speedup [{lvl}] | paper | "
-             "n units (A/B) | mean A / B at T | p (B better / A better) | SD run A/B | SD seed A/B | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in df.itertuples():
-        kstar = _f(r.k_star, 4) if r.status == REACHED else r.status
+             f"Rule (alpha = {cfg.alpha}, margin {cfg.efficiency_margin:g}x): " + rule_text(cfg.alpha, cfg.efficiency_margin) + ".", "",
+             f"| claim | kind | size | curve | T | target | speedup [{lvl}] | k per unit of B | model-FLOPs speedup | "
+             "wall-clock speedup | paper | n units (A/B) | mean A / B at T | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in _rows(df, "primary", "secondary").itertuples():
+        t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
+        budget = f" ({escape_md(r.target_budget)})" if r.target_budget else ""
         lines.append(
-            f"| {r.claim_id} | {r.size} | {r.form} ({r.unit_of_value}) | {r.target_step if r.target_step == r.target_step else 'n/a'}"
-            f"{' (' + r.target_budget + ')' if r.target_budget else ''} | {_f(r.target_value, 4)} | {kstar} | "
-            f"{_f(r.speedup)} [{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}] | "
-            f"{_f(r.compute_speedup)} [{_f(r.compute_ci_low)}, {_f(r.compute_ci_high)}] | {_f(r.paper_speedup)} | "
-            f"{r.n_units_a}/{r.n_units_b} | {_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | "
-            f"{_f(r.p_b_better)} / {_f(r.p_a_better)} | {_f(r.sd_run_a)}/{_f(r.sd_run_b)} | "
-            f"{_f(r.sd_seed_a)}/{_f(r.sd_seed_b)} | **{r.verdict}** |")
-    lines += ["", f"Rule (alpha = {cfg.alpha}): " + rule_text(cfg.alpha) + ".", ""]
-    for r in df.itertuples():
-        lines += [f"## {r.claim_id} ({r.size}): {CLAIM_TEXT.get(r.claim_id, '')}", "",
+            f"| {r.claim_id} | {r.kind} | {escape_md(r.size)} | {r.form} ({r.unit_of_value}) | {t}{budget} | "
+            f"{_f(r.target_value, 4)} | {_est(r)} | {r.unit_k or 'n/a'} | {_f(r.model_flops_speedup)} | "
+            f"{_f(r.wall_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
+            f"{_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict if r.kind == 'primary' else 'secondary: ' + r.verdict}** |")
+    lines.append("")
+    for r in _rows(df, "primary").itertuples():
+        lines += [f"## {r.claim_id} ({escape_md(r.size)}): {escape_md(r.title)}", "",
                   f"- Verdict: **{r.verdict}** - {r.reason}",
-                  f"- Curve steps of B: {r.curve_steps or 'none'}; unit: {r.unit}",
-                  f"- Interval: {r.interval_note or 'n/a'}", ""]
+                  f"- Per-unit speedups of B: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
+                  "'>' never reaches the target, extrapolated; '<' beats it at the first point, extrapolated)",
+                  f"- Where B's mean curve reaches the target (secondary, not the estimate): "
+                  f"{_f(r.mean_curve_speedup)}x (k = {_f(r.mean_curve_k, 4)})",
+                  f"- Unit: {r.unit}; interval: {r.interval_note or 'n/a'}",
+                  f"- Model FLOPs per step A / B: {_f(r.model_flops_per_step_a)} / {_f(r.model_flops_per_step_b)}; "
+                  f"wall-clock step time A / B: {_f(r.wall_time_ratio)} "
+                  + ("(benchmarks/step_time.py, side by side in one run)" if math.isfinite(r.wall_time_ratio)
+                     else "(not measured: run benchmarks/step_time.py and pass --step-times)"),
+                  ""]
+        curve = df[(df["kind"] == "curve") & (df["claim_id"] == r.claim_id) & (df["size"] == r.size)]
+        if not curve.empty:
+            lines += ["- " + trend_sentence(curve), ""]
+    if calibration:
+        lines += ["## Does the interval cover? The method simulated at this run's counts and spreads", "",
+                  "Curves with a known speedup equal to the margin, drawn with this run's numbers of units and "
+                  "spreads (A's SD at T, the SD of B's log speedups) from the documented curve model "
+                  "(taco.report.speedup_simulation); the rates are over the simulated experiments. "
+                  f"Nominal: coverage {lvl}, false 'supported' {cfg.alpha:g}.", "",
+                  "| claim | size | n units (A/B) | SD of A at T | SD of B's log speedups | coverage | false supported | experiments |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for c in calibration:
+            lines.append(f"| {c['claim_id']} | {escape_md(c['size'])} | {c['n_a']}/{c['n_b']} | {_f(c['sd_a'])} | "
+                         f"{_f(c['sd_log_b'])} | {c['coverage']:.3f} | {c['supported']:.3f} | {c['reps']} |")
+        lines += ["", "`taco efficiency --calibrate` prints the suite's checked scenarios and its known limit "
+                  "(strongly skewed A runs).", ""]
+    if notes:
+        lines += ["## Notes on the inputs", ""] + [f"- {escape_md(n)}" for n in notes] + [""]
     return "\n".join(lines)
 
 
-def claims_section(df: pd.DataFrame, alpha: float) -> str:
-    """The steps-to-target claims (E1, E2) as a section of the claims page (``taco claims --efficiency``):
-    one row per claim with the speedup, its interval, the tests at T and the verdict, then the rule."""
+def claims_section(df: pd.DataFrame, alpha: float, margin: float) -> str:
+    """The steps-to-target claims as a section of the claims page (``taco claims --efficiency``): one
+    row per claim at its primary target with the speedup, its interval and the verdict, then the rule."""
     lvl = f"{(1 - 2 * alpha) * 100:g}%"
     lines = ["", "## Steps-to-target claims (taco efficiency)", "",
-             f"| Claim | size | curve | T | k* | speedup [{lvl}] | compute speedup | paper | n units (A/B) | "
-             "p (B better / A better) | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in df.itertuples():
-        kstar = _f(r.k_star, 4) if r.status == REACHED else r.status
+             f"| Claim | size | curve | T | speedup [{lvl}] | model-FLOPs speedup | paper | n units (A/B) | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    prim = _rows(df, "primary")
+    for r in prim.itertuples():
         t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
-        lines.append(f"| {r.claim_id}: {CLAIM_TEXT.get(r.claim_id, '')} | {r.size} | {r.form} | {t} | {kstar} | "
-                     f"{_f(r.speedup)} [{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}] | {_f(r.compute_speedup)} | "
-                     f"{_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | {_f(r.p_b_better)} / {_f(r.p_a_better)} | "
+        lines.append(f"| {r.claim_id}: {r.title} | {r.size} | {r.form} | {t} | {_est(r)} | "
+                     f"{_f(r.model_flops_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
                      f"**{r.verdict}** |")
-    lines += ["", f"Rule: {rule_text(alpha)}. Details, intervals and the figure: efficiency.md / efficiency.png.", ""]
-    lines += [f"- {r.claim_id} ({r.size}): **{r.verdict}** - {r.reason}" for r in df.itertuples()]
+    lines += ["", f"Rule: {rule_text(alpha, margin)}. Details, secondary budgets, the speedup curve and the "
+              "simulated coverage: efficiency.md / efficiency.png.", ""]
+    lines += [f"- {r.claim_id} ({r.size}): **{r.verdict}** - {r.reason}" for r in prim.itertuples()]
     return "\n".join(lines) + "\n"
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """``efficiency.csv`` as written by :func:`make` (FileNotFoundError naming a missing file)."""
+    """``efficiency.csv`` as written by :func:`make`; FileNotFoundError names a missing file,
+    :class:`EfficiencyTableError` one of another format version (rerun ``taco efficiency``)."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no efficiency table (run `taco efficiency` first)")
-    df = pd.read_csv(p, dtype={"target_budget": str, "reason": str, "interval_note": str, "curve_steps": str})
-    for c in ("target_budget", "reason", "interval_note", "curve_steps", "status"):
+    try:
+        df = pd.read_csv(p, dtype={c: str for c in TEXT_COLUMNS})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise EfficiencyTableError(f"{p}: not a readable CSV ({exc})") from None
+    found = sorted(set(df["format_version"].dropna().astype(int))) if "format_version" in df.columns else [1]
+    if found != [FORMAT_VERSION]:
+        raise EfficiencyTableError(
+            f"{p}: efficiency table of format {', '.join(map(str, found)) or '?'}, this taco reads format "
+            f"{FORMAT_VERSION} (columns changed: docs/INTERFACES.md); rerun `taco efficiency` (snakemake re-runs "
+            "the efficiency rule when its code changes: `snakemake -R efficiency`)")
+    missing = [c for c in CSV_COLUMNS if c not in df.columns]
+    if missing:
+        raise EfficiencyTableError(f"{p}: missing column(s) {', '.join(missing)}")
+    for c in TEXT_COLUMNS:
         df[c] = df[c].fillna("")
     return df
 
 
+#: the self-check: a primary verdict stands only where the method, simulated at the run's own counts,
+#: spreads and curve shape, keeps false "supported" at or below this rate and coverage at or above the next
+CALIBRATION_MAX_LEVEL = 0.07
+CALIBRATION_MIN_COVERAGE = 0.85
+
+
+def calibration_rows(pairs: Sequence[Pair], df: pd.DataFrame, cfg: AnalysisConfig, *,
+                     reps: int = 2000) -> list[dict[str, Any]]:
+    """The method's simulated coverage and false-"supported" rate at the margin for each primary row
+    with an interval: A's observed mean curve, its unit counts, B's grid and the observed spreads
+    (:func:`taco.report.speedup_simulation.model_like`), ``reps`` simulated experiments; ``row`` is the
+    index of the row in ``df``."""
+    from taco.report.speedup_simulation import model_like, simulate
+
+    out = []
+    for i, (pair, r) in enumerate(zip(pairs, df.itertuples())):
+        if r.kind != "primary" or not math.isfinite(r.log_speedup_se):
+            continue
+        sd_a = float(np.std(pair.a.at(int(r.target_step)), ddof=1))
+        logs = np.log([float(x) for x in str(r.unit_speedups).split(";") if x])
+        sd_log_b = float(np.std(logs, ddof=1)) if logs.size >= 2 else 0.0
+        model = model_like(pair.a.steps, pair.a.mean_curve(), pair.b.steps, int(r.target_step), pair.better, sd_a,
+                           sd_log_b, speedup=cfg.efficiency_margin)
+        sim = simulate(model, int(r.n_units_a), int(r.n_units_b), reps=reps, level=float(r.ci_level), seed=cfg.seed)
+        out.append({"row": i, "claim_id": r.claim_id, "size": r.size, "n_a": int(r.n_units_a),
+                    "n_b": int(r.n_units_b), "sd_a": sd_a, "sd_log_b": sd_log_b, **sim})
+    return out
+
+
+def apply_self_check(df: pd.DataFrame, calibration: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Withhold a primary verdict (inconclusive, saying why) where the method, simulated at the run's own
+    settings, does not keep its level (> :data:`CALIBRATION_MAX_LEVEL`) or coverage (<
+    :data:`CALIBRATION_MIN_COVERAGE`); records both rates in ``calibrated_level`` / ``calibrated_coverage``."""
+    df = df.copy()
+    for c in calibration:
+        i = c["row"]
+        df.loc[i, "calibrated_level"] = c["supported"]
+        df.loc[i, "calibrated_coverage"] = c["coverage"]
+        if c["supported"] > CALIBRATION_MAX_LEVEL or c["coverage"] < CALIBRATION_MIN_COVERAGE:
+            if df.loc[i, "verdict"] in (SUPPORTED, NOT_SUPPORTED):
+                df.loc[i, "reason"] = (f"withheld ({df.loc[i, 'verdict']} by the interval): simulated at this run's "
+                                       f"counts, spreads and curves the method gives false 'supported' "
+                                       f"{c['supported']:.3f} and coverage {c['coverage']:.3f} (needs <= "
+                                       f"{CALIBRATION_MAX_LEVEL} and >= {CALIBRATION_MIN_COVERAGE}); "
+                                       + str(df.loc[i, "reason"]))
+                df.loc[i, "verdict"] = INCONCLUSIVE
+    return df
+
+
 def figure(pairs: Sequence[Pair], df: pd.DataFrame):
-    """One panel per pair: mean curves (lines), the replicate range (band: min to max over units), the
-    target line at A's value at T, T and k* marked; log-step axis; the legend outside the data."""
+    """Per primary/secondary pair a panel of the curves (mean over units, the range over units as a band,
+    the target line, T and the mean curve's k* marked), and per E1 size the speedup against the target
+    (geometric mean with its interval band, each run's own speedup as a thin line); log-step axes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -313,15 +460,25 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
     from taco.report.plotting import plain_log_axis, step_number
     from taco.report.style import objective_label, objective_style
 
-    n = max(1, len(pairs))
-    fig, axes = plt.subplots(n, 1, figsize=(7.5, 3.4 * n), squeeze=False)
-    if not pairs:
+    shown = [(p, r) for p, r in zip(pairs, df.itertuples()) if r.kind in ("primary", "secondary")]
+    curves = {}
+    for p, r in zip(pairs, df.itertuples()):
+        if r.kind == "curve":
+            curves.setdefault(p.size, []).append(r)
+    n = max(1, len(shown) + len(curves))
+    fig, axes = plt.subplots(n, 1, figsize=(8.5, 3.6 * n), squeeze=False)
+    if not shown:
         axes[0, 0].text(0.5, 0.5, "no pair of MLM and TACO curves found", ha="center", va="center",
                         transform=axes[0, 0].transAxes)
-    for ax, pair, row in zip(axes[:, 0], pairs, df.itertuples()):
+        axes[0, 0].set_axis_off()
+    for ax, (pair, row) in zip(axes[:, 0], shown):
+        head = f"{pair.claim_id} ({pair.size}, {row.kind}, T = {row.target_step})"
+        if row.verdict == NOT_RUN:
+            ax.text(0.5, 0.5, f"{head}: not run\n{row.reason[:90]}", ha="center", va="center", transform=ax.transAxes,
+                    fontsize=9)
+            ax.set_axis_off()
+            continue
         for obj, arm in ((REFERENCE, pair.a), (COMPARED, pair.b)):
-            if not arm.runs:
-                continue
             st = objective_style(obj)
             units = arm.units()
             lo, hi = units.min(axis=0), units.max(axis=0)
@@ -337,14 +494,34 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
             ax.axhline(row.target_value, color="grey", linestyle="--", linewidth=1,
                        label=f"target: {objective_label(REFERENCE)} at T = {row.target_step}")
             ax.axvline(row.target_step, color="grey", linestyle=":", linewidth=1)
-        if row.status == REACHED:
-            ax.plot([row.k_star], [row.target_value], marker="*", markersize=13, color="black", linestyle="none",
-                    label=f"k* = {row.k_star:.4g} (speedup {row.speedup:.3g})")
         ax.set_xscale("log")
         plain_log_axis(ax.xaxis, step_number)  # 2000, 4000, 250k: not 2x10^3
         ax.set_xlabel("pre-training step (log scale)")
-        ax.set_ylabel(f"{'validation MLM loss' if pair.form == LOSS_FORM else 'GLUE average'} ({pair.unit_of_value})")
-        ax.set_title(f"{pair.claim_id} ({pair.size}): {row.verdict}", fontsize=10)
+        ax.set_ylabel("validation MLM loss (nats)" if pair.form == LOSS_FORM else "GLUE average (points)")
+        verdict = row.verdict if row.kind == "primary" else f"secondary: {row.verdict}"
+        ax.set_title(f"{head}: speedup {_est(row)}, {verdict}", fontsize=9)
+        ax.grid(True, alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    for ax, (size, rows) in zip(axes[len(shown):, 0], curves.items()):
+        t = np.array([float(r.target_step) for r in rows])
+        sp = np.array([float(r.speedup) for r in rows])
+        lo = np.array([float(r.speedup_ci_low) for r in rows])
+        hi = np.array([float(r.speedup_ci_high) for r in rows])
+        per = [[float(x) for x in str(r.unit_speedups).split(";") if x] for r in rows]
+        st = objective_style(COMPARED)
+        if np.isfinite(lo).any():
+            ax.fill_between(t, lo, np.where(np.isfinite(hi), hi, np.nan), color=st["color"], alpha=0.2, linewidth=0,
+                            label="interval of the geometric mean")
+        for i in range(min(len(p) for p in per) if per else 0):
+            ax.plot(t, [p[i] for p in per], color=st["color"], alpha=0.45, linewidth=0.8,
+                    label="one pre-training run of B" if i == 0 else None)
+        ax.plot(t, sp, color=st["color"], marker=st["marker"], markersize=4, label="geometric mean")
+        ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, label="no speedup (1x)")
+        ax.set_xscale("log")
+        plain_log_axis(ax.xaxis, step_number)
+        ax.set_xlabel("target T: A's (MLM's) validation point (log scale)")
+        ax.set_ylabel("speedup T / k (x)")
+        ax.set_title(f"E1 ({size}): the speedup as a function of the target (descriptive)", fontsize=9)
         ax.grid(True, alpha=0.3, which="both")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     fig.tight_layout()
@@ -352,13 +529,15 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
 
 
 def make(checkpoints: Sequence[str | Path], out_dir: str | Path, cfg: AnalysisConfig,
-         aggregate_dir: str | Path | None = None) -> list[Path]:
-    """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}`` into ``out_dir``; returns the paths."""
+         aggregate_dir: str | Path | None = None, step_times: str | Path | None = None) -> list[Path]:
+    """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}`` into ``out_dir``; returns the paths.
+    Every input is read and checked before anything is written."""
     from taco.manifest import atomic_write_text
     from taco.report.figures import save
     from taco.report.html import write_markdown_page
 
-    loss, fps = read_checkpoints(checkpoints)
+    loss, fps, notes = read_checkpoints(checkpoints)
+    wall = read_step_times(step_times) if step_times else math.nan
     glue = None
     if aggregate_dir is not None:
         per_seed_path = Path(aggregate_dir) / "per_seed.csv"
@@ -366,26 +545,59 @@ def make(checkpoints: Sequence[str | Path], out_dir: str | Path, cfg: AnalysisCo
             raise FileNotFoundError(f"aggregate directory {aggregate_dir}: missing per_seed.csv (run `taco aggregate`)")
         glue = glue_rows(pd.read_csv(per_seed_path), average_keys(cfg))
     pairs = build_pairs(loss, glue, cfg, fps)
-    df = evaluate(pairs, cfg)
+    df = evaluate(pairs, cfg, wall)
+    calib = calibration_rows(pairs, df, cfg)
+    df = apply_self_check(df, calib)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"))
-    pages = write_markdown_page(out / f"{NAME}.md", render_markdown(df, cfg))  # .md and the report's .html
+    pages = write_markdown_page(out / f"{NAME}.md", render_markdown(df, cfg, calib, notes))  # .md and .html
     paths = save(figure(pairs, df), out, NAME)
-    for r in df.itertuples():
-        print(f"{r.claim_id} {r.size} {r.form}: speedup {_f(r.speedup)} [{_f(r.speedup_ci_low)}, "
-              f"{_f(r.speedup_ci_high)}] -> {r.verdict}")
+    for r in _rows(df, "primary", "secondary").itertuples():
+        print(f"{r.claim_id} {r.size} {r.form} {r.kind} T={r.target_step}: speedup {_est(r)} -> {r.verdict}")
     return [out / f"{NAME}.csv", *pages, *paths]
+
+
+def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: float,
+                      user: Mapping[str, float] | None = None) -> None:
+    """``taco efficiency --calibrate``: the checked scenarios, the known limits and (with ``user``) a
+    scenario of the user's spreads, each at the given run counts, as a table on stdout."""
+    from taco.report.speedup_simulation import LIMITS, SCENARIOS, calibration_table
+
+    models = {**SCENARIOS}
+    if user:
+        from dataclasses import replace
+
+        models["yours: " + ", ".join(f"{k} {v:g}" for k, v in user.items())] = replace(
+            SCENARIOS["loss: cpu-real T=4000 spreads"], sd_a=user["sd_a"], sd_log_b=user["sd_log_b"],
+            speedup=user["margin"])
+    print(f"nominal: coverage {level:.0%}, false 'supported' at the margin {(1 - level) / 2:.3g}; {reps} "
+          "simulated experiments per row (taco.report.speedup_simulation)")
+    print(f"{'scenario':44s} {'A/B':>5s} {'coverage':>9s} {'supported':>10s} {'not supp.':>10s} {'censored':>9s}")
+    for name, table in (("checked", models), ("known limit (not met)", LIMITS)):
+        print(f"-- {name}")
+        for r in calibration_table(table, run_counts, reps=reps, level=level):
+            print(f"{r['scenario']:44s} {r['n_a']}/{r['n_b']:<3d} {r['coverage']:9.3f} {r['supported']:10.3f} "
+                  f"{r['not_supported']:10.3f} {r['censored']:9.2f}")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco efficiency``."""
     from taco.cli import HelpFormatter
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco efficiency", description=__doc__.split("\n")[0])
-    ap.add_argument("--checkpoints", nargs="+", required=True, help="budget checkpoint directories (taco pretrain)")
+    ap.add_argument("--checkpoints", nargs="+", help="budget checkpoint directories (taco pretrain); required "
+                    "unless --calibrate")
     ap.add_argument("--aggregate-dir", help="output folder of `taco aggregate` (adds the GLUE-average form)")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
+    ap.add_argument("--step-times", help="JSON of benchmarks/step_time.py (one step of each objective measured side "
+                    "by side): adds the wall-clock speedup beside the model-FLOPs one")
     ap.add_argument("--output-dir", default="results", help="folder for efficiency.csv, .md, .png and .pdf")
+    ap.add_argument("--calibrate", action="store_true", help="print the method's simulated coverage and level "
+                    "(the checked scenarios and the known limits) and exit")
+    ap.add_argument("--runs", type=int, nargs="+", default=[3, 5], help="--calibrate: units per arm to simulate")
+    ap.add_argument("--reps", type=int, default=4000, help="--calibrate: simulated experiments per row")
+    ap.add_argument("--sd-a", type=float, help="--calibrate: your A's SD at T (nats) for a scenario of your own")
+    ap.add_argument("--sd-log-b", type=float, help="--calibrate: your B's SD of log speedups (with --sd-a)")
     return ap
 
 
@@ -393,14 +605,28 @@ def main(argv: list[str] | None = None) -> int:
     """``taco efficiency``: checkpoints (+ aggregate) -> efficiency.{csv,md,png,pdf} + manifest."""
     from taco.manifest import atomic_write_text, build_manifest
 
-    args = build_parser().parse_args(argv)
+    ap = build_parser()
+    args = ap.parse_args(argv)
     t0 = time.time()
     try:
         cfg = load_analysis(args.analysis)
-        paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir)
-    except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
+        if args.calibrate:
+            user = None
+            if args.sd_a is not None or args.sd_log_b is not None:
+                if args.sd_a is None or args.sd_log_b is None:
+                    raise ValueError("--sd-a and --sd-log-b go together")
+                user = {"sd_a": args.sd_a, "sd_log_b": args.sd_log_b, "margin": cfg.efficiency_margin}
+            if any(n < 2 for n in args.runs):
+                raise ValueError(f"--runs: at least 2 units per arm, got {args.runs}")
+            print_calibration([(n, n) for n in args.runs], args.reps, round(1 - 2 * cfg.alpha, 12), user)
+            return 0
+        if not args.checkpoints:
+            raise ValueError("--checkpoints is required (or --calibrate)")
+        paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir, args.step_times)
+    except (AnalysisConfigError, FileNotFoundError, EvalFileError, ValueError) as exc:
         return cli_error("efficiency", exc)
-    man = build_manifest(NAME, {"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir},
+    man = build_manifest(NAME, {"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir,
+                                "step_times": args.step_times},
                          inputs={str(c): "" for c in args.checkpoints},
                          outputs=[p.name for p in paths], wall_time_s=round(time.time() - t0, 3))
     atomic_write_text(Path(args.output_dir) / f"{NAME}.manifest.json", json.dumps(man, indent=2, default=str) + "\n")

@@ -1,14 +1,38 @@
-"""The steps-to-target speedup of one comparison: the crossing, the arms' curves, the interval, the tests.
+"""The steps-to-target speedup of one comparison: per-unit crossings, the estimate, its interval, the verdict.
 
-The computation under ``taco efficiency`` (``taco.report.efficiency``, which reads the checkpoints
-and the aggregate, builds the :class:`Pair` of every claim and writes the table, the page and the
-figure; it describes the method). Here: :func:`crossing_step` (where B's mean curve reaches A's
-value at T, log-step interpolation, a :class:`Crossing`), :class:`ArmCurves` / :func:`arm_curves`
-(an arm's values per unit and step, pre-training runs with their fine-tuning seeds nested),
-:func:`bootstrap_speedups` (two-stage bootstrap of T / k*, percentile interval by order statistics),
-:func:`variance_components` (run and seed SD), :func:`one_sided_p` (the permutation test at T),
-:func:`decide` (the verdict) and :func:`evaluate_pair` (one table row, ``CSV_COLUMNS``). Every
-name here is also importable from ``taco.report.efficiency``. Torch-free.
+The computation under ``taco efficiency`` (:mod:`taco.report.efficiency` reads the checkpoints and the
+aggregate, builds the :class:`Pair` of every claim and writes the table, page and figure). Torch-free.
+
+**Estimand.** A reference arm A (MLM), an arm B (TACO), a target step T. The target level is A's mean
+value at T over its units (pre-training runs, or fine-tuning seeds where an arm has one fine-tuned run).
+For every unit u of B, k_u is the step at which *its own* curve first reaches the target, linear in
+log-step between its two bracketing points (:func:`unit_crossings`); its speedup is s_u = T / k_u. The
+speedup of B over A is the geometric mean of the s_u: exp(mean ln s_u), the speedup of a typical run.
+
+**Censoring.** A unit whose curve never reaches the target up to its last point L is right-censored,
+one whose first point F already reaches it left-censored. No unit is dropped: a censored unit enters
+the estimate, the interval and the test at its crossing extrapolated along its end segment (linear in
+log-step, as the interpolation), at most a factor :data:`EXTRAPOLATION_FACTOR` = 2 beyond the measured
+steps (k <= 2 L, k >= F / 2); an end segment that does not improve enters at that factor. The table
+counts the censored units of each kind and lists every unit's k (``>`` right-, ``<`` left-censored).
+The simulations (:mod:`taco.report.speedup_simulation`) include censored units (a third of B's runs
+at a true speedup of 1.2 with cpu-real's spreads) and measure coverage with them.
+
+**Interval** (:func:`speedup_interval`). A t interval on ln s: the estimate's variance is
+var(ln s_u) / n_B (B's units) plus c^2 var(y_A(T)) / n_A (A's target level, propagated through
+c = the mean over B's units of d ln k_u / d target, the inverse slope of each unit's curve in log-step
+at its crossing segment; delta method), with Welch-Satterthwaite degrees of freedom. Its level is
+``1 - 2 alpha`` (90% at alpha = 0.05). With fewer than 2 units in an arm there is no interval.
+
+**Decision** (:func:`decide`) at the margin m (``analysis.efficiency_margin``, default 1.2: a fifth fewer
+steps): *supported* when the interval's lower bound exceeds m (the one-sided t test of H0: speedup <= m
+at level alpha, whose p is printed), *not supported* when its upper bound is below m, *inconclusive*
+otherwise. Interval and test are one method, so the level of "supported" at a true speedup of m is the
+interval's one-sided miss rate; :mod:`taco.report.speedup_simulation` measures both on curves with
+known speedups (``taco efficiency --calibrate``; ``tests/test_speedup_calibration.py``).
+
+Also reported, descriptive: where B's *mean* curve reaches the target (``mean_curve_speedup``), a
+Welch t test of the values at T, and the variance components at T (:func:`variance_components`).
 """
 
 from __future__ import annotations
@@ -20,8 +44,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from taco.report.inference import min_attainable_pvalue, permutation_pvalue, rng_for
+from scipy import stats as st
 
 LOWER, HIGHER = "lower", "higher"
 REACHED, NEVER, ALREADY, NO_CURVE = "reached", "never reaches", "already beats at first point", "no curve"
@@ -29,15 +52,12 @@ SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", 
 LOSS_FORM, GLUE_FORM = "validation_mlm_loss", "glue_average"
 #: reference and compared objective of every efficiency claim
 REFERENCE, COMPARED = "mlm", "taco"
-
-CSV_COLUMNS = [
-    "claim_id", "form", "unit_of_value", "better", "size", "fraction", "a", "b", "target_step", "target_budget",
-    "target_value", "status", "k_star", "speedup", "ci_level", "speedup_ci_low", "speedup_ci_high",
-    "interval_note", "flops_per_step_a", "flops_per_step_b", "compute_speedup", "compute_ci_low",
-    "compute_ci_high", "paper_speedup", "unit", "n_units_a", "n_units_b", "n_runs_a", "n_runs_b",
-    "mean_a_at_t", "mean_b_at_t", "p_b_better", "p_a_better", "min_attainable_p", "sd_run_a", "sd_run_b",
-    "sd_seed_a", "sd_seed_b", "verdict", "reason", "curve_steps",
-]
+#: per-unit status codes of :func:`unit_crossings`
+CODE_REACHED, CODE_LEFT, CODE_RIGHT = 0, 1, 2
+#: how far beyond its measured steps a censored unit's crossing is extrapolated, at most (a factor in steps)
+EXTRAPOLATION_FACTOR = 2.0
+#: the minimum speedup "supported" must exceed when the analysis spec does not say (a fifth fewer steps)
+DEFAULT_MARGIN = 1.2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -45,7 +65,7 @@ CSV_COLUMNS = [
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Crossing:
-    """Where a curve reaches a target: ``step`` k* (None unless ``status == REACHED``), ``status``,
+    """Where one curve reaches a target: ``step`` k* (None unless ``status == REACHED``), ``status``,
     and ``bound_step``: the first point's step (``ALREADY``) or the last one's (``NEVER``)."""
 
     step: float | None
@@ -63,8 +83,13 @@ class Crossing:
         return math.nan
 
 
-def _reaches(value: float, target: float, better: str) -> bool:
+def _reaches(value, target, better: str):
     return value <= target if better == LOWER else value >= target
+
+
+def _check_better(better: str) -> None:
+    if better not in (LOWER, HIGHER):
+        raise ValueError(f"better must be {LOWER!r} or {HIGHER!r}, got {better!r}")
 
 
 def crossing_step(steps: Sequence[float], values: Sequence[float], target: float, better: str = LOWER) -> Crossing:
@@ -74,10 +99,9 @@ def crossing_step(steps: Sequence[float], values: Sequence[float], target: float
     (ln s1 - ln s0): linear in log-step. ``better``: ``lower`` (a loss: reached when value <= target)
     or ``higher`` (a score: value >= target). Points with step <= 0 or a non-finite value are left
     out; the rest are sorted by step. Returns :class:`Crossing` (``ALREADY`` if the first point
-    reaches it, ``NEVER`` if none does, ``NO_CURVE`` without points).
+    reaches it, ``NEVER`` if none does, ``NO_CURVE`` without points). ValueError for another ``better``.
     """
-    if better not in (LOWER, HIGHER):
-        raise ValueError(f"better must be {LOWER!r} or {HIGHER!r}, got {better!r}")
+    _check_better(better)
     pts = sorted((float(s), float(v)) for s, v in zip(steps, values) if s > 0 and math.isfinite(v))
     if not pts or not math.isfinite(target):
         return Crossing(None, NO_CURVE)
@@ -90,6 +114,124 @@ def crossing_step(steps: Sequence[float], values: Sequence[float], target: float
     return Crossing(None, NEVER, pts[-1][0])
 
 
+def unit_crossings(steps: np.ndarray, values: np.ndarray, target: np.ndarray,
+                   better: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised first crossings of many unit curves with their arm's target.
+
+    ``steps``: shape (S,), ascending, > 0. ``values``: shape (..., U, S), finite (U units). ``target``:
+    shape (...) (one target per leading index, shared by its U units). Returns, each of shape (..., U):
+
+    - ``log_k``: ln k_u, linear in log-step between the bracketing points as :func:`crossing_step`.
+      A censored unit is extrapolated along its end segment, linear in log-step, at most a factor
+      :data:`EXTRAPOLATION_FACTOR` beyond the measured steps (right-censored, no point reaches the
+      target: from its last point, ln k <= ln(last) + ln 2; left-censored, its first point already
+      does: back from its first point, ln k >= ln(first) - ln 2); an end segment that does not improve
+      enters at that factor;
+    - ``status``: :data:`CODE_REACHED`, :data:`CODE_LEFT` or :data:`CODE_RIGHT`;
+    - ``dlogk``: |d ln k_u / d target| on the unit's crossing segment (censored units: their first or
+      last segment), ``inf`` on a flat segment, ``nan`` with a single step (delta method, module docstring).
+    """
+    _check_better(better)
+    steps = np.asarray(steps, dtype=float)
+    values = np.asarray(values, dtype=float)
+    target = np.asarray(target, dtype=float)[..., None]  # (..., 1): broadcasts over units
+    ls = np.log(steps)
+    reached = _reaches(values, target[..., None], better)  # (..., U, S)
+    any_r = reached.any(axis=-1)
+    first = np.argmax(reached, axis=-1)
+    status = np.where(~any_r, CODE_RIGHT, np.where(first == 0, CODE_LEFT, CODE_REACHED))
+    n = steps.size
+    cap = math.log(EXTRAPOLATION_FACTOR)
+    if n < 2:
+        log_k = np.where(status == CODE_LEFT, ls[0] - cap, ls[-1] + cap) + np.zeros(status.shape)
+        return log_k, status, np.full(status.shape, np.nan)
+    j1 = np.where(status == CODE_RIGHT, n - 1, np.clip(first, 1, n - 1))
+    j0 = j1 - 1
+    v0 = np.take_along_axis(values, j0[..., None], axis=-1)[..., 0]
+    v1 = np.take_along_axis(values, j1[..., None], axis=-1)[..., 0]
+    dls = ls[j1] - ls[j0]
+    sign = 1.0 if better == LOWER else -1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = (v0 - target) / (v0 - v1)
+        dlogk = np.abs(dls / (v1 - v0))
+        gain = sign * (v0 - v1) / dls  # improvement per unit ln-step on the segment (> 0: improving)
+        # right-censored: from the last point (v1) on to the target; left: back from the first (v0)
+        ext_right = np.where(gain > 0, sign * (v1 - target) / gain, np.inf)
+        ext_left = np.where(gain > 0, sign * (target - v0) / gain, np.inf)
+    log_k = np.where(status == CODE_REACHED, ls[j0] + frac * dls,
+                     np.where(status == CODE_LEFT, ls[0] - np.minimum(ext_left, cap),
+                              ls[-1] + np.minimum(ext_right, cap)))
+    return log_k, status, dlogk
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The estimate and interval of one comparison (arrays of shape (...) from :func:`speedup_interval`)."""
+
+    log_speedup: np.ndarray  # mean ln s_u (the geometric mean's log)
+    se: np.ndarray           # standard error of it (ln units)
+    df: np.ndarray           # Welch-Satterthwaite degrees of freedom
+    low: np.ndarray          # lower bound of the speedup (not its log)
+    high: np.ndarray         # upper bound of the speedup
+    log_s_units: np.ndarray  # (..., U) ln s_u of B's units
+    status: np.ndarray       # (..., U) censoring codes
+    target: np.ndarray       # (...) A's mean value at T
+
+    @property
+    def speedup(self) -> np.ndarray:
+        """The geometric-mean speedup exp(mean ln s_u)."""
+        return np.exp(self.log_speedup)
+
+    def p_at_least(self, margin: float) -> np.ndarray:
+        """One-sided p of H0: speedup <= margin (t test on ln s; <= alpha exactly when low > margin)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (self.log_speedup - math.log(margin)) / self.se
+        return np.where(self.se > 0, st.t.sf(t, self.df), np.where(self.log_speedup > math.log(margin), 0.0, 1.0))
+
+    def p_at_most(self, margin: float) -> np.ndarray:
+        """One-sided p of H0: speedup >= margin (<= alpha exactly when high < margin)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (self.log_speedup - math.log(margin)) / self.se
+        return np.where(self.se > 0, st.t.cdf(t, self.df), np.where(self.log_speedup < math.log(margin), 0.0, 1.0))
+
+
+def speedup_interval(steps: np.ndarray, a_at_t: np.ndarray, b_values: np.ndarray, target_step: float,
+                     better: str, level: float) -> Interval:
+    """The per-unit speedup estimate with its t interval (module docstring), vectorised.
+
+    ``steps``: B's grid, shape (S,). ``a_at_t``: A's unit values at T, shape (..., n_A). ``b_values``: B's
+    unit curves, shape (..., n_B, S). ``level``: two-sided level of the interval (0.9). Same units for
+    A's and B's values (nats, or GLUE points). With n_A < 2 or n_B < 2 the bounds are nan (the
+    estimate stays). Leading dimensions (...) are independent comparisons (the simulation's repetitions).
+    """
+    a_at_t = np.asarray(a_at_t, dtype=float)
+    b_values = np.asarray(b_values, dtype=float)
+    n_a, n_b = a_at_t.shape[-1], b_values.shape[-2]
+    target = a_at_t.mean(axis=-1)
+    log_k, status, dlogk = unit_crossings(steps, b_values, target, better)
+    log_s = math.log(float(target_step)) - log_k
+    est = log_s.mean(axis=-1)
+    if n_a < 2 or n_b < 2:
+        nan = np.full(est.shape, np.nan)
+        return Interval(est, nan, nan, nan, nan, log_s, status, target)
+    var_b = log_s.var(axis=-1, ddof=1) / n_b
+    c = dlogk.mean(axis=-1)
+    with np.errstate(invalid="ignore"):
+        var_a = c ** 2 * a_at_t.var(axis=-1, ddof=1) / n_a
+        var_a = np.where(np.isnan(var_a) & (a_at_t.var(axis=-1, ddof=1) == 0), 0.0, var_a)  # inf * 0
+    se2 = var_a + var_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = var_b ** 2 / (n_b - 1) + var_a ** 2 / (n_a - 1)
+        df = np.where(denom > 0, se2 ** 2 / denom, np.inf)
+    df = np.where(np.isfinite(se2), df, np.minimum(n_a, n_b) - 1.0)
+    se = np.sqrt(se2)
+    q = st.t.ppf(0.5 + level / 2.0, np.maximum(df, 1.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        low = np.where(np.isfinite(se), np.exp(est - q * se), 0.0)
+        high = np.where(np.isfinite(se), np.exp(est + q * se), np.inf)
+    return Interval(est, se, df, low, high, log_s, status, target)
+
+
 # ---------------------------------------------------------------------------------------------
 # an arm's curves
 # ---------------------------------------------------------------------------------------------
@@ -99,8 +241,8 @@ class ArmCurves:
 
     ``runs``: one array per pre-training run, shape (n_finetune_seeds, n_steps) (one row for the
     validation loss); ``run_ids``: the pre-training seeds; ``steps``: the grid (steps every run and
-    seed has, ascending). The value at a step of a run is the mean over its fine-tuning seeds; the
-    arm's mean curve is the mean over runs (each run weighs the same).
+    seed has, ascending). A unit is a pre-training run (its fine-tuning seeds averaged) when the arm
+    has two or more, else a fine-tuning seed of the one run.
     """
 
     steps: np.ndarray
@@ -135,18 +277,10 @@ class ArmCurves:
         idx = np.flatnonzero(self.steps == step)
         return self.units()[:, idx[0]] if idx.size else np.empty(0)
 
-    def resample(self, rng: np.random.Generator) -> np.ndarray:
-        """One bootstrap mean curve: runs with replacement, then seeds within each drawn run (a single
-        run: its seeds with replacement)."""
-        if self.nested:
-            picks = rng.integers(0, self.n_runs, size=self.n_runs)
-            curves = []
-            for i in picks:
-                r = self.runs[i]
-                curves.append(r[rng.integers(0, r.shape[0], size=r.shape[0])].mean(axis=0))
-            return np.mean(curves, axis=0)
-        r = self.runs[0]
-        return r[rng.integers(0, r.shape[0], size=r.shape[0])].mean(axis=0)
+    def until(self, step: int) -> "ArmCurves":
+        """The same arm on the grid's steps <= ``step``."""
+        keep = self.steps <= step
+        return ArmCurves(self.steps[keep], [r[:, keep] for r in self.runs], list(self.run_ids))
 
     @property
     def n_units(self) -> int:
@@ -155,7 +289,7 @@ class ArmCurves:
 
 def arm_curves(df: pd.DataFrame) -> ArmCurves:
     """:class:`ArmCurves` from rows ``run, seed, step, value`` of one arm (``seed`` = fine-tuning seed,
-    :data:`NO_FINETUNE` for the validation loss). The grid is the steps (> 0) every (run, seed) has."""
+    ``-1`` for the validation loss). The grid is the steps (> 0) every (run, seed) has."""
     df = df[(df["step"] > 0) & np.isfinite(df["value"].astype(float))]
     if df.empty:
         return ArmCurves(np.empty(0, dtype=int), [], [])
@@ -171,27 +305,8 @@ def arm_curves(df: pd.DataFrame) -> ArmCurves:
 
 
 # ---------------------------------------------------------------------------------------------
-# speedup, interval, test, variance components
+# descriptive statistics at T
 # ---------------------------------------------------------------------------------------------
-def _order_stat_interval(values: np.ndarray, level: float) -> tuple[float, float]:
-    """Percentile interval at ``level`` as order statistics (no interpolation between 0 / inf)."""
-    a = (1.0 - level) / 2.0
-    lo = float(np.quantile(values, a, method="lower"))
-    hi = float(np.quantile(values, 1.0 - a, method="higher"))
-    return lo, hi
-
-
-def bootstrap_speedups(a: ArmCurves, b: ArmCurves, target_step: int, better: str, *, n_resamples: int,
-                       rng: np.random.Generator) -> np.ndarray:
-    """``n_resamples`` bootstrap replicates of T / k* (0 for never, inf for already; see the module docstring)."""
-    ia = np.flatnonzero(a.steps == target_step)[0]
-    out = np.empty(n_resamples)
-    for i in range(n_resamples):
-        target = a.resample(rng)[ia]
-        out[i] = crossing_step(b.steps, b.resample(rng), target, better).speedup(target_step)
-    return out
-
-
 def variance_components(arm: ArmCurves, step: int) -> tuple[float, float]:
     """(SD of the pre-training run, SD of the fine-tuning seed) at ``step``, same unit as the values.
 
@@ -221,46 +336,51 @@ def variance_components(arm: ArmCurves, step: int) -> tuple[float, float]:
     return math.sqrt(var_run), math.sqrt(ms_within) if math.isfinite(ms_within) else math.nan
 
 
-def one_sided_p(better_side: np.ndarray, other: np.ndarray, better: str, *, n_resamples: int,
-                rng: np.random.Generator) -> float:
-    """p of the one-sided permutation test that ``better_side`` is better than ``other`` (difference of
-    means; exact when every partition fits in ``n_resamples``); nan with fewer than 2 values in a side."""
-    if better == LOWER:
-        return permutation_pvalue(other, better_side, alternative="greater", n_resamples=n_resamples, rng=rng)
-    return permutation_pvalue(better_side, other, alternative="greater", n_resamples=n_resamples, rng=rng)
+def welch_p_b_better(va: np.ndarray, vb: np.ndarray, better: str) -> float:
+    """One-sided Welch t test (``scipy.stats.ttest_ind``, ``equal_var=False``) that B's values at T are
+    better than A's; nan with fewer than 2 values in a side or no spread. Descriptive: no verdict uses it."""
+    if va.size < 2 or vb.size < 2 or (np.var(va) == 0 and np.var(vb) == 0):
+        return math.nan
+    alt = "less" if better == LOWER else "greater"
+    return float(st.ttest_ind(vb, va, equal_var=False, alternative=alt).pvalue)
 
 
-def decide(p_b_better: float, p_a_better: float, ci_low: float, ci_high: float, alpha: float) -> tuple[str, str]:
-    """The verdict of "B reaches A's value at T in fewer steps" and why (rule: module docstring)."""
-    sig = lambda p: math.isfinite(p) and p <= alpha  # noqa: E731
-    if sig(p_a_better):
-        return NOT_SUPPORTED, f"A better at T (one-sided permutation p = {p_a_better:.3g} <= {alpha})"
-    if math.isfinite(ci_high) and ci_high < 1.0:
-        return NOT_SUPPORTED, f"speedup interval below 1 (upper bound {ci_high:.3g})"
-    if sig(p_b_better) and not math.isnan(ci_low) and ci_low > 1.0:
-        return SUPPORTED, (f"B better at T (p = {p_b_better:.3g} <= {alpha}) and the speedup's lower bound "
-                           f"{_fmt_bound(ci_low)} > 1")
-    why = []
-    if not math.isfinite(p_b_better):
-        why.append("no permutation test (fewer than 2 units in an arm)")
-    elif not sig(p_b_better):
-        why.append(f"B not better at T by the test (p = {p_b_better:.3g} > {alpha})")
-    if math.isnan(ci_low):
-        why.append("no speedup interval")
-    elif ci_low <= 1.0:
-        why.append(f"speedup's lower bound {_fmt_bound(ci_low)} <= 1")
-    return INCONCLUSIVE, "; ".join(why) or "undecided"
+# ---------------------------------------------------------------------------------------------
+# the verdict and one comparison's row
+# ---------------------------------------------------------------------------------------------
+def decide(low: float, high: float, margin: float, *, n_right: int = 0, n_left: int = 0) -> tuple[str, str]:
+    """The verdict of "B reaches A's level at T in at least ``margin`` times fewer steps" and why.
+
+    ``low``/``high``: the speedup interval (nan: none). Supported when ``low > margin``, not supported
+    when ``high < margin``, inconclusive otherwise (module docstring). ``n_right``/``n_left``: censored
+    units, named in the reason.
+    """
+    cens = []
+    if n_right:
+        cens.append(f"{n_right} unit(s) of B never reach the target (extrapolated past their last point)")
+    if n_left:
+        cens.append(f"{n_left} unit(s) of B beat it at their first point (extrapolated before it)")
+    tail = ("; " + "; ".join(cens)) if cens else ""
+    if math.isnan(low) or math.isnan(high):
+        return INCONCLUSIVE, "no interval (fewer than 2 units in an arm)" + tail
+    if low > margin:
+        return SUPPORTED, f"lower bound {_fmt_bound(low)} > margin {margin:g}" + tail
+    if high < margin:
+        return NOT_SUPPORTED, f"upper bound {_fmt_bound(high)} < margin {margin:g}" + tail
+    return INCONCLUSIVE, f"interval [{_fmt_bound(low)}, {_fmt_bound(high)}] contains the margin {margin:g}" + tail
 
 
 def _fmt_bound(x: float) -> str:
-    if x == math.inf:
-        return "inf (B already better at its first point)"
-    return f"{x:.3g}"
+    return "inf" if x == math.inf else f"{x:.3g}"
 
 
 @dataclass
 class Pair:
-    """One comparison: curves of A and B, the target step, the direction, labels."""
+    """One comparison: curves of A and B, the target step, the direction, labels.
+
+    ``kind``: ``primary`` (the claim's verdict), ``secondary`` (another budget, verdict reported beside)
+    or ``curve`` (a validation point of A as the target: descriptive, no verdict).
+    """
 
     claim_id: str
     form: str
@@ -275,6 +395,8 @@ class Pair:
     paper_speedup: float = math.nan
     flops_per_step: tuple[float, float] = (math.nan, math.nan)
     note: str = ""
+    kind: str = "primary"
+    title: str = ""
 
 
 def _unit_label(a: ArmCurves, b: ArmCurves, form: str) -> str:
@@ -286,77 +408,78 @@ def _unit_label(a: ArmCurves, b: ArmCurves, form: str) -> str:
     return ua if ua == ub else f"A: {ua}, B: {ub}"
 
 
-def evaluate_pair(pair: Pair, *, alpha: float, n_resamples: int, seed: int) -> dict[str, Any]:
-    """The table row of one comparison (``CSV_COLUMNS``): speedup, interval, compute ratio, tests, verdict."""
+def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[str]) -> dict[str, Any]:
+    """The table row of one comparison (``columns``): per-unit speedups, estimate, interval, verdict.
+
+    ``alpha``: one-sided level (the interval is 1 - 2 alpha); ``margin``: the minimum speedup of a
+    supported claim. A ``curve`` pair gets no verdict (``descriptive``).
+    """
     a, b, t = pair.a, pair.b, pair.target_step
     level = round(1.0 - 2.0 * alpha, 12)
-    label = f"{pair.form}|{pair.size}|{pair.fraction:g}|{t}"
     fa, fb = pair.flops_per_step
-    row: dict[str, Any] = {c: math.nan for c in CSV_COLUMNS}
-    row.update(claim_id=pair.claim_id, form=pair.form, unit_of_value=pair.unit_of_value, better=pair.better,
-               size=pair.size, fraction=pair.fraction, a=REFERENCE, b=COMPARED, target_step=t,
-               target_budget=pair.target_budget, paper_speedup=pair.paper_speedup, ci_level=level,
-               flops_per_step_a=fa, flops_per_step_b=fb, n_units_a=a.n_units, n_units_b=b.n_units,
+    row: dict[str, Any] = {c: math.nan for c in columns}
+    row.update(claim_id=pair.claim_id, kind=pair.kind, form=pair.form, unit_of_value=pair.unit_of_value,
+               better=pair.better, size=pair.size, fraction=pair.fraction, a=REFERENCE, b=COMPARED, target_step=t,
+               target_budget=pair.target_budget, paper_speedup=pair.paper_speedup, ci_level=level, margin=margin,
+               model_flops_per_step_a=fa, model_flops_per_step_b=fb, n_units_a=a.n_units, n_units_b=b.n_units,
                n_runs_a=a.n_runs, n_runs_b=b.n_runs, unit=_unit_label(a, b, pair.form),
-               curve_steps=";".join(str(int(s)) for s in b.steps), interval_note="", reason="")
-    if t is None or not a.runs or not b.runs or t not in set(a.steps.tolist()):
+               curve_steps=";".join(str(int(s)) for s in b.steps), interval_note="", reason="", unit_k="",
+               unit_speedups="", estimate_bound="", title=pair.title, n_right_censored=0, n_left_censored=0)
+    if t is None or not a.runs or not b.runs or t not in set(a.steps.tolist()) or b.steps.size == 0:
         why = pair.note or ("no target step" if t is None else
                             f"A has no value at T = {t}" if a.runs else "A has no curve")
         if not b.runs:
             why = pair.note or "B has no curve"
         row.update(status=NO_CURVE, verdict=NOT_RUN, reason="not run: " + why)
         return row
-    ia = int(np.flatnonzero(a.steps == t)[0])
-    target = float(a.mean_curve()[ia])
-    cross = crossing_step(b.steps, b.mean_curve(), target, pair.better)
-    sp = cross.speedup(t)
-    row.update(target_value=target, status=cross.status, k_star=cross.step if cross.step is not None else math.nan,
-               speedup=sp if cross.status == REACHED else math.nan)
-    if cross.status == ALREADY:
-        row["interval_note"] = f"speedup >= {t / cross.bound_step:.3g} (B's first point, step {cross.bound_step:g}, already beats A at T). "
-    elif cross.status == NEVER:
-        row["interval_note"] = f"speedup < {t / cross.bound_step:.3g} (B never reaches A's value at T up to step {cross.bound_step:g}). "
+    va, units_b = a.at(t), b.units()
+    iv = speedup_interval(b.steps, va, units_b, t, pair.better, level)
+    status = iv.status
+    n_right, n_left = int((status == CODE_RIGHT).sum()), int((status == CODE_LEFT).sum())
+    log_k = math.log(t) - iv.log_s_units
+    row.update(target_value=float(iv.target), speedup=float(iv.speedup), log_speedup_se=float(iv.se),
+               df=float(iv.df), speedup_ci_low=float(iv.low), speedup_ci_high=float(iv.high),
+               n_right_censored=n_right, n_left_censored=n_left,
+               unit_k=";".join(("<" if s == CODE_LEFT else ">" if s == CODE_RIGHT else "") + f"{math.exp(k):.0f}"
+                               for k, s in zip(log_k, status)),
+               unit_speedups=";".join(f"{math.exp(x):.3g}" for x in iv.log_s_units),
+               estimate_bound="<=" if n_right and not n_left else ">=" if n_left and not n_right else
+               ("censored both ways" if n_left and n_right else ""))
+    row["status"] = REACHED if not (n_left or n_right) else (NEVER if n_right == len(status) else
+                                                             ALREADY if n_left == len(status) else "partly censored")
+    mc = crossing_step(b.steps, b.mean_curve(), float(iv.target), pair.better)
+    row["mean_curve_k"] = mc.step if mc.step is not None else math.nan
+    row["mean_curve_speedup"] = mc.speedup(t) if mc.status == REACHED else math.nan
     ratio = fa / fb if math.isfinite(fa) and math.isfinite(fb) and fb > 0 else math.nan
-    if math.isfinite(row["speedup"]):
-        row["compute_speedup"] = row["speedup"] * ratio
-    # interval
-    if a.n_units < 2 or b.n_units < 2:
-        if pair.form == LOSS_FORM:
-            row["interval_note"] += ("no interval: one pre-training run per arm (the interval resamples "
-                                     "pre-training runs; run pretrain.seeds >= 2, better >= 3)")
-        else:
-            row["interval_note"] += "no interval: fewer than 2 units in an arm"
-        lo = hi = math.nan
-    else:
-        boots = bootstrap_speedups(a, b, t, pair.better, n_resamples=n_resamples, rng=rng_for(seed, "speedup|" + label))
-        lo, hi = _order_stat_interval(boots, level)
-        n_never, n_already = int((boots == 0).sum()), int(np.isinf(boots).sum())
-        row["interval_note"] += (f"{level * 100:g}% percentile bootstrap over {a.n_units}/{b.n_units} units "
-                                 f"(A/B; {n_resamples} resamples; never reaches in {n_never}, already beats "
-                                 f"in {n_already}); percentile intervals under-cover at 3-5 units")
-        if not any(arm.nested for arm in (a, b)) and pair.form == GLUE_FORM:
-            row["interval_note"] += "; one pre-training run per arm: covers fine-tuning seeds only"
-    row.update(speedup_ci_low=lo, speedup_ci_high=hi)
-    if math.isfinite(ratio):
-        row.update(compute_ci_low=lo * ratio if not math.isnan(lo) else math.nan,
-                   compute_ci_high=hi * ratio if not math.isnan(hi) else math.nan)
-    # tests at T
-    va, vb = a.at(t), b.at(t)
-    row.update(mean_a_at_t=float(va.mean()) if va.size else math.nan,
-               mean_b_at_t=float(vb.mean()) if vb.size else math.nan)
-    p_b = p_a = math.nan
-    if va.size >= 2 and vb.size >= 2:
-        p_b = one_sided_p(vb, va, pair.better, n_resamples=n_resamples, rng=rng_for(seed, "pb|" + label))
-        p_a = one_sided_p(va, vb, pair.better, n_resamples=n_resamples, rng=rng_for(seed, "pa|" + label))
-        row["min_attainable_p"] = min_attainable_pvalue(va.size, vb.size, n_resamples)
-    row.update(p_b_better=p_b, p_a_better=p_a)
+    row["model_flops_speedup"] = row["speedup"] * ratio
+    row["model_flops_ci_low"] = row["speedup_ci_low"] * ratio
+    row["model_flops_ci_high"] = row["speedup_ci_high"] * ratio
+    vb = b.at(t)
+    row.update(mean_a_at_t=float(va.mean()), mean_b_at_t=float(vb.mean()) if vb.size else math.nan,
+               welch_p_b_better=welch_p_b_better(va, vb, pair.better) if vb.size else math.nan)
+    if math.isfinite(row["log_speedup_se"]):
+        row["p_at_least_margin"] = float(iv.p_at_least(margin))
     row["sd_run_a"], row["sd_seed_a"] = variance_components(a, t)
     row["sd_run_b"], row["sd_seed_b"] = variance_components(b, t) if vb.size else (math.nan, math.nan)
-    verdict, reason = decide(p_b, p_a, lo, hi, alpha)
-    notes = [reason]
+    notes = []
+    if a.n_units < 2 or b.n_units < 2:
+        notes.append("no interval: one pre-training run per arm (the interval is over pre-training runs; run "
+                     "pretrain.seeds >= 3)" if pair.form == LOSS_FORM else "no interval: fewer than 2 units in an arm")
+    else:
+        notes.append(f"{level * 100:g}% t interval on log speedups over {a.n_units}/{b.n_units} units (A/B), "
+                     f"A's target level propagated, df {row['df']:.3g}")
+        if pair.form == GLUE_FORM and not (a.nested and b.nested):
+            notes.append("one fine-tuned pre-training run per arm: the units are fine-tuning seeds, so the "
+                         "interval covers fine-tuning variance only, not the pre-training variance")
+    row["interval_note"] = "; ".join(notes)
+    if pair.kind == "curve":
+        row.update(verdict="descriptive", reason="a point of the speedup curve (no verdict)")
+        return row
+    verdict, reason = decide(row["speedup_ci_low"], row["speedup_ci_high"], margin, n_right=n_right, n_left=n_left)
+    extra = [reason]
     if not vb.size:
-        notes.append(f"B has no value at T = {t}: no test")
+        extra.append(f"B has no value at T = {t}")
     if pair.note:
-        notes.append(pair.note)
-    row.update(verdict=verdict, reason="; ".join(notes))
+        extra.append(pair.note)
+    row.update(verdict=verdict, reason="; ".join(extra))
     return row

@@ -1,0 +1,82 @@
+"""Reading a budget checkpoint's validation points (``eval.json``) with errors that name the file.
+
+``eval.json`` (written by ``taco pretrain``, :mod:`taco.training.validation`) holds the validation MLM
+loss of the checkpoint (``step``, ``mlm_loss``, ``mlm_accuracy``, ``tc_loss``) and, with
+``--eval-every``, the points measured inside the segment (``points``: a list of ``{"step", "mlm_loss",
+...}``). Readers: ``taco efficiency`` and the pre-training curves. Torch-free.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+class EvalFileError(ValueError):
+    """A damaged or inconsistent ``eval.json``; the message names the file and the problem."""
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def parse_eval(ev: Any, source: str, manifest_step: int | None = None) -> tuple[list[tuple[int, float]], list[str]]:
+    """(step, validation MLM loss in nats) points of one ``eval.json`` object, sorted by step, and notes.
+
+    ``source`` names the file in errors and notes. The checkpoint's own point is ``(ev["step"] or
+    manifest_step, ev["mlm_loss"])``; ``points`` adds the in-segment ones. A point whose loss is
+    ``null`` or non-finite (NaN/inf: a diverged evaluation) is left out and named in the notes, never
+    silently. Raises :class:`EvalFileError` naming ``source`` when the object is not a mapping,
+    ``points`` is not a list of ``{"step": int, "mlm_loss": number|null}`` objects, or ``step``
+    disagrees with ``manifest_step`` (the checkpoint's manifest), which would move the target T.
+    """
+    if not isinstance(ev, Mapping):
+        raise EvalFileError(f"{source}: expected a JSON object, got {type(ev).__name__}")
+    step = ev.get("step")
+    if step is not None and not (_number(step) and float(step).is_integer()):
+        raise EvalFileError(f"{source}: 'step' must be an integer, got {step!r}")
+    if manifest_step is not None and step is not None and int(step) != int(manifest_step):
+        raise EvalFileError(f"{source}: 'step' is {int(step)} but the checkpoint's manifest says step "
+                            f"{int(manifest_step)} (a file copied from another checkpoint?)")
+    raw = ev.get("points", [])
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise EvalFileError(f"{source}: 'points' must be a list of {{\"step\", \"mlm_loss\"}} objects, "
+                            f"got {type(raw).__name__}")
+    out: dict[int, float] = {}
+    notes: list[str] = []
+
+    def add(s: Any, v: Any, where: str) -> None:
+        if not (_number(s) and float(s).is_integer()):
+            raise EvalFileError(f"{source}: {where}: 'step' must be an integer, got {s!r}")
+        if v is not None and not _number(v):
+            raise EvalFileError(f"{source}: {where}: 'mlm_loss' must be a number, got {v!r}")
+        if v is None or not math.isfinite(float(v)):
+            notes.append(f"{source}: step {int(s)}: validation MLM loss is {v!r}, left out")
+            return
+        out[int(s)] = float(v)
+
+    for i, p in enumerate(raw):
+        if not isinstance(p, Mapping) or "step" not in p or "mlm_loss" not in p:
+            raise EvalFileError(f"{source}: points[{i}] must be an object with 'step' and 'mlm_loss', got {p!r}")
+        add(p["step"], p["mlm_loss"], f"points[{i}]")
+    s = step if step is not None else manifest_step
+    if s is not None and "mlm_loss" in ev:
+        add(s, ev["mlm_loss"], "the checkpoint's point")
+    return sorted(out.items()), notes
+
+
+def read_eval(path: str | Path, manifest_step: int | None = None) -> tuple[list[tuple[int, float]], list[str]]:
+    """:func:`parse_eval` of the file ``path``; invalid JSON is an :class:`EvalFileError` naming it."""
+    p = Path(path)
+    try:
+        ev = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise EvalFileError(f"{p}: not valid JSON ({exc}); rerun the segment or restore the file") from None
+    except UnicodeDecodeError as exc:
+        raise EvalFileError(f"{p}: not a text file ({exc})") from None
+    return parse_eval(ev, str(p), manifest_step)
