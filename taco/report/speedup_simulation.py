@@ -30,8 +30,9 @@ noisy target do to the interval.
 **Known limit.** The interval is a t interval: where A's run offsets are strongly skewed toward
 lower losses (an occasional MLM run leaving the plateau early) and B's runs agree, a mean of 3-5
 values is too often above the true mean with a small spread, and "supported" at the margin is
-declared more often than alpha (measured: skewness -1: ~10%, -2: ~17%, at 3 and 5 runs;
-:data:`LIMITS`). No interval for a mean is valid for every skewed distribution at 3 runs; the page
+declared more often than alpha (measured: skewness -1: ~10%, -2: ~16%, at 3 and 5 runs), and
+skewed the other way "not supported" is (+1: ~9%, +2: ~15%; coverage 0.82-0.89; :data:`LIMITS`).
+Skewness within +-0.3 keeps both (the checked scenarios). No interval for a mean is valid for every skewed distribution at 3 runs; the page
 prints A's runs at T so that a reader sees an outlying run.
 """
 
@@ -140,8 +141,8 @@ SCENARIOS: dict[str, CurveModel] = {
     # both arms spread alike at T (about 0.02 nats each)
     "loss: equal spreads": CurveModel(LOSS_GRID, 4000, escape=3000, sd_a=0.02, sd_log_b=0.03, sd_point=0.001),
     # A noisy and skewed, B constant (every B run the same speedup, no noise)
-    "loss: skewed A (+2), constant B": CurveModel(LOSS_GRID, 4000, escape=3000, sd_a=0.1, skew_a=2.0,
-                                                  sd_log_b=0.0, sd_point=0.0),
+    "loss: mildly skewed A (+0.3), constant B": CurveModel(LOSS_GRID, 4000, escape=3000, sd_a=0.1, skew_a=0.3,
+                                                           sd_log_b=0.0, sd_point=0.0),
     "loss: mildly skewed A (-0.3), constant B": CurveModel(LOSS_GRID, 4000, escape=3000, sd_a=0.1, skew_a=-0.3,
                                                            sd_log_b=0.0, sd_point=0.0),
     # GLUE average (points, higher is better), log-linear, units = pre-training runs on five budgets
@@ -155,8 +156,8 @@ SCENARIOS: dict[str, CurveModel] = {
 
 #: scenarios where the method does not keep its level (module docstring, "Known limit"); shown, not hidden
 LIMITS: dict[str, CurveModel] = {
-    "loss: skewed A (-1), constant B": replace(SCENARIOS["loss: skewed A (+2), constant B"], skew_a=-1.0),
-    "loss: skewed A (-2), constant B": replace(SCENARIOS["loss: skewed A (+2), constant B"], skew_a=-2.0),
+    f"loss: skewed A ({k:+g}), constant B": replace(SCENARIOS["loss: mildly skewed A (+0.3), constant B"], skew_a=k)
+    for k in (-2.0, -1.0, 1.0, 2.0)
 }
 
 
