@@ -276,23 +276,31 @@ def diff_ci(a: list[float], b: list[float]) -> dict[str, Any]:
 
 
 def steps_to_target(reference: list[dict], other: list[dict], key: str = "mlm_loss") -> dict[str, Any]:
-    """Step at which ``other``'s curve reaches ``reference``'s value at its last point (log-step
-    interpolation between points), and the speedup T / k*. One run per curve: no interval."""
+    """Step at which ``other``'s curve reaches ``reference``'s value at its last point, and the speedup
+    T / k*: the suite's own method (``taco.report.speedup.speedup_interval``, the same as ``taco
+    efficiency``'s E1) with one pre-training run per arm, so it prints no interval and says why."""
+    import numpy as np
+
+    from taco.report.speedup import CODE_LEFT, CODE_RIGHT, LOWER, speedup_interval
+
     if not reference or not other:
         return {"status": "no curves"}
     T, target = reference[-1]["step"], reference[-1][key]
     pts = [(p["step"], p[key]) for p in other if p.get(key) is not None]
     out: dict[str, Any] = {"target_step": T, "target_value": target, "interval": None,
-                           "why_no_interval": "one pre-training run per objective"}
-    if pts[0][1] <= target:
+                           "why_no_interval": "one pre-training run per objective (the interval is over "
+                                              "pre-training runs: taco efficiency, pretrain.seeds >= 3)",
+                           "method": "taco.report.speedup"}
+    steps = np.array([s for s, _ in pts], dtype=float)
+    iv = speedup_interval(steps, np.array([target]), np.array([[v for _, v in pts]]), T, LOWER, 0.9)
+    code = int(iv.status[0])
+    if code == CODE_LEFT:
         return {**out, "status": f"reached at or before its first point (step {pts[0][0]})", "k_star": None,
                 "speedup_at_least": T / pts[0][0]}
-    for (s0, v0), (s1, v1) in zip(pts, pts[1:]):
-        if v1 <= target:
-            frac = (v0 - target) / (v0 - v1)
-            k = math.exp(math.log(s0) + frac * (math.log(s1) - math.log(s0)))
-            return {**out, "status": "reached", "k_star": round(k, 1), "speedup": round(T / k, 3)}
-    return {**out, "status": "not reached", "k_star": None, "speedup": None}
+    if code == CODE_RIGHT:
+        return {**out, "status": "not reached", "k_star": None, "speedup": None}
+    k = T / float(iv.speedup)
+    return {**out, "status": "reached", "k_star": round(k, 1), "speedup": round(float(iv.speedup), 3)}
 
 
 def _ckpt_eval(ckpt: Path) -> dict[str, Any]:

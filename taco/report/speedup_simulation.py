@@ -109,6 +109,11 @@ class CurveModel:
         return self.mu(s * r) + self.sd_point * rng.standard_normal((reps, n, s.size))
 
 
+def _median_log_width(low: np.ndarray, high: np.ndarray) -> float:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return float(np.median(np.log(high) - np.log(low)))
+
+
 def simulate(model: CurveModel, n_a: int, n_b: int, *, reps: int, level: float = 0.9,
              margin: float | None = None, seed: int = 0) -> dict[str, Any]:
     """``reps`` replicate experiments of ``n_a`` and ``n_b`` units; the method's coverage of the truth
@@ -127,7 +132,7 @@ def simulate(model: CurveModel, n_a: int, n_b: int, *, reps: int, level: float =
     return {"truth": truth, "margin": m, "coverage": float(np.mean((iv.low <= truth) & (truth <= iv.high))),
             "supported": float(np.mean(iv.low > m)), "not_supported": float(np.mean(iv.high < m)),
             "censored": float(np.mean(iv.status != 0)),
-            "median_width": float(np.median(np.log(iv.high / iv.low))), "reps": reps}
+            "median_width": _median_log_width(iv.low, iv.high), "reps": reps}
 
 
 LOSS_GRID = tuple(range(250, 4001, 250))
