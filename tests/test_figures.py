@@ -289,7 +289,7 @@ def _efficiency_figure(tmp: Path):
 
     from taco.report import efficiency as eff
 
-    loss, fps = eff.read_checkpoints(_e1_checkpoints(tmp))
+    loss, fps, _ = eff.read_checkpoints(_e1_checkpoints(tmp))
     cfg = _cfg()
     pairs = eff.build_pairs(loss, None, cfg, fps)
     return eff.figure(pairs, eff.evaluate(pairs, cfg))
