@@ -174,6 +174,10 @@ def test_smoke_plan_costs_by_hand(smoke):
     assert p["disk"]["kinds"]["checkpoints"] == pytest.approx(n_pre * 12 * n)
     text = plan.render_markdown(p)
     assert f"| pretrain | {n_pre} |" in text and "assumed 50% of 100 TFLOP/s" in text
+    # the count is labelled for what it is: model FLOPs (matmuls with gradient), not measured cost
+    assert "| tokens | model FLOPs | GPU-h |" in text and "| model FLOPs | GPU-h |\n" in text
+    assert f"**Total**: {p['totals']['flops']:.3g} model FLOPs;" in text
+    assert f"{p['totals']['flops']:.3g} model FLOPs, " in plan.summary_line(p)
 
 
 @pytest.mark.slow
