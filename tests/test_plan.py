@@ -83,6 +83,56 @@ def test_flops_by_hand_for_tiny():
         flops.pretrain_flops_per_token("large", 64)
 
 
+def test_nce_flops_leave_out_the_no_gradient_diagnostic_by_hand():
+    """BERT-NCE's head with gradient is the MLM head's count (candidates bounded by the vocabulary);
+    its full-softmax diagnostic (under no_grad, 2 p H V per token) is no training compute. INFOWORD adds
+    the n-gram's encoder pass: span_max + 2 = 7 tokens per block of L."""
+    # tiny: 2 layers, H 128, I 512; V 1000, L 64
+    layers = 2 * (4 * 128 * 128 + 2 * 128 * 512)
+    head = 128 * 128 + 128 * 1000
+    attention = 12 * 2 * 128 * 64
+    mlm = 6 * layers + 6 * 0.15 * head + attention
+    assert flops.pretrain_flops_per_token("tiny", 64, "bert_nce", vocab_size=1000) == pytest.approx(mlm)
+    span = 7 / 64 * (6 * layers + 12 * 2 * 128 * 7)
+    assert flops.pretrain_flops_per_token("tiny", 64, "infoword", vocab_size=1000) == pytest.approx(mlm + span)
+    # config.yaml's 256-token blocks at the small preset (4 layers, H 512, I 2048, V 30522): INFOWORD is
+    # 1.022x of MLM without the diagnostic (1.070x with it, BERT-NCE 1.049x)
+    small_layers = 4 * (4 * 512 * 512 + 2 * 512 * 2048)
+    small_mlm = 6 * small_layers + 6 * 0.15 * (512 * 512 + 512 * 30522) + 12 * 4 * 512 * 256
+    small_span = 7 / 256 * (6 * small_layers + 12 * 4 * 512 * 7)
+    ratio = flops.pretrain_flops_per_token("small", 256, "infoword") / flops.pretrain_flops_per_token("small", 256, "mlm")
+    assert ratio == pytest.approx((small_mlm + small_span) / small_mlm)
+    assert round(ratio, 3) == 1.022
+    assert flops.pretrain_flops_per_token("small", 256, "bert_nce") == pytest.approx(small_mlm)
+
+
+def test_nce_flops_are_torch_count_minus_the_no_gradient_diagnostic():
+    """torch's FLOP counter sees every matmul of BERT-NCE's forward + backward, the no-gradient
+    full-softmax diagnostic included (forward only: 2 P H V). With every vocabulary entry a candidate
+    (K uniform draws that cover V), the formula is the counter's total less exactly that term."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.objectives import mask_tokens
+
+    V, B, L, H = 200, 2, 64, 128
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, V, (B, L), generator=g)
+    attn = torch.ones(B, L, dtype=torch.long)
+    corrupted, labels = mask_tokens(ids, torch.zeros(B, L, dtype=torch.bool), attn, 4, V, 0.15, generator=g)
+    torch.manual_seed(0)
+    model = TacoForPreTraining(bert_config("tiny", V, attn_implementation="eager"), "bert_nce",
+                               nce_negatives="vocabulary", nce_num_negatives=20000)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        model(input_ids=corrupted, attention_mask=attn, labels=labels, original_input_ids=ids).loss.backward()
+    T, n_sel = B * L, int((labels != -100).sum())
+    train = flops.pretrain_flops_per_token("tiny", L, "bert_nce", vocab_size=V, predicted_share=n_sel / T) * T
+    diagnostic = 2 * n_sel * H * V
+    assert counter.get_total_flops() == pytest.approx(train + diagnostic, rel=1e-12)
+
+
 @pytest.fixture(scope="module")
 def smoke():
     return plan.load_config([str(REPO / "configs" / "smoke.yaml")])
@@ -124,6 +174,10 @@ def test_smoke_plan_costs_by_hand(smoke):
     assert p["disk"]["kinds"]["checkpoints"] == pytest.approx(n_pre * 12 * n)
     text = plan.render_markdown(p)
     assert f"| pretrain | {n_pre} |" in text and "assumed 50% of 100 TFLOP/s" in text
+    # the count is labelled for what it is: model FLOPs (matmuls with gradient), not measured cost
+    assert "| tokens | model FLOPs | GPU-h |" in text and "| model FLOPs | GPU-h |\n" in text
+    assert f"**Total**: {p['totals']['flops']:.3g} model FLOPs;" in text
+    assert f"{p['totals']['flops']:.3g} model FLOPs, " in plan.summary_line(p)
 
 
 @pytest.mark.slow

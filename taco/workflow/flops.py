@@ -20,6 +20,10 @@ PaLM (Chowdhery et al. 2022, App. B, "model FLOPs"):
 
 The head and extra terms are each objective's own declaration (``flops_per_token`` of its module in
 ``taco/objectives/``: the two lines above for MLM, MLM+TP and TACO; BERT-NCE and INFOWORD state theirs).
+Only what the training step computes with gradient is counted: a diagnostic computed under
+``torch.no_grad`` (BERT-NCE's and INFOWORD's full-softmax ``mlm_loss``) is not training compute and
+is left out. These are *model FLOPs* (the matmuls the model needs), not the hardware's: wall-clock
+cost per step is measured by ``benchmarks/step_time.py``.
 
 with H the hidden size, I the FFN size, V the vocabulary, L the sequence length, K the negatives.
 Embedding look-ups, softmax, layer norms, GELU and the optimizer are not counted (a few percent),
@@ -82,7 +86,8 @@ def pretrain_flops_per_token(preset: str, seq_len: int, objective: str = "mlm",
                              vocab_size: int = BERT_VOCAB_SIZE, negatives: int = 50,
                              predicted_share: float | None = None,
                              options: Mapping[str, Any] | None = None) -> float:
-    """Training FLOPs per token of one pre-training step (module docstring formula).
+    """Model FLOPs per token of one pre-training step, forward + backward of what has gradient
+    (module docstring formula).
 
     Args:
         preset: ``tiny``, ``small`` or ``base``.

@@ -1,7 +1,7 @@
 """``taco plan --configfile config.yaml``: what a configuration costs before anything runs.
 
 For any configuration: jobs by rule (the compute-carrying rules from the config's grid; every
-rule from ``snakemake -n`` where Snakemake is installed); FLOPs and GPU-hours of pre-training and fine-tuning; disk per
+rule from ``snakemake -n`` where Snakemake is installed); model FLOPs and GPU-hours of pre-training and fine-tuning; disk per
 artifact kind; the longest job against the cluster profile's time limit; and, for the paper's
 tables, figures and claims, what each one needs (runs, steps, fine-tuning jobs) and costs, so a
 user can target the cheap ones first (``snakemake <results_dir>/table1.csv``).
@@ -10,7 +10,7 @@ Modules
 -------
 This module is the command: its parser, :func:`main`, reading and checking the configuration
 (:func:`load_config`) and ``snakemake -n``'s job table (:func:`snakemake_job_stats`). The numbers
-(FLOPs, GPU-hours, rates, disk, time limits, the cost of each target; :func:`build_plan`) are in
+(model FLOPs, GPU-hours, rates, disk, time limits, the cost of each target; :func:`build_plan`) are in
 :mod:`taco.workflow.plan_costs`, where the sources of the numbers are stated; the Markdown, JSON and
 one-line output in :mod:`taco.workflow.plan_render`. Their public names are re-exported here, so
 ``taco.workflow.plan.<name>`` keeps working.
@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco plan``."""
     from taco.cli import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco plan", description="Compute plan of a workflow configuration: jobs, "
-                                "FLOPs, GPU-hours, disk, time limits, and the cost of each table and claim.")
+                                "model FLOPs, GPU-hours, disk, time limits, and the cost of each table and claim.")
     p.add_argument("--configfile", nargs="+", default=[str(REPO / "config.yaml")],
                    help="configuration file(s), merged in order as Snakemake does (default: config.yaml)")
     p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",

@@ -1,4 +1,4 @@
-"""The numbers of ``taco plan``: jobs, FLOPs, GPU-hours, disk and time limits of a configuration.
+"""The numbers of ``taco plan``: jobs, model FLOPs, GPU-hours, disk and time limits of a configuration.
 
 Part of ``taco plan`` (the command and its inputs: :mod:`taco.workflow.plan`; Markdown / JSON /
 one-line output: :mod:`taco.workflow.plan_render`). :func:`build_plan` returns the plan as a
@@ -6,7 +6,8 @@ JSON-serialisable dict.
 
 Where the numbers come from
 ---------------------------
-- FLOPs: ``taco.workflow.flops`` (6N + attention term per token; the formula is stated there).
+- Model FLOPs: ``taco.workflow.flops`` (6N + attention term per token, what the step computes with
+  gradient; the formula is stated there; wall-clock per step: ``benchmarks/step_time.py``).
   Pre-training tokens = last budget x global batch x ``max_seq_length`` per run. Fine-tuning
   tokens = epochs x (train examples) x ``finetune.max_length`` (an upper bound: batches are
   padded only to their longest example) plus one forward pass over the dev examples per epoch.

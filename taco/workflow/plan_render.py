@@ -26,8 +26,8 @@ def render_markdown(plan: dict[str, Any]) -> str:
     t = plan["throughput"]
     m = t["measured"]
     lines = [f"# Compute plan: {plan['results_dir']}", "",
-             f"Tasks: {', '.join(plan['tasks'])}; seeds: {len(plan['seeds'])}. FLOPs: taco.workflow.flops "
-             "(6N + attention; fine-tuning tokens padded to max_length, an upper bound). Time: "
+             f"Tasks: {', '.join(plan['tasks'])}; seeds: {len(plan['seeds'])}. Model FLOPs: taco.workflow.flops "
+             "(6N + attention, what has gradient; not the hardware's count; fine-tuning tokens padded to max_length, an upper bound). Time: "
              + (f"measured throughput from {m['source']} ({m['gpu']}, {m['date']}) where the preset was measured, "
                 f"else " if m else "no device-check result: ")
              + f"assumed {t['pretrain_utilization']:.0%} (pre-training) / {t['finetune_utilization']:.0%} "
@@ -44,20 +44,20 @@ def render_markdown(plan: dict[str, Any]) -> str:
                   "| rule | jobs |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in left.items()]
         lines.append(f"| **total** | {sum(left.values())} |")
     lines += ["", "## Pre-training", "",
-              "| run | steps | global batch | tokens | FLOPs | GPU-h | longest segment h | rate from |",
+              "| run | steps | global batch | tokens | model FLOPs | GPU-h | longest segment h | rate from |",
               "|---|---:|---:|---:|---:|---:|---:|---|"]
     for p in plan["pretrain"]:
         lines.append(f"| {p['size']}/{p['objective']}/data-{p['fraction']:g} | {p['steps']:,} | {p['global_batch']} | "
                      f"{p['tokens']:.3g} | {p['flops']:.3g} | {_h(p['gpu_hours'])} | "
                      f"{_h(p['longest_segment_hours'])} | {p['rate_source']} |")
     f = plan["finetune"]
-    lines += ["", "## Fine-tuning", "", "| run | checkpoints | runs (ckpt x task x seed) | FLOPs | GPU-h |",
+    lines += ["", "## Fine-tuning", "", "| run | checkpoints | runs (ckpt x task x seed) | model FLOPs | GPU-h |",
               "|---|---:|---:|---:|---:|"]
     for r in f["rows"]:
         lines.append(f"| {r['size']}/{r['objective']}/data-{r['fraction']:g} | {r['checkpoints']} | {r['runs']} | "
                      f"{r['flops']:.3g} | {_h(r['gpu_hours'])} |")
     tot = plan["totals"]
-    lines += ["", f"**Total**: {tot['flops']:.3g} FLOPs; {_h(tot['pretrain_gpu_hours'])} GPU-h pre-training + "
+    lines += ["", f"**Total**: {tot['flops']:.3g} model FLOPs; {_h(tot['pretrain_gpu_hours'])} GPU-h pre-training + "
                   f"{_h(tot['finetune_gpu_hours'])} GPU-h fine-tuning = **{_h(tot['gpu_hours'])} GPU-h** "
                   f"(dynamics jobs: {plan['dynamics_jobs']}, not priced: forward passes over a few blocks).", "",
               "## Disk", "", f"Corpus: {plan['disk']['corpus_words']:.3g} words ({plan['disk']['corpus_words_source']}).",
@@ -87,7 +87,7 @@ def summary_line(plan: dict[str, Any]) -> str:
     tot = plan["totals"]
     warn = [c for c in plan["time_limits"] if c["fits_profile"] is False]
     jobs = ", ".join(f"{k} {v}" for k, v in plan["compute_jobs"].items())
-    s = (f"compute plan ({jobs} jobs): {tot['flops']:.3g} FLOPs, "
+    s = (f"compute plan ({jobs} jobs): {tot['flops']:.3g} model FLOPs, "
          f"{_h(tot['gpu_hours'])} GPU-h ({_h(tot['pretrain_gpu_hours'])} pre-training, "
          f"{_h(tot['finetune_gpu_hours'])} fine-tuning), disk {_gb(plan['disk']['total'])} GB")
     for c in warn:

@@ -1,5 +1,5 @@
 # The compute plan (taco.workflow.plan): printed once by the main Snakemake process before any job
-# runs (jobs per compute rule, FLOPs, GPU-hours, disk, time-limit warnings), and written to
+# runs (jobs per compute rule, model FLOPs, GPU-hours, disk, time-limit warnings), and written to
 # {R}/plan.md and plan.html for the report (with the cost of each table, figure and claim).
 
 if workflow.is_main_process:
