@@ -427,3 +427,25 @@ def test_zero_variance_across_seeds_warns():
     assert "identical scores across all seeds (zero variance) in C1 (A)" in top and "C1 QQP (A)" in top
     c3 = df[(df.level == "claim") & (df.claim_id == "C3")].iloc[0]
     assert c3.zero_variance == "" and "identical scores" not in c3.reason  # arms that vary: no warning
+
+
+def test_both_arms_with_replicated_pretraining_do_not_differ_in_units_when_a_run_lacks_a_seed():
+    """Both arms' unit is the pre-training run; one run of B has only one of its two fine-tuning seeds:
+    the note gives both counts, not "arms differ in units"."""
+    import pandas as pd
+
+    from taco.report.claims import arms_unit_note
+
+    rows = []
+    for obj in ("mlm", "taco"):
+        for run in (0, 1, 2):
+            for seed in (1, 2):
+                if obj == "taco" and run == 2 and seed == 2:
+                    continue
+                rows.append(dict(size="tiny", objective=obj, fraction=1.0, step=40, score_key="sst2", value=80.0 + seed,
+                                 seed=seed, pretrain_seed=run, degenerate=False, undefined_metric=False))
+    per_seed = pd.DataFrame(rows)
+    note = arms_unit_note(per_seed, ("tiny", "mlm", 1.0, 40), ("tiny", "taco", 1.0, 40))
+    assert "arms differ" not in note
+    assert note.startswith("A: unit: pre-training run (3 runs, 2 fine-tuning seeds")
+    assert "B: unit: pre-training run (3 runs, 1/2 fine-tuning seeds" in note

@@ -274,12 +274,16 @@ def _cell_rows(per_seed: pd.DataFrame, cell: tuple) -> pd.DataFrame:
 def arms_unit_note(per_seed: pd.DataFrame, cell_a: tuple, cell_b: tuple) -> str:
     """What a claim's uncertainty covers: fine-tuning seeds only when an arm has one pre-training run
     (the paper's design), pre-training and fine-tuning when both arms have replicated pre-training."""
-    notes = {unit_note(statistical_units(_cell_rows(per_seed, c))) for c in (cell_a, cell_b)} - {""}
-    if not notes:
+    subs = [statistical_units(_cell_rows(per_seed, c)) for c in (cell_a, cell_b)]
+    notes = [unit_note(sub) for sub in subs]
+    kinds = {str(sub["unit"].iloc[0]) for sub in subs if not sub.empty}
+    if not any(notes):
         return ""
-    if len(notes) == 1:
-        return notes.pop()
-    return "arms differ in units: " + " / ".join(sorted(notes))
+    if len(set(notes) - {""}) == 1:
+        return next(n for n in notes if n)
+    if len(kinds) == 1:  # the same unit, other counts (a run short of a fine-tuning seed): one note, both counts
+        return "A: " + notes[0] + " / B: " + notes[1]
+    return "arms differ in units: " + " / ".join(sorted(set(notes) - {""}))
 
 
 def cell_sample(per_seed: pd.DataFrame, cell: tuple, keys: Sequence[str]) -> Sample:
