@@ -211,8 +211,9 @@ def seeds_for_power(a: Sequence[float], b: Sequence[float], boundary: float, cfg
                     power: float = TARGET_POWER) -> float:
     """Seeds per arm for ``power`` of a one-sided test of delta against ``boundary`` at alpha, at the
     observed delta and pooled SD (normal approximation: n = 2 (z_{1-alpha} + z_power)^2 s^2 /
-    (delta - boundary)^2, rounded up, at least :func:`fewest_seeds`). nan when an arm has < 2 values,
-    the SD is 0 or delta equals the boundary."""
+    (delta - boundary)^2, rounded up, at least :func:`fewest_seeds`), in the direction the observed delta
+    lies from the boundary (to support the claim, or to refute it when the data point the other way).
+    nan when an arm has < 2 values, the SD is 0 or delta equals the boundary."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.size < 2 or b.size < 2:
         return math.nan

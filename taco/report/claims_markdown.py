@@ -144,7 +144,9 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
               "for every rule here, since one-sided tests, TOST and the intersection-union test all test at alpha "
               "(refuting the per-key claim C3 after Holm's correction over k keys needs 1 / C(2n, n) <= alpha / k). "
               "In brackets: seeds per arm for 80% power at the observed effect and pooled SD (normal approximation "
-              "to the deciding one-sided test: n = 2 (z_{1-alpha} + z_0.8)^2 s^2 / (effect - boundary)^2).", "",
+              "to the deciding one-sided test: n = 2 (z_{1-alpha} + z_0.8)^2 s^2 / (effect - boundary)^2), in the "
+              "direction the observed effect lies from the boundary: seeds to support the claim when the effect is "
+              "on the claim's side, to refute it when it is on the other (the formula is symmetric in the gap).", "",
               "Not checked as claims: Figure 6's learning-dynamics pattern (TACO keeps intra-context similarity "
               "high and the intra/inter gap large late in training, MLM does not): the paper gives neither values "
               "nor what \"high\"/\"large\" means, and the dynamics are measured on one pre-training run per "
