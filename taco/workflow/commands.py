@@ -257,7 +257,9 @@ class Commands:
         the options of losses it does not use (``pretrain.tc`` never reaches MLM or MLM+TP, so changing
         it re-runs none of their segments). A group whose options have ``pass_default=False`` (``tp``)
         is passed only when a value differs from its default, which ``taco pretrain`` applies itself:
-        the params of every run trained before the setting existed stay the same."""
+        the params of every run trained before the setting existed stay the same. The same holds for a
+        ``pass_default=False`` option inside a group that is always passed (``tc.negative_pool``): its
+        flag appears only when it is not at its default."""
         words: list[str] = []
         for group in OBJECTIVE_SPECS[wildcards.objective].options:
             opts = [o for o in OPTIONS.values() if o.group == group]
@@ -265,7 +267,10 @@ class Commands:
             values = [(o, section.get(o.key, o.default)) for o in opts]
             if all(not o.pass_default and _same(v, o.default) for o, v in values):
                 continue
+            always = any(o.pass_default for o in opts)
             for o, v in values:
+                if always and not o.pass_default and _same(v, o.default):
+                    continue
                 words += [o.flag, _s(v)]
         return words
 
