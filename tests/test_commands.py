@@ -188,6 +188,8 @@ def expect_corpus(cfg, job):
                    encoding=c["encoding"])
         if c.get("rows", "document") == "sentence":
             out.update(rows="sentence", span_rows=c["span_rows"])
+        if c.get("max_document_chars") is not None:
+            out["max_document_chars"] = c["max_document_chars"]
     else:
         out.update(hub_dataset=[d["name"] for d in c["hub_datasets"]],
                    hub_config=[d.get("config") or "none" for d in c["hub_datasets"]],

@@ -172,6 +172,8 @@ class Commands:
                      "--encoding", c.get("encoding", "utf-8")]
             if c.get("rows", "document") == "sentence":
                 args += ["--rows", "sentence", "--span-rows", _s(c.get("span_rows", 50))]
+            if c.get("max_document_chars") is not None:  # absent when unset: uncapped corpora keep their params
+                args += ["--max-document-chars", _s(c["max_document_chars"])]
             return args + (["--wikitext-detokenize"] if c["wikitext_detokenize"] else [])
         specs = c["hub_datasets"]
         rows = [d.get("rows", "document") for d in specs]
