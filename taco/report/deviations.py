@@ -438,8 +438,8 @@ def _infoword_targets_deviation(config: Mapping[str, Any]) -> Deviation:
         f"BERT masking's {p:g} of the tokens plus the masked n-gram ({lo}-{hi} tokens) as BERT-NCE targets: up "
         f"to {hi} more targets per {length}-token block than the other objectives ({hi / length:.1%} of the "
         f"block), about {extra:.1f} on average over ~{base:.0f}",
-        "Kong et al.'s INFOWORD masks the n-gram in the sentence and predicts its tokens as masked tokens; kept "
-        "so: the MLM targets are not made equal",
+        "this suite's reading of Kong et al.: the n-gram is masked in the sentence and its tokens join the "
+        "masked tokens BERT-NCE predicts (taco/objectives/infoword.py); kept so: the MLM targets are not made equal",
         f"a confound at equal steps: INFOWORD's masked-token term sees about {extra / base:.0%} more targets "
         "per block than BERT-NCE's and the others' MLM, which can favour its Table 4 row beyond the span term",
         kind="method", key="pretrain.infoword.span_max")
