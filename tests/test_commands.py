@@ -188,6 +188,8 @@ def expect_corpus(cfg, job):
                    encoding=c["encoding"])
         if c.get("rows", "document") == "sentence":
             out.update(rows="sentence", span_rows=c["span_rows"])
+        if c.get("max_document_chars") is not None:
+            out["max_document_chars"] = c["max_document_chars"]
     else:
         out.update(hub_dataset=[d["name"] for d in c["hub_datasets"]],
                    hub_config=[d.get("config") or "none" for d in c["hub_datasets"]],
@@ -286,7 +288,7 @@ def expect_tc(cfg, w):
         return {}
     tc = cfg["pretrain"]["tc"]
     return {"tc_weight": tc["weight"], "tc_temperature": tc["temperature"], "tc_window": tc["window"],
-            "tc_num_negatives": tc["negatives"]}
+            "tc_num_negatives": tc["negatives"], "tc_negative_pool": tc.get("negative_pool", "rank")}
 
 
 def expect_baselines(cfg, w):
@@ -350,11 +352,35 @@ def test_loss_options_reach_only_the_objectives_that_use_the_loss():
         assert (before == after) == (not spec.uses_tc and not spec.uses_tp), name
     words = Commands(hot).pretrain_args(W("taco"))
     i = words.index("--mlm-probability")
-    assert words[i + 2:i + 11] == ["--tc-weight", "2.0", "--tc-temperature", "0.5", "--tc-window", "7",
-                                   "--tc-negatives", "9", "--precision"]
+    assert words[i + 2:i + 13] == ["--tc-weight", "2.0", "--tc-temperature", "0.5", "--tc-window", "7",
+                                   "--tc-negatives", "9", "--tc-negative-pool", "all_ranks", "--precision"]
     assert "--tp-weight" not in words
     tp = Commands(hot).pretrain_args(W("mlm_tp"))
     assert tp[tp.index("--tp-weight") + 1] == "0.5" and "--tc-weight" not in tp
+
+
+def test_tc_negative_pool_at_its_default_changes_no_command_and_no_hash():
+    """``pretrain.tc.negative_pool: rank`` (the default) leaves a TC run's command words and config hash
+    as they were before the option existed; ``all_ranks`` (config.yaml) adds the flag and a hash key."""
+    from taco.objectives import hashed_options, option_defaults
+    from taco.workflow.commands import Commands
+
+    class W:  # the wildcards of one pretrain job
+        def __init__(self, objective):
+            self.size, self.objective, self.fraction, self.step = "small", objective, "1.0", "10000"
+
+    assert load_config(["config.yaml"], {})["pretrain"]["tc"]["negative_pool"] == "all_ranks"
+    rank = Commands(load_config(["config.yaml"], {"pretrain": {"tc": {"negative_pool": "rank"}}})).pretrain_args(W("taco"))
+    assert "--tc-negative-pool" not in rank
+    i = rank.index("--tc-negatives")
+    assert rank[i + 2] == "--precision"  # the words of a TC run made before the option existed
+    every = Commands(load_config(["config.yaml"], {})).pretrain_args(W("taco"))
+    assert every[every.index("--tc-negative-pool") + 1] == "all_ranks"
+    assert "--tc-negative-pool" not in Commands(load_config(["config.yaml"], {})).pretrain_args(W("mlm"))
+    defaults = option_defaults()
+    assert "tc_negative_pool" not in hashed_options("taco", defaults)
+    assert hashed_options("taco", {**defaults, "tc_negative_pool": "all_ranks"})["tc_negative_pool"] == "all_ranks"
+    assert "tc_negative_pool" not in hashed_options("mlm", {**defaults, "tc_negative_pool": "all_ranks"})
 
 
 def check_pretrain(cfg, job, parsed):

@@ -134,7 +134,7 @@ def test_cpu_real_blocks_are_whole_stretches_of_text(tmp_path):
     paths = [p.replace("{data_root}", str(SHARED)) for p in c["paths"]]
     corpus = build_corpus("local", tmp_path / "corpus", paths=paths, split_by=c["split_by"],
                           wikitext_detokenize=c["wikitext_detokenize"], unk_policy=c["unk_policy"],
-                          encoding=c["encoding"], workers=2)
+                          encoding=c["encoding"], max_document_chars=c.get("max_document_chars"), workers=2)
     tok_dir = build_tokenizer("vocab", tmp_path / "tok", vocab_file=str(VOCAB_TXT), lowercase=True)
     packs = {}
     for frac in (1.0, 0.25):

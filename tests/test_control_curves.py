@@ -114,3 +114,31 @@ def test_spec_controls_must_name_sizes(bad):
 
     with pytest.raises(AnalysisConfigError, match="controls"):
         validate_analysis({"controls": bad})
+
+
+def test_nce_objectives_mlm_loss_is_marked_not_comparable(tmp_path):
+    """BERT-NCE and INFOWORD train the MLM head on in-batch candidates: their full-softmax MLM loss is
+    drawn dotted with the NOT_COMPARABLE label in (a) and (c), and the CSV says comparable = False."""
+    import matplotlib.pyplot as plt
+
+    from taco.report.pretrain_curves import NOT_COMPARABLE, collect, figure, main
+
+    log = lambda s, **c: {"event": "log", "step": s, "loss": sum(c.values()), **c}  # noqa: E731
+    val = {"mlm_loss": 7.0, "mlm_accuracy": 0.1, "tc_loss": None, "n_masked_tokens": 100}
+    ck = [_checkpoint(tmp_path, name, 2, [log(1, mlm_loss=9.0), log(2, mlm_loss=8.0)], val)
+          for name in ("mlm", "bert_nce", "infoword")]
+    out = tmp_path / "out"
+    assert main(["--checkpoints", *map(str, ck), "--output-dir", str(out)]) == 0
+    csv = pd.read_csv(out / "pretrain_curves.csv")
+    assert dict(zip(csv.objective, csv.comparable)) == {"bert_nce": False, "infoword": False, "mlm": True}
+    fig = figure(*collect(ck))
+    try:
+        ax_tm, _, ax_vm, _ = fig.axes[:4]
+        for ax in (ax_tm, ax_vm):
+            styles = {ln.get_label(): ln.get_linestyle() for ln in ax.get_lines()}
+            assert styles["MLM"] == "-" and "MLM " + NOT_COMPARABLE not in styles
+            assert styles["BERT-NCE " + NOT_COMPARABLE] == ":" and styles["INFOWORD " + NOT_COMPARABLE] == ":"
+        legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+        assert "BERT-NCE " + NOT_COMPARABLE in legend
+    finally:
+        plt.close(fig)

@@ -255,3 +255,78 @@ def test_cli_split_by_once_or_per_path(tmp_path):
     assert main(["--source", "local", "--paths", str(src), "--split-by", "paragraphs:2", "--output",
                  str(tmp_path / "c")]) == 0
     assert load_documents(tmp_path / "c")["text"] == ["a\nb", "c"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the cap on a document's length (corpus.max_document_chars)
+# ---------------------------------------------------------------------------------------------
+def test_cap_document_cuts_at_lines_into_pieces_of_about_equal_length():
+    from taco.data.local_text import cap_document
+
+    lines = [f"line {i:04d} " + "word " * (i % 7 + 3) for i in range(1000)]  # verse: many short lines
+    text = "\n".join(ln.strip() for ln in lines)
+    pieces = cap_document(text, 5000)
+    n = -(-len(text) // 5000)
+    assert n <= len(pieces) <= n + 1  # ceil(len / cap) pieces, one more where the lines leave no slack
+    assert all(len(p) <= 5000 for p in pieces)
+    assert min(len(p) for p in pieces) > 0.4 * 5000  # no short remainder
+    assert len(cap_document(text, 6000)) == -(-len(text) // 6000)
+    assert "\n".join(pieces) == text  # cut at line boundaries only, nothing lost or reordered
+    assert cap_document("short\ntext", 5000) == ["short\ntext"]
+    # a line longer than the cap is cut at whitespace; a run without whitespace at the cap
+    long_line = " ".join(f"w{i}" for i in range(400))
+    cut = cap_document(long_line, 100)
+    assert all(len(p) <= 100 for p in cut) and " ".join(cut) == long_line
+    assert cap_document("x" * 250, 100) == ["x" * 100, "x" * 100, "x" * 50]
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(ValueError, match="max-document-chars"):
+            cap_document(text, bad)
+
+
+def test_local_corpus_caps_long_documents_and_records_them(tmp_path):
+    src = tmp_path / "book.txt"
+    verse = "\n".join(f"verse line {i} of the long poem" for i in range(600))  # one blank-line paragraph
+    src.write_text(f"a short paragraph\n\n{verse}\n\nanother short one\n")
+    whole = build_corpus("local", tmp_path / "whole", paths=[src])
+    assert len(load_documents(whole)["text"]) == 3
+    capped = build_corpus("local", tmp_path / "capped", paths=[src], max_document_chars=2000)
+    docs = load_documents(capped)["text"]
+    assert docs[0] == "a short paragraph" and docs[-1] == "another short one"
+    assert len(docs) - 2 in (-(-len(verse) // 2000), -(-len(verse) // 2000) + 1)
+    assert all(len(d) <= 2000 for d in docs)
+    assert "\n".join(docs[1:-1]) == verse
+    m = json.loads((capped / "manifest.json").read_text())
+    assert m["parameters"]["max_document_chars"] == 2000
+    assert m["local_files"]["capped_documents"] == [{"file": "book.txt", "documents": 1, "pieces": len(docs) - 2,
+                                                      "longest_chars": len(verse)}]
+    mw = json.loads((whole / "manifest.json").read_text())
+    assert "max_document_chars" not in mw["parameters"] and mw["artifact_key"] != m["artifact_key"]
+    assert main(["--source", "local", "--paths", str(src), "--max-document-chars", "2000", "--output",
+                 str(tmp_path / "cli")]) == 0
+    assert load_documents(tmp_path / "cli")["text"] == docs
+    with pytest.raises(ValueError, match="--source local only"):
+        build_corpus("synthetic", tmp_path / "s", max_document_chars=2000)
+    with pytest.raises(ValueError, match="max-document-chars"):
+        build_corpus("local", tmp_path / "bad", paths=[src], max_document_chars=0)
+
+
+def test_gutenberg_paradise_lost_is_capped(shared_data):
+    """Paradise Lost's whitespace-only lines leave it 29 blank-line paragraphs, under the books' span of
+    60: without a cap one ~457k-character document; with configs/cpu-real.yaml's cap pieces of at most
+    that many characters."""
+    import yaml
+
+    from taco.data.local_text import read_local_documents
+
+    book = shared_data / "corpus" / "gutenberg" / "milton-paradise.txt"
+    if not book.is_file():
+        pytest.skip(f"{book} absent")
+    corpus = yaml.safe_load((Path(__file__).resolve().parent.parent / "configs" / "cpu-real.yaml").read_text())["corpus"]
+    cap, split = corpus["max_document_chars"], corpus["split_by"][-1]
+    whole = read_local_documents([book], split, encoding="utf-8-or-latin-1")
+    assert len(whole) == 1 and len(whole[0]) > 400_000
+    report: dict = {}
+    pieces = read_local_documents([book], split, encoding="utf-8-or-latin-1", max_document_chars=cap, report=report)
+    assert len(pieces) - -(-len(whole[0]) // cap) in (0, 1) and all(len(p) <= cap for p in pieces)
+    assert "\n".join(pieces) == whole[0]
+    assert report["capped_documents"][0]["pieces"] == len(pieces)

@@ -261,3 +261,22 @@ def test_reimplemented_baselines_list_every_choice_with_its_key():
     # a configuration without the baselines has none of these rows
     cpu = _rows(find_deviations(resolved("configs/cpu-real.yaml", data_root="/x")), "method")
     assert not [t for t in cpu if t.startswith(("BERT-NCE", "INFOWORD"))]
+
+
+def test_tc_negative_pool_and_infoword_targets_are_rows():
+    """The TC negative pool is a method row whatever its value (config.yaml: all_ranks, the official
+    2-GPU pool of 512 sequences; rank: the process's own 256), and where INFOWORD is trained its extra
+    MLM targets (the masked n-gram) are a row with the share of a block."""
+    paper = _rows(find_deviations(resolved("config.yaml")), "method")
+    pool = paper["TC negative pool (several GPUs)"]
+    assert pool.key == "pretrain.tc.negative_pool" and "512 sequences" in pool.paper
+    assert pool.here.startswith("pretrain.tc.negative_pool = all_ranks") and "small: 512 sequences" in pool.here
+    rank = _rows(find_deviations(resolved("config.yaml", pretrain={"tc": {"negative_pool": "rank"}})), "method")
+    assert "small: 256 sequences (256 per process x 1)" in rank["TC negative pool (several GPUs)"].here
+    targets = paper["INFOWORD: MLM targets per block"]
+    assert "up to 5 more targets per 256-token block" in targets.here and "(2.0% of the block)" in targets.here
+    assert "confound at equal steps" in targets.effect
+    short = _rows(find_deviations(resolved("config.yaml", max_seq_length=128)), "method")
+    assert "(3.9% of the block)" in short["INFOWORD: MLM targets per block"].here
+    cpu = _rows(find_deviations(resolved("configs/cpu-real.yaml", data_root="/x")), "method")
+    assert "TC negative pool (several GPUs)" in cpu and "INFOWORD: MLM targets per block" not in cpu

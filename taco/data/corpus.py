@@ -23,7 +23,12 @@ Sources:
   path), so WikiText is split by article and the books in spans next to it. Optional
   WikiText detokenization (of the files that carry WikiText's escapes only, so books read next to
   WikiText stay as written) and an ``<unk>`` policy (``taco.data.detokenize``). Files that are not
-  UTF-8 are read as Latin-1 (the Gutenberg selection, as NLTK reads it).
+  UTF-8 are read as Latin-1 (the Gutenberg selection, as NLTK reads it). Optionally a cap on a
+  document's length (``--max-document-chars``, config ``corpus.max_document_chars``): a longer
+  document is cut at line boundaries into pieces of about equal length
+  (``taco.data.local_text.cap_document``), so no single document (Paradise Lost read as blank-line
+  paragraphs: one ~100k-token document) dominates the whole-document draws of the validation split
+  and the data fractions; the manifest lists the documents cut (``local_files.capped_documents``).
 - ``hub``: one or more ``datasets.load_dataset(id, config, split=..., revision=...)`` datasets,
   concatenated, their ``text`` column kept. Presets: ``paper`` (English Wikipedia + BookCorpus, as
   the paper; ids are settings) and ``wikitext103`` (WikiText-103 raw, smaller).
@@ -48,8 +53,9 @@ from taco.data.corpus_store import (DEFAULT_SPAN_ROWS, FORMAT, ROW_KINDS, Corpus
                                     write_text_file)
 from taco.data.detokenize import UNK_POLICIES
 from taco.data.local_text import (  # noqa: F401  (re-exported: taco.data.corpus.<name>)
-    ENCODINGS, LOCAL_SUFFIXES, PARAGRAPHS_PREFIX, SPLIT_BY, check_split, is_wikitext_tokenized, local_input_files,
-    local_input_files_split, read_local_documents, read_text_file, split_documents, splits_per_path)
+    ENCODINGS, LOCAL_SUFFIXES, PARAGRAPHS_PREFIX, SPLIT_BY, cap_document, check_split, is_wikitext_tokenized,
+    local_input_files, local_input_files_split, read_local_documents, read_text_file, split_documents,
+    splits_per_path)
 from taco.data.parallel import Progress, WorkerPool
 from taco.manifest import (atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json,
                            write_manifest)
@@ -175,28 +181,39 @@ def load_hub_documents(specs: Sequence[tuple[str, str | None, str, str | None]],
 
 def _local_file_documents(task: tuple) -> tuple[list[str], dict[str, Any]]:
     """Worker: the documents of one local input file (text: split/unk/detokenize; parquet: rows)."""
-    f, split_by, detokenize, unk_policy, text_column, encoding = task
+    f, split_by, detokenize, unk_policy, text_column, encoding, max_chars = task
     if Path(f).suffix == ".parquet":
         docs = [t.strip() for batch in iter_parquet_texts(f, text_column) for t in batch]
-        return [d for d in docs if d], {}
+        docs = [d for d in docs if d]
+        if max_chars is None:
+            return docs, {}
+        pieces = [cap_document(d, max_chars) for d in docs]
+        cut = [(len(p), len(d)) for p, d in zip(pieces, docs) if len(p) > 1]
+        report = {"capped_documents": [{"file": Path(f).name, "documents": len(cut), "pieces": sum(n for n, _ in cut),
+                                        "longest_chars": max(c for _, c in cut)}] if cut else []}
+        return [x for p in pieces for x in p], report
     report: dict[str, Any] = {}
     return read_local_documents([Path(f)], split_by, detokenize, unk_policy, report=report,
-                                encoding=encoding), report
+                                encoding=encoding, max_document_chars=max_chars), report
 
 
 def _local_part(files: Sequence[Path], data_dir: Path, split_by: str | Sequence[str], detokenize: bool,
                 unk_policy: str, text_column: str, rows_per_doc: int, workers: int,
-                encoding: str = "utf-8") -> tuple[dict[str, Any], dict[str, Any], int]:
+                encoding: str = "utf-8", max_document_chars: int | None = None
+                ) -> tuple[dict[str, Any], dict[str, Any], int]:
     """Write the local documents to ``data_dir/text.arrow`` (files read by ``workers`` processes,
     in order, a few files in memory at a time). ``split_by``: one split for all files or one per
-    file. Returns (part, read report, characters)."""
+    file; ``max_document_chars``: the cap (``None``: none). Returns (part, read report, characters)."""
     splits = [split_by] * len(files) if isinstance(split_by, str) else list(split_by)
     report: dict[str, list] = {"latin1_files": [], "detokenized_files": []}
+    if max_document_chars is not None:
+        report["capped_documents"] = []
     progress = Progress("corpus local", total_documents=len(files), unit="files")
     rows_done = [0]
 
     def batches():
-        tasks = [(str(f), split, detokenize, unk_policy, text_column, encoding) for f, split in zip(files, splits)]
+        tasks = [(str(f), split, detokenize, unk_policy, text_column, encoding, max_document_chars)
+                 for f, split in zip(files, splits)]
         with WorkerPool(workers) as pool:
             for docs, rep in pool.map(_local_file_documents, tasks):
                 for k, v in rep.items():
@@ -245,14 +262,17 @@ def _hub_parts(specs, row_kinds: Sequence[str], span_rows: int, text_column: str
 
 
 def _local_parameters(paths, split_by: str | Sequence[str], wikitext_detokenize: bool, unk_policy: str, rows: str,
-                      span_rows: int, text_column: str, encoding: str
+                      span_rows: int, text_column: str, encoding: str, max_document_chars: int | None = None
                       ) -> tuple[list[Path], dict[str, Any], dict[str, str], list[str]]:
     """Checks and artifact parameters of a local corpus, before any work: the input files (a bad
     parquet shard or, with strict UTF-8, a text file that is not UTF-8 raises here, named), the
     parameters that enter the artifact key, the inputs' sha256 by path, and each file's split.
     ``split_by`` enters the key as given when it is one split for all paths (a string: the key of
-    every corpus built before per-path splits stays the same), else as the list, one per path."""
+    every corpus built before per-path splits stays the same), else as the list, one per path.
+    ``max_document_chars`` enters the key only when set (the key of an uncapped corpus stays the same)."""
     params: dict[str, Any] = {}
+    if max_document_chars is not None:
+        cap_document("", max_document_chars)  # a bad cap stops here, named
     splits = splits_per_path(paths or [None], split_by)  # checks the splits (and their number) first
     if unk_policy not in UNK_POLICIES:
         raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
@@ -270,6 +290,8 @@ def _local_parameters(paths, split_by: str | Sequence[str], wikitext_detokenize:
                   unk_policy=unk_policy)
     if encoding != "utf-8":
         params["encoding"] = encoding
+    if max_document_chars is not None:
+        params["max_document_chars"] = int(max_document_chars)
     if rows != "document":
         params.update(rows=rows, span_rows=span_rows)
     if any(f.suffix == ".parquet" for f in files):
@@ -289,7 +311,7 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
                  hub_preset: str = "paper", hub_text_column: str = "text", cache_dir: str | None = None,
                  num_proc: int | None = None, num_documents: int = 4000, seed: int = 0,
                  span_rows: int = DEFAULT_SPAN_ROWS, workers: int = 1, overwrite: bool = False,
-                 encoding: str = "utf-8") -> Path:
+                 encoding: str = "utf-8", max_document_chars: int | None = None) -> Path:
     """Build (or reuse) the corpus artifact at ``output``; returns its path.
 
     Args (besides the source's own, see the module docstring):
@@ -300,6 +322,9 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
         text_column: the text column of local ``*.parquet`` shards.
         workers: processes reading local files; ``num_proc`` of ``load_dataset`` and hashing
             threads for the Hub (default: ``workers``).
+        max_document_chars: local only: cut a longer document at line boundaries into pieces of at
+            most this many characters (``taco.data.local_text.cap_document``); ``None``: no cap.
+            ValueError for another source.
 
     Errors (bad source/options, missing files, unreadable parquet shards: CorpusFileError naming
     the shard) are raised before any work starts. An existing ``output`` made with the same
@@ -312,6 +337,8 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
         raise ValueError(f"unknown corpus source {source!r}; expected one of {SOURCES}")
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}")
+    if max_document_chars is not None and source != "local":
+        raise ValueError(f"--max-document-chars applies to --source local only (got --source {source})")
     params: dict[str, Any] = {"source": source}
     inputs: dict[str, Any] = {}
     rpd = rows_per_document(rows, span_rows)
@@ -321,7 +348,8 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
         params.update(num_documents=num_documents, seed=seed)
     elif source == "local":
         files, local_params, inputs, file_splits = _local_parameters(
-            paths, split_by, wikitext_detokenize, unk_policy, rows, span_rows, text_column, encoding)
+            paths, split_by, wikitext_detokenize, unk_policy, rows, span_rows, text_column, encoding,
+            max_document_chars)
         params.update(local_params)
     else:
         specs = _hub_specs(hub_datasets, hub_configs, hub_splits, hub_revisions, hub_preset)
@@ -358,7 +386,8 @@ def build_corpus(source: str, output: str | os.PathLike, *, paths: Sequence[str 
                       "in_place": False, "files": file_records([data_dir / "text.arrow"], "text", relative_to=tmp)}]
         elif source == "local":
             part, extra["local_files"], n_chars = _local_part(
-                files, data_dir, file_splits, wikitext_detokenize, unk_policy, text_column, rpd, workers, encoding)
+                files, data_dir, file_splits, wikitext_detokenize, unk_policy, text_column, rpd, workers, encoding,
+                max_document_chars)
             parts = [part]
         else:
             parts, extra["hub_fingerprints"] = _hub_parts(
@@ -430,6 +459,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--encoding", choices=ENCODINGS, default="utf-8",
                    help="decoding of text files: strict utf-8 (a bad byte stops with file and line), "
                         "latin-1, or utf-8-or-latin-1 (per file; Latin-1 files listed in the manifest)")
+    g.add_argument("--max-document-chars", type=int, default=None,
+                   help="cut a longer document at line boundaries into pieces of about equal length, each at "
+                        "most this many characters (default: no cap)")
     g.add_argument("--rows", choices=ROW_KINDS, default="document",
                    help="what one document of the input is: a document, or a sentence (grouped in spans)")
     g.add_argument("--text-column", default="text", help="text column of *.parquet inputs")
@@ -466,7 +498,8 @@ def main(argv: list[str] | None = None) -> int:
             hub_text_column=args.hub_text_column, cache_dir=args.cache_dir, num_proc=args.num_proc,
             num_documents=args.num_documents, seed=args.seed, overwrite=args.overwrite,
             rows=args.rows, text_column=args.text_column, hub_rows=args.hub_rows,
-            span_rows=args.span_rows, workers=args.workers, encoding=args.encoding)
+            span_rows=args.span_rows, workers=args.workers, encoding=args.encoding,
+            max_document_chars=args.max_document_chars)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         return cli_error("corpus", e)
     print(out)

@@ -5,13 +5,15 @@ The readers behind a local corpus (``taco.data.corpus``), without the artifact a
 ``*.parquet``, recursively, sorted), :func:`splits_per_path` gives each path its split
 (:data:`SPLIT_BY` or ``paragraphs:N``), :func:`read_text_file` decodes a file by ``--encoding``
 (strict UTF-8, Latin-1, or UTF-8 falling back to Latin-1 per file), :func:`split_documents` cuts
-its text into documents, and :func:`read_local_documents` chains them with the ``<unk>`` policy
-and the WikiText detokenizer (only for files that carry WikiText's escapes,
-:func:`is_wikitext_tokenized`). Every name is also importable from ``taco.data.corpus``.
+its text into documents, :func:`cap_document` cuts a document longer than a cap into pieces at line
+boundaries, and :func:`read_local_documents` chains them with the ``<unk>`` policy and the WikiText
+detokenizer (only for files that carry WikiText's escapes, :func:`is_wikitext_tokenized`). Every
+name is also importable from ``taco.data.corpus``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -95,6 +97,63 @@ def split_documents(text: str, split_by: str = "blank_line") -> list[str]:
     raise ValueError(f"unknown --split-by {split_by!r}; expected one of {SPLIT_BY}")
 
 
+def _cut_line(line: str, max_chars: int) -> list[str]:
+    """A line longer than ``max_chars`` in pieces of at most ``max_chars``, cut at the last whitespace
+    before the limit (a run of text without whitespace that long is cut at the limit)."""
+    out = []
+    while len(line) > max_chars:
+        cut = max(line.rfind(" ", 0, max_chars + 1), line.rfind("\t", 0, max_chars + 1))
+        if cut <= 0:
+            cut = max_chars
+        out.append(line[:cut].rstrip())
+        line = line[cut:].lstrip()
+    if line:
+        out.append(line)
+    return [p for p in out if p]
+
+
+def cap_document(text: str, max_chars: int) -> list[str]:
+    """``text`` (one document) as pieces of at most ``max_chars`` characters each.
+
+    A document within the cap is returned whole. A longer one is cut at line boundaries (a document's
+    paragraphs and, in verse, its lines are lines here) into about ``n = ceil(len / max_chars)`` pieces
+    of about equal length: each cut is the line boundary nearest to ``remaining / pieces left``
+    characters that keeps the piece within the cap, so no piece is a short remainder; a single line
+    longer than the cap is cut at whitespace first. Pieces keep the document's order, lines joined
+    by ``\n`` as in ``text``.
+
+    Why: the validation split and the data fractions draw whole documents, so one very long document
+    (Paradise Lost read as blank-line paragraphs is one ~100k-token document) makes the draws lumpy.
+    ``taco corpus --max-document-chars``; config ``corpus.max_document_chars``.
+
+    Raises ValueError for ``max_chars < 1``.
+    """
+    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1:
+        raise ValueError(f"--max-document-chars must be an integer >= 1, got {max_chars!r}")
+    if len(text) <= max_chars:
+        return [text]
+    units = [u for line in text.split("\n") for u in (_cut_line(line, max_chars) if len(line) > max_chars
+                                                        else [line])]
+    left = sum(map(len, units)) + len(units) - 1  # characters of the pieces still to close
+    n_left = math.ceil(left / max_chars)
+    pieces: list[str] = []
+    cur: list[str] = []
+    size = 0
+    for u in units:
+        if cur:
+            grown, target = size + 1 + len(u), left / n_left
+            if grown > max_chars or (n_left > 1 and abs(grown - target) >= abs(size - target)):
+                pieces.append("\n".join(cur))
+                left -= size + 1
+                n_left = max(1, math.ceil(left / max_chars))
+                cur, size = [], 0
+        size += len(u) + (1 if cur else 0)
+        cur.append(u)
+    if cur:
+        pieces.append("\n".join(cur))
+    return pieces
+
+
 def local_input_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
     """Expand files and folders (recursively: ``*.txt``, ``*.tokens``, ``*.raw``), sorted per folder.
 
@@ -163,18 +222,25 @@ def is_wikitext_tokenized(text: str) -> bool:
 
 def read_local_documents(files: Sequence[Path], split_by: str = "blank_line",
                          detokenize: bool = False, unk_policy: str = "drop",
-                         report: dict[str, Any] | None = None, encoding: str = "utf-8") -> list[str]:
-    """Documents of the given files in order: split, then ``<unk>`` policy, then detokenized.
+                         report: dict[str, Any] | None = None, encoding: str = "utf-8",
+                         max_document_chars: int | None = None) -> list[str]:
+    """Documents of the given files in order: split, then ``<unk>`` policy, then detokenized, then
+    capped (``max_document_chars``: a longer document becomes pieces, :func:`cap_document`; ``None``:
+    no cap).
 
     ``detokenize`` applies the WikiText detokenizer only to files that are WikiText-tokenized
     (``is_wikitext_tokenized``): plain prose read next to WikiText (the Gutenberg books) is kept as
     written. Files are decoded by ``encoding`` (``read_text_file``). If ``report`` is a
-    dict it receives ``{"latin1_files": [...], "detokenized_files": [...]}`` (file names).
+    dict it receives ``{"latin1_files": [...], "detokenized_files": [...], "capped_documents": [...]}``
+    (file names; per file with a capped document: ``{"file", "documents", "pieces", "longest_chars"}``,
+    the documents cut, the pieces they became and the longest of them before the cut).
     """
     if unk_policy not in UNK_POLICIES:
         raise ValueError(f"unknown --unk-policy {unk_policy!r}; expected one of {UNK_POLICIES}")
+    if max_document_chars is not None:
+        cap_document("", max_document_chars)  # checks the cap before any file is read
     docs: list[str] = []
-    latin1, detok = [], []
+    latin1, detok, capped = [], [], []
     for f in files:
         text, used = read_text_file(f, encoding)
         if used != "utf-8":
@@ -182,13 +248,24 @@ def read_local_documents(files: Sequence[Path], split_by: str = "blank_line",
         detok_file = detokenize and is_wikitext_tokenized(text)
         if detok_file:
             detok.append(Path(f).name)
+        cut = {"file": Path(f).name, "documents": 0, "pieces": 0, "longest_chars": 0}
         for d in split_documents(text, split_by):
             d = apply_unk_policy(d, unk_policy)
             if detok_file:
                 d = wikitext_detokenize(d)
             d = d.strip()
-            if d:
-                docs.append(d)
+            if not d:
+                continue
+            pieces = [d] if max_document_chars is None else cap_document(d, max_document_chars)
+            if len(pieces) > 1:
+                cut["documents"] += 1
+                cut["pieces"] += len(pieces)
+                cut["longest_chars"] = max(cut["longest_chars"], len(d))
+            docs.extend(pieces)
+        if cut["documents"]:
+            capped.append(cut)
     if report is not None:
         report.update(latin1_files=latin1, detokenized_files=detok)
+        if max_document_chars is not None:
+            report["capped_documents"] = capped
     return docs

@@ -27,12 +27,13 @@ import torch
 import torch.nn.functional as F
 
 from taco.objectives import OPTIONS
+from taco.objectives.taco import NEGATIVE_POOLS
 
 #: tau's default, declared once with the option (``taco.objectives.taco``: ``--tc-temperature``,
 #: config ``pretrain.tc.temperature``)
 DEFAULT_TEMPERATURE: float = OPTIONS["tc_temperature"].default
 
-__all__ = ["tc_loss", "gathered_dot", "GatheredDot", "DEFAULT_CHUNK_BYTES"]
+__all__ = ["tc_loss", "gathered_dot", "GatheredDot", "DEFAULT_CHUNK_BYTES", "gather_negative_pool"]
 
 #: Default bound on the temporary (chunk, K+1, H) gather of the chunked path: the larger of 4 MiB and
 #: the size of the keys (B*L, H), so the extra memory stays O(B*L*H) whatever K is.
@@ -145,6 +146,40 @@ def gathered_dot(
     return GatheredDot.apply(anchors, keys, index.long(), rows, use_sddmm)
 
 
+def gather_negative_pool(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Every process's ``tensor`` concatenated along dim 0 in rank order, and this rank's first row.
+
+    The pool of ``pretrain.tc.negative_pool: all_ranks``: keys and attention masks need no gradient,
+    so a plain ``torch.distributed.all_gather`` of the detached tensor (one process per GPU under
+    ``torch.distributed.run``) gives the pool the official code's ``torch.nn.DataParallel`` sees in one
+    process (both GPUs' sequences). Without an initialised process group, or with one process,
+    returns ``(tensor, 0)`` (the pool is this process's batch).
+
+    Shapes: ``tensor`` (B, ...) -> (world x B, ...). Every rank must pass the same shape (checked
+    first with a small all-gather of the shapes, so a mismatch raises ValueError on every rank
+    instead of hanging or mixing rows).
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return tensor, 0
+    world, rank = dist.get_world_size(), dist.get_rank()
+    if tensor.dim() > 7:
+        raise ValueError(f"gather_negative_pool: at most 7 dimensions, got {tensor.dim()}")
+    shape = torch.tensor([tensor.dim(), *tensor.shape, *([0] * (7 - tensor.dim()))], dtype=torch.long,
+                         device=tensor.device)
+    shapes = [torch.empty_like(shape) for _ in range(world)]
+    dist.all_gather(shapes, shape)
+    if any(not torch.equal(s, shape) for s in shapes):
+        found = [tuple(int(v) for v in s[1:1 + int(s[0])]) for s in shapes]
+        raise ValueError(f"TC negative pool all_ranks: the processes' device batches differ in shape {found}; "
+                         "every process needs the same (per-device batch, sequence length)")
+    detached = tensor.detach().contiguous()
+    parts = [torch.empty_like(detached) for _ in range(world)]
+    dist.all_gather(parts, detached)
+    return torch.cat(parts, dim=0), rank * tensor.shape[0]
+
+
 def tc_loss(
     hidden: torch.Tensor,
     embeddings: torch.Tensor,
@@ -154,6 +189,7 @@ def tc_loss(
     temperature: float = DEFAULT_TEMPERATURE,
     chunk_bytes: int | None = DEFAULT_CHUNK_BYTES,
     method: str = "auto",
+    negative_pool: str = "rank",
 ) -> torch.Tensor:
     """Token-alignment contrastive loss (paper Eq. 9; official code's computation), in fp32.
 
@@ -162,12 +198,18 @@ def tc_loss(
         embeddings: (B, L, H) embedding-layer output e (``hidden_states[0]``).
         positive_index: LongTensor (B, L), column of each anchor's positive in its own row; -1 = none
             (from :func:`taco.model.sampling.sample_positive_index`).
-        negative_index: LongTensor (B, L, K), flat indices into B*L of each anchor's negatives
-            (from :func:`taco.model.sampling.sample_negative_index`).
+        negative_index: LongTensor (B, L, K), flat indices into the pool's positions of each anchor's
+            negatives (from :func:`taco.model.sampling.sample_negative_index`): B*L of this batch with
+            ``negative_pool="rank"``, world*B*L of every process's batch with ``"all_ranks"`` (drawn with
+            ``rows`` = this rank's rows of the gathered masks).
         anchor_mask: bool (B, L), positions that are anchors.
         temperature: tau > 0.
         chunk_bytes: bound on the temporary gather per chunk of the chunked path (``None``: automatic).
         method: how the anchor-key similarities are formed, see :func:`gathered_dot`.
+        negative_pool: ``rank`` (keys of this batch) or ``all_ranks`` (the detached keys of every
+            process, :func:`gather_negative_pool`; a collective: every rank must call it). The anchors
+            and their positives are this batch's either way; with equal anchor counts per rank, the
+            mean over ranks equals the loss of one process over the concatenated batches.
 
     Returns:
         Scalar fp32 tensor: mean over anchors (``anchor_mask`` and ``positive_index >= 0``) of the
@@ -187,18 +229,24 @@ def tc_loss(
         raise ValueError(f"anchor_mask must be (B, L) = {(B, L)}, got {tuple(anchor_mask.shape)}")
     if not temperature > 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
+    if negative_pool not in NEGATIVE_POOLS:
+        raise ValueError(f"negative_pool must be one of {', '.join(NEGATIVE_POOLS)}, got {negative_pool!r}")
 
     with torch.autocast(device_type=hidden.device.type, enabled=False):
         g = hidden.float() - embeddings.float()  # (B, L, H), out of place (official code: in place)
         z = F.normalize(g, dim=-1, eps=1e-12).reshape(B * L, H)
         keys = z.detach()  # stop-gradient on positives and negatives
+        offset = 0  # flat index of this batch's first position in the pool
+        if negative_pool == "all_ranks":  # before any early return: every rank joins the collective
+            pooled, first_row = gather_negative_pool(keys.view(B, L, H))
+            keys, offset = pooled.reshape(-1, H), first_row * L
 
         valid = anchor_mask.bool() & (positive_index >= 0)  # (B, L)
         flat = valid.reshape(-1).nonzero().squeeze(1)  # (N,) anchor flat ids
         if flat.numel() == 0:
             return g.sum() * 0.0
         rows = torch.div(flat, L, rounding_mode="floor")
-        pos_flat = rows * L + positive_index.reshape(-1)[flat]  # (N,)
+        pos_flat = offset + rows * L + positive_index.reshape(-1)[flat]  # (N,)
         neg_flat = negative_index.reshape(B * L, -1)[flat]  # (N, K)
         index = torch.cat([pos_flat.unsqueeze(1), neg_flat], dim=1)  # (N, 1+K), positive first
         logits = gathered_dot(z[flat], keys, index, chunk_bytes, method) / temperature  # (N, 1+K)

@@ -80,28 +80,38 @@ def sample_positive_index(
 
 
 def sample_negative_index(
-    attention_mask: torch.Tensor, k: int, generator: torch.Generator | None = None
+    attention_mask: torch.Tensor, k: int, generator: torch.Generator | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """K negatives per anchor: flat indices into ``B * L``, uniform with replacement over the real
     positions of the *other* rows of the batch (paper Sec. 3.2; official code, minus padding).
 
     Args:
-        attention_mask: (B, L), nonzero at real tokens.
+        attention_mask: (B, L), nonzero at real tokens: the pool the negatives are drawn from (this
+            process's device batch, or with ``pretrain.tc.negative_pool: all_ranks`` every process's,
+            concatenated in rank order).
         k: number of negatives per anchor (paper: K = 50).
         generator: optional ``torch.Generator`` on the mask's device.
+        rows: ``(start, stop)``: draw only for the anchors of pool rows ``start..stop-1`` (this
+            process's rows of an all-ranks pool); ``None``: every row (the draws are those of the
+            single-pool sampler, bit for bit).
 
     Returns:
-        LongTensor (B, L, K); entry ``n`` addresses ``(n // L, n % L)``. Every position, padding
+        LongTensor (R, L, K), R = ``stop - start`` (B without ``rows``); entry ``n`` addresses pool
+        position ``(n // L, n % L)``, never in the anchor's own pool row. Every position, padding
         included, gets valid negatives (padding anchors are excluded by the loss's anchor mask).
 
     Raises:
         ValueError: if fewer than two rows contain a real token (the TC loss needs at least two
-            sequences in the batch), or ``k < 1``.
+            sequences in the batch), ``k < 1``, or ``rows`` is not a non-empty range inside ``[0, B]``.
     """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"number of negatives K must be a positive integer, got {k!r}")
     real = _check_mask(attention_mask)
     B, L = real.shape
+    r0, r1 = (0, B) if rows is None else (int(rows[0]), int(rows[1]))
+    if not 0 <= r0 < r1 <= B:
+        raise ValueError(f"rows must be a non-empty range (start, stop) inside [0, {B}], got {rows!r}")
     n_real = real.sum(1)  # (B,)
     if int((n_real > 0).sum()) < 2:
         raise ValueError(
@@ -111,8 +121,10 @@ def sample_negative_index(
     flat_real = real.reshape(-1).nonzero().squeeze(1)  # (T,) sorted; row b occupies a contiguous run
     total = flat_real.numel()
     start = n_real.cumsum(0) - n_real  # (B,) first slot of row b in flat_real
-    n_other = (total - n_real).view(B, 1, 1).expand(B, L, k)
+    n_rows = r1 - r0
+    own = n_real[r0:r1].view(n_rows, 1, 1)
+    n_other = (total - own).expand(n_rows, L, k)
     u = _uniform_below(n_other, generator)
-    row_start = start.view(B, 1, 1)
-    u = u + (u >= row_start).long() * n_real.view(B, 1, 1)  # jump over the anchor's own row
+    row_start = start[r0:r1].view(n_rows, 1, 1)
+    u = u + (u >= row_start).long() * own  # jump over the anchor's own row
     return flat_real[u]

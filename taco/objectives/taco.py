@@ -8,8 +8,16 @@
 ==================  ==========================================================================
 
 The TC options (group ``tc``: weight, temperature tau, positive window W, negatives K; defaults of the
-paper and the official code) are declared here once; the loss itself is
-:func:`taco.model.losses.tc_loss`, the sampling :mod:`taco.model.sampling`.
+paper and the official code; and the negative pool under several processes) are declared here once;
+the loss itself is :func:`taco.model.losses.tc_loss`, the sampling :mod:`taco.model.sampling`.
+
+Negative pool (``negative_pool``): the official scripts train on 2 GPUs in one process through
+``torch.nn.DataParallel``, so the loss sees both GPUs' sequences (512 per micro-batch) and draws the
+negatives among them. Under ``torch.distributed.run`` (one process per GPU) ``rank`` (default) draws
+them from the process's own device batch; ``all_ranks`` from every process's (an all-gather of the
+detached keys and masks, :func:`taco.model.losses.gather_negative_pool`), the official pool. Training
+only: a validation forward (``model.eval()``, run by one process) keeps its own batch. With one
+process both are the same.
 """
 
 from __future__ import annotations
@@ -19,7 +27,10 @@ from typing import Any
 from taco.objectives.base import Objective, Option, head_flops
 from taco.objectives.mlm import masked_mean, predict_tokens
 
-__all__ = ["DECLARED", "OPTIONS", "tc_anchor_mask"]
+__all__ = ["DECLARED", "OPTIONS", "NEGATIVE_POOLS", "tc_anchor_mask"]
+
+#: where the TC negatives come from under several processes (module docstring)
+NEGATIVE_POOLS: tuple[str, ...] = ("rank", "all_ranks")
 
 OPTIONS = (
     Option("tc", "weight", "tc_weight", 1.0, "weight of the TC loss added to MLM (official code: 1.0)",
@@ -31,6 +42,11 @@ OPTIONS = (
            minimum=3, odd=True, hash_always=True),
     Option("tc", "negatives", "tc_num_negatives", 50, "negatives K per anchor, from the other sequences (>= 1)",
            minimum=1, hash_always=True),
+    # added after runs existed: at its default neither in the config hash nor on the command line
+    Option("tc", "negative_pool", "tc_negative_pool", "rank",
+           "where the negatives' sequences come from with several processes: rank = this process's device "
+           "batch; all_ranks = every process's (all-gather of the detached keys; the official code's "
+           "2-GPU DataParallel pool)", choices=NEGATIVE_POOLS, hash_when_default=False, pass_default=False),
 )
 
 
@@ -61,8 +77,11 @@ def tc_anchor_mask(objective: Any, attention_mask: Any, labels: Any) -> Any:
 
 
 def tc_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = None) -> dict[str, Any]:
-    """``{"loss": MLM + tc_weight x TC, "mlm", "tc"}`` (scalar tensors; paper Eq. 9-10)."""
-    from taco.model.losses import tc_loss
+    """``{"loss": MLM + tc_weight x TC, "mlm", "tc"}`` (scalar tensors; paper Eq. 9-10).
+
+    In training with ``tc_negative_pool == "all_ranks"`` the negatives are drawn from every process's
+    sequences (a collective: every rank's forward takes part; module docstring)."""
+    from taco.model.losses import gather_negative_pool, tc_loss
     from taco.model.sampling import sample_negative_index, sample_positive_index
 
     cfg = model.config
@@ -73,8 +92,14 @@ def tc_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = N
     embeddings = outputs.hidden_states[0]  # embedding-layer output e (docs/paper-facts.md)
     anchors = tc_anchor_mask(model.objective, attention_mask, batch["labels"])
     pos = sample_positive_index(attention_mask, cfg.taco_tc_window, generator)
-    neg = sample_negative_index(attention_mask, cfg.taco_tc_num_negatives, generator)
-    tc = tc_loss(sequence, embeddings, pos, neg, anchors, cfg.taco_tc_temperature)
+    pool = getattr(cfg, "taco_tc_negative_pool", "rank") if model.training else "rank"
+    if pool == "all_ranks":
+        pool_mask, first_row = gather_negative_pool(attention_mask)
+        rows = (first_row, first_row + attention_mask.shape[0])
+        neg = sample_negative_index(pool_mask, cfg.taco_tc_num_negatives, generator, rows=rows)
+    else:
+        neg = sample_negative_index(attention_mask, cfg.taco_tc_num_negatives, generator)
+    tc = tc_loss(sequence, embeddings, pos, neg, anchors, cfg.taco_tc_temperature, negative_pool=pool)
     return {"loss": mlm_loss + cfg.taco_tc_weight * tc, "mlm": mlm_loss, "tc": tc}
 
 

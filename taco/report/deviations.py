@@ -7,8 +7,9 @@ optionally, the analysis spec (for the GLUE tasks that could not be run and thei
 writes one table per kind:
 
 - **method**: differences that hold for every configuration of this suite (precision, dev numbers
-  beside published test numbers, corpus versions, the definition of e, the positive window, MLM+TP's
-  weighting, fine-tuning seeds and reporting, pre-training replicates);
+  beside published test numbers, corpus versions, the definition of e, the positive window, the TC
+  negative pool across GPUs, MLM+TP's weighting, fine-tuning seeds and reporting, pre-training
+  replicates, INFOWORD's extra MLM targets);
 - **configuration**: what this configuration changes from the paper's recipe (model shape, steps,
   warmup, global batch, learning rate, budgets, sequence length, TC settings, runs, tasks,
   fine-tuning settings, seeds, capped sets, corpus and tokenizer source), one row per difference.
@@ -122,6 +123,37 @@ def _corpus_here(config: Mapping[str, Any]) -> str:
     return f"{corpus.get('source', 'n/a')} corpus"
 
 
+def _negative_pool_deviation(config: Mapping[str, Any]) -> Deviation:
+    """Where the TC negatives come from with several GPUs (``pretrain.tc.negative_pool``): the official
+    code's one-process DataParallel pool against this suite's one process per GPU; listed whatever the
+    value, with each size's pool (sequences per micro-batch)."""
+    pre = config["pretrain"]
+    pool = (pre.get("tc") or {}).get("negative_pool", "rank")
+    tc_sizes = sorted({r["size"] for r in pre["runs"] if any(OBJECTIVE_SPECS[o].uses_tc for o in r["objectives"]
+                                                            if o in OBJECTIVE_SPECS)})
+    per_size = []
+    for name in tc_sizes:
+        s = pre["sizes"].get(name, {})
+        per, gpus = int(s.get("per_device_batch_size", 32)), max(int(s.get("num_gpus", 1)), 1)
+        n = per * gpus if pool == "all_ranks" else per
+        per_size.append(f"{name}: {n} sequences ({per} per process x {gpus if pool == 'all_ranks' else 1})")
+    return Deviation(
+        "TC negative pool (several GPUs)",
+        f"{OFFICIAL}: 2 GPUs (CUDA_VISIBLE_DEVICES=6,7, train_small.sh:3) in one plain python3 process "
+        "(train_small.sh:70), so the Trainer wraps the model in torch.nn.DataParallel (trainer.py:896-897) and "
+        "compute_loss sees the outputs gathered from both GPUs (run_mlm_with_contrastive.py:70): the negatives "
+        "are drawn from all 512 sequences of a micro-batch, 256 per GPU (run_mlm_with_contrastive.py:85)",
+        f"pretrain.tc.negative_pool = {pool}: negatives from "
+        + ("every process's device batch (an all-gather of the detached keys)" if pool == "all_ranks"
+           else "the process's own device batch") + (f"; {'; '.join(per_size)}" if per_size else ""),
+        "one process per GPU (torch.distributed.run, DDP) instead of DataParallel; all_ranks gathers the "
+        "keys, which need no gradient, so the pool is the official one",
+        "rank with several GPUs: each anchor's negatives come from a pool num_gpus times smaller (256 "
+        "instead of 512 sequences), less diverse negatives, expected small; all_ranks: the official pool "
+        "(DDP averages the ranks' gradients: DataParallel's mean when the ranks hold equal anchor counts); "
+        "one GPU: the pool is the device batch either way", "method", "pretrain.tc.negative_pool")
+
+
 def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     """Differences that hold whatever the configuration says (with this configuration's values)."""
     sizes = config["pretrain"]["sizes"]
@@ -161,6 +193,7 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             f"W = {window}: offsets +-1..+-{window // 2} (as the official code)",
             "the code defines what was run; the README's wording disagrees with it",
             "none against the official code", "method", "pretrain.tc.window"),
+        _negative_pool_deviation(config),
         Deviation(
             "MLM+TP weighting", f"not published; the {OFFICIAL} has no MLM+TP (train_small.sh:86: modes mlm "
             "and taco only)",
@@ -376,6 +409,8 @@ def reimplementation_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             f"trained by this suite: {obj.description}", "reimplemented from the description; the published "
             "numbers are not available to this project", "Table 4's row is this suite's measurement, not the "
             "published one", kind="method", key="pretrain.runs"))
+        if name == "infoword":
+            out.append(_infoword_targets_deviation(config))
         for opt in options_of(obj):
             value = (config["pretrain"].get(opt.group) or {}).get(opt.key, opt.default)
             out.append(Deviation(
@@ -384,6 +419,30 @@ def reimplementation_deviations(config: Mapping[str, Any]) -> list[Deviation]:
                 "reimplemented from the description: exposed as an option",
                 f"{obj.label}'s Table 4 row depends on it", kind="method", key=opt.config_path))
     return out
+
+
+def _infoword_targets_deviation(config: Mapping[str, Any]) -> Deviation:
+    """INFOWORD's masked n-gram joins the MLM (BERT-NCE) targets: more targets per block than the
+    other objectives at the same steps, from this configuration's block length, MLM rate and spans."""
+    from taco.objectives import OPTIONS
+
+    iw = config["pretrain"].get("infoword") or {}
+    lo = int(iw.get("span_min", OPTIONS["infoword_span_min"].default))
+    hi = int(iw.get("span_max", OPTIONS["infoword_span_max"].default))
+    p = float(config["pretrain"].get("mlm_probability", 0.15))
+    length = int(config.get("max_seq_length", 256))
+    extra = (1 - p) * (lo + hi) / 2  # n-gram tokens BERT masking had not selected already
+    base = p * length
+    return Deviation(
+        "INFOWORD: MLM targets per block", "not available in the texts at hand",
+        f"BERT masking's {p:g} of the tokens plus the masked n-gram ({lo}-{hi} tokens) as BERT-NCE targets: up "
+        f"to {hi} more targets per {length}-token block than the other objectives ({hi / length:.1%} of the "
+        f"block), about {extra:.1f} on average over ~{base:.0f}",
+        "this suite's reading of Kong et al.: the n-gram is masked in the sentence and its tokens join the "
+        "masked tokens BERT-NCE predicts (taco/objectives/infoword.py); kept so: the MLM targets are not made equal",
+        f"a confound at equal steps: INFOWORD's masked-token term sees about {extra / base:.0%} more targets "
+        "per block than BERT-NCE's and the others' MLM, which can favour its Table 4 row beyond the span term",
+        kind="method", key="pretrain.infoword.span_max")
 
 
 def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | None) -> list[Deviation]:

@@ -16,6 +16,12 @@ scale with plain tick labels), (c) validation MLM loss and (d) validation TC los
 (the control at step 0). One run is one style in every panel: the colour and marker of its objective,
 and the line style and marker fill of its data fraction (full data solid with filled markers, the
 next fraction dashed with hollow markers, ...). One legend, right of the panels, covers no data.
+
+Comparability: BERT-NCE and INFOWORD (the objectives with the ``nce`` term) train the MLM head on
+in-batch candidates, without a sampling correction; their logged and validation "MLM loss" is the
+full softmax of that head, a diagnostic that is not comparable with the MLM loss of the objectives
+that train the full softmax. In (a) and (c) their curves are dotted and labelled
+:data:`NOT_COMPARABLE`; the CSV's ``comparable`` column is False for them (:func:`mlm_loss_comparable`).
 Styles: :mod:`taco.report.style`. Reads JSON only (no torch: the statistics environment runs it).
 Errors: a directory without ``manifest.json`` exits 2 naming it.
 """
@@ -38,6 +44,7 @@ import pandas as pd  # noqa: E402
 
 from taco.cli import cli_error  # noqa: E402
 from taco.manifest import read_manifest  # noqa: E402
+from taco.objectives import OBJECTIVE_SPECS  # noqa: E402
 from taco.registry import CONTROL  # noqa: E402
 from taco.report.plotting import plain_log_axis  # noqa: E402
 from taco.report.style import fraction_styles, objective_label, objective_style  # noqa: E402
@@ -46,7 +53,18 @@ NAME = "pretrain_curves"
 #: the loss components of a training log line (means over the logging window)
 COMPONENTS = ("mlm_loss", "tc_loss", "tp_loss")
 CSV_COLUMNS = ["size", "objective", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy", "val_tc_loss",
-               "n_masked_tokens", "checkpoint"]
+               "n_masked_tokens", "comparable", "checkpoint"]
+#: label suffix of an MLM-loss curve that is not comparable with the others (:func:`mlm_loss_comparable`)
+NOT_COMPARABLE = "(not comparable: head trained on in-batch candidates)"
+
+
+def mlm_loss_comparable(objective: str) -> bool:
+    """Whether ``objective``'s (full-softmax) MLM loss compares with MLM's: False for the objectives
+    that train the MLM head with InfoNCE over in-batch candidates instead of the full softmax (the
+    ``nce`` term: BERT-NCE, INFOWORD; no sampling correction, so the full-softmax loss of that head is
+    a diagnostic); True for every other objective and the control."""
+    spec = OBJECTIVE_SPECS.get(objective)
+    return spec is None or "nce" not in spec.terms
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -90,7 +108,7 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
             val_rows.append({"size": key[0], "objective": key[1], "fraction": key[2], "step": int(m.get("step", 0)),
                              "val_mlm_loss": ev.get("mlm_loss"), "val_mlm_accuracy": ev.get("mlm_accuracy"),
                              "val_tc_loss": ev.get("tc_loss"), "n_masked_tokens": ev.get("n_masked_tokens"),
-                             "checkpoint": str(ckpt)})
+                             "comparable": mlm_loss_comparable(key[1]), "checkpoint": str(ckpt)})
     train = pd.DataFrame(list(train_rows.values()))
     if not train.empty:
         train = train.sort_values(["size", "objective", "fraction", "step"]).reset_index(drop=True)
@@ -146,10 +164,13 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
     styles = run_styles(runs)
     handles: dict[str, Any] = {}
 
-    def plot(ax, run, x, y, markevery=1):
+    def plot(ax, run, x, y, markevery=1, mlm=False):
         st = styles[run]
         lab = _run_label(*run, sizes, fractions)
-        (line,) = ax.plot(x, y, color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
+        linestyle = st["linestyle"]
+        if mlm and not mlm_loss_comparable(run[1]):  # an MLM-loss curve of BERT-NCE / INFOWORD
+            lab, linestyle = f"{lab} {NOT_COMPARABLE}", ":"
+        (line,) = ax.plot(x, y, color=st["color"], linestyle=linestyle, marker=st["marker"],
                           markerfacecolor=st["markerfacecolor"], markeredgecolor=st["color"], markersize=5,
                           markevery=markevery, linewidth=1.3, label=lab)
         handles.setdefault(lab, line)
@@ -163,7 +184,7 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
         for run, g in train.groupby(["size", "objective", "fraction"], sort=True):
             if "mlm_loss" in g and g["mlm_loss"].notna().any():
                 d = g[g["mlm_loss"].notna()]
-                plot(ax_tm, run, d["step"], d["mlm_loss"], _markevery(len(d)))
+                plot(ax_tm, run, d["step"], d["mlm_loss"], _markevery(len(d)), mlm=True)
             for comp in aux_names:
                 if comp in g and g[comp].notna().any():
                     d = g[g[comp].notna()]
@@ -185,7 +206,7 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
     else:
         have_tc = False
         for run, g in val.groupby(["size", "objective", "fraction"], sort=True):
-            plot(ax_vm, run, g["step"], g["val_mlm_loss"].astype(float))
+            plot(ax_vm, run, g["step"], g["val_mlm_loss"].astype(float), mlm=True)
             tc = g[g["val_tc_loss"].notna()]
             if not tc.empty:
                 plot(ax_vt, run, tc["step"], tc["val_tc_loss"].astype(float))

@@ -172,6 +172,8 @@ class Commands:
                      "--encoding", c.get("encoding", "utf-8")]
             if c.get("rows", "document") == "sentence":
                 args += ["--rows", "sentence", "--span-rows", _s(c.get("span_rows", 50))]
+            if c.get("max_document_chars") is not None:  # absent when unset: uncapped corpora keep their params
+                args += ["--max-document-chars", _s(c["max_document_chars"])]
             return args + (["--wikitext-detokenize"] if c["wikitext_detokenize"] else [])
         specs = c["hub_datasets"]
         rows = [d.get("rows", "document") for d in specs]
@@ -257,7 +259,9 @@ class Commands:
         the options of losses it does not use (``pretrain.tc`` never reaches MLM or MLM+TP, so changing
         it re-runs none of their segments). A group whose options have ``pass_default=False`` (``tp``)
         is passed only when a value differs from its default, which ``taco pretrain`` applies itself:
-        the params of every run trained before the setting existed stay the same."""
+        the params of every run trained before the setting existed stay the same. The same holds for a
+        ``pass_default=False`` option inside a group that is always passed (``tc.negative_pool``): its
+        flag appears only when it is not at its default."""
         words: list[str] = []
         for group in OBJECTIVE_SPECS[wildcards.objective].options:
             opts = [o for o in OPTIONS.values() if o.group == group]
@@ -265,7 +269,10 @@ class Commands:
             values = [(o, section.get(o.key, o.default)) for o in opts]
             if all(not o.pass_default and _same(v, o.default) for o, v in values):
                 continue
+            always = any(o.pass_default for o in opts)
             for o, v in values:
+                if always and not o.pass_default and _same(v, o.default):
+                    continue
                 words += [o.flag, _s(v)]
         return words
 
