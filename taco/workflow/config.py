@@ -353,6 +353,25 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
     _check_report_steps(config)
     _check_local_inputs(config, tasks_available)
 
+def local_glue_availability(config: dict[str, Any]) -> dict[str, str | None] | None:
+    """For ``glue.source: local``: task -> None if its files are in ``glue.data_dir``, else why not
+    (``taco.data.glue.available_local_tasks``); None for other sources. The ``tasks_available`` of
+    :func:`check_config`, as the workflow (``workflow/rules/common.smk``) and ``taco plan`` pass it.
+    None too when ``glue.data_dir`` is unset or no folder (:func:`check_config` names the key). Raises
+    ConfigError naming ``glue.data_dir`` (or ``data_root``) when the folder cannot be read."""
+    if config["glue"]["source"] != "local":
+        return None
+    from taco.data.glue import available_local_tasks
+
+    data_dir = substitute_root(config["glue"].get("data_dir"), config)
+    if not data_dir or not os.path.isdir(data_dir):
+        return None  # check_config names glue.data_dir: unset, or not a folder
+    try:
+        return available_local_tasks(data_dir)
+    except OSError as err:
+        raise ConfigError(f"glue.data_dir: {err}") from None
+
+
 def _check_local_inputs(config: dict[str, Any], tasks_available: dict[str, str | None] | None) -> None:
     """The local files a configuration reads (corpus paths, vocabulary, GLUE folder) exist, and the GLUE
     tasks are known and not all absent. Raises ConfigError naming the key (part of :func:`check_config`)."""

@@ -101,8 +101,8 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
         raise PlanError("taco plan needs Snakemake's schema validation (pip install -e .[dev])") from None
     except Exception as exc:  # noqa: BLE001 - snakemake's WorkflowError names the key
         raise PlanError(f"configuration does not match {SCHEMA.name}: {str(exc).splitlines()[0][:500]}") from None
-    try:
-        wc.check_config(config)
+    try:  # with the local GLUE folder's tasks, as the workflow checks it
+        wc.check_config(config, wc.local_glue_availability(config))
     except wc.ConfigError as exc:
         raise PlanError(sources.annotate(str(exc))) from None
     return config
@@ -127,16 +127,21 @@ DRY_RUN_ERROR_CHARS = 300
 
 
 def _dry_run_error(text: str, returncode: int) -> str:
-    """The first error line of a failed ``snakemake -n`` and the line after it (Snakemake prints the
-    exception's name, then its message), else its last line."""
+    """The error of a failed ``snakemake -n`` in one line: its first error line (Snakemake prints the
+    exception's name and where) and the message lines after it, up to the traceback's ``File`` lines,
+    at most :data:`DRY_RUN_ERROR_CHARS` characters; else its last line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for i, line in enumerate(lines):
-        if re.search(r"(Error|Exception)\b", line) and not line.startswith(("File ", "Traceback")):
-            msg = " ".join(lines[i:i + 2])
-            break
-    else:
+    start = next((i for i, ln in enumerate(lines)
+                  if re.search(r"(Error|Exception)\b", ln) and not ln.startswith(("File ", "Traceback"))), None)
+    if start is None:
         msg = lines[-1] if lines else "no output"
-    return f"exit {returncode}: {msg[:DRY_RUN_ERROR_CHARS]}"
+    else:
+        end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith(("File ", "Traceback"))),
+                   len(lines))
+        msg = " ".join(lines[start:end])
+    if len(msg) > DRY_RUN_ERROR_CHARS:
+        msg = msg[:DRY_RUN_ERROR_CHARS - 3] + "..."
+    return f"exit {returncode}: {msg}"
 
 
 def snakemake_dry_run(configfiles: list[str], overrides: list[str] | None = None,

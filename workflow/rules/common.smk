@@ -25,23 +25,10 @@ PYTHON = (
 ENVS = {name: f"../../envs/{name}.yaml" for name in ("data", "train", "stats")}
 
 
-def _local_glue_availability():
-    """task -> None if its files are present in the local GLUE folder, else why not."""
-    if config["glue"]["source"] != "local":
-        return None
-    from taco.data.glue import available_local_tasks
-
-    data_dir = wc.substitute_root(config["glue"]["data_dir"], config)
-    try:
-        return available_local_tasks(data_dir)
-    except FileNotFoundError as err:
-        raise wc.ConfigError(f"glue.data_dir: {err}") from None
-
-
 # checks every key and the requirements across keys (the report steps' too) before the first job;
 # normalises results_dir in place (one spelling: results/tiny/ -> results/tiny)
 try:
-    GLUE_AVAILABILITY = _local_glue_availability()
+    GLUE_AVAILABILITY = wc.local_glue_availability(config)
     wc.check_config(config, GLUE_AVAILABILITY)
 except wc.ConfigError as err:  # FILE:LINE: of the key first (taco.workflow.config_source)
     _where = key_sources(workflow.configfiles, workflow.config_settings.config)
