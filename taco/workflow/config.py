@@ -275,7 +275,8 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
     fails after the compute.
 
     ``tasks_available`` (task -> None if present, else the reason it is absent) comes from
-    ``taco.data.glue.available_local_tasks`` for a local GLUE folder; all-absent is an error.
+    :func:`local_glue_availability` for a local GLUE folder; all-absent is an error. What stops
+    nothing is not checked here: :func:`config_notes`.
     """
     normalise_config(config)
     _check_results_dir(config.get("results_dir"))
@@ -352,6 +353,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"dynamics.objectives: unknown objective {d!r}; allowed: {', '.join(OBJECTIVES)}")
     _check_report_steps(config)
     _check_local_inputs(config, tasks_available)
+
 
 def local_glue_availability(config: dict[str, Any]) -> dict[str, str | None] | None:
     """For ``glue.source: local``: task -> None if its files are in ``glue.data_dir``, else why not
