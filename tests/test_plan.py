@@ -353,10 +353,10 @@ def test_the_plan_says_when_its_dry_run_section_is_missing(tmp_path, monkeypatch
 
 def test_the_dry_run_returns_the_workflows_notes(tmp_path):
     """What `taco plan` lists under its dry-run table: the workflow's NOTE lines as Snakemake prints them,
-    from the checkout's default profile (resources: gpu: 8) with gpus: 0."""
+    with the default profile beside the Snakefile (resources: gpu: 8) and gpus: 0."""
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("glue:\n  tasks: [sst2]\n")
-    jobs, notes = plan.snakemake_dry_run([str(REPO / "configs" / "smoke.yaml"), str(overlay)], cwd=REPO)
+    jobs, notes = plan.snakemake_dry_run([str(REPO / "configs" / "smoke.yaml"), str(overlay)], cwd=tmp_path)
     assert jobs["all"] == 1 and jobs["pretrain"] > 0
     assert notes == ['Snakemake\'s "Provided resources: gpu=8" is a limit from the profile\'s resources (or '
                      '--resources), not GPUs found on this machine; with gpus: 0 no job requests a gpu'], notes

@@ -318,9 +318,10 @@ def test_snakemake_prints_the_notes_once_before_the_first_job(tmp_path):
     cfg["glue"]["tasks"] = ["sst2"]
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    out = subprocess.run(  # from the checkout, where Snakemake finds profiles/default (resources: gpu: 8)
-        [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--cores", "1", "--configfile", str(path),
-         "--directory", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(  # Snakemake finds profiles/default (resources: gpu: 8) beside the Snakefile
+        [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--cores", "1", "--snakefile", str(REPO / "Snakefile"),
+         "--configfile", str(path), "--directory", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stderr.count("NOTE: pretrain.seeds: 2 pre-training runs per arm") == 1, out.stderr
     assert out.stderr.count('NOTE: Snakemake\'s "Provided resources: gpu=8" is a limit from the profile\'s resources '
