@@ -18,13 +18,16 @@ if not config:
 
 # The project's own schema check first: each bad key with its value and what is allowed, one line each
 # (Snakemake's validate prints the whole schema around the first one); validate then fills the defaults.
+# Each line naming a key starts with the file and line that set it (taco.workflow.config_source).
 from snakemake.exceptions import WorkflowError
+from taco.workflow.config_source import key_sources
 from taco.workflow.schema import SchemaError, check_schema
 
 try:
     check_schema(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except SchemaError as _schema_err:
-    raise WorkflowError(f"Invalid configuration: {_schema_err}") from None
+    _where = key_sources(workflow.configfiles, workflow.config_settings.config)
+    raise WorkflowError(f"Invalid configuration: {_where.annotate(str(_schema_err))}") from None
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

@@ -329,7 +329,12 @@ def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
     for f in ("corpus/wikitext-2/valid.txt", "corpus/wikitext-2/test.txt", "corpus/gutenberg/a.txt"):
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / f).write_text("text\n")
-    (tmp_path / "glue").mkdir()
+    from taco.data.glue import local_files
+
+    for task in ("cola", "sst2", "mrpc", "stsb"):  # taco plan checks the local GLUE folder as the workflow does
+        for path in local_files(task, tmp_path / "glue").values():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
     cfg = plan.load_config([str(REPO / "configs" / "cpu-real.yaml")], {"data_root": str(tmp_path)})
     got = wc.dynamics_checkpoints(cfg)
     assert sorted((r.objective, r.pretrain_seed, s) for r, s in got) == [
@@ -356,3 +361,56 @@ def test_plan_numbers_do_not_depend_on_the_hash_seed(tmp_path):
                        check=True, cwd=tmp_path, env=dict(os.environ, PYTHONHASHSEED=seed), capture_output=True)
         outs.append(out.read_text())
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_a_negative_finetune_seed_is_refused_naming_the_key(tmp_path):
+    """`finetune.seeds: [-1, 2]` passed every check and `taco plan` exited 0 while `snakemake -n` stopped
+    on a seed--1.zip it could not make: refused before the plan, with the file and line of the key."""
+    overlay = tmp_path / "seeds.yaml"
+    overlay.write_text("finetune:\n  seeds: [-1, 2]\n")
+    r = subprocess.run([sys.executable, "-m", "taco", "plan", "--no-snakemake", "--configfile",
+                        str(REPO / "configs" / "smoke.yaml"), str(overlay)], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout[-500:]
+    assert f"{overlay}:2: finetune.seeds[0]: -1 is not allowed; allowed: an integer, >= 0" in r.stderr, r.stderr
+
+
+def test_a_failed_dry_run_raises_with_snakemakes_error(tmp_path):
+    """snakemake_dry_run never returns nothing: a failing `snakemake -n` raises DryRunError with its exit
+    status and error (here the workflow's own check of a bad seed), a dry run past its time limit too."""
+    overlay = tmp_path / "seeds.yaml"
+    overlay.write_text("finetune:\n  seeds: [-1, 2]\n")
+    with pytest.raises(plan.DryRunError, match=r"^exit 1: WorkflowError .*finetune\.seeds\[0\]: -1 is not allowed"):
+        plan.snakemake_dry_run([str(REPO / "configs" / "smoke.yaml"), str(overlay)], cwd=tmp_path)
+    with pytest.raises(plan.DryRunError, match=r"^did not finish within 0\.01 s$"):
+        plan.snakemake_dry_run([str(REPO / "configs" / "smoke.yaml")], cwd=tmp_path, timeout=0.01)
+
+
+def test_the_plan_says_when_its_dry_run_section_is_missing(tmp_path, monkeypatch, capsys):
+    """A failed `snakemake -n` is said in the plan (the section names the failure) and on stderr; the
+    workflow's NOTE lines of a dry run that worked are listed under its table."""
+    def failed(*args, **kwargs):
+        raise plan.DryRunError("exit 1: MissingInputException in rule all: seed--1.zip")
+
+    monkeypatch.setattr(plan, "snakemake_dry_run", failed)
+    assert plan.main(["--configfile", str(REPO / "configs" / "smoke.yaml"), "--output", str(tmp_path / "p.md")]) == 0
+    out, err = capsys.readouterr()
+    assert ("Every rule, as `snakemake -n` plans it now: **not available**, `snakemake -n` failed "
+            "(exit 1: MissingInputException in rule all: seed--1.zip)") in out
+    assert out.strip() == (tmp_path / "p.md").read_text().strip()
+    assert "taco plan: note: `snakemake -n` failed" in err and "seed--1.zip" in err
+    monkeypatch.setattr(plan, "snakemake_dry_run", lambda *a, **k: ({"all": 1}, ['Snakemake\'s "Provided resources: '
+                                                                                'gpu=8" is a limit ...']))
+    assert plan.main(["--configfile", str(REPO / "configs" / "smoke.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "| all | 1 |" in out and '- Snakemake\'s "Provided resources: gpu=8" is a limit ...' in out
+
+
+def test_the_dry_run_returns_the_workflows_notes(tmp_path):
+    """What `taco plan` lists under its dry-run table: the workflow's NOTE lines as Snakemake prints them,
+    with the default profile beside the Snakefile (resources: gpu: 8) and gpus: 0."""
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("glue:\n  tasks: [sst2]\n")
+    jobs, notes = plan.snakemake_dry_run([str(REPO / "configs" / "smoke.yaml"), str(overlay)], cwd=tmp_path)
+    assert jobs["all"] == 1 and jobs["pretrain"] > 0
+    assert notes == ['Snakemake\'s "Provided resources: gpu=8" is a limit from the profile\'s resources (or '
+                     '--resources), not GPUs found on this machine; with gpus: 0 no job requests a gpu'], notes

@@ -4,6 +4,7 @@ Bad configurations must fail before any job runs, with the offending key named (
 """
 
 import copy
+import re
 import subprocess
 import tempfile
 import sys
@@ -295,20 +296,97 @@ def test_trailing_slash_gives_the_same_paths(tmp_path):
     assert len(paths(plain.stdout)) > 100 and paths(plain.stdout) == paths(slash.stdout)
 
 
-def test_two_pretraining_seeds_warn_before_the_first_job():
-    """Issue 21.6: pretrain.seeds of length 2 can never decide a claim (smallest p 1/6): check_config
-    warns; three seeds or none do not."""
-    import warnings
-
+def test_two_pretraining_seeds_are_noted_before_the_first_job():
+    """Issue 21.6: pretrain.seeds of length 2 can never decide a claim (smallest p 1/6): a note; three
+    seeds or none give none."""
     cfg = load("configs/smoke.yaml")
     cfg["pretrain"]["seeds"] = [0, 1]
-    with pytest.warns(UserWarning, match=r"pretrain\.seeds: 2 pre-training runs .* 1 / C\(4, 2\) = 0\.167"):
-        wc.check_config(copy.deepcopy(cfg))
+    wc.check_config(cfg)
+    notes = wc.config_notes(cfg)
+    assert len(notes) == 1 and re.match(r"pretrain\.seeds: 2 pre-training runs .* 1 / C\(4, 2\) = 0\.167", notes[0])
     for seeds in ([0, 1, 2], None):
         cfg["pretrain"]["seeds"] = seeds
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            wc.check_config(copy.deepcopy(cfg))
+        assert wc.config_notes(cfg) == []
+
+
+def test_snakemake_prints_the_notes_once_before_the_first_job(tmp_path):
+    """The pre-training-seed note reaches the user of `snakemake` (a Python warning never did), printed
+    as the other notes; so does what Snakemake's `Provided resources: gpu=8` (the default profile's
+    limit) means with gpus: 0."""
+    cfg = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    cfg["pretrain"]["seeds"] = [0, 1]
+    cfg["glue"]["tasks"] = ["sst2"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = subprocess.run(  # Snakemake finds profiles/default (resources: gpu: 8) beside the Snakefile
+        [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--cores", "1", "--snakefile", str(REPO / "Snakefile"),
+         "--configfile", str(path), "--directory", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr.count("NOTE: pretrain.seeds: 2 pre-training runs per arm") == 1, out.stderr
+    assert out.stderr.count('NOTE: Snakemake\'s "Provided resources: gpu=8" is a limit from the profile\'s resources '
+                            '(or --resources), not GPUs found on this machine; with gpus: 0 no job requests a gpu') == 1
+
+
+@pytest.mark.parametrize("provided, gpus, needle", [
+    (8, 0, 'Provided resources: gpu=8" is a limit'), (None, 0, None), (4, 4, None),
+    (8, 4, "a gpu limit of 8"), (None, 2, "no gpu limit"),
+])
+def test_gpu_resource_note_says_what_snakemake_counts(provided, gpus, needle):
+    note = wc.gpu_resource_note(provided, gpus)
+    assert (note is None) if needle is None else (needle in note), note
+
+
+@pytest.mark.parametrize("key, value", [
+    (["finetune", "seeds"], [-1, 2]), (["pretrain", "seeds"], [-1, 0, 1]), (["finetune", "pretrain_seeds"], [-1]),
+    (["seed"], -1), (["finetune", "seeds"], [2 ** 32]), (["seed"], 2 ** 32),
+])
+def test_every_seed_key_is_a_seed_numpy_accepts(key, value):
+    """A negative seed fails late (a seed-<n> path the wildcard [0-9]+ never matches, transformers.set_seed's
+    ValueError): the schema refuses it, and one beyond 2**32 - 1, naming the key."""
+    from taco.workflow.schema import schema_errors
+
+    cfg = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    _set(key, value)(cfg)
+    lines = schema_errors(cfg)
+    assert lines and lines[0].startswith(".".join(key)), lines
+
+
+def test_negative_finetune_seed_stops_snakemake_naming_the_key(tmp_path):
+    cfg = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    cfg["finetune"]["seeds"] = [-1, 2]
+    out = _dry_run_in(tmp_path, cfg)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "Job stats" not in text
+    assert "finetune.seeds[0]: -1 is not allowed; allowed: an integer, >= 0 and <= 4294967295" in text, text[-2000:]
+    assert "MissingInputException" not in text
+
+
+@pytest.mark.parametrize("results_dir", ["results/<name>", "results/{x}", "a>b"])
+def test_results_dir_with_snakemake_path_syntax_is_refused(smoke, results_dir):
+    cfg = copy.deepcopy(smoke)
+    cfg["results_dir"] = results_dir
+    with pytest.raises(wc.ConfigError, match=r"^results_dir: .* which Snakemake reads in every output path"):
+        wc.check_config(cfg)
+
+
+def test_results_dir_with_angle_brackets_stops_snakemake_naming_the_key(tmp_path):
+    """Snakemake 9 reads <name> as a path variable (UndefinedPathvarException); refused before it."""
+    cfg = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    cfg["results_dir"] = "results/<name>"
+    out = _dry_run_in(tmp_path, cfg)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "UndefinedPathvarException" not in text
+    assert "results_dir: 'results/<name>' contains < >" in text, text[-2000:]
+
+
+def test_size_names_match_the_size_wildcard(smoke):
+    """A size key is part of every run path; one the {size} wildcard cannot match would stop Snakemake
+    with a MissingInputException naming no key."""
+    cfg = copy.deepcopy(smoke)
+    cfg["pretrain"]["sizes"]["ti-ny"] = copy.deepcopy(cfg["pretrain"]["sizes"]["tiny"])
+    with pytest.raises(wc.ConfigError, match=r"^pretrain\.sizes: size name 'ti-ny' .* must match \[A-Za-z0-9_\]\+"):
+        wc.check_config(cfg)
 
 
 def test_finetune_pretrain_seeds_selects_the_replicates_that_are_fine_tuned():

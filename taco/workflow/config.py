@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,11 @@ class Run:
 
 #: wildcard regex of the optional pre-training seed part of a run path
 PSEED_PATTERN = "(|/pretrain-seed-[0-9]+)"
+#: wildcard regex of a size (a key of ``pretrain.sizes``, a part of every run path)
+SIZE_PATTERN = "[A-Za-z0-9_]+"
+#: characters Snakemake reads in an output path: ``{name}`` a wildcard, ``<name>`` a path variable
+#: (Snakemake 9: UndefinedPathvarException)
+SNAKEMAKE_PATH_CHARS = "{}<>"
 
 
 def pseed_part(pretrain_seed: int | None) -> str:
@@ -188,12 +193,18 @@ def normalise_config(config: dict[str, Any]) -> None:
 
 def _check_results_dir(results_dir: str | None) -> None:
     """``results_dir`` must be a folder below the filesystem root, or creatable as one: not empty,
-    not ``/``, and neither it nor a parent an existing file."""
+    not ``/``, neither it nor a parent an existing file, and none of :data:`SNAKEMAKE_PATH_CHARS`
+    (Snakemake would read them as wildcards or path variables in every output)."""
     if results_dir is None:
         return  # the schema's default fills it in
     if not results_dir.strip():
         raise ConfigError(f"results_dir: {results_dir!r} is empty; every output would land at the filesystem "
                           "root (/run_config.json, /analysis.json, ...): give a folder, e.g. results")
+    special = sorted({c for c in results_dir if c in SNAKEMAKE_PATH_CHARS})
+    if special:
+        raise ConfigError(f"results_dir: {results_dir!r} contains {' '.join(special)}, which Snakemake reads in every "
+                          "output path ({name}: a wildcard, <name>: a path variable); give a folder name without "
+                          f"{' '.join(SNAKEMAKE_PATH_CHARS)}")
     root = os.path.abspath(results_dir)
     if os.path.dirname(root) == root:
         raise ConfigError(f"results_dir: {results_dir!r} is the filesystem root; give a folder, e.g. results")
@@ -211,19 +222,48 @@ def _check_results_dir(results_dir: str | None) -> None:
         path = parent
 
 
-def _warn_undecidable_pretrain_seeds(config: dict[str, Any]) -> None:
-    """Warn (before the first job) when ``pretrain.seeds`` has two or more entries, so the pre-training
-    run is the statistical unit, but too few for any claim to be decided: with n runs per arm the
-    smallest one-sided p of the exact permutation test is 1 / C(2n, n) (two runs: 1/6 > alpha 0.05)."""
+def _undecidable_pretrain_seeds_note(config: dict[str, Any]) -> str | None:
+    """The note for ``pretrain.seeds`` with two or more entries, so that the pre-training run is the
+    statistical unit, but too few for any claim to be decided: with n runs per arm the smallest
+    one-sided p of the exact permutation test is 1 / C(2n, n) (two runs: 1/6 > alpha 0.05). None
+    when it does not apply."""
     seeds = config["pretrain"].get("seeds") or []
     alpha = round(1.0 - float(config.get("analysis", {}).get("confidence_level", 0.95)), 12)
     n = len(seeds)
-    if n >= 2 and 1.0 / math.comb(2 * n, n) > alpha:
-        need = next(k for k in range(n, 50) if 1.0 / math.comb(2 * k, k) <= alpha)
-        warnings.warn(f"pretrain.seeds: {n} pre-training runs per arm make the pre-training run the statistical "
-                      f"unit, and with {n} the smallest attainable p is 1 / C({2 * n}, {n}) = "
-                      f"{1.0 / math.comb(2 * n, n):.3g} > alpha {alpha:g}: no claim can be decided. Give at least "
-                      f"{need} seeds, or none (one run; fine-tuning seeds as the unit).", UserWarning, stacklevel=3)
+    if n < 2 or 1.0 / math.comb(2 * n, n) <= alpha:
+        return None
+    need = next(k for k in range(n, 50) if 1.0 / math.comb(2 * k, k) <= alpha)
+    return (f"pretrain.seeds: {n} pre-training runs per arm make the pre-training run the statistical "
+            f"unit, and with {n} the smallest attainable p is 1 / C({2 * n}, {n}) = "
+            f"{1.0 / math.comb(2 * n, n):.3g} > alpha {alpha:g}: no claim can be decided. Give at least "
+            f"{need} seeds, or none (one run; fine-tuning seeds as the unit).")
+
+
+def config_notes(config: dict[str, Any]) -> list[str]:
+    """What a valid configuration should know before the first job but that stops nothing, one line
+    each, starting with the key (today: ``pretrain.seeds`` too few to decide a claim). The workflow
+    prints each as ``NOTE: ...`` from its main process (``workflow/rules/common.smk``), ``taco plan`` as
+    ``taco plan: note: ...``; call after :func:`check_config`."""
+    return [n for n in (_undecidable_pretrain_seeds_note(config),) if n]
+
+
+def gpu_resource_note(provided_gpu: int | None, gpus: int) -> str | None:
+    """What Snakemake's ``Provided resources: gpu=N`` means for this run, or None where it is plain.
+
+    ``provided_gpu`` is Snakemake's global ``gpu`` resource (the profile's ``resources:`` or
+    ``--resources``; None if not given), ``gpus`` the config key. Snakemake only counts that
+    resource: it is a limit on GPUs in use at once, never GPUs found on the machine. The note
+    applies when it differs from ``gpus`` (``gpus: 0``: no job requests one; else jobs wait in
+    ``taco gpu-slot`` for the ``gpus`` slots whatever Snakemake's limit lets start)."""
+    provided = None if provided_gpu is None else int(provided_gpu)
+    if provided == int(gpus) or (provided is None and not gpus):
+        return None
+    if not gpus:
+        return (f"Snakemake's \"Provided resources: gpu={provided}\" is a limit from the profile's resources "
+                "(or --resources), not GPUs found on this machine; with gpus: 0 no job requests a gpu")
+    limit = "no gpu limit" if provided is None else f"a gpu limit of {provided} (the profile's resources or --resources)"
+    return (f"gpus: {gpus} GPU slots, but Snakemake has {limit}: it starts GPU jobs up to its limit and "
+            f"taco gpu-slot runs them on the {gpus} slots, the rest waiting; keep them equal (--resources gpu={gpus})")
 
 
 def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] | None = None) -> None:
@@ -235,7 +275,8 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
     fails after the compute.
 
     ``tasks_available`` (task -> None if present, else the reason it is absent) comes from
-    ``taco.data.glue.available_local_tasks`` for a local GLUE folder; all-absent is an error.
+    :func:`local_glue_availability` for a local GLUE folder; all-absent is an error. What stops
+    nothing is not checked here: :func:`config_notes`.
     """
     normalise_config(config)
     _check_results_dir(config.get("results_dir"))
@@ -262,6 +303,9 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"finetune.pretrain_seeds: {unknown} not among pretrain.seeds {sorted(known)}")
     for name, s in sizes.items():
         key = f"pretrain.sizes.{name}"
+        if not re.fullmatch(SIZE_PATTERN, str(name)):
+            raise ConfigError(f"pretrain.sizes: size name {name!r} is part of every output path and must match "
+                              f"{SIZE_PATTERN} (letters, digits, _)")
         if s["preset"] not in PRESETS:
             raise ConfigError(f"{key}.preset: unknown size preset {s['preset']!r}; valid: {PRESETS}")
         b = s["budgets"]
@@ -280,7 +324,6 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"pretrain.sizes.{entry['size']}.per_device_batch_size: {batch}, but "
                               f"pretrain.runs[{i}] trains {', '.join(short)}, whose negatives come from the "
                               f"other sequences of the device batch: it needs >= {need}")
-    _warn_undecidable_pretrain_seeds(config)
     values, where = {}, {}
     for opt in OPTIONS.values():  # the option checks declared by the objective modules
         values[opt.name] = (pre.get(opt.group) or {}).get(opt.key, opt.default)
@@ -310,6 +353,26 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"dynamics.objectives: unknown objective {d!r}; allowed: {', '.join(OBJECTIVES)}")
     _check_report_steps(config)
     _check_local_inputs(config, tasks_available)
+
+
+def local_glue_availability(config: dict[str, Any]) -> dict[str, str | None] | None:
+    """For ``glue.source: local``: task -> None if its files are in ``glue.data_dir``, else why not
+    (``taco.data.glue.available_local_tasks``); None for other sources. The ``tasks_available`` of
+    :func:`check_config`, as the workflow (``workflow/rules/common.smk``) and ``taco plan`` pass it.
+    None too when ``glue.data_dir`` is unset or no folder (:func:`check_config` names the key). Raises
+    ConfigError naming ``glue.data_dir`` (or ``data_root``) when the folder cannot be read."""
+    if config["glue"]["source"] != "local":
+        return None
+    from taco.data.glue import available_local_tasks
+
+    data_dir = substitute_root(config["glue"].get("data_dir"), config)
+    if not data_dir or not os.path.isdir(data_dir):
+        return None  # check_config names glue.data_dir: unset, or not a folder
+    try:
+        return available_local_tasks(data_dir)
+    except OSError as err:
+        raise ConfigError(f"glue.data_dir: {err}") from None
+
 
 def _check_local_inputs(config: dict[str, Any], tasks_available: dict[str, str | None] | None) -> None:
     """The local files a configuration reads (corpus paths, vocabulary, GLUE folder) exist, and the GLUE

@@ -9,7 +9,7 @@ user can target the cheap ones first (``snakemake <results_dir>/table1.csv``).
 Modules
 -------
 This module is the command: its parser, :func:`main`, reading and checking the configuration
-(:func:`load_config`) and ``snakemake -n``'s job table (:func:`snakemake_job_stats`). The numbers
+(:func:`load_config`) and ``snakemake -n``'s job table and notes (:func:`snakemake_dry_run`). The numbers
 (model FLOPs, GPU-hours, rates, disk, time limits, the cost of each target; :func:`build_plan`) are in
 :mod:`taco.workflow.plan_costs`, where the sources of the numbers are stated; the Markdown, JSON and
 one-line output in :mod:`taco.workflow.plan_render`. Their public names are re-exported here, so
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -68,26 +69,30 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
     (``taco.workflow.schema.check_schema``: key, bad value, allowed values), fill defaults and validate
     with Snakemake's ``snakemake.utils.validate``, then ``taco.workflow.config.check_config``.
 
-    Raises PlanError naming the file or key.
+    Raises PlanError: a file that is missing or not valid YAML in one line (``FILE:LINE:COLUMN: ...``,
+    :func:`taco.workflow.config_source.read_config_file`); a bad key with ``FILE:LINE: `` of the file
+    that sets it (or ``--config``) before each line naming a key
+    (:meth:`taco.workflow.config_source.KeySources.annotate`).
     """
-    import yaml
+    from taco.workflow.config_source import ConfigFileError, KeySources, read_config_file
 
     config: dict[str, Any] = {}
+    sources = KeySources()
     for f in configfiles:
         try:
-            data = yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise PlanError(f"--configfile {f}: {exc}") from None
-        if not isinstance(data, dict):
-            raise PlanError(f"--configfile {f}: not a mapping")
+            data, where = read_config_file(f)
+        except ConfigFileError as exc:
+            raise PlanError(f"--configfile {exc}") from None
         _deep_update(config, data)
+        sources.add_file(f, data, where)
     _deep_update(config, overrides or {})  # --config merges nested mappings too, as Snakemake's update_config
+    sources.add_overrides(overrides or {})
     from taco.workflow.schema import SchemaError, check_schema
 
     try:  # the project's own check first: the key, the bad value and what is allowed, one line each
         check_schema(config, SCHEMA)
     except SchemaError as exc:
-        raise PlanError(str(exc)) from None
+        raise PlanError(sources.annotate(str(exc))) from None
     try:
         from snakemake.utils import validate
 
@@ -96,10 +101,10 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
         raise PlanError("taco plan needs Snakemake's schema validation (pip install -e .[dev])") from None
     except Exception as exc:  # noqa: BLE001 - snakemake's WorkflowError names the key
         raise PlanError(f"configuration does not match {SCHEMA.name}: {str(exc).splitlines()[0][:500]}") from None
-    try:
-        wc.check_config(config)
+    try:  # with the local GLUE folder's tasks, as the workflow checks it
+        wc.check_config(config, wc.local_glue_availability(config))
     except wc.ConfigError as exc:
-        raise PlanError(str(exc)) from None
+        raise PlanError(sources.annotate(str(exc))) from None
     return config
 
 
@@ -113,10 +118,42 @@ def _deep_update(config: dict[str, Any], overlay: dict[str, Any]) -> None:
             config[key] = value
 
 
-def snakemake_job_stats(configfiles: list[str], overrides: list[str] | None = None,
-                        cwd: str | os.PathLike | None = None, timeout: float = 300) -> dict[str, int] | None:
-    """Jobs per rule that ``snakemake -n`` plans now (what is left to run in ``cwd``), or None if
-    Snakemake is not installed or the dry run fails. Parses its "Job stats" table."""
+class DryRunError(RuntimeError):
+    """``snakemake -n`` could not plan the workflow; the message says why in one line."""
+
+
+#: how much of a failed dry run's error a plan quotes
+DRY_RUN_ERROR_CHARS = 300
+
+
+def _dry_run_error(text: str, returncode: int) -> str:
+    """The error of a failed ``snakemake -n`` in one line: its first error line (Snakemake prints the
+    exception's name and where) and the message lines after it, up to the traceback's ``File`` lines,
+    at most :data:`DRY_RUN_ERROR_CHARS` characters; else its last line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    start = next((i for i, ln in enumerate(lines)
+                  if re.search(r"(Error|Exception)\b", ln) and not ln.startswith(("File ", "Traceback"))), None)
+    if start is None:
+        msg = lines[-1] if lines else "no output"
+    else:
+        end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith(("File ", "Traceback"))),
+                   len(lines))
+        msg = " ".join(lines[start:end])
+    if len(msg) > DRY_RUN_ERROR_CHARS:
+        msg = msg[:DRY_RUN_ERROR_CHARS - 3] + "..."
+    return f"exit {returncode}: {msg}"
+
+
+def snakemake_dry_run(configfiles: list[str], overrides: list[str] | None = None,
+                      cwd: str | os.PathLike | None = None, timeout: float = 300) -> tuple[dict[str, int], list[str]]:
+    """What ``snakemake -n`` plans now in ``cwd`` (what is left to run there): jobs per rule (its "Job
+    stats" table; empty when nothing is to be done) and the notes the workflow prints at its start
+    (its ``NOTE: ...`` lines, without the prefix: skipped GLUE tasks, too few pre-training seeds, what
+    Snakemake's ``gpu`` resource is).
+
+    Raises DryRunError (one line: the exit status and Snakemake's error) when Snakemake cannot be run,
+    runs past ``timeout`` seconds or fails.
+    """
     import subprocess
 
     cmd = [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--snakefile", str(REPO / "Snakefile"),
@@ -125,13 +162,16 @@ def snakemake_job_stats(configfiles: list[str], overrides: list[str] | None = No
         cmd += ["--config", *overrides]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(cwd or os.getcwd()), timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except subprocess.TimeoutExpired:
+        raise DryRunError(f"did not finish within {timeout:g} s") from None
+    except OSError as exc:
+        raise DryRunError(f"could not start {sys.executable} -m snakemake: {exc}") from None
     text = r.stdout + r.stderr
     if r.returncode != 0:
-        return None
+        raise DryRunError(_dry_run_error(text, r.returncode))
+    notes = [line[len("NOTE: "):] for line in r.stderr.splitlines() if line.startswith("NOTE: ")]
     if "Nothing to be done" in text:
-        return {}
+        return {}, notes
     stats: dict[str, int] = {}
     in_table = False
     for line in text.splitlines():
@@ -144,7 +184,14 @@ def snakemake_job_stats(configfiles: list[str], overrides: list[str] | None = No
                 in_table = False
                 continue
             stats[parts[0]] = int(parts[1])
-    return stats
+    return stats, notes
+
+
+def snakemake_job_stats(configfiles: list[str], overrides: list[str] | None = None,
+                        cwd: str | os.PathLike | None = None, timeout: float = 300) -> dict[str, int]:
+    """Jobs per rule that ``snakemake -n`` plans now (:func:`snakemake_dry_run`'s first part); raises
+    DryRunError when the dry run fails."""
+    return snakemake_dry_run(configfiles, overrides, cwd, timeout)[0]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -206,10 +253,17 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - Snakemake's ValueError / YAML errors
                 raise PlanError(f"--config {kv!r}: {str(exc).splitlines()[0]}") from None
         config = load_config(args.configfile, overrides)
+        for note in wc.config_notes(config):  # printed as the workflow prints them (common.smk)
+            print(f"taco plan: note: {note}", file=sys.stderr)
         plan = build_plan(config, args.device_check, args.peak_tflops, args.pretrain_utilization,
                           args.finetune_utilization, args.job_overhead_s, args.profile)
         if not args.no_snakemake:
-            plan["snakemake_jobs_left"] = snakemake_job_stats(args.configfile, args.config)
+            try:
+                plan["snakemake_jobs_left"], plan["snakemake_notes"] = snakemake_dry_run(args.configfile, args.config)
+            except DryRunError as exc:  # the plan still prints, and says which section is missing and why
+                plan["snakemake_jobs_left"], plan["snakemake_dry_run_error"] = None, str(exc)
+                print(f"taco plan: note: `snakemake -n` failed, the plan has no table of the jobs it plans: {exc}",
+                      file=sys.stderr)
     except PlanError as exc:
         return cli_error("plan", exc)
     text = render_markdown(plan)

@@ -43,6 +43,13 @@ def render_markdown(plan: dict[str, Any]) -> str:
         lines += ["", "Every rule, as `snakemake -n` plans it now (jobs left to run here):", "",
                   "| rule | jobs |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in left.items()]
         lines.append(f"| **total** | {sum(left.values())} |")
+        notes = plan.get("snakemake_notes") or []
+        if notes:
+            lines += ["", "What the workflow notes at its start (`NOTE:` lines; none stops it):", ""]
+            lines += [f"- {n}" for n in notes]
+    elif plan.get("snakemake_dry_run_error"):
+        lines += ["", "Every rule, as `snakemake -n` plans it now: **not available**, `snakemake -n` failed "
+                  f"({plan['snakemake_dry_run_error']}); run it for the whole message."]
     lines += ["", "## Pre-training", "",
               "| run | steps | global batch | tokens | model FLOPs | GPU-h | longest segment h | rate from |",
               "|---|---:|---:|---:|---:|---:|---:|---|"]

@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 from taco.workflow import config as wc
 from taco.workflow import control as wctl
+from taco.workflow.config_source import key_sources
 from taco.workflow.gpuslots import unmanaged_gpus_note
 from taco.workflow.commands import RUN_PATH, Commands, run_path
 
@@ -24,26 +25,14 @@ PYTHON = (
 ENVS = {name: f"../../envs/{name}.yaml" for name in ("data", "train", "stats")}
 
 
-def _local_glue_availability():
-    """task -> None if its files are present in the local GLUE folder, else why not."""
-    if config["glue"]["source"] != "local":
-        return None
-    from taco.data.glue import available_local_tasks
-
-    data_dir = wc.substitute_root(config["glue"]["data_dir"], config)
-    try:
-        return available_local_tasks(data_dir)
-    except FileNotFoundError as err:
-        raise wc.ConfigError(f"glue.data_dir: {err}") from None
-
-
 # checks every key and the requirements across keys (the report steps' too) before the first job;
 # normalises results_dir in place (one spelling: results/tiny/ -> results/tiny)
 try:
-    GLUE_AVAILABILITY = _local_glue_availability()
+    GLUE_AVAILABILITY = wc.local_glue_availability(config)
     wc.check_config(config, GLUE_AVAILABILITY)
-except wc.ConfigError as err:
-    raise WorkflowError(f"Invalid configuration: {err}") from None
+except wc.ConfigError as err:  # FILE:LINE: of the key first (taco.workflow.config_source)
+    _where = key_sources(workflow.configfiles, workflow.config_settings.config)
+    raise WorkflowError(f"Invalid configuration: {_where.annotate(str(err))}") from None
 
 R = config["results_dir"]
 CMD = Commands(config, python=PYTHON)
@@ -54,6 +43,12 @@ MISSING_TASKS = {
     for t in config["glue"]["tasks"]
     if GLUE_AVAILABILITY is not None and GLUE_AVAILABILITY.get(t) is not None
 }
+# what a valid configuration should know but that stops nothing (pretrain.seeds too few to decide a
+# claim): printed by the main process only, as the other notes
+if workflow.is_main_process:
+    for _note in wc.config_notes(config):
+        print(f"NOTE: {_note}", file=sys.stderr)
+
 # the analysis spec of taco aggregate/tables/figures/claims: the validated AnalysisConfig, built here
 # so that a bad `analysis:` setting stops the run before any job, naming the key
 try:
@@ -76,10 +71,15 @@ GPUS = config["gpus"]
 GPU_NOTE = unmanaged_gpus_note(GPUS)
 if GPU_NOTE and workflow.is_main_process:
     print(GPU_NOTE, file=sys.stderr)
+# Snakemake's "Provided resources: gpu=N" (the profile's limit) is no GPU found here: say so where it differs from gpus
+_PROVIDED_GPU = workflow.global_resources.get("gpu")  # a snakemake.resources.Resource, or None
+_GPU_RESOURCE_NOTE = wc.gpu_resource_note(getattr(_PROVIDED_GPU, "value", _PROVIDED_GPU), GPUS)
+if _GPU_RESOURCE_NOTE and workflow.is_main_process:
+    print(f"NOTE: {_GPU_RESOURCE_NOTE}", file=sys.stderr)
 
 
 wildcard_constraints:
-    size="[A-Za-z0-9_]+",
+    size=wc.SIZE_PATTERN,
     objective="|".join((*wc.OBJECTIVES, wctl.CONTROL)),  # the control: its own rule (control.smk)
     fraction=r"[0-9]+\.[0-9]+",
     step=r"[0-9]+",
