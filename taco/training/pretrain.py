@@ -68,7 +68,7 @@ from typing import Any
 
 from taco.cli import cli_error
 from taco.errors import UsageError  # noqa: F401  (one definition, re-exported)
-from taco.manifest import MANIFEST_NAME, read_manifest, sha256_file, sha256_json, sha256_tree
+from taco.manifest import MANIFEST_NAME, read_json_record, read_manifest, sha256_file, sha256_json, sha256_tree
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
@@ -87,6 +87,7 @@ from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.tra
     _report_no_space,
     _segment_locked_by_another,
     acquire_segment_lock,
+    budget_model_damage,
     export_budget,
     is_disk_full,
     missing_training_files,
@@ -353,10 +354,14 @@ def _check_parent(args: argparse.Namespace, until: int, config_hash: str,
     resume_from = Path(args.resume_from)
     if not resume_from.is_dir():
         raise FileNotFoundError(f"--resume-from {resume_from}: no such checkpoint directory")
-    parent_manifest = read_manifest(resume_from)  # FileNotFoundError names the directory
+    parent_manifest = read_json_record(resume_from / MANIFEST_NAME, (), UsageError, "budget manifest")
     parent_sha = sha256_file(resume_from / MANIFEST_NAME)
     if parent_manifest.get("kind") != KIND or "step" not in parent_manifest:
         raise UsageError(f"--resume-from {resume_from}: not a `taco pretrain` budget checkpoint")
+    damage = budget_model_damage(resume_from, parent_manifest)
+    if damage:
+        raise UsageError(f"--resume-from {resume_from}: {damage}; refusing to continue from these weights. "
+                         "Delete the budget so the workflow writes it again")
     if not (resume_from / TRAINER_STATE_DIR / "trainer_state.json").is_file():
         raise FileNotFoundError(f"--resume-from {resume_from}: no {TRAINER_STATE_DIR}/trainer_state.json "
                                 "(incomplete checkpoint)")

@@ -135,6 +135,34 @@ def state_damage(ckpt: Path, info: dict[str, Any]) -> str | None:
     return None
 
 
+def budget_model_damage(budget: Path, manifest: dict[str, Any]) -> str | None:
+    """Why the weights of the budget checkpoint ``budget`` are not those its ``manifest`` recorded
+    (None: they are).
+
+    The manifest's ``model_sha256`` (written by :func:`export_budget`) is compared with the sha256 of
+    ``model.safetensors`` (a flipped bit, a truncated or replaced file); a manifest without it (older
+    budgets) only has the file's safetensors header parsed. Returns a sentence naming the file.
+    """
+    model = budget / "model.safetensors"
+    if not model.is_file():
+        return f"{model} is missing"
+    recorded = manifest.get("model_sha256")
+    if recorded:
+        found = sha256_file(model)
+        if found != recorded:
+            return (f"{model} has sha256 {found[:12]}..., its manifest recorded model_sha256 {str(recorded)[:12]}... "
+                    "(damaged or changed since it was written)")
+        return None
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(model), framework="pt") as fh:
+            fh.keys()
+    except (SafetensorError, OSError) as exc:
+        return f"{model} is not a readable safetensors file ({exc})"
+    return None
+
+
 def _write_marker(ckpt: Path, step: int, config_hash: str, wall_time_s: float, source: str,
                   parent_lineage: str | None = None) -> None:
     tmp = ckpt / (STATE_MARKER + ".tmp")
