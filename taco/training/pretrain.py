@@ -73,7 +73,7 @@ from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_opti
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.training.segment import Plan  # noqa: F401  (re-exported: taco.training.pretrain.Plan)
-from taco.training.pretrain_state import state_dir_of
+from taco.training.pretrain_state import state_dir_of, tensorboard_dir_of
 from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.training.pretrain.<name>)
     EXIT_INTERRUPTED,
     EXIT_NO_SPACE,
@@ -391,7 +391,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     sched = _check_schedule(args)
     from taco.training import monitoring
 
-    monitoring.check(args)  # --report-to wandb without wandb: exit 2 before any work
+    # --report-to wandb without wandb, an unwritable TensorBoard folder: exit 2 before any work
+    monitoring.check(args, tensorboard_dir_of(args))
     info = _inspect_blocks(args)
     precision = _resolve_precision(args.precision, args.device)
     hash_inputs = _hash_inputs(args, sched, info, precision)

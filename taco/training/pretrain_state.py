@@ -48,6 +48,12 @@ def state_dir_of(args: argparse.Namespace) -> Path:
     """The segment's resumable state folder: ``--state-dir``, else ``<output>.state`` beside ``--output``."""
     output = Path(args.output)
     return Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
+
+
+def tensorboard_dir_of(args: argparse.Namespace) -> Path:
+    """The segment's TensorBoard folder: ``--tensorboard-dir``, else ``<state-dir>/logs/tensorboard``."""
+    tb = getattr(args, "tensorboard_dir", None)
+    return Path(tb) if tb else state_dir_of(args) / "logs" / "tensorboard"
 TRAINER_STATE_DIR = "trainer_state"
 STATE_MARKER = "taco_state.json"
 #: in the kept final state: the manifest of the budget exported from it (see _final_state_problem)
