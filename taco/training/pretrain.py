@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
-from taco.errors import UsageError  # noqa: F401  (one definition, re-exported)
+from taco.errors import EXIT_NO_SPACE, UsageError, is_disk_full  # noqa: F401  (one definition, re-exported)
 from taco.manifest import MANIFEST_NAME, read_json_record, read_manifest, sha256_file, sha256_json, sha256_tree
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
@@ -76,7 +76,6 @@ from taco.training.segment import Plan  # noqa: F401  (re-exported: taco.trainin
 from taco.training.pretrain_state import state_dir_of, tensorboard_dir_of
 from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.training.pretrain.<name>)
     EXIT_INTERRUPTED,
-    EXIT_NO_SPACE,
     EXIT_NONFINITE,
     EXPORT_RECORD,
     KIND,
@@ -89,7 +88,6 @@ from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.tra
     acquire_segment_lock,
     budget_model_damage,
     export_budget,
-    is_disk_full,
     missing_training_files,
     state_damage,
     valid_states,

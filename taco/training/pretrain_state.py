@@ -4,7 +4,7 @@ Part of ``taco pretrain`` (the command, its plan and ``main``: :mod:`taco.traini
 Trainer: :mod:`taco.training.pretrain_trainer`). What lives here:
 
 - the layout constants (``STATE_MARKER``, ``EXPORT_RECORD``, ``TRAINER_STATE_DIR``, ...) and the exit
-  statuses of the command (``EXIT_INTERRUPTED``, ``EXIT_NONFINITE``, ``EXIT_NO_SPACE``);
+  statuses of the command (``EXIT_INTERRUPTED``, ``EXIT_NONFINITE``; ``EXIT_NO_SPACE`` is shared, in :mod:`taco.errors`);
 - scratch states in ``--state-dir``: a Trainer checkpoint ``checkpoint-<step>`` is valid once its
   ``taco_state.json`` marker (config hash, step, parent lineage, file sizes) is written
   (:func:`valid_states`, :func:`state_damage`, :func:`missing_training_files`), a parent budget is
@@ -12,13 +12,12 @@ Trainer: :mod:`taco.training.pretrain_trainer`). What lives here:
 - the export of the final state as the budget checkpoint (:func:`export_budget`), its export record
   and the retained final state;
 - the segment lock (:func:`acquire_segment_lock`), so two trainers never share one state folder;
-- a full disk while saving (:func:`is_disk_full`, exit ``EXIT_NO_SPACE``).
+- a full disk while saving (:func:`taco.errors.is_disk_full`, exit ``taco.errors.EXIT_NO_SPACE``).
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import re
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
-from taco.errors import UsageError
+from taco.errors import EXIT_NO_SPACE, UsageError
 from taco.manifest import (
     MANIFEST_NAME,
     atomic_directory,
@@ -65,7 +64,6 @@ _TRAINER_FILE_RE = re.compile(r"^(rng_state(_\d+)?\.pth|optimizer.*\.(pt|bin)|sc
 _CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
 EXIT_INTERRUPTED = 143  # 128 + SIGTERM: state saved, rerun to continue
 EXIT_NONFINITE = 3
-EXIT_NO_SPACE = 4  # no space left on device while saving a state or the budget; earlier states stay valid
 
 
 # ------------------------------------------------------------------------------------------------
@@ -481,31 +479,6 @@ def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
               "waiting for it to finish", file=sys.stderr, flush=True)
         fcntl.flock(fh, fcntl.LOCK_EX)
         return fh, True
-
-
-#: how the writers of a state report a full disk when they do not raise OSError(ENOSPC): torch.save's
-#: zip writer ("[enforce fail at inline_container.cc] . unexpected pos ..."/"file write failed"),
-#: safetensors ("IoError(Os { code: 28, kind: StorageFull ...})")
-_DISK_FULL_TEXT = ("no space left on device", "storagefull", "os error 28", "code: 28", "unexpected pos",
-                   "file write failed", "enospc")
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it was raised from) means the disk filled up while writing.
-
-    True for ``OSError`` with ``errno.ENOSPC`` and for the errors torch.save and safetensors raise
-    instead (matched on their text, see ``_DISK_FULL_TEXT``; measured on a 10 MB tmpfs).
-    """
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-            return True
-        text = str(exc).lower()
-        if any(t in text for t in _DISK_FULL_TEXT):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def _report_no_space(plan: Plan, exc: BaseException) -> int:
