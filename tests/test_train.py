@@ -608,8 +608,10 @@ def test_damaged_parent_budget_is_refused_naming_the_file(full, tmp_path, capsys
 
     parent, err = damaged("manifest", corrupt_manifest)
     assert str(parent / "manifest.json") in err and "not valid JSON" in err
-    # the intact budget still continues
+    # the intact budget still continues, and its weights are recorded in the child's manifest
     assert train.main(_args(blocks, tmp_path / "step-6", tmp_path / "s6", "--resume-from", str(good))) == 0
+    assert read_manifest(tmp_path / "step-6")["parent_model_sha256"] == read_manifest(good)["model_sha256"]
+    assert read_manifest(good)["parent_model_sha256"] is None  # from scratch
 
 
 def test_more_tc_negatives_than_tokens_in_a_device_batch_trains(full, tmp_path):

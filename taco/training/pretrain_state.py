@@ -399,6 +399,9 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
             hash_inputs=plan.hash_inputs,
             parent_checkpoint=str(plan.resume_from) if plan.resume_from else None,
             parent_step=plan.start_step,
+            # the parent's weights this segment continued: a parent budget rebuilt later can be
+            # compared with it (docs/reruns.md)
+            parent_model_sha256=(plan.parent_manifest or {}).get("model_sha256"),
             max_steps=plan.max_steps,
             seq_len=plan.seq_len,
             global_batch_size=a.per_device_batch_size * a.grad_accum * world,
