@@ -53,6 +53,8 @@ def tensorboard_dir_of(args: argparse.Namespace) -> Path:
     """The segment's TensorBoard folder: ``--tensorboard-dir``, else ``<state-dir>/logs/tensorboard``."""
     tb = getattr(args, "tensorboard_dir", None)
     return Path(tb) if tb else state_dir_of(args) / "logs" / "tensorboard"
+
+
 TRAINER_STATE_DIR = "trainer_state"
 STATE_MARKER = "taco_state.json"
 #: in the kept final state: the manifest of the budget exported from it (see _final_state_problem)
@@ -145,13 +147,14 @@ def budget_model_damage(budget: Path, manifest: dict[str, Any]) -> str | None:
 
     The manifest's ``model_sha256`` (written by :func:`export_budget`) is compared with the sha256 of
     ``model.safetensors`` (a flipped bit, a truncated or replaced file); a manifest without it (older
-    budgets) only has the file's safetensors header parsed. Returns a sentence naming the file.
+    budgets, sharded weights) only has the headers of its ``model*.safetensors`` files parsed.
+    Returns a sentence naming the file.
     """
-    model = budget / "model.safetensors"
-    if not model.is_file():
-        return f"{model} is missing"
     recorded = manifest.get("model_sha256")
     if recorded:
+        model = budget / "model.safetensors"
+        if not model.is_file():
+            return f"{model} is missing"
         found = sha256_file(model)
         if found != recorded:
             return (f"{model} has sha256 {found[:12]}..., its manifest recorded model_sha256 {str(recorded)[:12]}... "
@@ -159,11 +162,15 @@ def budget_model_damage(budget: Path, manifest: dict[str, Any]) -> str | None:
         return None
     from safetensors import SafetensorError, safe_open
 
-    try:
-        with safe_open(str(model), framework="pt") as fh:
-            fh.keys()
-    except (SafetensorError, OSError) as exc:
-        return f"{model} is not a readable safetensors file ({exc})"
+    files = sorted(budget.glob("model*.safetensors"))
+    if not files:
+        return f"{budget} has no model*.safetensors"
+    for model in files:
+        try:
+            with safe_open(str(model), framework="pt") as fh:
+                fh.keys()
+        except (SafetensorError, OSError) as exc:
+            return f"{model} is not a readable safetensors file ({exc})"
     return None
 
 
