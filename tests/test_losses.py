@@ -171,13 +171,38 @@ def test_gathered_dot_gradcheck():
     a = torch.randn(5, 3, dtype=torch.double, generator=g, requires_grad=True)
     keys = torch.randn(7, 3, dtype=torch.double, generator=g, requires_grad=True)
     idx = torch.randint(0, 7, (5, 4), generator=g)
-    for use_sddmm in (True, False):
-        assert torch.autograd.gradcheck(lambda x, y: GatheredDot.apply(x, y, idx, 2, use_sddmm), (a, keys))
+    for path in ("sddmm", "chunked", "dense"):
+        assert torch.autograd.gradcheck(lambda x, y: GatheredDot.apply(x, y, idx, 2, path), (a, keys))
     want = torch.einsum("nh,nkh->nk", a, keys[idx])
-    for method in ("auto", "sddmm", "chunked"):
+    for method in ("auto", "sddmm", "chunked", "dense"):
         torch.testing.assert_close(gathered_dot(a, keys, idx, method=method), want)
     with pytest.raises(ValueError, match="method"):
-        gathered_dot(a, keys, idx, method="dense")
+        gathered_dot(a, keys, idx, method="gather")
+
+
+def test_more_negatives_than_keys_trains(device):
+    """K >> B*L (negatives drawn with replacement): the loss and its gradient equal the paper's Eq. 9
+    (independent float64 loops) and the chunked path; the CPU's sampled matmul cannot hold 1 + K
+    entries per row over B*L columns, so ``auto`` must not pick it."""
+    B, L, H, K = 2, 4, 8, 64  # 1 + K = 65 > B*L = 8
+    hidden, emb, mask, pos, neg, anchors = _case(B, L, H, K, seed=7, pad=False)
+    want = reference_tc_loss(hidden.clone().requires_grad_(True), emb, pos, neg, anchors, 0.07)
+    losses, grads = [], []
+    for method in ("auto", "chunked"):
+        h = hidden.clone().to(device).requires_grad_(True)
+        loss = tc_loss(h, emb.to(device), pos.to(device), neg.to(device), anchors.to(device), 0.07, method=method)
+        loss.backward()
+        losses.append(loss.detach().cpu())
+        grads.append(h.grad.cpu())
+    torch.testing.assert_close(losses[0].double(), want.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(losses[0], losses[1])
+    torch.testing.assert_close(grads[0], grads[1])
+    h64 = hidden.double().requires_grad_(True)
+    reference_tc_loss(h64, emb.double(), pos, neg, anchors, 0.07).backward()
+    torch.testing.assert_close(grads[0].double(), h64.grad, rtol=1e-4, atol=1e-6)
+    a, keys = torch.randn(3, 4, dtype=torch.double), torch.randn(2, 4, dtype=torch.double)
+    with pytest.raises(ValueError, match="columns"):
+        gathered_dot(a, keys, torch.zeros(3, 3, dtype=torch.long), method="sddmm")
 
 
 def test_errors():

@@ -185,3 +185,47 @@ def test_wandb_offline_run(checkpoint, tmp_path, monkeypatch):
     assert len(runs) == 1 and list(runs[0].glob("*.wandb")), list(wdir.rglob("*"))[:20]
     assert monitoring.run_id("finetune", out.resolve()) in runs[0].name
     assert "dev/rte/accuracy" in _scalars(out / "tensorboard")
+
+
+# ------------------------------------------------------------------------------------------------
+# an unwritable TensorBoard folder
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A folder nothing can be created in: a read-only tmpfs as root (EROFS: root ignores file modes),
+    else a folder of mode 0555 (EACCES)."""
+    import os
+    import subprocess
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() == 0:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(folder)], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            pytest.skip(f"running as root and cannot mount a read-only tmpfs here: {r.stderr.strip()}")
+        yield folder
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+    else:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+
+
+def test_unwritable_tensorboard_folder_is_refused_before_any_work(checkpoint, blocks, read_only_dir, tmp_path,
+                                                                  capsys):
+    """Pre-training and fine-tuning crashed at their first log step (OSError), on every retry; now exit 2
+    before any work, naming --tensorboard-dir, the folder and the way out. A folder that does not exist
+    yet below a writable one is fine (created at the first log step)."""
+    tb = read_only_dir / "pretrain"
+    out, state = tmp_path / "p" / "step-2", tmp_path / "s"
+    assert train.main(_args(blocks, out, state, "--tensorboard-dir", str(tb), until=2)) == 2
+    err = capsys.readouterr().err
+    assert f"--tensorboard-dir {tb}" in err and str(read_only_dir) in err and "--report-to none" in err
+    assert "Traceback" not in err and not state.exists() and not out.exists()
+    assert train.main(_args(blocks, out, state, "--tensorboard-dir", str(tb), "--report-to", "none", until=2)) == 0
+
+    assert _finetune(checkpoint, str(tmp_path / "f"), "--tensorboard-dir", str(read_only_dir)) == 2
+    err = capsys.readouterr().err
+    assert f"--tensorboard-dir {read_only_dir}" in err and not (tmp_path / "f").exists()
+    assert monitoring.check_writable(tmp_path / "new" / "deeper") is None and not (tmp_path / "new").exists()

@@ -6,6 +6,7 @@ Tiny preset on CPU, blocks built here (small WordPiece vocabulary, 40 blocks of 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -555,3 +556,70 @@ def test_rerun_finding_the_orphans_output_already_written_waits_and_accepts_it(f
     assert train.main(_args(blocks, out, state)) == 0
     assert time.monotonic() - t0 > 1.0
     holder.wait()
+
+
+def test_damaged_parent_budget_is_refused_naming_the_file(full, tmp_path, capsys):
+    """A parent budget whose model.safetensors no longer has its manifest's model_sha256 (one flipped
+    bit, same size; a truncated file) or whose manifest.json is not JSON: exit 2 naming the file, before
+    any work (no output, no state folder), instead of training on or a raw traceback."""
+    import shutil
+
+    root, blocks, _ = full
+    good = tmp_path / "step-3"
+    assert train.main(_args(blocks, good, tmp_path / "s3", until=3)) == 0
+
+    def damaged(name, change):
+        parent = tmp_path / name
+        shutil.copytree(good, parent)  # copies: the kept state's hard links stay intact
+        change(parent)
+        out, state = tmp_path / f"{name}-step-6", tmp_path / f"{name}-s6"
+        assert train.main(_args(blocks, out, state, "--resume-from", str(parent))) == 2
+        assert not out.exists() and not state.exists()
+        return parent, capsys.readouterr().err
+
+    def flip_bit(parent):
+        model = parent / "model.safetensors"
+        blob = bytearray(model.read_bytes())
+        blob[len(blob) // 2] ^= 1
+        model.write_bytes(bytes(blob))
+
+    parent, err = damaged("flipped", flip_bit)
+    assert str(parent / "model.safetensors") in err and "model_sha256" in err and "Traceback" not in err
+
+    def truncate(parent):
+        model = parent / "model.safetensors"
+        model.write_bytes(model.read_bytes()[:1000])
+
+    parent, err = damaged("truncated", truncate)
+    assert str(parent / "model.safetensors") in err and "model_sha256" in err
+
+    def old_manifest_truncated(parent):  # a manifest written before model_sha256: the header is parsed
+        manifest = json.loads((parent / "manifest.json").read_text())
+        manifest.pop("model_sha256")
+        (parent / "manifest.json").write_text(json.dumps(manifest))
+        truncate(parent)
+
+    parent, err = damaged("old", old_manifest_truncated)
+    assert str(parent / "model.safetensors") in err and "not a readable safetensors file" in err
+
+    def corrupt_manifest(parent):
+        text = (parent / "manifest.json").read_text()
+        (parent / "manifest.json").write_text(text[: len(text) // 2])
+
+    parent, err = damaged("manifest", corrupt_manifest)
+    assert str(parent / "manifest.json") in err and "not valid JSON" in err
+    # the intact budget still continues, and its weights are recorded in the child's manifest
+    assert train.main(_args(blocks, tmp_path / "step-6", tmp_path / "s6", "--resume-from", str(good))) == 0
+    assert read_manifest(tmp_path / "step-6")["parent_model_sha256"] == read_manifest(good)["model_sha256"]
+    assert read_manifest(good)["parent_model_sha256"] is None  # from scratch
+
+
+def test_more_tc_negatives_than_tokens_in_a_device_batch_trains(full, tmp_path):
+    """Negatives are drawn with replacement: K = 200 > B x L = 4 x 32 trains on the CPU (the sampled
+    matmul could not hold the pattern) and logs a finite TC loss."""
+    root, blocks, _ = full
+    args = _args(blocks, tmp_path / "step-2", tmp_path / "st", until=2)
+    args[args.index("--tc-negatives") + 1] = "200"
+    assert train.main(args) == 0
+    losses = [r["tc_loss"] for r in read_log(tmp_path / "st" / "logs") if "tc_loss" in r]
+    assert losses and all(math.isfinite(x) for x in losses)

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
+from taco.errors import EXIT_NO_SPACE, is_disk_full, no_space_message
 from taco.data.corpus_store import (DEFAULT_SPAN_ROWS, FORMAT, ROW_KINDS, CorpusFileError, CorpusReader,
                                     check_parquet_shard, file_records, iter_parquet_texts, rows_per_document,
                                     write_text_file)
@@ -500,8 +501,12 @@ def main(argv: list[str] | None = None) -> int:
             rows=args.rows, text_column=args.text_column, hub_rows=args.hub_rows,
             span_rows=args.span_rows, workers=args.workers, encoding=args.encoding,
             max_document_chars=args.max_document_chars)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        return cli_error("corpus", e)
+    except Exception as e:  # noqa: BLE001 - bad input and a full disk are reported, everything else re-raised
+        if is_disk_full(e):
+            return cli_error("corpus", no_space_message(args.output, e), EXIT_NO_SPACE)
+        if isinstance(e, (ValueError, FileNotFoundError, FileExistsError)):
+            return cli_error("corpus", e)
+        raise
     print(out)
     return 0
 

@@ -84,6 +84,7 @@ from typing import Any
 import numpy as np
 
 from taco.cli import cli_error
+from taco.errors import EXIT_NO_SPACE, is_disk_full, no_space_message
 from taco.data.blocks import (  # noqa: F401  (re-exported: taco.data.packing.<name>)
     _WORKER, CHUNK_DOCUMENTS, CHUNK_ROWS, UNK_TEXT, BlockPacker, DocumentEncoder, _backend_from_json, _encoder,
     _init_encoder, _tasks, _with_separators, _with_text_specials, encode, encode_documents)
@@ -428,8 +429,12 @@ def main(argv: list[str] | None = None) -> int:
             validation_blocks=args.validation_blocks, document_separator=args.document_separator,
             block_format=args.block_format, hash_inputs=args.hash_inputs, workers=args.workers, chunk_rows=args.chunk_rows,
             overwrite=args.overwrite)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        return cli_error("pack", e)
+    except Exception as e:  # noqa: BLE001 - bad input and a full disk are reported, everything else re-raised
+        if is_disk_full(e):
+            return cli_error("pack", no_space_message(args.output, e), EXIT_NO_SPACE)
+        if isinstance(e, (ValueError, FileNotFoundError, FileExistsError)):
+            return cli_error("pack", e)
+        raise
     print(out)
     return 0
 

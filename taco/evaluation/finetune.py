@@ -117,7 +117,8 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--task: unknown GLUE task {args.task!r}; expected one of {', '.join(GLUE_TASKS)}")
     from taco.training import monitoring
 
-    monitoring.check(args)  # --report-to wandb without wandb: exit 2 before any work
+    # --report-to wandb without wandb, an unwritable TensorBoard folder: exit 2 before any work
+    monitoring.check(args, tensorboard_dir_of(args))
     ckpt = Path(args.checkpoint)
     if not ckpt.is_dir():
         raise FileNotFoundError(f"--checkpoint {ckpt}: no such directory")
@@ -340,7 +341,7 @@ def _monitor(args: argparse.Namespace, facts: dict[str, Any]):
     from taco.training.monitoring import DEFAULT_WANDB_PROJECT, Monitor, run_id
 
     report_to = tuple(getattr(args, "report_to", ()) or ())
-    tb_dir = getattr(args, "tensorboard_dir", None) or Path(args.output) / "tensorboard"
+    tb_dir = tensorboard_dir_of(args)
     man = facts["manifest"]
     where = f"{man.get('size')}/{man.get('objective')}/data-{man.get('fraction')}/step-{man.get('step')}"
     return Monitor(report_to, tb_dir if "tensorboard" in report_to else None,
@@ -352,6 +353,12 @@ def _monitor(args: argparse.Namespace, facts: dict[str, Any]):
                    wandb_config={"task": args.task, "seed": args.seed, "checkpoint": str(facts["checkpoint"]),
                                  "learning_rate": facts["lr"], "epochs": facts["epochs"],
                                  "batch_size": args.batch_size, "max_length": args.max_length})
+
+
+def tensorboard_dir_of(args: argparse.Namespace) -> Path:
+    """A fine-tuning run's TensorBoard folder: ``--tensorboard-dir`` (one seed's), else ``<output>/tensorboard``."""
+    tb = getattr(args, "tensorboard_dir", None)
+    return Path(tb) if tb else Path(args.output) / "tensorboard"
 
 
 def _json_default(obj):

@@ -17,6 +17,10 @@ their gathered keys are computed by :class:`GatheredDot`, a custom ``autograd.Fu
 forms them: a sampled dense-dense matmul on CPU or a chunked gather elsewhere in forward, a
 weighted embedding bag in backward, saving only the anchors, keys and indices. Forward and
 backward together hold O(B*L*(H+K)) extra memory (plus one chunk of at most ``chunk_bytes``).
+When 1 + K is at least the number of keys B*L (negatives are drawn with replacement, so K may
+exceed B*L), the full (N, B*L) similarity matrix is no larger than the (N, 1+K) logits: it is
+formed densely and gathered (the CPU's sampled matmul cannot hold more entries per row than
+columns).
 """
 
 from __future__ import annotations
@@ -73,8 +77,10 @@ class GatheredDot(torch.autograd.Function):
 
     Shapes: anchors (N, H), keys (M, H), index (N, K) long in ``[0, M)`` -> out (N, K).
 
-    Forward: on CPU a sampled dense-dense matmul (:func:`_sddmm_cpu`); elsewhere a loop over chunks
-    of ``chunk_rows`` anchors, each gathering a temporary (chunk, K, H). Backward:
+    Forward, by ``path``: ``"sddmm"`` a sampled dense-dense matmul on CPU (:func:`_sddmm_cpu`, needs
+    K <= M); ``"chunked"`` a loop over chunks of ``chunk_rows`` anchors, each gathering a temporary
+    (chunk, K, H); ``"dense"`` the full (N, M) product ``anchors @ keys.T`` gathered at ``index``
+    (no larger than the output when M <= K). Backward:
     ``grad_anchors[n] = sum_k grad[n, k] * keys[index[n, k]]`` is exactly a weighted-sum embedding
     bag (``F.embedding_bag(index, keys, per_sample_weights=grad, mode="sum")``), a fused kernel
     that forms no (N, K, H) either. Only ``anchors``, ``keys`` and ``index`` are saved for
@@ -83,10 +89,14 @@ class GatheredDot(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, anchors, keys, index, chunk_rows, use_sddmm):  # type: ignore[override]
+    def forward(ctx, anchors, keys, index, chunk_rows, path):  # type: ignore[override]
         N = anchors.shape[0]
-        if use_sddmm and N > 0:
+        if path not in _PATHS:
+            raise ValueError(f"path must be one of {_PATHS}, got {path!r}")
+        if path == "sddmm" and N > 0:
             out = _sddmm_cpu(anchors, keys, index)
+        elif path == "dense":
+            out = (anchors @ keys.t()).gather(1, index)
         else:
             out = anchors.new_empty(index.shape)
             for s in range(0, N, chunk_rows):
@@ -114,6 +124,9 @@ class GatheredDot(torch.autograd.Function):
         return grad_anchors, grad_keys, None, None, None
 
 
+_PATHS = ("sddmm", "chunked", "dense")
+
+
 def gathered_dot(
     anchors: torch.Tensor,
     keys: torch.Tensor,
@@ -124,14 +137,19 @@ def gathered_dot(
     """(N, H) x (M, H)[index (N, K)] -> (N, K) dot products, memory-bounded (see :class:`GatheredDot`).
 
     ``chunk_bytes`` bounds the temporary gather of the chunked path (``None``: max(4 MiB, size of keys)).
-    ``method``: ``"sddmm"`` (CPU only), ``"chunked"``, or ``"auto"`` (sddmm on CPU for fp32/fp64).
+    ``method``: ``"sddmm"`` (CPU only, K <= M), ``"chunked"``, ``"dense"``, or ``"auto"``: dense when
+    K >= M (the (N, M) product is then no larger than the (N, K) output), else sddmm on CPU for
+    fp32/fp64, else chunked.
+
+    Raises:
+        ValueError: an unknown ``method``, ``"sddmm"`` off the CPU / not fp32 or fp64 / with K > M, or
+        inconsistent shapes or dtypes.
     """
-    if method not in ("auto", "sddmm", "chunked"):
-        raise ValueError(f"method must be auto, sddmm or chunked, got {method!r}")
+    if method not in ("auto", *_PATHS):
+        raise ValueError(f"method must be auto, sddmm, chunked or dense, got {method!r}")
     cpu_ok = anchors.device.type == "cpu" and anchors.dtype in (torch.float32, torch.float64)
     if method == "sddmm" and not cpu_ok:
         raise ValueError("method='sddmm' needs fp32/fp64 tensors on the CPU")
-    use_sddmm = method == "sddmm" or (method == "auto" and cpu_ok)
     if anchors.dim() != 2 or keys.dim() != 2 or index.dim() != 2:
         raise ValueError("gathered_dot expects anchors (N, H), keys (M, H), index (N, K)")
     if anchors.shape[0] != index.shape[0] or anchors.shape[1] != keys.shape[1]:
@@ -140,10 +158,16 @@ def gathered_dot(
         )
     if anchors.dtype != keys.dtype:
         raise ValueError(f"anchors and keys must share a dtype, got {anchors.dtype} and {keys.dtype}")
+    n_keys, n_cols = keys.shape[0], index.shape[1]
+    if method == "sddmm" and n_cols > n_keys:
+        raise ValueError(f"method='sddmm' needs at most as many columns per anchor as keys: index has {n_cols} "
+                         f"columns, keys {n_keys} rows (use 'auto' or 'dense')")
+    if method == "auto":
+        method = "dense" if n_cols >= n_keys else "sddmm" if cpu_ok else "chunked"
     if chunk_bytes is None:
         chunk_bytes = max(_MIN_CHUNK_BYTES, keys.numel() * keys.element_size())
-    rows = _chunk_rows(index.shape[1], anchors.shape[1], anchors.element_size(), chunk_bytes)
-    return GatheredDot.apply(anchors, keys, index.long(), rows, use_sddmm)
+    rows = _chunk_rows(n_cols, anchors.shape[1], anchors.element_size(), chunk_bytes)
+    return GatheredDot.apply(anchors, keys, index.long(), rows, method)
 
 
 def gather_negative_pool(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:

@@ -20,7 +20,11 @@
 Nothing here changes a result: monitoring is not in any config hash, and the workflow passes these
 options as settings that re-run nothing (``taco.workflow.commands``). ``wandb`` is imported only
 when asked for; :func:`check` fails before any work (exit 2, naming ``--report-to``) when it is
-not installed (``pip install wandb``, or the ``wandb`` extra of this package).
+not installed (``pip install wandb``, or the ``wandb`` extra of this package), and likewise (naming
+``--tensorboard-dir`` and the folder) when the TensorBoard folder cannot be written (read-only file
+system, no permission): refused rather than trained on without curves, as for ``wandb``, because the
+curves were asked for and the way out (``--report-to none``, config ``monitoring.tensorboard: false``)
+costs nothing before any work, while a writer failing at the first log step would stop the run.
 
 The Trainer's own integrations stay off (``report_to="none"``): transformers 5 dropped
 ``TrainingArguments.logging_dir`` (its ``TensorBoardCallback`` reads ``$TENSORBOARD_LOGGING_DIR``
@@ -85,13 +89,24 @@ def add_arguments(parser: argparse.ArgumentParser, tensorboard_default: str) -> 
 OPTION_NAMES = ("report_to", "tensorboard_dir", "wandb_project", "wandb_dir")
 
 
-def check(args: argparse.Namespace) -> None:
-    """Before any work: with ``wandb`` in ``--report-to``, the ``wandb`` package must import.
+def check(args: argparse.Namespace, tensorboard_dir: str | os.PathLike | None = None) -> None:
+    """Before any work: with ``wandb`` in ``--report-to``, the ``wandb`` package must import; with
+    ``tensorboard`` and a ``tensorboard_dir`` (the folder the run will use), it must be writable
+    (:func:`check_writable`).
 
     Raises:
-        UsageError: naming ``--report-to`` and how to install it or leave it out.
+        UsageError: naming ``--report-to`` and how to install it or leave it out, or naming
+        ``--tensorboard-dir``, the folder and the OS error.
     """
-    if "wandb" not in (getattr(args, "report_to", ()) or ()):
+    report_to = getattr(args, "report_to", ()) or ()
+    if "tensorboard" in report_to and tensorboard_dir is not None:
+        problem = check_writable(Path(tensorboard_dir))
+        if problem:
+            raise UsageError(
+                f"--tensorboard-dir {tensorboard_dir}: cannot write the TensorBoard event files there ({problem}); "
+                "make the folder writable, pass another --tensorboard-dir, or leave tensorboard out of --report-to "
+                "(--report-to none; the workflow: monitoring.tensorboard: false)")
+    if "wandb" not in report_to:
         return
     try:
         import wandb  # noqa: F401
@@ -100,6 +115,28 @@ def check(args: argparse.Namespace) -> None:
             f"--report-to wandb: the wandb package cannot be imported ({exc}); install it (pip install wandb, "
             "or pip install -e '.[wandb]') or leave wandb out of --report-to (the workflow: monitoring.wandb: "
             "false)") from None
+
+
+def check_writable(folder: Path) -> str | None:
+    """Why files cannot be created in ``folder`` (None: they can), without leaving anything behind.
+
+    Probes the folder, or where it does not exist yet its nearest existing ancestor (where it would
+    be created), by creating and removing a temporary directory: this catches a read-only file
+    system (EROFS, also for root), a missing permission and a full disk. Returns the OS error's text
+    naming the path probed.
+    """
+    import tempfile
+
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a directory"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".taco-write-check-", dir=probe))
+    except OSError as exc:
+        return f"{exc.strerror or exc}: {probe}"
+    return None
 
 
 def run_id(*parts: Any) -> str:

@@ -67,16 +67,15 @@ from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
-from taco.errors import UsageError  # noqa: F401  (one definition, re-exported)
-from taco.manifest import MANIFEST_NAME, read_manifest, sha256_file, sha256_json, sha256_tree
+from taco.errors import EXIT_NO_SPACE, UsageError, is_disk_full  # noqa: F401  (one definition, re-exported)
+from taco.manifest import MANIFEST_NAME, read_json_record, read_manifest, sha256_file, sha256_json, sha256_tree
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.training.segment import Plan  # noqa: F401  (re-exported: taco.training.pretrain.Plan)
-from taco.training.pretrain_state import state_dir_of
+from taco.training.pretrain_state import state_dir_of, tensorboard_dir_of
 from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.training.pretrain.<name>)
     EXIT_INTERRUPTED,
-    EXIT_NO_SPACE,
     EXIT_NONFINITE,
     EXPORT_RECORD,
     KIND,
@@ -87,8 +86,8 @@ from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.tra
     _report_no_space,
     _segment_locked_by_another,
     acquire_segment_lock,
+    budget_model_damage,
     export_budget,
-    is_disk_full,
     missing_training_files,
     state_damage,
     valid_states,
@@ -353,10 +352,14 @@ def _check_parent(args: argparse.Namespace, until: int, config_hash: str,
     resume_from = Path(args.resume_from)
     if not resume_from.is_dir():
         raise FileNotFoundError(f"--resume-from {resume_from}: no such checkpoint directory")
-    parent_manifest = read_manifest(resume_from)  # FileNotFoundError names the directory
+    parent_manifest = read_json_record(resume_from / MANIFEST_NAME, (), UsageError, "budget manifest")
     parent_sha = sha256_file(resume_from / MANIFEST_NAME)
     if parent_manifest.get("kind") != KIND or "step" not in parent_manifest:
         raise UsageError(f"--resume-from {resume_from}: not a `taco pretrain` budget checkpoint")
+    damage = budget_model_damage(resume_from, parent_manifest)
+    if damage:
+        raise UsageError(f"--resume-from {resume_from}: {damage}; refusing to continue from these weights. "
+                         "Delete the budget so the workflow writes it again")
     if not (resume_from / TRAINER_STATE_DIR / "trainer_state.json").is_file():
         raise FileNotFoundError(f"--resume-from {resume_from}: no {TRAINER_STATE_DIR}/trainer_state.json "
                                 "(incomplete checkpoint)")
@@ -386,7 +389,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     sched = _check_schedule(args)
     from taco.training import monitoring
 
-    monitoring.check(args)  # --report-to wandb without wandb: exit 2 before any work
+    # --report-to wandb without wandb, an unwritable TensorBoard folder: exit 2 before any work
+    monitoring.check(args, tensorboard_dir_of(args))
     info = _inspect_blocks(args)
     precision = _resolve_precision(args.precision, args.device)
     hash_inputs = _hash_inputs(args, sched, info, precision)

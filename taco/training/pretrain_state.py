@@ -4,7 +4,7 @@ Part of ``taco pretrain`` (the command, its plan and ``main``: :mod:`taco.traini
 Trainer: :mod:`taco.training.pretrain_trainer`). What lives here:
 
 - the layout constants (``STATE_MARKER``, ``EXPORT_RECORD``, ``TRAINER_STATE_DIR``, ...) and the exit
-  statuses of the command (``EXIT_INTERRUPTED``, ``EXIT_NONFINITE``, ``EXIT_NO_SPACE``);
+  statuses of the command (``EXIT_INTERRUPTED``, ``EXIT_NONFINITE``; ``EXIT_NO_SPACE`` is shared, in :mod:`taco.errors`);
 - scratch states in ``--state-dir``: a Trainer checkpoint ``checkpoint-<step>`` is valid once its
   ``taco_state.json`` marker (config hash, step, parent lineage, file sizes) is written
   (:func:`valid_states`, :func:`state_damage`, :func:`missing_training_files`), a parent budget is
@@ -12,13 +12,12 @@ Trainer: :mod:`taco.training.pretrain_trainer`). What lives here:
 - the export of the final state as the budget checkpoint (:func:`export_budget`), its export record
   and the retained final state;
 - the segment lock (:func:`acquire_segment_lock`), so two trainers never share one state folder;
-- a full disk while saving (:func:`is_disk_full`, exit ``EXIT_NO_SPACE``).
+- a full disk while saving (:func:`taco.errors.is_disk_full`, exit ``taco.errors.EXIT_NO_SPACE``).
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import re
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
-from taco.errors import UsageError
+from taco.errors import EXIT_NO_SPACE, UsageError
 from taco.manifest import (
     MANIFEST_NAME,
     atomic_directory,
@@ -48,6 +47,14 @@ def state_dir_of(args: argparse.Namespace) -> Path:
     """The segment's resumable state folder: ``--state-dir``, else ``<output>.state`` beside ``--output``."""
     output = Path(args.output)
     return Path(args.state_dir) if args.state_dir else output.with_name(output.name + ".state")
+
+
+def tensorboard_dir_of(args: argparse.Namespace) -> Path:
+    """The segment's TensorBoard folder: ``--tensorboard-dir``, else ``<state-dir>/logs/tensorboard``."""
+    tb = getattr(args, "tensorboard_dir", None)
+    return Path(tb) if tb else state_dir_of(args) / "logs" / "tensorboard"
+
+
 TRAINER_STATE_DIR = "trainer_state"
 STATE_MARKER = "taco_state.json"
 #: in the kept final state: the manifest of the budget exported from it (see _final_state_problem)
@@ -59,7 +66,6 @@ _TRAINER_FILE_RE = re.compile(r"^(rng_state(_\d+)?\.pth|optimizer.*\.(pt|bin)|sc
 _CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
 EXIT_INTERRUPTED = 143  # 128 + SIGTERM: state saved, rerun to continue
 EXIT_NONFINITE = 3
-EXIT_NO_SPACE = 4  # no space left on device while saving a state or the budget; earlier states stay valid
 
 
 # ------------------------------------------------------------------------------------------------
@@ -132,6 +138,39 @@ def state_damage(ckpt: Path, info: dict[str, Any]) -> str | None:
             return f"{name} is missing"
         if f.stat().st_size != int(size):
             return f"{name} has {f.stat().st_size} bytes, {size} when saved (truncated or changed)"
+    return None
+
+
+def budget_model_damage(budget: Path, manifest: dict[str, Any]) -> str | None:
+    """Why the weights of the budget checkpoint ``budget`` are not those its ``manifest`` recorded
+    (None: they are).
+
+    The manifest's ``model_sha256`` (written by :func:`export_budget`) is compared with the sha256 of
+    ``model.safetensors`` (a flipped bit, a truncated or replaced file); a manifest without it (older
+    budgets, sharded weights) only has the headers of its ``model*.safetensors`` files parsed.
+    Returns a sentence naming the file.
+    """
+    recorded = manifest.get("model_sha256")
+    if recorded:
+        model = budget / "model.safetensors"
+        if not model.is_file():
+            return f"{model} is missing"
+        found = sha256_file(model)
+        if found != recorded:
+            return (f"{model} has sha256 {found[:12]}..., its manifest recorded model_sha256 {str(recorded)[:12]}... "
+                    "(damaged or changed since it was written)")
+        return None
+    from safetensors import SafetensorError, safe_open
+
+    files = sorted(budget.glob("model*.safetensors"))
+    if not files:
+        return f"{budget} has no model*.safetensors"
+    for model in files:
+        try:
+            with safe_open(str(model), framework="pt") as fh:
+                fh.keys()
+        except (SafetensorError, OSError) as exc:
+            return f"{model} is not a readable safetensors file ({exc})"
     return None
 
 
@@ -367,6 +406,9 @@ def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None
             hash_inputs=plan.hash_inputs,
             parent_checkpoint=str(plan.resume_from) if plan.resume_from else None,
             parent_step=plan.start_step,
+            # the parent's weights this segment continued: a parent budget rebuilt later can be
+            # compared with it (docs/reruns.md)
+            parent_model_sha256=(plan.parent_manifest or {}).get("model_sha256"),
             max_steps=plan.max_steps,
             seq_len=plan.seq_len,
             global_batch_size=a.per_device_batch_size * a.grad_accum * world,
@@ -447,31 +489,6 @@ def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
               "waiting for it to finish", file=sys.stderr, flush=True)
         fcntl.flock(fh, fcntl.LOCK_EX)
         return fh, True
-
-
-#: how the writers of a state report a full disk when they do not raise OSError(ENOSPC): torch.save's
-#: zip writer ("[enforce fail at inline_container.cc] . unexpected pos ..."/"file write failed"),
-#: safetensors ("IoError(Os { code: 28, kind: StorageFull ...})")
-_DISK_FULL_TEXT = ("no space left on device", "storagefull", "os error 28", "code: 28", "unexpected pos",
-                   "file write failed", "enospc")
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it was raised from) means the disk filled up while writing.
-
-    True for ``OSError`` with ``errno.ENOSPC`` and for the errors torch.save and safetensors raise
-    instead (matched on their text, see ``_DISK_FULL_TEXT``; measured on a 10 MB tmpfs).
-    """
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-            return True
-        text = str(exc).lower()
-        if any(t in text for t in _DISK_FULL_TEXT):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def _report_no_space(plan: Plan, exc: BaseException) -> int:

@@ -29,6 +29,7 @@ from taco.training.pretrain_state import (
     _export_and_keep_final_state,
     _start_point,
     _write_marker,
+    tensorboard_dir_of,
 )
 from taco.training.segment import Plan
 
@@ -224,7 +225,7 @@ def _monitor(plan: Plan, rank: int):
 
     a = plan.args
     report_to = tuple(getattr(a, "report_to", ("tensorboard",)))
-    tb_dir = getattr(a, "tensorboard_dir", None) or plan.state_dir / "logs" / "tensorboard"
+    tb_dir = tensorboard_dir_of(a)
     return Monitor(report_to, tb_dir if "tensorboard" in report_to else None,
                    wandb_project=getattr(a, "wandb_project", DEFAULT_WANDB_PROJECT),
                    wandb_dir=getattr(a, "wandb_dir", None),
