@@ -22,6 +22,10 @@ import html
 import re
 from pathlib import Path
 
+import markdown
+from markdown.treeprocessors import Treeprocessor
+from markdown.util import AMP_SUBSTITUTE
+
 #: the inline stylesheet of every page: readable tables (borders, zebra rows, a header that stays on
 #: screen), wide tables scroll sideways instead of squeezing their columns
 STYLE = """
@@ -83,43 +87,33 @@ _IGNORED_IN_URL = re.compile(r"[\x00-\x20\x7f]+")  # browsers skip these inside 
 def safe_href(href: str) -> bool:
     """Whether a link target may stay a link: no scheme, or one of :data:`SAFE_SCHEMES` (decided on
     the target as a browser reads it: entities decoded, whitespace and control characters dropped)."""
-    from markdown.util import AMP_SUBSTITUTE
-
     target = _IGNORED_IN_URL.sub("", html.unescape(href.replace(AMP_SUBSTITUTE, "&")))
     m = _SCHEME.match(target)
     return m is None or m.group(1).lower() in SAFE_SCHEMES
 
 
-def _safe_tree_class():
-    """:class:`SafeTree`, defined on first use (Python-Markdown is imported by the renderer only)."""
-    from markdown.treeprocessors import Treeprocessor
+class SafeTree(Treeprocessor):
+    """After the inline patterns: every ``img`` becomes a ``span`` with its alt text (a page loads
+    nothing), every ``a`` whose ``href`` fails :func:`safe_href` a ``span`` with its text; the
+    attributes of both go (no ``src``, ``href``, ``title``)."""
 
-    class SafeTree(Treeprocessor):
-        """After the inline patterns: every ``img`` becomes a ``span`` with its alt text (a page loads
-        nothing), every ``a`` whose ``href`` fails :func:`safe_href` a ``span`` with its text; the
-        attributes of both go (no ``src``, ``href``, ``title``)."""
-
-        def run(self, root):
-            for el in root.iter():
-                if el.tag == "img":
-                    alt = el.get("alt") or ""
-                    el.tag, el.text = "span", (f"[image: {alt}]" if alt else "[image]")
-                    el.attrib.clear()
-                elif el.tag == "a" and not safe_href(el.get("href") or ""):
-                    el.tag = "span"
-                    el.attrib.clear()
-            return None
-
-    return SafeTree
+    def run(self, root):
+        for el in root.iter():
+            if el.tag == "img":
+                alt = el.get("alt") or ""
+                el.tag, el.text = "span", (f"[image: {alt}]" if alt else "[image]")
+                el.attrib.clear()
+            elif el.tag == "a" and not safe_href(el.get("href") or ""):
+                el.tag = "span"
+                el.attrib.clear()
+        return None
 
 
 def markdown_body(markdown_text: str) -> str:
     """The Markdown rendered to an HTML fragment: tables (with ``\\|`` for a literal bar), lists (also
     right after a paragraph line, as GitHub reads them), emphasis, code spans; raw HTML is escaped,
     not passed through; no image and no link of a scheme outside :data:`SAFE_SCHEMES` (the
-    ``SafeTree`` tree processor); every table is wrapped in a ``div.table-wrap`` so a wide one scrolls."""
-    import markdown
-
+    :class:`SafeTree`); every table is wrapped in a ``div.table-wrap`` so a wide one scrolls."""
     md = markdown.Markdown(extensions=["tables", "sane_lists"], output_format="html")
     # no raw HTML: the text is data (configuration values, reasons), shown as written
     md.preprocessors.deregister("html_block")
@@ -127,7 +121,7 @@ def markdown_body(markdown_text: str) -> str:
     if "<" not in md.ESCAPED_CHARS:  # CommonMark's \<: a value's "<http://...>" is no autolink
         md.ESCAPED_CHARS.append("<")
     # after "inline" (20) and before "prettify" (10): every link and image exists by then
-    md.treeprocessors.register(_safe_tree_class()(md), "safe_tree", 15)
+    md.treeprocessors.register(SafeTree(md), "safe_tree", 15)
     body = md.convert(_lists_after_paragraphs(markdown_text))
     return body.replace("<table>", '<div class="table-wrap"><table>').replace("</table>", "</table></div>")
 
