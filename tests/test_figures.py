@@ -404,7 +404,8 @@ TEXT_FIGURES = ["pretrain_curves", "figure5", "ablation", "data_efficiency", "fi
                 "figure5 quick start", "ablation quick start", "data_efficiency quick start",
                 "pretrain_curves without control", "pretrain_curves without data",
                 "figure5 nothing run", "ablation nothing run", "data_efficiency nothing run",
-                "figure5 base runs only", "data_efficiency base runs only"]
+                "figure5 base runs only", "data_efficiency base runs only",
+                "figure6 quick start", "figure2 quick start"]
 
 
 def _text_figure(variant: str, tmp: Path):
@@ -419,6 +420,12 @@ def _text_figure(variant: str, tmp: Path):
               "data_efficiency": figures.data_efficiency_figure}
     if not how:
         return _figure(name, tmp), dpi
+    if how == "quick start" and name in ("figure6", "figure2"):  # MLM and TACO at the tiny steps 50, 100, 150
+        from taco.report import dynamics_figures
+
+        steps = {10_000: 50, 50_000: 100, 250_000: 150}
+        recs = [dict(r, size="tiny", step=steps[r["step"]]) for r in _dynamics_records() if r["objective"] != "mlm_tp"]
+        return getattr(dynamics_figures, f"draw_{name}")(recs), dpi
     if how == "quick start":
         return makers[name](*crossing_frames(tmp, **QUICK_START)), dpi
     if how == "without control":
