@@ -16,7 +16,9 @@ is drawn only at a budget that was run (the others are listed in the figure's fo
 Colours: one per objective for every figure (:mod:`taco.report.style`, Okabe-Ito, colour-blind safe),
 with distinct markers and line styles as well; in the data-efficiency figure the reduced fraction
 is dashed with hollow markers. Every legend lies outside the axes (right of them, or below the
-panels), so it covers no data (``tests/test_figures.py`` checks each plotted point).
+panels), so it covers no data (``tests/test_figures.py`` checks each plotted point), and no text
+runs into another or off the saved image (titles as suptitles over a constrained layout, footnotes
+under the x label, long titles and labels on two lines; checked by ``tests/figure_text.py``).
 Units: GLUE points (x100).
 
 Honest labels: with synthetic GLUE-format tasks (analysis spec ``glue_source: synthetic``) every
