@@ -7,7 +7,8 @@ gets a fresh parse:
 
 prints one line ``DAG_JOBS_JSON=[...]`` with, per job: ``rule``, ``wildcards``, ``shellcmd`` (the
 command exactly as Snakemake formats it for the shell), ``input`` (name -> paths, ``""`` = all),
-``output`` (all paths), ``threads``, the rule's ``resources`` and ``local`` (a ``localrules:`` rule or
+``output`` (all paths), ``report`` (output path -> its ``report()`` flag: category, subcategory,
+labels; the outputs marked for ``snakemake --report``), ``threads``, the rule's ``resources`` and ``local`` (a ``localrules:`` rule or
 one without a command: Snakemake runs it itself and never submits it to a cluster executor; the
 test of ``Workflow.is_local`` without its "everything is local" switch). :func:`list_jobs` wraps it.
 
@@ -81,6 +82,10 @@ def main(argv: list[str]) -> int:
                 "shellcmd": job.shellcmd,
                 "input": inputs,
                 "output": [str(f) for f in job.output],
+                "report": {str(f): {"category": _plain(f.flags["report"].category),
+                                    "subcategory": _plain(f.flags["report"].subcategory),
+                                    "labels": {k: _plain(v) for k, v in (f.flags["report"].labels or {}).items()}}
+                           for f in job.output if f.flags.get("report")},
                 "threads": job.threads,
                 "resources": {k: _plain(v) for k, v in job.resources.items()},
                 "local": job.rule.name in workflow._localrules or bool(job.rule.norun),

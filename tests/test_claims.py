@@ -346,11 +346,13 @@ def test_degenerate_runs_are_named_in_the_claim_row():
                    degenerate={("mlm_tp", "qqp", 2)})
     df = evaluate_claims({"per_seed": ps}, cfg)
     c6 = df[(df.level == "claim") & (df.claim_id == "C6")].iloc[0]
-    assert c6.n_degenerate == 1 and "1 seed(s) with a degenerate run" in c6.reason
+    n = f"{c6.n_a} + {c6.n_b}"  # the summary's "n (A/B)": the count is of those seeds, both arms together
+    assert c6.n_degenerate == 1 and f"1 of the {n} seeds of A and B have a degenerate run" in c6.reason
     from taco.report.claims import render_markdown
 
     md = render_markdown(df, cfg)
-    assert "(from 1 seed(s) with degenerate runs)" in [ln for ln in md.splitlines() if ln.startswith("| C6: ")][0]
+    row = [ln for ln in md.splitlines() if ln.startswith("| C6: ")][0]
+    assert f"| {c6.n_a}/{c6.n_b} |" in row and f"(1 of the {n} seeds of A and B have a degenerate run)" in row
 
 
 def test_synthetic_tasks_are_named_in_every_claim_on_the_page(tmp_path):

@@ -721,3 +721,14 @@ def test_recipe_flags_are_declared_once_for_parser_commands_and_schema():
             assert entry["type"] == json_type[f.type], f.key
         action = actions[f.flag]
         assert action.dest == f.dest and action.default == f.default and f.config_key() in action.help, f.flag
+
+
+def test_every_report_item_shown_inline_has_a_name(dag):
+    """``snakemake --report`` lists each figure and page by its label (a name such as "Figure 5: ...",
+    as the tables have), not by its path: every image and HTML page marked for the report has one."""
+    _, jobs = dag
+    shown = {path: rep for job in jobs for path, rep in job["report"].items() if path.endswith((".png", ".html"))}
+    assert any(p.endswith("figure5.png") for p in shown) and any(p.endswith("claims.html") for p in shown)
+    for path, rep in shown.items():
+        key = "figure" if path.endswith(".png") else "page"
+        assert set(rep["labels"]) == {key} and rep["labels"][key].strip(), (path, rep)

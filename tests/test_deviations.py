@@ -81,7 +81,9 @@ def test_cpu_configuration(tmp_path):
     assert conf["tiny: model shape (plays BERT-small)"].here == "preset 'tiny' (L2/H128/A2)"
     assert conf["capped training sets"].here.startswith("a seeded random sample of 384 training examples per task")
     assert "BERT-base 100% data: mlm, taco" in conf["pre-training runs not in this configuration"].here
-    assert str(tmp_path) in conf["corpus"].here and "{data_root}" not in conf["corpus"].here
+    from taco.report.markdown_text import md_text
+
+    assert md_text(str(tmp_path)) in conf["corpus"].here and "{data_root}" not in conf["corpus"].here
 
 
 def test_bad_input_exits_2(tmp_path, capsys):

@@ -157,6 +157,8 @@ def test_synthetic_tasks_are_labelled_in_every_figure_and_the_paper_points_left_
         titles = [fig._suptitle.get_text()] if fig._suptitle is not None else [ax.get_title() for ax in fig.axes[:1]]
         assert all("SYNTHETIC GLUE-format tasks and synthetic corpus" in t for t in titles), (make.__name__, titles)
         ylabels = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
+        if fig._supylabel is not None:  # one y label for all rows of panels
+            ylabels.append(fig._supylabel.get_text())
         assert ylabels and all("SYNTHETIC GLUE-format tasks" in y and "GLUE dev score" not in y for y in ylabels)
         assert not any("(paper" in t for t in texts), make.__name__
         plt.close(fig)
@@ -231,9 +233,10 @@ CROSSING = {"taco": (70.0, 75.0, 80.0), "mlm": (68.0, 72.0, 78.0), "taco_concent
             "mlm_tp": (66.0, 70.5, 67.0)}
 
 
-def crossing_frames(tmp: Path, presets=None):
+def crossing_frames(tmp: Path, presets=None, **over):
     """Aggregated fixture runs with the :data:`CROSSING` curves (3 seeds; MLM and TACO also on 25 %
-    of the data at the last budget, one point below full data): (frames, cfg, paper values)."""
+    of the data at the last budget, one point below full data): (frames, cfg, paper values).
+    ``over``: analysis spec keys to change (:data:`QUICK_START`: the quick start's synthetic tasks)."""
     from taco.report.analysis_config import load_analysis
     from taco.report.stats import main as aggregate_main
     from taco.report.stats import read_aggregate
@@ -243,6 +246,7 @@ def crossing_frames(tmp: Path, presets=None):
                 + [{"size": "tiny", "objective": o, "fraction": 0.25, "budgets": ["250k"]} for o in ("mlm", "taco")])
     if presets:
         spec["presets"] = presets
+    spec.update(over)
     ref = PAPER_TABLE1_DEV["MLM-250k"]
     mean_ref = sum(ref.values()) / len(ref)
     paths = []
@@ -384,4 +388,114 @@ def test_pretrain_curves_one_style_per_run():
         assert "TACO, 25% data" in legend_labels and "TACO, 100% data" in legend_labels
         assert objective_label(CONTROL) in legend_labels  # no data fraction: it saw no data
     finally:
+        plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# readable text: no title, label, tick label, legend or footnote runs into another or off the canvas
+# ---------------------------------------------------------------------------------------------
+#: the quick start's analysis (configs/smoke.yaml): synthetic tasks and corpus, three tasks, a tiny
+#: model that plays the paper's sizes (its long "SYNTHETIC" labels and partial averages)
+QUICK_START = dict(glue_source="synthetic", corpus_source="synthetic", tasks=["sst2", "mnli", "stsb"],
+                   presets={"tiny": "tiny", "tinybase": "tiny"})
+
+#: figure variant -> (how to draw it from fixture data, the dpi its module saves it at)
+TEXT_FIGURES = ["pretrain_curves", "figure5", "ablation", "data_efficiency", "figure6", "figure2",
+                "figure5 quick start", "ablation quick start", "data_efficiency quick start",
+                "pretrain_curves without control", "pretrain_curves without data",
+                "figure5 nothing run", "ablation nothing run", "data_efficiency nothing run",
+                "figure5 base runs only", "data_efficiency base runs only",
+                "figure6 quick start", "figure2 quick start"]
+
+
+def _text_figure(variant: str, tmp: Path):
+    """(figure, dpi as saved) of one :data:`TEXT_FIGURES` variant."""
+    import pandas as pd
+
+    from taco.report import figures, pretrain_curves
+
+    name, _, how = variant.partition(" ")
+    dpi = 200 if name in ("figure6", "figure2") else 150  # dynamics_figures' and figures.save's defaults
+    makers = {"figure5": figures.figure5, "ablation": figures.ablation_figure,
+              "data_efficiency": figures.data_efficiency_figure}
+    if not how:
+        return _figure(name, tmp), dpi
+    if how == "quick start" and name in ("figure6", "figure2"):  # MLM and TACO at the tiny steps 50, 100, 150
+        from taco.report import dynamics_figures
+
+        steps = {10_000: 50, 50_000: 100, 250_000: 150}
+        recs = [dict(r, size="tiny", step=steps[r["step"]]) for r in _dynamics_records() if r["objective"] != "mlm_tp"]
+        return getattr(dynamics_figures, f"draw_{name}")(recs), dpi
+    if how == "quick start":
+        return makers[name](*crossing_frames(tmp, **QUICK_START)), dpi
+    if how == "without control":
+        ckpts = [c for c in curve_checkpoints(tmp) if "control" not in c.parts]
+        return pretrain_curves.figure(*pretrain_curves.collect(ckpts)), dpi
+    if how == "without data":
+        return pretrain_curves.figure(pd.DataFrame(), pd.DataFrame(columns=pretrain_curves.CSV_COLUMNS)), dpi
+    if how == "nothing run":  # the placeholders
+        return makers[name](*_frames(tmp, dict(SPEC, runs=[{"size": "tinybase", "objective": "mlm",
+                                                             "fraction": 1.0}]), seeds=[1])), dpi
+    if how == "base runs only":  # drawn, with its "not run" notes
+        return makers[name](*_frames(tmp, dict(SPEC, runs=[v for v in SPEC["runs"] if v["fraction"] == 1.0]))), dpi
+    raise ValueError(variant)
+
+
+@pytest.mark.parametrize("variant", TEXT_FIGURES)
+def test_every_text_fits_the_saved_figure(tmp_path, variant):
+    """At the dpi it is saved at, no two text boxes of the figure (suptitle, titles, axis labels,
+    tick labels, legends, footnotes, notes) intersect and none extends past the canvas
+    (tests/figure_text.py). The efficiency figure is checked in tests/test_efficiency.py."""
+    import matplotlib.pyplot as plt
+
+    from figure_text import assert_text_fits
+
+    drawn_by_figures = variant.split(" ")[0] in ("figure5", "ablation", "data_efficiency")
+    with plt.rc_context({"font.size": 9} if drawn_by_figures else {}):  # as make_figures draws them
+        fig, dpi = _text_figure(variant, tmp_path)
+        try:
+            assert_text_fits(fig, dpi)
+        finally:
+            plt.close(fig)
+
+
+def test_the_text_check_catches_overlaps_and_clipping():
+    """The control of the test above: a y label taller than its axes under a title wider than
+    them, a footnote over tick labels, a legend over a title and a text past the canvas are caught."""
+    import matplotlib.pyplot as plt
+
+    from figure_text import text_problems
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_title("a title wider than the axes below it, reaching left")
+    ax.set_ylabel("a y label much taller than the axes it labels, so it runs into the title")
+    fig.text(0.0, 0.0, "a footnote at the bottom left", va="top")
+    problems = text_problems(fig, 100)
+    assert any("title" in p and "y label" in p for p in problems), problems
+    assert any("footnote" in p and "x tick label" in p for p in problems), problems
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], label="x")
+    ax.set_title("a title as wide as a legend beside it")
+    fig.legend(loc="upper right")
+    assert any("legend" in p and "overlaps axes 0 title" in p for p in text_problems(fig, 100))
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_axis_off()
+    fig.text(0.5, 0.5, "inside")
+    assert text_problems(fig, 100, bbox_inches=None) == []
+    fig.text(0.9, 0.3, "past the right edge")
+    assert any("past the canvas" in p for p in text_problems(fig, 100, bbox_inches=None))
+    plt.close(fig)
+
+
+def test_pretrain_curves_name_the_control_only_when_there_is_one(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from taco.report import pretrain_curves
+
+    ckpts = curve_checkpoints(tmp_path)
+    for given, named in ((ckpts, True), ([c for c in ckpts if "control" not in c.parts], False)):
+        fig = pretrain_curves.figure(*pretrain_curves.collect(given))
+        assert ("control at step 0" in fig.axes[2].get_title().replace("\n", " ")) is named
         plt.close(fig)

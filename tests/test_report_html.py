@@ -138,3 +138,76 @@ def test_claims_page_screenshot_is_not_blank(pages, tmp_path):
     empty = tmp_path / "empty.html"
     empty.write_text("<!DOCTYPE html><html><body></body></html>")
     assert blank_reason(screenshot(empty, tmp_path / "empty.png")) is not None  # the check can fail
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration strings are data: shown as written, never a live link, image or script
+# ---------------------------------------------------------------------------------------------
+#: configuration values that Markdown would read as a javascript: link, an external image, an
+#: escaped underscore, an autolink and an entity
+HOSTILE = ["[click me](javascript:alert(2))", "![x](http://evil.example/x.png)", "a\\_b.txt",
+           "<http://evil.example/a>", "AT&amp;T"]
+
+
+def _live(page: str) -> list[str]:
+    """Whatever in an HTML page links, loads or runs something: href / src attributes, img tags."""
+    return re.findall(r"<img\b[^>]*>|\b(?:href|src)\s*=\s*\"[^\"]*\"", page)
+
+
+def test_no_page_has_an_unsafe_link_or_an_image():
+    """The renderer itself (whatever the Markdown says): javascript:/data: links, obfuscated ones and
+    images become text; http(s), mailto and relative links stay."""
+    md = ("[a](javascript:alert(1)) [b](JaVaScRiPt:alert(1)) [c](java&#x09;script:alert(1)) "
+          "[d][ref] ![e](http://evil.example/e.png) ![f](f.png) [ok](https://example.org/x) [rel](other.html) "
+          "<someone@example.org>\n\n| cell |\n|---|\n| [g](data:text/html,hi) ![h](http://evil.example/h.png) |\n\n"
+          "[ref]: data:text/html;base64,PHNjcmlwdD4=\n")
+    page = markdown_to_html(md)
+    live = _live(page)
+    assert 'href="https://example.org/x"' in live and 'href="other.html"' in live
+    assert sum("mailto" in html.unescape(x) for x in live) == 1
+    assert len(live) == 3, live  # nothing else: no javascript:, no data:, no img
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    for shown in ("a b c d [image: e] [image: f] ok rel", "[image: h]"):
+        assert shown in text, shown
+
+
+def test_configuration_strings_show_as_written_in_deviations(tmp_path):
+    from test_deviations import resolved
+
+    from taco.report.deviations import main
+
+    cfg = resolved("configs/local.yaml", corpus={"paths": HOSTILE, "split_by": "blank_line"},
+                   tokenizer={"kind": "hub", "hub_id": "[tok](javascript:alert(3))"})
+    (tmp_path / "run_config.json").write_text(json.dumps(cfg))
+    source = tmp_path / "run `config`.json"  # a backtick in the path named on the page
+    source.write_text(json.dumps(cfg))
+    assert main(["--config", str(source), "--output", str(tmp_path / "deviations.md")]) == 0
+    page = (tmp_path / "deviations.html").read_text()
+    assert _live(page) == []
+    cells = [c for t in html_tables(page) for row in t for c in row]
+    corpus = next(c for c in cells if c.startswith("local text: "))
+    assert corpus == "local text: " + ", ".join(HOSTILE)  # every path as written, in order
+    assert "Hub tokenizer [tok](javascript:alert(3))" in cells
+    assert f"Run configuration: <code>{html.escape(str(source), quote=False)}</code>" in page
+
+
+def test_results_dir_shows_as_written_in_the_plan():
+    from taco.workflow import plan
+
+    for results_dir in ("results/[x](javascript:alert(1))", "results/a\\_b #", "results/![i](http://e.example/i.png)"):
+        cfg = plan.load_config([str(REPO / "configs" / "smoke.yaml")], {"results_dir": results_dir})
+        p = plan.build_plan(cfg, device_check=None, with_targets=False)
+        page = markdown_to_html(plan.render_markdown(p))
+        assert _live(page) == []
+        shown = p["results_dir"]  # as the configuration resolved it (a path: "//" is one "/")
+        assert shown.replace("//", "/") == results_dir.replace("//", "/")
+        assert f"<h1>Compute plan: {html.escape(shown, quote=False)}</h1>" in page, results_dir
+
+
+def test_code_spans_hold_any_value():
+    from taco.report.markdown_text import md_code, md_text
+
+    for value in ("plain", "a`b", "``x``", "`lead", "a\\_b|c"):
+        page = markdown_to_html(f"| c |\n|---|\n| {md_code(value)} |\n")
+        assert html_tables(page) == [[["c"], [value]]], value
+    assert md_text("line\none") == "line one"  # never a new row, item or heading

@@ -121,6 +121,9 @@ def check_report(workdir: Path, results: Path) -> None:
         assert item["mime_type"] == "text/html" and item["caption"].strip() and item["labels"]["page"], name
         assert item["content"] == (results / name).read_bytes(), name
         assert any(Path(p).name == name for paths in categories[category].values() for p in paths), name
+    for name in ("figure5.png", "ablation.png", "data_efficiency.png", "pretrain_curves.png", "efficiency.png"):
+        item = by_name.get(name)  # listed by a name, as the tables are, not by its path
+        assert item is not None and item["labels"]["figure"] and item["caption"].strip(), name
     header, rows = verdict_table(by_name["claims.html"]["content"])
     assert {r[0].split(":")[0] for r in rows} == {"C1", "C2", "C3", "C4", "C4b", "C5", "C6", "C7", "S1"}
     assert "SYNTHETIC GLUE-format tasks" in by_name["claims.html"]["caption"]

@@ -524,8 +524,8 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
             notes.append(f"with these seeds no key can be refuted after Holm's correction over {k} keys "
                          f"(smallest attainable p {mp:.3g} x {k} > alpha {cfg.alpha})")
     if row["n_degenerate"]:
-        notes.append(f"computed from {row['n_degenerate']} seed(s) with a degenerate run (constant "
-                     "predictions; an undefined metric counts as 0)")
+        notes.append(f"{row['n_degenerate']} of the {row['n_a']} + {row['n_b']} seeds of A and B have a degenerate "
+                     "run (constant predictions; an undefined metric counts as 0), kept in the test")
     flat = [f"{KEY_LABELS.get(r['scope'], r['scope'])} ({r['zero_variance']})" for r in rows if r["zero_variance"]]
     if row["zero_variance"] or flat:
         where = ([f"the claim's scope ({row['zero_variance']})"] if row["zero_variance"] else []) + flat

@@ -16,6 +16,7 @@ import pandas as pd
 from taco.report.analysis_config import AnalysisConfig
 from taco.report.claim_rules import VERDICTS, decision_level, fewest_seeds
 from taco.report.inference import min_attainable_pvalue
+from taco.report.markdown_text import md_text
 from taco.report.stats import UNIT_FINETUNE, UNIT_PRETRAIN
 from taco.report.tables import KEY_LABELS
 
@@ -79,10 +80,12 @@ def _n(x: Any) -> str:
 
 
 def _verdict_cell(r) -> str:
+    """The verdict in bold, and how many of the claim's seeds (``n_a`` + ``n_b``: both arms, the
+    ``n (A/B)`` column) have a degenerate run (``n_degenerate`` counts both arms together)."""
     v = f"**{r.verdict}**"
     nd = int(r.n_degenerate) if isinstance(r.n_degenerate, (int, float)) and math.isfinite(r.n_degenerate) else 0
     if nd:
-        v += f" (from {nd} seed(s) with degenerate runs)"
+        v += f" ({nd} of the {_n(r.n_a)} + {_n(r.n_b)} seeds of A and B have a degenerate run)"
     return v
 
 
@@ -156,7 +159,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
               "reimplementations measured beside TACO and MLM at equal steps and data where they were trained."]
     for r in claims.itertuples():
         lines += ["", f"## {r.claim_id}: {r.claim}{tag}", "",
-                  f"- Source: {r.source}; size role: {r.role} ({r.size or 'not run'})",
+                  f"- Source: {r.source}; size role: {r.role} ({md_text(r.size) if r.size else 'not run'})",
                   f"- A = {r.a}, B = {r.b}; scope: {r.scope or 'n/a'}",
                   f"- Rule: {r.rule}",
                   f"- Test: {r.test}",

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from typing import Any
 
 from taco.cli import cli_error
 from taco.objectives import OBJECTIVE_SPECS, options_of
+from taco.report.markdown_text import md_code, md_text
 from taco.registry import (FINETUNE_HYPERPARAMETERS, PAPER_BUDGETS, PRESET_SHAPES, PRETRAIN_SCHEDULE,
                            finetune_hyperparameters)
 
@@ -68,7 +70,8 @@ class Deviation:
     """One difference from the paper's setup.
 
     ``kind``: ``"method"`` (every configuration of this suite) or ``"configuration"`` (set by this
-    run's configuration, ``key``).
+    run's configuration, ``key``). ``topic``, ``paper``, ``here``, ``reason`` and ``effect`` are
+    Markdown: the configuration's values in them are escaped (:func:`taco.report.markdown_text.md_text`).
     """
 
     topic: str
@@ -81,11 +84,12 @@ class Deviation:
 
 
 def _fmt(x: Any) -> str:
+    """A value in a cell: floats as ``%g``, lists joined by commas, strings escaped (:func:`md_text`)."""
     if isinstance(x, float):
         return f"{x:g}"
     if isinstance(x, (list, tuple)):
         return ", ".join(_fmt(v) for v in x)
-    return str(x)
+    return md_text(x)
 
 
 def _steps(n: int) -> str:
@@ -104,9 +108,10 @@ def _role_of(config: Mapping[str, Any], size: str) -> str | None:
 
 
 def _paths(config: Mapping[str, Any], paths: Sequence[str]) -> str:
-    """Paths as the run used them (``{data_root}`` filled in when the configuration sets it)."""
+    """Paths as the run used them (``{data_root}`` filled in when the configuration sets it), escaped
+    for Markdown (:func:`md_text`)."""
     root = config.get("data_root")
-    return ", ".join(p.replace("{data_root}", str(root)) if root else p for p in paths)
+    return ", ".join(md_text(p.replace("{data_root}", str(root)) if root else p) for p in paths)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,11 +121,11 @@ def _corpus_here(config: Mapping[str, Any]) -> str:
     """The configuration's corpus in one line (Hub datasets with config and split, local files, or the source)."""
     corpus = config.get("corpus", {})
     if corpus.get("source") == "hub":
-        return "; ".join(f"{d['name']} ({d.get('config') or 'no config'}, split {d.get('split', 'train')})"
-                         for d in corpus.get("hub_datasets", []))
+        return "; ".join(f"{md_text(d['name'])} ({md_text(d.get('config') or 'no config')}, "
+                         f"split {md_text(d.get('split', 'train'))})" for d in corpus.get("hub_datasets", []))
     if corpus.get("source") == "local":
         return "local text files: " + _paths(config, corpus.get("paths", []))
-    return f"{corpus.get('source', 'n/a')} corpus"
+    return f"{md_text(corpus.get('source', 'n/a'))} corpus"
 
 
 def _negative_pool_deviation(config: Mapping[str, Any]) -> Deviation:
@@ -169,7 +174,7 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
         Deviation(
             "precision", f"pre-training fp16, fine-tuning fp32 ({OFFICIAL}: FP16=True in train_small.sh:26 "
             "and train_base.sh:26; no --fp16 in finetune_small.sh:35)",
-            f"pre-training precision: {', '.join(precisions)} (auto = bf16 on GPUs that support it, else fp16; "
+            f"pre-training precision: {_fmt(precisions)} (auto = bf16 on GPUs that support it, else fp16; "
             "fp32 on CPU); fine-tuning: auto = bf16 on GPUs that support it, else fp32",
             "bf16 has fp32's range: no loss scaling and no fp16 overflow in the TC logits (cos / 0.07)",
             "small: bf16 rounds more coarsely than fp16 (8 vs 11 mantissa bits), which adds noise of the "
@@ -197,7 +202,7 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
         Deviation(
             "MLM+TP weighting", f"not published; the {OFFICIAL} has no MLM+TP (train_small.sh:86: modes mlm "
             "and taco only)",
-            f"pretrain.tp.mode = {tp_mode}" + (f", weight {tp_weight:g}: MLM mean + {tp_weight:g} x "
+            f"pretrain.tp.mode = {md_text(tp_mode)}" + (f", weight {tp_weight:g}: MLM mean + {tp_weight:g} x "
                                                 "token-prediction mean" if tp_mode == "separate"
                                                 else ": one cross-entropy over all predicted positions"),
             "the default mirrors TACO's MLM + 1.0 x TC (each part a mean); 'joint' is the other common reading",
@@ -208,7 +213,7 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             "fine-tuning seeds and reported epoch",
             f"{OFFICIAL}: seed 123 (finetune_small.sh:18), evaluated every epoch (finetune_small.sh:36); how "
             "many seeds and which epoch the paper reports: not published",
-            f"seeds {_fmt(list(ft.get('seeds', [])))}; reported epoch: {ft.get('report_rule', 'last')}",
+            f"seeds {_fmt(list(ft.get('seeds', [])))}; reported epoch: {_fmt(ft.get('report_rule', 'last'))}",
             "several seeds give the uncertainty the claims are tested with",
             "means over seeds are less noisy than one seed; the 'last' rule avoids picking the best "
             "epoch on the dev set (which inflates dev scores)", "method", "finetune.seeds"),
@@ -269,6 +274,7 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
     (``analysis.roles``; a size that plays no paper size is compared with nothing but its shape)."""
     s = config["pretrain"]["sizes"][name]
     key = f"pretrain.sizes.{name}"
+    shown = md_text(name)  # the size's name as the rows print it
     preset = s["preset"]
     role = _role_of(config, name)
     out: list[Deviation] = []
@@ -277,8 +283,8 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
         paper_shape = "BERT-small L4/H512/A8" if role == "small" else "BERT-base L12/H768/A12" if role == "base" \
             else "BERT-small L4/H512/A8 and BERT-base L12/H768/A12"
         out.append(Deviation(
-            f"{name}: model shape" + (f" (plays BERT-{role})" if role else ""), paper_shape,
-            f"preset {preset!r}" + (f" (L{shape['num_hidden_layers']}/H{shape['hidden_size']}/"
+            f"{shown}: model shape" + (f" (plays BERT-{role})" if role else ""), paper_shape,
+            f"preset {md_text(repr(preset))}" + (f" (L{shape['num_hidden_layers']}/H{shape['hidden_size']}/"
                                      f"A{shape['num_attention_heads']})" if shape else ""),
             "a model this configuration's hardware can train", "much lower absolute scores; whether "
             "the paper's differences between objectives hold at this size is what the run shows",
@@ -307,16 +313,16 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
         if _differs(paper, here):
             src = f"{OFFICIAL} train_{role}.sh:{lines[k]}"
             out.append(Deviation(
-                f"{name}: {label}", f"{_fmt(paper)} ({src}" + (f": 256 per GPU x 4 accumulation x 2 GPUs, "
+                f"{shown}: {label}", f"{_fmt(paper)} ({src}" + (f": 256 per GPU x 4 accumulation x 2 GPUs, "
                                                                f"train_{role}.sh:3)" if k == "global batch" else ")"),
-                f"{_fmt(here)}" + (f" ({s.get('per_device_batch_size')} x {s.get('grad_accum', 1)} x {gpus})"
+                f"{_fmt(here)}" + (f" ({_fmt(s.get('per_device_batch_size'))} x {s.get('grad_accum', 1)} x {gpus})"
                                    if k == "global batch" else ""),
                 reason, effect, key=f"{key}.{k}" if k != "global batch" else
                 f"{key}.per_device_batch_size/grad_accum/num_gpus"))
     paper_budgets = PAPER_BUDGETS[role]
     if tuple(s["budgets"]) != tuple(paper_budgets):
         out.append(Deviation(
-            f"{name}: budgets (checkpoints fine-tuned)", ", ".join(_steps(b) for b in paper_budgets),
+            f"{shown}: budgets (checkpoints fine-tuned)", ", ".join(_steps(b) for b in paper_budgets),
             ", ".join(_steps(int(b)) for b in s["budgets"]), "the configuration's budgets",
             "claims and figures at budgets not run print as not run", key=f"{key}.budgets"))
     return out
@@ -338,7 +344,7 @@ def recipe_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             f"{OFFICIAL} (scripts/run_mlm_with_contrastive.py:566-591): every text (a Wikipedia article, a "
             "BookCorpus sentence) tokenized as [CLS] text [SEP], concatenated, cut into raw 256-token "
             "slices: ~2 special tokens per ~15-token sentence, a block rarely starts with [CLS]",
-            f"{block_format}: every block [CLS] + {int(seq) - 2} tokens + [SEP] over the stream of documents "
+            f"{md_text(block_format)}: every block [CLS] + {int(seq) - 2} tokens + [SEP] over the stream of documents "
             "(and sentence spans), [SEP] after each document",
             "the suite's default format (pack.format: official gives the official one); it keeps the "
             "blocks of earlier runs of this configuration",
@@ -368,7 +374,7 @@ def runs_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     for entry in config["pretrain"]["runs"]:
         preset = sizes.get(entry["size"], {}).get("preset", "")
         role = (_role_of(config, entry["size"]) if entry["size"] in sizes else None) \
-            or f"{entry['size']} (preset {preset})"
+            or f"{md_text(entry['size'])} (preset {md_text(preset)})"
         for f in entry.get("fractions", [1.0]):
             have.setdefault(role, {}).setdefault(round(float(f), 6), set()).update(entry["objectives"])
     missing = []
@@ -454,13 +460,13 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
     absent = [t for t in PAPER_SETUP["tasks"] if t not in tasks]
     if absent:
         out.append(Deviation("GLUE tasks not fine-tuned", ", ".join(PAPER_SETUP["tasks"]) + " (WNLI not in the average)",
-                             "not configured: " + ", ".join(absent), "set in the configuration",
+                             "not configured: " + _fmt(absent), "set in the configuration",
                              "averages cover fewer scores and are labelled partial; not comparable with the "
                              "paper's nine-score average", key="glue.tasks"))
     missing = dict((spec or {}).get("missing_tasks") or {})
     if missing:
         out.append(Deviation("GLUE tasks skipped (data absent)", "all eight tasks",
-                             "; ".join(f"{t}: {why}" for t, why in missing.items()),
+                             "; ".join(f"{md_text(t)}: {md_text(why)}" for t, why in missing.items()),
                              "their files are absent from the local GLUE folder",
                              "averages cover fewer scores and are labelled partial", key="glue.data_dir"))
     if glue.get("source", "synthetic") == "synthetic":
@@ -523,7 +529,7 @@ def corpus_deviations(config: Mapping[str, Any]) -> list[Deviation]:
                              key="corpus.paths"))
     official_vocab = f"bert-base-uncased vocabulary (30522; {OFFICIAL} train_small.sh:58)"
     if tok.get("kind") == "hub" and tok.get("hub_id") not in (None, "bert-base-uncased"):
-        out.append(Deviation("tokenizer", official_vocab, f"Hub tokenizer {tok['hub_id']}",
+        out.append(Deviation("tokenizer", official_vocab, f"Hub tokenizer {md_text(tok['hub_id'])}",
                              "set in the configuration", "a different vocabulary", key="tokenizer.hub_id"))
     elif tok.get("kind") not in (None, "hub", "vocab"):
         size = tok.get("vocab_size", "n/a")
@@ -531,7 +537,7 @@ def corpus_deviations(config: Mapping[str, Any]) -> list[Deviation]:
                   else f"speed, not availability (tokenizer.kind vocab or hub would use bert-base-uncased's): "
                        f"{size} entries shrink the embedding and MLM output layers, so a pre-training step costs less")
         out.append(Deviation("tokenizer", official_vocab,
-                             f"a WordPiece vocabulary trained on this corpus ({size} tokens)", reason,
+                             f"a WordPiece vocabulary trained on this corpus ({_fmt(size)} tokens)", reason,
                              "a different vocabulary: token counts, masking units and scores are not the paper's",
                              key="tokenizer.kind"))
     return out
@@ -565,8 +571,14 @@ def check_config(config: Any, source: str = "run configuration") -> None:
                 raise DeviationsInputError(f"{source}: key 'pretrain.sizes.{name}.{k}' missing")
 
 
+#: a bar after an even number of backslashes (none included): a column separator, not yet escaped
+_UNESCAPED_BAR = re.compile(r"(?<!\\)((?:\\\\)*)\|")
+
+
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A table cell: a bar not yet escaped gets its backslash (the configuration's values are escaped
+    where the rows put them, :func:`md_text`), line breaks become spaces."""
+    return _UNESCAPED_BAR.sub(r"\1\\|", str(text)).replace("\n", " ")
 
 
 def render_markdown(devs: Sequence[Deviation], source: str = "") -> str:
@@ -574,7 +586,7 @@ def render_markdown(devs: Sequence[Deviation], source: str = "") -> str:
     lines = ["# Deviations from the paper's setup", "",
              "Each row: the setting, the paper's / official code's value (FUZHIYI/TACO), this run's value, why, "
              "and the expected effect (an expectation, not a measurement)."
-             + (f" Run configuration: `{source}`." if source else ""), ""]
+             + (f" Run configuration: {md_code(source)}." if source else ""), ""]
     for kind, title in (("method", "Every configuration of this suite"),
                         ("configuration", "What this configuration changes")):
         rows = [d for d in devs if d.kind == kind]
@@ -585,7 +597,7 @@ def render_markdown(devs: Sequence[Deviation], source: str = "") -> str:
         lines += ["| Setting | Paper / official code | This run | Reason | Expected effect | Config key |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| {_cell(d.topic)} | {_cell(d.paper)} | {_cell(d.here)} | {_cell(d.reason)} | "
-                  f"{_cell(d.effect)} | {('`' + d.key + '`') if d.key else ''} |" for d in rows]
+                  f"{_cell(d.effect)} | {md_code(d.key) if d.key else ''} |" for d in rows]
         lines.append("")
     return "\n".join(lines)
 

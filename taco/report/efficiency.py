@@ -305,7 +305,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
                     notes: Sequence[str] = ()) -> str:
     """efficiency.md: the claims' table, the rule, per claim the verdict, units and notes, the
     speedup curve's trend, and the simulated coverage and level of the method for this run."""
-    from taco.report.markdown_text import escape_md
+    from taco.report.markdown_text import md_text as escape_md
 
     lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
     lines = ["# Steps-to-target speedups (TACO against MLM)", "",

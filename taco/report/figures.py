@@ -16,7 +16,9 @@ is drawn only at a budget that was run (the others are listed in the figure's fo
 Colours: one per objective for every figure (:mod:`taco.report.style`, Okabe-Ito, colour-blind safe),
 with distinct markers and line styles as well; in the data-efficiency figure the reduced fraction
 is dashed with hollow markers. Every legend lies outside the axes (right of them, or below the
-panels), so it covers no data (``tests/test_figures.py`` checks each plotted point).
+panels), so it covers no data (``tests/test_figures.py`` checks each plotted point), and no text
+runs into another or off the saved image (titles as suptitles over a constrained layout, footnotes
+under the x label, long titles and labels on two lines; checked by ``tests/figure_text.py``).
 Units: GLUE points (x100).
 
 Honest labels: with synthetic GLUE-format tasks (analysis spec ``glue_source: synthetic``) every
@@ -30,6 +32,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -119,9 +122,10 @@ def _budget_axis(ax, cfg: AnalysisConfig, size: str | None) -> None:
 
 def score_label(cfg: AnalysisConfig, what: str = "average") -> str:
     """The y-axis label: ``average GLUE dev score (GLUE points (x100))``, or with synthetic tasks
-    ``average dev score on SYNTHETIC GLUE-format tasks (...)``."""
+    ``average dev score (...)`` and a second line ``on SYNTHETIC GLUE-format tasks`` (one line would
+    be taller than the axes and run into the title and the footnote)."""
     if cfg.synthetic_tasks:
-        return f"{what} dev score on SYNTHETIC GLUE-format tasks ({UNIT})".strip()
+        return f"{what} dev score ({UNIT})\non SYNTHETIC GLUE-format tasks".strip()
     return f"{what} GLUE dev score ({UNIT})" if what else f"dev score ({UNIT})"
 
 
@@ -133,11 +137,21 @@ def titled(cfg: AnalysisConfig, title: str) -> str:
     return f"{title}\n{label}" if label else title
 
 
+#: the longest footnote line of a one-panel figure (7 pt text on a 6.4 inch wide figure)
+FOOTNOTE_CHARS = 100
+
+
 def _finish(fig, ax, title: str, footnote: str = "") -> None:
-    ax.set_title(title, fontsize=10)
+    """Title the figure (``suptitle``: above the top axis and wider than the axes if need be, where
+    an axes title would run into the y label) and put ``footnote`` below the x label, starting at
+    the axes' left edge (so it cannot meet the y label); ``bbox_inches="tight"`` grows the canvas to
+    include both."""
+    fig.suptitle(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    if footnote:  # below the axes; bbox_inches="tight" grows the canvas to include it
-        fig.text(0.01, -0.01, footnote, fontsize=7, ha="left", va="top", wrap=True)
+    if footnote:  # lines of at most FOOTNOTE_CHARS: the constrained layout keeps it on the canvas
+        footnote = "\n".join(textwrap.fill(line, FOOTNOTE_CHARS) for line in footnote.split("\n"))
+        ax.annotate(footnote, xy=(0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label),
+                    xytext=(0, -6), textcoords="offset points", fontsize=7, ha="left", va="top")
 
 
 def _empty(ax, msg: str) -> None:
@@ -165,7 +179,7 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     long = build_ablation(agg, cfg, paper_values) if long is None else long
     d = _steps_frame(long, "avg")
     size = cfg.roles.get("small")
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
     drawn = False
     avg_label = d["column_label"].iloc[0] if not d.empty else ""
     partial = avg_label.startswith("partial")
@@ -237,7 +251,7 @@ def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_
     """Ablation: average GLUE of TACO, concentrated TACO, MLM, MLM+TP vs steps, with CI bands."""
     long = build_ablation(agg, cfg, paper_values) if long is None else long
     d = _steps_frame(long, "avg")
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
     drawn = False
     missing = []
     for obj in ("taco", "taco_concentrated", "mlm", "mlm_tp"):
@@ -271,6 +285,9 @@ def placeholder_figure(title: str, reason: str):
     ax.text(0.5, 0.22, reason, ha="center", va="center", transform=ax.transAxes, fontsize=8, wrap=True)
     return fig
 
+
+#: the longest line of a data-efficiency panel's title (9 pt text over a 3.7 inch wide panel)
+PANEL_TITLE_CHARS = 48
 
 DATA_EFFICIENCY_ARMS = (("mlm", 1.0), ("mlm", None), ("taco", 1.0), ("taco", None))
 
@@ -322,7 +339,7 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
             st.update(by_fraction[frac])  # the objective's colour; reduced data dashed with hollow markers
             _plot_series(ax, s, f"{OBJ_LABELS[obj]}, {fmt_fraction(frac)} data", st, band=False,
                          xoffset=(j - 1.5) * 0.12)
-        ax.set_title(title, fontsize=9, wrap=True)
+        ax.set_title(textwrap.fill(title, PANEL_TITLE_CHARS), fontsize=9)  # no wider than its panel
         ax.grid(True, alpha=0.3, axis="y")
         ax.set_xticks(range(len(budgets)), [f"{b}\n(step {st})" if b else f"step {st}" for st, b in budgets])
         ax.set_xlim(-0.6, len(budgets) - 0.4)
@@ -333,8 +350,7 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
     for ax in axes.flat:
         if ax.figure is not None:  # removed panels have none
             ax.set_xlabel("pre-training budget (steps run)", fontsize=8)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(score_label(cfg, ""))
+    fig.supylabel(score_label(cfg, ""), fontsize=9)  # one for every row: a label per row is taller than it
     if handles:  # below the panels (constrained layout makes room): over no data
         fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center", ncol=4, fontsize=8)
     fig.suptitle(titled(cfg, f"Data efficiency: {fmt_fraction(red)} vs full pre-training data "

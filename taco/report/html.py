@@ -8,7 +8,12 @@ inline stylesheet, no scripts and no external resources (the report embeds it as
 iframe). :func:`write_markdown_page` is the one helper every writer of such a page calls.
 
 Raw HTML in the Markdown is not interpreted: a ``<`` in a value (``seed-<seed>``, ``x < y``) is shown
-as written. Torch-free and pandas-free (the statistics environment and Snakemake's own process).
+as written. Nor can any text make a page load or run something: :class:`SafeTree` (a Python-Markdown
+tree processor) turns every image into its alt text and every link whose scheme is not ``http``,
+``https`` or ``mailto`` (``javascript:``, ``data:``, ...) into plain text. Configuration values are
+escaped where the pages put them (:mod:`taco.report.markdown_text`); ``\\<`` is read as ``<``, as
+CommonMark reads it. Torch-free and pandas-free (the statistics environment and
+Snakemake's own process).
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+
+import markdown
+from markdown.treeprocessors import Treeprocessor
+from markdown.util import AMP_SUBSTITUTE
 
 #: the inline stylesheet of every page: readable tables (borders, zebra rows, a header that stays on
 #: screen), wide tables scroll sideways instead of squeezing their columns
@@ -68,16 +77,51 @@ def page_title(markdown_text: str, default: str = "TACO reproduction") -> str:
     return default
 
 
+#: the link schemes a page may hold; any other (``javascript:``, ``data:``, ``vbscript:``, ``file:``)
+#: makes the link plain text. A link without a scheme (``#anchor``, ``other.html``) is kept.
+SAFE_SCHEMES = ("http", "https", "mailto")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+_IGNORED_IN_URL = re.compile(r"[\x00-\x20\x7f]+")  # browsers skip these inside a scheme ("java\tscript:")
+
+
+def safe_href(href: str) -> bool:
+    """Whether a link target may stay a link: no scheme, or one of :data:`SAFE_SCHEMES` (decided on
+    the target as a browser reads it: entities decoded, whitespace and control characters dropped)."""
+    target = _IGNORED_IN_URL.sub("", html.unescape(href.replace(AMP_SUBSTITUTE, "&")))
+    m = _SCHEME.match(target)
+    return m is None or m.group(1).lower() in SAFE_SCHEMES
+
+
+class SafeTree(Treeprocessor):
+    """After the inline patterns: every ``img`` becomes a ``span`` with its alt text (a page loads
+    nothing), every ``a`` whose ``href`` fails :func:`safe_href` a ``span`` with its text; the
+    attributes of both go (no ``src``, ``href``, ``title``)."""
+
+    def run(self, root):
+        for el in root.iter():
+            if el.tag == "img":
+                alt = el.get("alt") or ""
+                el.tag, el.text = "span", (f"[image: {alt}]" if alt else "[image]")
+                el.attrib.clear()
+            elif el.tag == "a" and not safe_href(el.get("href") or ""):
+                el.tag = "span"
+                el.attrib.clear()
+        return None
+
+
 def markdown_body(markdown_text: str) -> str:
     """The Markdown rendered to an HTML fragment: tables (with ``\\|`` for a literal bar), lists (also
     right after a paragraph line, as GitHub reads them), emphasis, code spans; raw HTML is escaped,
-    not passed through; every table is wrapped in a ``div.table-wrap`` so a wide one scrolls."""
-    import markdown
-
+    not passed through; no image and no link of a scheme outside :data:`SAFE_SCHEMES` (the
+    :class:`SafeTree`); every table is wrapped in a ``div.table-wrap`` so a wide one scrolls."""
     md = markdown.Markdown(extensions=["tables", "sane_lists"], output_format="html")
     # no raw HTML: the text is data (configuration values, reasons), shown as written
     md.preprocessors.deregister("html_block")
     md.inlinePatterns.deregister("html")
+    if "<" not in md.ESCAPED_CHARS:  # CommonMark's \<: a value's "<http://...>" is no autolink
+        md.ESCAPED_CHARS.append("<")
+    # after "inline" (20) and before "prettify" (10): every link and image exists by then
+    md.treeprocessors.register(SafeTree(md), "safe_tree", 15)
     body = md.convert(_lists_after_paragraphs(markdown_text))
     return body.replace("<table>", '<div class="table-wrap"><table>').replace("</table>", "</table></div>")
 

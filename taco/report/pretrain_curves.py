@@ -13,7 +13,7 @@ and writes ``pretrain_curves.png`` / ``.pdf`` and ``pretrain_curves.csv`` (one r
 size, objective, fraction, step, validation MLM loss, accuracy, TC loss). The figure has four panels:
 (a) training MLM loss and (b) training TC / TP loss over steps (means over the logging window, log
 scale with plain tick labels), (c) validation MLM loss and (d) validation TC loss at each budget
-(the control at step 0). One run is one style in every panel: the colour and marker of its objective,
+(and the control at step 0, when there is one). One run is one style in every panel: the colour and marker of its objective,
 and the line style and marker fill of its data fraction (full data solid with filled markers, the
 next fraction dashed with hollow markers, ...). One legend, right of the panels, covers no data.
 
@@ -32,6 +32,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,16 @@ def _panel_empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8, wrap=True)
 
 
+#: the longest line of a panel title (10 pt over one of two panels beside the legend)
+TITLE_CHARS = 45
+
+
+def _title(ax, text: str) -> None:
+    """Title ``ax`` with ``text`` broken into lines of at most :data:`TITLE_CHARS` (a longer line is
+    wider than its panel and runs into the legend)."""
+    ax.set_title(textwrap.fill(text, TITLE_CHARS), fontsize=10)
+
+
 def _markevery(n: int) -> int:
     """About eight markers on a training curve of ``n`` logged points."""
     return max(1, n // 8)
@@ -196,8 +207,8 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
                 plain_log_axis(ax.yaxis)
         if not have_aux:
             _panel_empty(ax_ta, "no TC or TP loss logged (no objective uses one)")
-    ax_tm.set_title("(a) training MLM loss", fontsize=10)
-    ax_ta.set_title("(b) training TC loss (TACO objectives) / TP loss (MLM+TP)", fontsize=10)
+    _title(ax_tm, "(a) training MLM loss")
+    _title(ax_ta, "(b) training TC loss (TACO objectives) / TP loss (MLM+TP)")
     for ax in (ax_tm, ax_ta):
         ax.set_ylabel("nats, mean over the logging window (log scale)", fontsize=8)
     if val.empty:
@@ -213,8 +224,9 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
                 have_tc = True
         if not have_tc:
             _panel_empty(ax_vt, "no validation TC loss (no TACO objective)")
-    ax_vm.set_title("(c) validation MLM loss at each budget (control at step 0)", fontsize=10)
-    ax_vt.set_title("(d) validation TC loss at each budget", fontsize=10)
+    has_control = any(r[1] == CONTROL for r in runs)
+    _title(ax_vm, "(c) validation MLM loss at each budget" + (" (control at step 0)" if has_control else ""))
+    _title(ax_vt, "(d) validation TC loss at each budget")
     for ax in (ax_vm, ax_vt):
         ax.set_ylabel("nats, same blocks and masks for every objective", fontsize=8)
     for ax in axes.flat:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from taco.report.markdown_text import md_text
+
 def _h(x: float) -> str:
     """Hours: two decimals below 100, whole hours above."""
     return f"{x:,.2f}" if x < 100 else f"{x:,.0f}"
@@ -25,10 +27,10 @@ def render_markdown(plan: dict[str, Any]) -> str:
     """The plan as Markdown (``plan.md``; the same text ``taco plan`` prints)."""
     t = plan["throughput"]
     m = t["measured"]
-    lines = [f"# Compute plan: {plan['results_dir']}", "",
+    lines = [f"# Compute plan: {md_text(plan['results_dir'])}", "",
              f"Tasks: {', '.join(plan['tasks'])}; seeds: {len(plan['seeds'])}. Model FLOPs: taco.workflow.flops "
              "(6N + attention, what has gradient; not the hardware's count; fine-tuning tokens padded to max_length, an upper bound). Time: "
-             + (f"measured throughput from {m['source']} ({m['gpu']}, {m['date']}) where the preset was measured, "
+             + (f"measured throughput from {md_text(m['source'])} ({md_text(m['gpu'])}, {md_text(m['date'])}) where the preset was measured, "
                 f"else " if m else "no device-check result: ")
              + f"assumed {t['pretrain_utilization']:.0%} (pre-training) / {t['finetune_utilization']:.0%} "
                f"(fine-tuning) of {t['peak_tflops']:g} TFLOP/s; {t['job_overhead_s']:.0f} s per fine-tuning "
@@ -54,20 +56,20 @@ def render_markdown(plan: dict[str, Any]) -> str:
               "| run | steps | global batch | tokens | model FLOPs | GPU-h | longest segment h | rate from |",
               "|---|---:|---:|---:|---:|---:|---:|---|"]
     for p in plan["pretrain"]:
-        lines.append(f"| {p['size']}/{p['objective']}/data-{p['fraction']:g} | {p['steps']:,} | {p['global_batch']} | "
+        lines.append(f"| {md_text(p['size'])}/{p['objective']}/data-{p['fraction']:g} | {p['steps']:,} | {p['global_batch']} | "
                      f"{p['tokens']:.3g} | {p['flops']:.3g} | {_h(p['gpu_hours'])} | "
-                     f"{_h(p['longest_segment_hours'])} | {p['rate_source']} |")
+                     f"{_h(p['longest_segment_hours'])} | {md_text(p['rate_source'])} |")
     f = plan["finetune"]
     lines += ["", "## Fine-tuning", "", "| run | checkpoints | runs (ckpt x task x seed) | model FLOPs | GPU-h |",
               "|---|---:|---:|---:|---:|"]
     for r in f["rows"]:
-        lines.append(f"| {r['size']}/{r['objective']}/data-{r['fraction']:g} | {r['checkpoints']} | {r['runs']} | "
+        lines.append(f"| {md_text(r['size'])}/{r['objective']}/data-{r['fraction']:g} | {r['checkpoints']} | {r['runs']} | "
                      f"{r['flops']:.3g} | {_h(r['gpu_hours'])} |")
     tot = plan["totals"]
     lines += ["", f"**Total**: {tot['flops']:.3g} model FLOPs; {_h(tot['pretrain_gpu_hours'])} GPU-h pre-training + "
                   f"{_h(tot['finetune_gpu_hours'])} GPU-h fine-tuning = **{_h(tot['gpu_hours'])} GPU-h** "
                   f"(dynamics jobs: {plan['dynamics_jobs']}, not priced: forward passes over a few blocks).", "",
-              "## Disk", "", f"Corpus: {plan['disk']['corpus_words']:.3g} words ({plan['disk']['corpus_words_source']}).",
+              "## Disk", "", f"Corpus: {plan['disk']['corpus_words']:.3g} words ({md_text(plan['disk']['corpus_words_source'])}).",
               "", "| artifact kind | GB |", "|---|---:|"]
     lines += [f"| {k} | {_gb(v)} |" for k, v in plan["disk"]["kinds"].items()]
     lines += [f"| **total** | {_gb(plan['disk']['total'])} |", "", "## Longest job against the time limit", "",
@@ -75,7 +77,7 @@ def render_markdown(plan: dict[str, Any]) -> str:
               "|---|---|---:|---:|---:|---|"]
     for c in plan["time_limits"]:
         fits = "-" if c["fits_profile"] is None else ("yes" if c["fits_profile"] else "**no**")
-        lines.append(f"| {c['rule']} | {c['job']} | {_h(c['hours'])} | {c['config_runtime_min']} | "
+        lines.append(f"| {c['rule']} | {md_text(c['job'])} | {_h(c['hours'])} | {c['config_runtime_min']} | "
                      f"{c['profile_runtime_min']} | {fits} |")
     if plan.get("targets"):
         lines += ["", "## Cost of each table, figure and claim (on its own; cheapest first)", "",
@@ -83,9 +85,9 @@ def render_markdown(plan: dict[str, Any]) -> str:
                   "|---|---|---:|---:|---|"]
         # what this configuration can produce first (cheapest first), then what it cannot
         for name, c in sorted(plan["targets"].items(), key=lambda kv: (bool(kv[1]["missing"]), kv[1]["gpu_hours"])):
-            need = "; ".join(f"{k}: {v:,}" for k, v in c["pretrain_steps"].items()) or "-"
+            need = "; ".join(f"{md_text(k)}: {v:,}" for k, v in c["pretrain_steps"].items()) or "-"
             lines.append(f"| {name} | {need} | {c['finetune_runs']} | {_h(c['gpu_hours'])} | "
-                         f"{'; '.join(c['missing']) or '-'} |")
+                         f"{'; '.join(map(md_text, c['missing'])) or '-'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -144,6 +144,16 @@ REPORT_TABLE_LABELS = {"table1": "Table 1", "table2": "Table 2", "table3": "Tabl
                        "ablation": "Ablation"}
 REPORT_FIGURES = ["figure5", "ablation", "data_efficiency"]
 DYNAMICS_FIGURES = ["figure6", "figure2"]
+#: each figure's row in the report (a name, as the tables have, not its path)
+REPORT_FIGURE_LABELS = {
+    "figure5": "Figure 5: average score vs pre-training steps (TACO, MLM)",
+    "ablation": "Ablation: the four objectives vs pre-training steps",
+    "data_efficiency": "Data efficiency: reduced vs full pre-training data",
+    "pretrain_curves": "Pre-training curves: training and validation losses",
+    "efficiency": "Steps to target: TACO against MLM (E1, E2)",
+    "figure6": "Figure 6: intra- and inter-context similarity",
+    "figure2": "Figure 2: learning dynamics of one objective",
+}
 
 
 # The report (`snakemake --report report.html`): HTML, images and PDF are shown inline, anything else
@@ -157,6 +167,13 @@ def report_page(name, category, label, caption=None):
     ``label`` there, captioned by ``workflow/report/<caption or name>.rst``."""
     return report(f"{R}/{name}.html", caption=f"../report/{caption or name}.rst", category=category,
                   labels={"page": label})
+
+
+def report_figure(name, category):
+    """``{R}/<name>.png`` marked for the report: shown in ``category``, a row named by
+    :data:`REPORT_FIGURE_LABELS`, captioned by ``workflow/report/<name>.rst``."""
+    return report(f"{R}/{name}.png", caption=f"../report/{name}.rst", category=category,
+                  labels={"figure": REPORT_FIGURE_LABELS[name]})
 
 
 def report_csv(name, subcategory, caption=None):

@@ -8,11 +8,7 @@ rule pretrain_curves:
     input:
         checkpoints=pretrain_targets() + wctl.checkpoints(config),
     output:
-        png=report(
-            f"{R}/pretrain_curves.png",
-            caption="../report/pretrain_curves.rst",
-            category="Figures",
-        ),
+        png=report_figure("pretrain_curves", "Figures"),
         pdf=f"{R}/pretrain_curves.pdf",
         csv=f"{R}/pretrain_curves.csv",
     log:
@@ -37,11 +33,7 @@ rule efficiency:
         csv=report_csv("efficiency", "Claims"),
         md=f"{R}/efficiency.md",
         html=report_page("efficiency", "Claims", "Steps-to-target speedups (E1, E2)"),
-        png=report(
-            f"{R}/efficiency.png",
-            caption="../report/efficiency.rst",
-            category="Figures",
-        ),
+        png=report_figure("efficiency", "Figures"),
         pdf=f"{R}/efficiency.pdf",
     log:
         f"{R}/logs/report/efficiency.log",

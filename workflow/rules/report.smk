@@ -35,10 +35,7 @@ rule figures:
     input:
         **AGG,
     output:
-        **{
-            f: report(f"{R}/{f}.png", caption=f"../report/{f}.rst", category="Figures")
-            for f in REPORT_FIGURES
-        },
+        **{f: report_figure(f, "Figures") for f in REPORT_FIGURES},
         pdf=[f"{R}/{f}.pdf" for f in REPORT_FIGURES],
     log:
         f"{R}/logs/report/figures.log",
@@ -78,14 +75,7 @@ rule dynamics_figures:
     input:
         dynamics_targets(),
     output:
-        **{
-            f: report(
-                f"{R}/{f}.png",
-                caption=f"../report/{f}.rst",
-                category="Learning dynamics",
-            )
-            for f in DYNAMICS_FIGURES
-        },
+        **{f: report_figure(f, "Learning dynamics") for f in DYNAMICS_FIGURES},
         pdf=[f"{R}/{f}.pdf" for f in DYNAMICS_FIGURES],
     log:
         f"{R}/logs/report/dynamics_figures.log",
