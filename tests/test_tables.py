@@ -363,3 +363,37 @@ def test_columns_not_fine_tuned_are_noted_once_per_table(tmp_path):
     qqp = t1[(t1.section == "dev") & (t1.column == "qqp") & (t1.approach == "MLM-250k [step 60]")].iloc[0]
     assert qqp["not_fine_tuned"] == "not in tasks" and "QQP not fine-tuned" in qqp["note"]
     assert (t1[t1.column == "mnli_m"]["not_fine_tuned"] == "").all()
+
+
+def test_runs_started_from_mnli_are_marked_and_explained(tmp_path):
+    """finetune.mnli_start: the values of RTE (and the note) say that they started from MNLI's model; a
+    table without such runs has no mark (the default)."""
+    import json
+
+    spec = smoke_spec(n_resamples=99, tasks=["mnli", "sst2", "rte"])
+    from fixtures_stats import write_smoke_runs
+    paths = write_smoke_runs(tmp_path / "runs", [1, 2], spec)
+    for p in paths:
+        rec = json.loads(p.read_text())
+        if rec["task"] == "rte":
+            rec["init_from"] = {"path": "x/mnli/seed-1/model", "task": "mnli", "seed": rec["seed"], "epoch": 4}
+            p.write_text(json.dumps(rec))
+    spec_path = write_spec(tmp_path / "analysis.json", spec)
+    assert aggregate_main(["--inputs", *map(str, paths), "--analysis", str(spec_path),
+                           "--output-dir", str(tmp_path / "agg")]) == 0
+    per_seed = pd.read_csv(tmp_path / "agg" / "per_seed.csv", keep_default_na=False)
+    assert set(per_seed[per_seed.task == "rte"]["init_from"]) == {"mnli"}
+    assert set(per_seed[per_seed.task != "rte"]["init_from"]) == {""}
+    out = tmp_path / "res"
+    assert main(["--aggregate-dir", str(tmp_path / "agg"), "--analysis", str(spec_path), "--output-dir", str(out)]) == 0
+    md = (out / "table1.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| Set |")).split(" | ")
+    row = next(line for line in md.splitlines() if line.startswith("| dev | MLM-250k [step 60] (ours, n=2)")).split(" | ")
+    assert row[head.index("RTE")].endswith("†") and not row[head.index("SST-2")].endswith("†")
+    assert "† = started from the MNLI fine-tuned model of the same checkpoint and seed" in md and ": RTE." in md
+    assert r"$^\dagger$" in (out / "table1.tex").read_text()
+    t1 = pd.read_csv(out / "table1.csv", keep_default_na=False)
+    assert set(t1[(t1.column == "rte") & (t1.n_seeds > 0)]["init_from"]) == {"mnli"}
+    # the same runs without the record: no mark anywhere
+    plain = _rendered(tmp_path / "plain", tasks=["mnli", "sst2", "rte"])
+    assert "†" not in (plain / "table1.md").read_text()

@@ -94,6 +94,14 @@ class TableBuilder:
     def _cell_row(self, size, obj, frac, step, key) -> Mapping[str, Any] | None:
         return self._cells.get((size, obj, round(float(frac), 6), int(step), key))
 
+    def _init_from(self, size, obj, frac, step, key) -> str:
+        """The task(s) whose fine-tuned model the cell's runs of ``key`` started from (``mnli`` with
+        ``finetune.mnli_start``; ``;``-joined), "" when they started from the pre-trained checkpoint."""
+        sub = self._runs.get((size, obj, round(float(frac), 6), int(step)))
+        if sub is None or "init_from" not in sub:
+            return ""
+        return ";".join(sorted({str(x) for x in sub[sub["score_key"] == key]["init_from"] if isinstance(x, str) and x}))
+
     def _avg(self, size, obj, frac, step, keys: Sequence[str]) -> dict[str, Any]:
         sub = self._runs.get((size, obj, round(float(frac), 6), int(step)), self.per_seed.iloc[:0])
         s = seed_averages(sub, keys)
@@ -130,6 +138,7 @@ class TableBuilder:
                 "metric": self.cfg.primary_metric.get(col, "") if akeys is None else "average",
                 "unit": UNIT, "n_seeds": 0, "mean": math.nan, "std": math.nan, "median": math.nan,
                 "ci_low": math.nan, "ci_high": math.nan, "n_degenerate": 0, "not_fine_tuned": "",
+                "init_from": "",
             }
             notes = [note] if note else []
             if ours_available and step is not None and size:
@@ -147,7 +156,8 @@ class TableBuilder:
                             notes.append("no runs")
                     else:
                         rec.update(n_seeds=int(r["n_seeds"]), mean=_nan(r["mean"]), std=_nan(r["std"]),
-                                   median=_nan(r.get("median")),
+                                   median=_nan(r.get("median")), init_from=self._init_from(size, objective,
+                                                                                            fraction, step, col),
                                    ci_low=_nan(r["ci_low"]), ci_high=_nan(r["ci_high"]),
                                    n_degenerate=int(r["n_degenerate"]))
                         notes += [n for n in str(r.get("note") or "").split("; ")

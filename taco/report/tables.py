@@ -73,6 +73,8 @@ from taco.report.table_builders import (  # noqa: F401  (re-exported: taco.repor
 NA = "n/a"
 #: the label of the row under each "(ours)" row: the median over the same units as the mean
 MEDIAN_LABEL = "ours, median"
+#: marks a value whose runs started from another task's fine-tuned model (``finetune.mnli_start``)
+START_MARK = "†"
 
 #: what a "(paper)" row says when this project has no published value for any of its columns
 NOT_AVAILABLE = "published values not available to this project: see docs/paper-facts.md"
@@ -146,9 +148,10 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
         for c in cols:
             r = g.loc[c]
             m, sd = r["mean"], r["std"]
+            start = START_MARK if isinstance(r.get("init_from"), str) and r.get("init_from") else ""
             ours[headers[c]] = NA if not math.isfinite(m) else (
-                _fmt(m) + (f" ±{sd:.1f}" if math.isfinite(sd) else "") + ("*" if r["n_degenerate"] else ""))
-            median[headers[c]] = _fmt(medians.loc[c])
+                _fmt(m) + (f" ±{sd:.1f}" if math.isfinite(sd) else "") + ("*" if r["n_degenerate"] else "") + start)
+            median[headers[c]] = _fmt(medians.loc[c]) + (start if math.isfinite(medians.loc[c]) else "")
             paper[headers[c]] = _fmt(r["paper"])
             diff[headers[c]] = _fmt(r["diff"], signed=True)
         out.append(ours)
@@ -261,6 +264,21 @@ MEDIAN_NOTE = ("ours, median = the median over the same runs as the mean (the nu
                "it equals the mean at 1 or 2 seeds)")
 
 
+def start_note(long: pd.DataFrame) -> str:
+    """What :data:`START_MARK` means, naming the columns it marks; "" when no run of the table started from
+    another task's fine-tuned model (``finetune.mnli_start`` off)."""
+    if "init_from" not in long:
+        return ""
+    rows = long[long["init_from"].fillna("").astype(str) != ""]
+    if rows.empty:
+        return ""
+    cols = ", ".join(dict.fromkeys(KEY_LABELS.get(c, c) for c in rows["column"]))
+    src = ", ".join(sorted({t.upper() for x in rows["init_from"] for t in str(x).split(";")}))
+    return (f"{START_MARK} = started from the {src} fine-tuned model of the same checkpoint and seed (its encoder, a "
+            f"new head; finetune.mnli_start), as MosaicBERT and ModernBERT evaluate, not from the pre-trained "
+            f"checkpoint as the paper's scripts do: {cols}. The averages include these columns.")
+
+
 def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None = None) -> str:
     """Markdown: title, the wide table, which metric each column is, whether the fine-tuning sets
     were capped (from ``cfg``), and the notes (what is n/a and why)."""
@@ -275,6 +293,9 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
               "`*` = includes degenerate runs (constant predictions; an undefined correlation counts as 0); "
               "n/a = not run or not published (never invented).", "", column_metrics_note(long),
               "", SYNTHETIC_TEST_NOTE if cfg is not None and cfg.synthetic_tasks else TEST_SCORES_NOTE]
+    start = start_note(long)
+    if start:
+        lines += ["", start]
     blockers = sorted({b for b in long.get("paper_blocker", pd.Series(dtype=str)) if isinstance(b, str) and b})
     if blockers:
         lines += ["", "No difference against the paper is printed: " + "; ".join(blockers) + "."]
@@ -289,7 +310,8 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
 
 def _tex_escape(s: str) -> str:
     rep = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$"}
+           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$",
+           START_MARK: r"$^\dagger$"}
     return "".join(rep.get(ch, ch) for ch in str(s))
 
 
@@ -310,7 +332,7 @@ def render_latex(long: pd.DataFrame, title: str) -> str:
     lines += [r"\bottomrule", r"\end{tabular}",
               r"\caption{" + _tex_escape(title) + ". " + _tex_escape(
                   f"{UNIT}; ours: mean ±SD over seeds; {MEDIAN_NOTE}; n/a: not run or not published. "
-                  + column_metrics_note(long)) + "}",
+                  + column_metrics_note(long) + (" " + start_note(long) if start_note(long) else "")) + "}",
               r"\end{table}"]
     return "\n".join(lines) + "\n"
 
