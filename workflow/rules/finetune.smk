@@ -6,20 +6,8 @@
 
 FT_RUN = f"{R}/finetune/{RUN}/{{task}}"
 FT_SEEDS = config["finetune"]["seeds"]
-# finetune.mnli_start (default off): RTE, MRPC and STS-B start from the MNLI model of the same checkpoint
-# and seed, which the MNLI jobs (rules finetune_mnli / finetune_mnli_seeds) then also save. Off, the
-# rules, their inputs and their commands are those without the option.
-FT_FROM_MNLI = wc.mnli_start_tasks(config, TASKS)
-
-
-def mnli_start_model(wildcards):
-    """The saved MNLI model(s) of the same checkpoint and seed(s) a job starts from; [] unless
-    finetune.mnli_start is on and the job's task is one of taco.registry.MNLI_START_TASKS."""
-    if wildcards.task not in FT_FROM_MNLI:
-        return []
-    run = run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, wildcards.pseed)
-    seeds = [wildcards.seed] if "seed" in wildcards.keys() else FT_SEEDS
-    return [f"{R}/finetune/{run}/mnli/seed-{s}/model" for s in seeds]
+# finetune.mnli_start (default off): input `init` (mnli_start_model, common.smk) and the MNLI rules
+# below; off, the rules, their inputs and their commands are those without the option.
 
 
 rule finetune:
