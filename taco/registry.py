@@ -208,6 +208,9 @@ GLUE_TASK_SPECS: dict[str, GlueTask] = {
 #: task -> the score keys it contributes (MNLI has two dev sets)
 TASK_SCORE_KEYS: dict[str, tuple[str, ...]] = {n: t.score_keys for n, t in GLUE_TASK_SPECS.items()}
 GLUE_TASK_NAMES: tuple[str, ...] = tuple(GLUE_TASK_SPECS)
+#: the tasks that ``finetune.mnli_start`` starts from the MNLI fine-tuned model of the same checkpoint and
+#: seed, as MosaicBERT (Portes et al., 2023) and ModernBERT (Warner et al., 2024) evaluate
+MNLI_START_TASKS: tuple[str, ...] = ("rte", "mrpc", "stsb")
 
 #: task names in the paper's table order (tasks the paper does not print come last, WNLI among them)
 PAPER_TASK_ORDER: tuple[str, ...] = tuple(

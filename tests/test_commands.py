@@ -427,6 +427,17 @@ def _finetune_hp(cfg, size):
     return hp
 
 
+#: finetune.mnli_start: the tasks started from the MNLI fine-tuned model (MosaicBERT, ModernBERT)
+FROM_MNLI = ("rte", "mrpc", "stsb")
+
+
+def mnli_start_roles(cfg, task):
+    """(this task starts from MNLI's model, this task's jobs save it) under the config's finetune.mnli_start."""
+    tasks = cfg["glue"]["tasks"]
+    on = cfg["finetune"]["mnli_start"] and "mnli" in tasks and any(t in tasks for t in FROM_MNLI)
+    return on and task in FROM_MNLI, on and task == "mnli"
+
+
 def expect_finetune(cfg, job):
     from taco.registry import GLUE_TASK_SPECS
 
@@ -438,8 +449,11 @@ def expect_finetune(cfg, job):
         seeds, output = [int(w["seed"])], f"{base}/seed-{w['seed']}"
     else:
         seeds, output = list(ft["seeds"]), f"{base}/seed-{{seed}}"
+    from_mnli, saves = mnli_start_roles(cfg, w["task"])
     return {
         "checkpoint": f"{R}/pretrain/{run_dir(w)}", "task": w["task"], "seed": seeds, "output": output,
+        "init_from": f"{R}/finetune/{run_dir(w)}/mnli/seed-{w.get('seed', '{seed}')}/model" if from_mnli else None,
+        "save_model": saves,
         **expect_monitoring(cfg, "finetune", w),
         "glue_source": g["source"], "glue_dir": sub_root(g.get("data_dir"), cfg) if g["source"] == "local" else None,
         "max_length": ft["max_length"], "batch_size": ft["batch_size"], "lr": hp["learning_rate"],
@@ -458,8 +472,12 @@ def check_finetune(cfg, job, parsed):
     w = job["wildcards"]
     seeds = [int(w["seed"])] if "seed" in w else list(cfg["finetune"]["seeds"])
     base = f"{cfg['results_dir']}/finetune/{run_dir(w)}/{w['task']}"
-    assert sorted(job["output"]) == sorted(f"{base}/seed-{s}/{f}" for s in seeds
-                                           for f in ("metrics.json", "predictions.tsv"))
+    from_mnli, saves = mnli_start_roles(cfg, w["task"])
+    files = ("metrics.json", "predictions.tsv") + (("model",) if saves else ())
+    assert sorted(job["output"]) == sorted(f"{base}/seed-{s}/{f}" for s in seeds for f in files)
+    # the MNLI model of the same checkpoint and seed is an input (the DAG's dependency), only with the option
+    mnli = [f"{cfg['results_dir']}/finetune/{run_dir(w)}/mnli/seed-{s}/model" for s in seeds]
+    assert sorted(job["input"].get("init", [])) == (sorted(mnli) if from_mnli else [])
     check_slots(cfg, parsed, cfg["finetune"]["num_gpus"])
     assert parsed.env.get("OMP_NUM_THREADS") == str(job["threads"])
 
@@ -558,6 +576,8 @@ CONTRACT = {
     "pretrain": ("pretrain", expect_pretrain, check_pretrain),
     "finetune": ("finetune", expect_finetune, check_finetune),
     "finetune_seeds": ("finetune", expect_finetune, check_finetune),
+    "finetune_mnli": ("finetune", expect_finetune, check_finetune),
+    "finetune_mnli_seeds": ("finetune", expect_finetune, check_finetune),
     "dynamics": ("dynamics", expect_dynamics, None),
     "aggregate": ("aggregate", expect_aggregate, None),
     "tables": ("tables", expect_report, None),
@@ -604,6 +624,8 @@ def test_every_job_runs_the_command_the_config_says(dag):
             check(cfg, job, parsed)
         counts[rule] += 1
     assert counts["pretrain"] and counts["finetune"] + counts["finetune_seeds"] and counts["corpus"] == 1
+    if any(mnli_start_roles(cfg, t)[1] for t in cfg["glue"]["tasks"]):
+        assert counts["finetune_mnli"] + counts["finetune_mnli_seeds"], "finetune.mnli_start: no MNLI job saves its model"
 
 
 def test_every_taco_command_has_its_parser():

@@ -309,3 +309,91 @@ def test_table4_measures_the_reimplemented_baselines_beside_taco_and_mlm(tmp_pat
         assert abs(ours.loc[obj, "mean"] - base) < 0.6, obj
     md = (out / "table4.md").read_text()
     assert "BERT-NCE (cited from Kong et al., ICLR 2020)" in md and "INFOWORD-500k [step 80] (base role, reimplementation)" in md
+
+
+def test_median_over_seeds_stands_beside_the_mean_in_every_format(tmp_path):
+    """Encoder papers quote the median of 5 fine-tuning runs: each table gives it beside the mean, labelled
+    (csv column, a "(ours, median, n=..)" row in .md/.html/.tex, and the legend says what it is)."""
+    from fixtures_stats import PAPER_TABLE1_DEV, seed_offset
+
+    spec = smoke_spec(n_resamples=99, tasks=["mnli", "sst2", "rte"])
+    agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1, 2, 4], spread=3.0)  # offsets -1, +1, -2
+    out = tmp_path / "res"
+    assert main(["--aggregate-dir", str(agg), "--analysis", str(spec_path), "--output-dir", str(out)]) == 0
+    offsets = sorted(seed_offset(s, 3.0) for s in (1, 2, 4))
+    t1 = pd.read_csv(out / "table1.csv")
+    row = t1[(t1.section == "dev") & (t1.approach == "MLM-250k [step 60]") & (t1.column == "mnli_m")].iloc[0]
+    assert row["median"] == pytest.approx(PAPER_TABLE1_DEV["MLM-250k"]["mnli_m"] + offsets[1])
+    assert row["mean"] == pytest.approx(PAPER_TABLE1_DEV["MLM-250k"]["mnli_m"] + sum(offsets) / 3)
+    assert row["median"] != pytest.approx(row["mean"])
+    avg = t1[(t1.section == "dev") & (t1.approach == "MLM-250k [step 60]") & (t1.column == "avg")].iloc[0]
+    ga = pd.read_csv(agg / "glue_average.csv")
+    cell = ga[(ga.level == "cell") & (ga.objective == "mlm") & (ga.step == 60) & (ga.fraction == 1.0)
+              & (ga["size"] == "tiny")].iloc[0]
+    assert avg["median"] == pytest.approx(cell["median"])  # the average's median: of the per-seed averages
+    md = (out / "table1.md").read_text()
+    med_row = next(line for line in md.splitlines() if line.startswith("| dev | MLM-250k [step 60] (ours, median, n=3) |"))
+    assert f"| {row['median']:.1f} |" in med_row and "±" not in med_row
+    assert "ours, median = the median over the same runs as the mean" in md
+    html = (out / "table1.html").read_text()
+    assert "(ours, median, n=3)" in html
+    tex = (out / "table1.tex").read_text()
+    assert "(ours, median, n=3)" in tex and "median over the same runs" in tex
+    # a row without any run has no median row under it
+    assert "TACO-50k (ours, median" not in md.replace("TACO-50k (ours, n=0)", "")
+    for name in ("table2", "table3", "ablation"):
+        assert "(ours, median, n=3)" in (out / f"{name}.md").read_text(), name
+
+
+def test_columns_not_fine_tuned_are_noted_once_per_table(tmp_path):
+    """A task the configuration does not fine-tune is n/a in every row: the notes say so once, not once
+    per column and row."""
+    spec = smoke_spec(n_resamples=99, tasks=["mnli", "sst2", "rte"])
+    agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1, 2])
+    out = tmp_path / "res"
+    assert main(["--aggregate-dir", str(agg), "--analysis", str(spec_path), "--output-dir", str(out)]) == 0
+    md = (out / "table1.md").read_text()
+    notes = md.split("Notes:")[1]
+    assert notes.count("not fine-tuned") == 1, notes
+    assert "- QQP, QNLI, CoLA, STS-B, MRPC not fine-tuned (not in tasks): n/a in every row" in notes
+    # the other notes of a row stay with it
+    assert "- MLM-250k [step 60]: one pre-training run" in notes
+    # the long-form CSV keeps the reason on each of its cells
+    t1 = pd.read_csv(out / "table1.csv", keep_default_na=False)
+    qqp = t1[(t1.section == "dev") & (t1.column == "qqp") & (t1.approach == "MLM-250k [step 60]")].iloc[0]
+    assert qqp["not_fine_tuned"] == "not in tasks" and "QQP not fine-tuned" in qqp["note"]
+    assert (t1[t1.column == "mnli_m"]["not_fine_tuned"] == "").all()
+
+
+def test_runs_started_from_mnli_are_marked_and_explained(tmp_path):
+    """finetune.mnli_start: the values of RTE (and the note) say that they started from MNLI's model; a
+    table without such runs has no mark (the default)."""
+    import json
+
+    spec = smoke_spec(n_resamples=99, tasks=["mnli", "sst2", "rte"])
+    from fixtures_stats import write_smoke_runs
+    paths = write_smoke_runs(tmp_path / "runs", [1, 2], spec)
+    for p in paths:
+        rec = json.loads(p.read_text())
+        if rec["task"] == "rte":
+            rec["init_from"] = {"path": "x/mnli/seed-1/model", "task": "mnli", "seed": rec["seed"], "epoch": 4}
+            p.write_text(json.dumps(rec))
+    spec_path = write_spec(tmp_path / "analysis.json", spec)
+    assert aggregate_main(["--inputs", *map(str, paths), "--analysis", str(spec_path),
+                           "--output-dir", str(tmp_path / "agg")]) == 0
+    per_seed = pd.read_csv(tmp_path / "agg" / "per_seed.csv", keep_default_na=False)
+    assert set(per_seed[per_seed.task == "rte"]["init_from"]) == {"mnli"}
+    assert set(per_seed[per_seed.task != "rte"]["init_from"]) == {""}
+    out = tmp_path / "res"
+    assert main(["--aggregate-dir", str(tmp_path / "agg"), "--analysis", str(spec_path), "--output-dir", str(out)]) == 0
+    md = (out / "table1.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| Set |")).split(" | ")
+    row = next(line for line in md.splitlines() if line.startswith("| dev | MLM-250k [step 60] (ours, n=2)")).split(" | ")
+    assert row[head.index("RTE")].endswith("†") and not row[head.index("SST-2")].endswith("†")
+    assert "† = started from the MNLI fine-tuned model of the same checkpoint and seed" in md and ": RTE." in md
+    assert r"$^\dagger$" in (out / "table1.tex").read_text()
+    t1 = pd.read_csv(out / "table1.csv", keep_default_na=False)
+    assert set(t1[(t1.column == "rte") & (t1.n_seeds > 0)]["init_from"]) == {"mnli"}
+    # the same runs without the record: no mark anywhere
+    plain = _rendered(tmp_path / "plain", tasks=["mnli", "sst2", "rte"])
+    assert "†" not in (plain / "table1.md").read_text()

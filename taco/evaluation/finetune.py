@@ -14,7 +14,10 @@ Outputs in ``--output`` (written atomically; an existing output is never overwri
 ``test_predictions.tsv`` (columns ``file``, ``index``, ``prediction``: the reported epoch's model on
 the task's unlabelled GLUE test split(s), MNLI also on the diagnostic AX, in the GLUE server's label
 strings; ``taco glue-submission`` gathers them into the server's zip; ``--no-test-predictions``
-skips it). The run is four named steps: ``load_task_data``, ``build_trainer``, training with the
+skips it). ``--save-model`` also writes the reported epoch's model into ``<output>/model/`` and
+``--init-from DIR`` starts from such a model's encoder with a new head (RTE, MRPC and STS-B from MNLI's,
+the MosaicBERT / ModernBERT convention; :mod:`taco.evaluation.finetune_init`); ``metrics.json`` then
+records ``init_from``. The run is four named steps: ``load_task_data``, ``build_trainer``, training with the
 per-epoch evaluator, ``build_metrics``/``write_outputs``.
 
 Monitoring (:mod:`taco.training.monitoring`, changes no number): TensorBoard event files with the
@@ -33,6 +36,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-predictions", action=argparse.BooleanOptionalAction, default=True,
                    help="predict the task's unlabelled GLUE test split(s) with the reported epoch's model "
                         "into test_predictions.tsv (GLUE server labels; default on; never capped)")
+    p.add_argument("--save-model", action="store_true",
+                   help="also save the reported epoch's model into <output>/model/ (weights, tokenizer and "
+                        "finetuned.json): the start of --init-from runs")
+    p.add_argument("--init-from", default=None, metavar="DIR",
+                   help="start from the encoder of a model saved by --save-model (e.g. MNLI's, as MosaicBERT "
+                        "and ModernBERT fine-tune RTE, MRPC and STS-B) with a new classification head; it must "
+                        "come from the same --checkpoint and seed; may contain {seed}")
     p.add_argument("--logging-steps", type=int, default=50, help="log the training loss every N steps")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     from taco.training import monitoring
@@ -170,8 +181,14 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--checkpoint {ckpt}: {MANIFEST_NAME} has no known size_preset ({size!r}) to take the "
                          "fine-tuning learning rate and epochs from; pass --lr and --epochs")
     defaults = defaults or {}
+    manifest_sha256 = sha256_file(ckpt / MANIFEST_NAME)
+    init_from = None
+    if getattr(args, "init_from", None):
+        from taco.evaluation.finetune_init import check_init_from
+
+        init_from = {"path": Path(args.init_from), "record": check_init_from(args.init_from, manifest_sha256, args.seed)}
     return {
-        "checkpoint": ckpt, "manifest": manifest, "manifest_sha256": sha256_file(ckpt / MANIFEST_NAME),
+        "checkpoint": ckpt, "manifest": manifest, "manifest_sha256": manifest_sha256, "init_from": init_from,
         "tokenizer": tokenizer, "config": config, "size_preset": size,
         "lr": args.lr if args.lr is not None else float(defaults["learning_rate"]),
         "epochs": args.epochs if args.epochs is not None else int(defaults["epochs"]),
@@ -257,15 +274,22 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
             "absent": {s.submission_file: why for s, why in data.test_absent.items()},
         },
     }
+    if facts.get("init_from"):  # only then: the record of a run from the pre-trained checkpoint is unchanged
+        rec = facts["init_from"]["record"]
+        metrics["init_from"] = {"path": str(facts["init_from"]["path"]), "task": rec.get("task"),
+                                "seed": rec.get("seed"), "epoch": rec.get("epoch")}
     metrics["code_version"] = code_version()
     metrics["packages"] = package_versions()
     return metrics
 
 
 def write_outputs(out: Path, metrics: dict[str, Any], data: TaskData, preds: dict[str, Any],
-                  test_rows: dict[str, tuple[list, list]] | None) -> None:
-    """``metrics.json``, ``predictions.tsv`` (dev) and ``test_predictions.tsv`` into ``out`` at once
-    (atomic directory; other files already there, e.g. a workflow log, are kept)."""
+                  test_rows: dict[str, tuple[list, list]] | None,
+                  save_model: Callable[[Path], Any] | None = None) -> None:
+    """``metrics.json``, ``predictions.tsv`` (dev), ``test_predictions.tsv`` and, with ``save_model``
+    (called with the folder to write), the model in ``model/`` into ``out`` at once (atomic directory;
+    other files already there, e.g. a workflow log, are kept)."""
+    from taco.evaluation.finetune_init import MODEL_DIR
     from taco.evaluation.submission import TEST_PREDICTIONS_NAME, write_test_predictions
 
     task = data.task
@@ -275,8 +299,10 @@ def write_outputs(out: Path, metrics: dict[str, Any], data: TaskData, preds: dic
             for f in out.iterdir():
                 if f.is_file() and f.name not in ours:
                     shutil.copy2(f, tmp / f.name)
-                elif f.is_dir():
+                elif f.is_dir() and not (save_model is not None and f.name == MODEL_DIR):
                     shutil.copytree(f, tmp / f.name, symlinks=True)
+        if save_model is not None:
+            save_model(tmp / MODEL_DIR)
         (tmp / "metrics.json").write_text(json.dumps(finite_or_null(metrics), indent=2, default=_json_default,
                                                      allow_nan=False) + "\n")
         with open(tmp / "predictions.tsv", "w", newline="") as fh:
@@ -300,7 +326,8 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     data = load_task_data(args, facts["tokenizer"])
     primary = primary_metrics(args)
     monitor = _monitor(args, facts)
-    evaluator = _make_epoch_evaluator(data, args.report_rule, primary, monitor)
+    save = bool(getattr(args, "save_model", False))
+    evaluator = _make_epoch_evaluator(data, args.report_rule, primary, monitor, keep_best_state=save)
     work = Path(tempfile.mkdtemp(prefix="taco-finetune-"))
     from taco.training.monitoring import trainer_callback
     from taco.training.runlog import ProgressCallback
@@ -329,10 +356,30 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     preds = evaluator.predictions[chosen]
     metrics = build_metrics(args, facts, data, epochs, chosen, preds, precision, time.time() - t0, test_rows)
     out = Path(args.output)
-    write_outputs(out, metrics, data, preds, test_rows)
+    write_outputs(out, metrics, data, preds, test_rows,
+                  _model_saver(args, facts, trainer, evaluator, epochs, chosen) if save else None)
     print(f"taco finetune: wrote {out}/metrics.json (epoch {epochs[chosen]['epoch']}: "
           f"{json.dumps(epochs[chosen]['scores'])})", file=sys.stderr)
     return 0
+
+
+def _model_saver(args: argparse.Namespace, facts: dict[str, Any], trainer, evaluator, epochs: list[dict],
+                 chosen: int) -> Callable[[Path], Any]:
+    """What ``--save-model`` writes: the reported epoch's model (the last epoch's is the trainer's; with
+    ``--report-rule best`` the state the evaluator kept at the best epoch) with its record."""
+    from taco.evaluation.finetune_init import save_finetuned
+
+    model = trainer.model
+    if args.report_rule == "best":
+        kept_epoch, state = evaluator.best_state or (None, None)
+        if kept_epoch != chosen:
+            raise RuntimeError(f"the kept model is of epoch {None if kept_epoch is None else kept_epoch + 1}, "
+                               f"the reported epoch is {chosen + 1}")
+        model.load_state_dict(state)
+    record = {"task": args.task, "seed": args.seed, "epoch": epochs[chosen]["epoch"],
+              "report_rule": args.report_rule, "scores": epochs[chosen]["scores"],
+              "checkpoint": str(facts["checkpoint"]), "checkpoint_manifest_sha256": facts["manifest_sha256"]}
+    return lambda directory: save_finetuned(model, facts["tokenizer"], directory, record)
 
 
 def _monitor(args: argparse.Namespace, facts: dict[str, Any]):
@@ -380,12 +427,18 @@ def per_seed_args(args: argparse.Namespace) -> list[argparse.Namespace]:
     if len(seeds) > 1 and "{seed}" not in args.output:
         raise UsageError("--output must contain {seed} when several seeds are given "
                          "(e.g. results/.../rte/seed-{seed})")
+    init = getattr(args, "init_from", None)
+    if init and len(seeds) > 1 and "{seed}" not in init:
+        raise UsageError("--init-from must contain {seed} when several seeds are given: each seed starts from "
+                         "the model of the same seed (e.g. results/.../mnli/seed-{seed}/model)")
     out = []
     tb = getattr(args, "tensorboard_dir", None)
     for seed in seeds:
         one = argparse.Namespace(**vars(args))
         one.seed = seed
         one.output = args.output.replace("{seed}", str(seed))
+        if init:
+            one.init_from = init.replace("{seed}", str(seed))
         if tb:  # one TensorBoard folder per seed
             one.tensorboard_dir = (tb.replace("{seed}", str(seed)) if "{seed}" in tb or len(seeds) == 1
                                    else str(Path(tb) / f"seed-{seed}"))

@@ -119,6 +119,10 @@ def build_trainer(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
         str(facts["checkpoint"]), num_labels=task.num_labels,
         problem_type="regression" if task.is_regression else "single_label_classification",
     )
+    if facts.get("init_from"):  # --init-from: the saved model's encoder, this run's new (seeded) head
+        from taco.evaluation.finetune_init import load_encoder
+
+        load_encoder(model, facts["init_from"]["path"])
     targs = TrainingArguments(
         output_dir=str(work),
         num_train_epochs=facts["epochs"],
@@ -181,11 +185,13 @@ def predict_tests(trainer, data: TaskData) -> dict[str, tuple[list[int], list[st
 
 
 def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, str] | None = None,
-                          monitor: Any = None):
+                          monitor: Any = None, keep_best_state: bool = False):
     """A ``TrainerCallback`` that scores every dev split after each epoch (``epochs``,
     ``predictions`` per epoch) and, for ``--report-rule best``, predicts the test splits whenever
-    an epoch becomes the best so far by the ``primary`` metrics (``test``: (epoch index, rows)); the
-    earliest best epoch wins ties, as ``choose_epoch``. Each epoch's scores also go to ``monitor``
+    an epoch becomes the best so far by the ``primary`` metrics (``test``: (epoch index, rows)) and,
+    with ``keep_best_state`` (``--save-model``), keeps a CPU copy of that epoch's model state
+    (``best_state``: (epoch index, state dict)); the earliest best epoch wins ties, as
+    ``choose_epoch``. Each epoch's scores also go to ``monitor``
     (:class:`taco.training.monitoring.Monitor`, tags ``dev/<score key>/<metric>``) when given."""
     from transformers import TrainerCallback
 
@@ -199,6 +205,7 @@ def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, s
             self.epochs: list[dict[str, Any]] = []
             self.predictions: list[dict[str, Any]] = []
             self.test: tuple[int, dict] | None = None
+            self.best_state: tuple[int, dict] | None = None
             self._best = None
 
         def on_epoch_end(self, a, state, control, **kw):
@@ -215,9 +222,13 @@ def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, s
                 monitor.log({f"dev/{key}/{m}": v for key, ms in scores.items() for m, v in ms.items()},
                             state.global_step)
             value = _primary_value(scores, primary)
-            if report_rule == "best" and data.test_enc and (self._best is None or value > self._best):
+            if report_rule == "best" and (data.test_enc or keep_best_state) and (self._best is None or value > self._best):
                 self._best = value
-                self.test = (epoch - 1, predict_tests(self.trainer, data))
+                if data.test_enc:
+                    self.test = (epoch - 1, predict_tests(self.trainer, data))
+                if keep_best_state:  # copying the weights draws no random number: the run is unchanged
+                    self.best_state = (epoch - 1, {k: v.detach().to("cpu", copy=True)
+                                                   for k, v in self.trainer.model.state_dict().items()})
 
     return EpochEvaluator()
 

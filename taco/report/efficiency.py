@@ -305,7 +305,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
                     notes: Sequence[str] = ()) -> str:
     """efficiency.md: the claims' table, the rule, per claim the verdict, units and notes, the
     speedup curve's trend, and the simulated coverage and level of the method for this run."""
-    from taco.report.markdown_text import md_text as escape_md
+    from taco.report.markdown_text import md_text
 
     lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
     lines = ["# Steps-to-target speedups (TACO against MLM)", "",
@@ -315,15 +315,15 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in _rows(df, "primary", "secondary").itertuples():
         t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
-        budget = f" ({escape_md(r.target_budget)})" if r.target_budget else ""
+        budget = f" ({md_text(r.target_budget)})" if r.target_budget else ""
         lines.append(
-            f"| {r.claim_id} | {r.kind} | {escape_md(r.size)} | {r.form} ({r.unit_of_value}) | {t}{budget} | "
+            f"| {r.claim_id} | {r.kind} | {md_text(r.size)} | {r.form} ({r.unit_of_value}) | {t}{budget} | "
             f"{_f(r.target_value, 4)} | {_est(r)} | {r.unit_k or 'n/a'} | {_f(r.model_flops_speedup)} | "
             f"{_f(r.wall_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
             f"{_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict if r.kind == 'primary' else 'secondary: ' + r.verdict}** |")
     lines.append("")
     for r in _rows(df, "primary").itertuples():
-        lines += [f"## {r.claim_id} ({escape_md(r.size)}): {escape_md(r.title)}", "",
+        lines += [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
                   f"- Verdict: **{r.verdict}** - {r.reason}",
                   f"- Per-unit speedups of B: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
                   "'>' never reaches the target, extrapolated; '<' beats it at the first point, extrapolated)",
@@ -347,12 +347,12 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
                   "| claim | size | n units (A/B) | SD of A at T | SD of B's log speedups | coverage | false supported | experiments |",
                   "|---|---|---|---|---|---|---|---|"]
         for c in calibration:
-            lines.append(f"| {c['claim_id']} | {escape_md(c['size'])} | {c['n_a']}/{c['n_b']} | {_f(c['sd_a'])} | "
+            lines.append(f"| {c['claim_id']} | {md_text(c['size'])} | {c['n_a']}/{c['n_b']} | {_f(c['sd_a'])} | "
                          f"{_f(c['sd_log_b'])} | {c['coverage']:.3f} | {c['supported']:.3f} | {c['reps']} |")
         lines += ["", "`taco efficiency --calibrate` prints the suite's checked scenarios and its known limit "
                   "(strongly skewed A runs).", ""]
     if notes:
-        lines += ["## Notes on the inputs", ""] + [f"- {escape_md(n)}" for n in notes] + [""]
+        lines += ["## Notes on the inputs", ""] + [f"- {md_text(n)}" for n in notes] + [""]
     return "\n".join(lines)
 
 

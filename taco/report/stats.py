@@ -11,7 +11,8 @@ available as bootstrap intervals (``scipy.stats.bootstrap``) for many seeds.
 ``taco aggregate --inputs <metrics.json ...> --analysis FILE --output-dir results/aggregate`` writes
 
 - ``per_seed.csv``: one row per run and score key: every metric (0-1, as in metrics.json), the
-  primary metric's value in GLUE points (x100), the degenerate flag, the source path;
+  primary metric's value in GLUE points (x100), the degenerate flag, ``init_from`` (the task of the
+  fine-tuned model the run started from, ``mnli`` with ``finetune.mnli_start``; else empty), the source path;
 - ``cells.csv``: per size / objective / fraction / step / score key: n_seeds, seeds, mean, std
   (ddof=1), median, min, max, CI of the mean (``ci_method``), n_degenerate. Cells the spec expects but no
   run produced appear with n_seeds = 0 and a note, never dropped;
@@ -171,6 +172,8 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
                 "degenerate": bool(degenerate.get(key, False)) or undefined,
                 "undefined_metric": undefined,
                 "report_rule": rec.get("report_rule", ""), "reported_epoch": rec.get("reported_epoch", ""),
+                # the task of the fine-tuned model this run started from (`taco finetune --init-from`), else ""
+                "init_from": str((rec.get("init_from") or {}).get("task") or ""),
                 "path": path,
             }
             for m, v in metrics.items():
@@ -178,7 +181,7 @@ def per_seed_table(records: Sequence[Mapping[str, Any]], cfg: AnalysisConfig) ->
             rows.append(row)
     cols = ["size", "role", "objective", "fraction", "step", "budget", "task", "pretrain_seed", "seed",
             "score_key", "primary_metric", "value", "degenerate", "undefined_metric", "report_rule",
-            "reported_epoch", "path"]
+            "reported_epoch", "init_from", "path"]
     df = pd.DataFrame(rows, columns=cols + sorted({c for r in rows for c in r if c.startswith("metric_")}))
     df = df.sort_values(["size", "objective", "fraction", "step", "score_key", "pretrain_seed", "seed"],
                         kind="stable")
@@ -442,8 +445,9 @@ def read_aggregate(directory: str | Path) -> dict[str, pd.DataFrame]:
         if not p.is_file():
             raise FileNotFoundError(f"aggregate directory {d}: missing {name} (run `taco aggregate` first)")
         df = pd.read_csv(p, keep_default_na=True, dtype={"seeds": str, "note": str, "budget": str,
-                                                          "role": str, "seed": str, "covered_keys": str})
-        for c in ("note", "budget", "role", "seeds", "covered_keys", "missing_keys", "seed"):
+                                                          "role": str, "seed": str, "covered_keys": str,
+                                                          "init_from": str})
+        for c in ("note", "budget", "role", "seeds", "covered_keys", "missing_keys", "seed", "init_from"):
             if c in df.columns:
                 df[c] = df[c].fillna("")
         out[name[:-4]] = df

@@ -42,6 +42,8 @@ TABLES = ("table1", "table2", "table3", "table4", "ablation")
 KONG_2020 = "Kong et al., ICLR 2020 (cited by the paper; numbers not in paper_values.json)"
 #: ``paper_source`` of a row the paper does not have (the no-pre-training control)
 NOT_IN_PAPER = "not in the paper"
+#: ``not_fine_tuned`` of a column whose task the configuration does not fine-tune (``glue.tasks``)
+NOT_IN_TASKS = "not in tasks"
 
 
 def load_paper_values() -> dict[str, Any]:
@@ -92,6 +94,14 @@ class TableBuilder:
     def _cell_row(self, size, obj, frac, step, key) -> Mapping[str, Any] | None:
         return self._cells.get((size, obj, round(float(frac), 6), int(step), key))
 
+    def _init_from(self, size, obj, frac, step, key) -> str:
+        """The task(s) whose fine-tuned model the cell's runs of ``key`` started from (``mnli`` with
+        ``finetune.mnli_start``; ``;``-joined), "" when they started from the pre-trained checkpoint."""
+        sub = self._runs.get((size, obj, round(float(frac), 6), int(step)))
+        if sub is None or "init_from" not in sub:
+            return ""
+        return ";".join(sorted({str(x) for x in sub[sub["score_key"] == key]["init_from"] if isinstance(x, str) and x}))
+
     def _avg(self, size, obj, frac, step, keys: Sequence[str]) -> dict[str, Any]:
         sub = self._runs.get((size, obj, round(float(frac), 6), int(step)), self.per_seed.iloc[:0])
         s = seed_averages(sub, keys)
@@ -126,8 +136,9 @@ class TableBuilder:
                 "step": step if step is not None else "", "column": col,
                 "column_label": KEY_LABELS.get(col, average_label(akeys) if akeys else col),
                 "metric": self.cfg.primary_metric.get(col, "") if akeys is None else "average",
-                "unit": UNIT, "n_seeds": 0, "mean": math.nan, "std": math.nan, "ci_low": math.nan,
-                "ci_high": math.nan, "n_degenerate": 0,
+                "unit": UNIT, "n_seeds": 0, "mean": math.nan, "std": math.nan, "median": math.nan,
+                "ci_low": math.nan, "ci_high": math.nan, "n_degenerate": 0, "not_fine_tuned": "",
+                "init_from": "",
             }
             notes = [note] if note else []
             if ours_available and step is not None and size:
@@ -137,11 +148,16 @@ class TableBuilder:
                         from taco.report.stats import task_of
 
                         why = self.cfg.missing_tasks.get(task_of(col))
-                        notes.append(f"{KEY_LABELS.get(col, col)} not fine-tuned: {why}" if why else
-                                     f"{KEY_LABELS.get(col, col)} not fine-tuned (not in tasks)"
-                                     if col not in self.cfg.score_keys else "no runs")
+                        if why or col not in self.cfg.score_keys:  # the same for every row: said once per table
+                            rec["not_fine_tuned"] = why or NOT_IN_TASKS
+                            notes.append(f"{KEY_LABELS.get(col, col)} not fine-tuned: {why}" if why else
+                                         f"{KEY_LABELS.get(col, col)} not fine-tuned ({NOT_IN_TASKS})")
+                        else:
+                            notes.append("no runs")
                     else:
                         rec.update(n_seeds=int(r["n_seeds"]), mean=_nan(r["mean"]), std=_nan(r["std"]),
+                                   median=_nan(r.get("median")), init_from=self._init_from(size, objective,
+                                                                                            fraction, step, col),
                                    ci_low=_nan(r["ci_low"]), ci_high=_nan(r["ci_high"]),
                                    n_degenerate=int(r["n_degenerate"]))
                         notes += [n for n in str(r.get("note") or "").split("; ")
@@ -159,7 +175,7 @@ class TableBuilder:
                     notes.append("no score key of the average was fine-tuned")
                 else:
                     s = self._avg(size, objective, fraction, step, akeys)
-                    rec.update(n_seeds=s["n"], mean=s["mean"], std=s["std"], ci_low=s["ci_low"],
+                    rec.update(n_seeds=s["n"], mean=s["mean"], std=s["std"], median=s["median"], ci_low=s["ci_low"],
                                ci_high=s["ci_high"], n_degenerate=s["n_degenerate"])
                     if s["n_degenerate"]:
                         notes.append(f"average: {s['n_degenerate']} seed(s) with a degenerate run included")

@@ -7,10 +7,12 @@ beside BERT-NCE and INFOWORD: the paper's numbers cited from Kong et al., ICLR 2
 reimplementations measured at equal steps and data) and ``ablation`` (TACO,
 concentrated TACO, MLM, MLM+TP over budgets):
 
-- ``<name>.csv``: long form, one row per table row and column: reproduced mean, SD, CI (t interval),
-  n_seeds, n_degenerate, the published value and the difference (n/a where unknown), notes;
-- ``<name>.md`` and ``<name>.tex``: laid out like the paper, three rows per approach: ours (mean
-  +- SD over seeds), paper, and the difference; ``<name>.html``: the Markdown rendered for
+- ``<name>.csv``: long form, one row per table row and column: reproduced mean, SD, median, CI (t
+  interval), n_seeds, n_degenerate, ``not_fine_tuned`` (why a column's task was not fine-tuned, else
+  empty), the published value and the difference (n/a where unknown), notes;
+- ``<name>.md`` and ``<name>.tex``: laid out like the paper, up to four rows per approach: ours (mean
+  +- SD over seeds), ours, median (over the same units: encoder papers quote the median of 5
+  fine-tuning runs), paper, and the difference; a column not fine-tuned is noted once per table; ``<name>.html``: the Markdown rendered for
   ``snakemake --report`` (:mod:`taco.report.html`).
 
 Units: GLUE points (x100). Published values: ``taco/resources/paper_values.json``, the one place
@@ -47,6 +49,7 @@ from taco.report.table_builders import (  # noqa: F401  (re-exported: taco.repor
     KEY_LABELS,
     KONG_2020,
     NOT_IN_PAPER,
+    NOT_IN_TASKS,
     OBJ_LABELS,
     TABLE2_KEYS,
     TABLES,
@@ -68,6 +71,10 @@ from taco.report.table_builders import (  # noqa: F401  (re-exported: taco.repor
 )
 
 NA = "n/a"
+#: the label of the row under each "(ours)" row: the median over the same units as the mean
+MEDIAN_LABEL = "ours, median"
+#: marks a value whose runs started from another task's fine-tuned model (``finetune.mnli_start``)
+START_MARK = "†"
 
 #: what a "(paper)" row says when this project has no published value for any of its columns
 NOT_AVAILABLE = "published values not available to this project: see docs/paper-facts.md"
@@ -134,16 +141,22 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
         ns = sorted({int(n) for n in g["n_seeds"] if n})
         nlab = "n=" + ("/".join(str(n) for n in ns) if ns else "0")
         ours = {"Set": section, "Approach": f"{approach} (ours, {nlab})"}
+        median = {"Set": section, "Approach": f"{approach} ({MEDIAN_LABEL}, {nlab})"}
         paper = {"Set": section, "Approach": f"{approach} (paper)"}
         diff = {"Set": section, "Approach": "  difference (ours - paper)"}
+        medians = g["median"] if "median" in g else pd.Series(math.nan, index=g.index)
         for c in cols:
             r = g.loc[c]
             m, sd = r["mean"], r["std"]
+            start = START_MARK if isinstance(r.get("init_from"), str) and r.get("init_from") else ""
             ours[headers[c]] = NA if not math.isfinite(m) else (
-                _fmt(m) + (f" ±{sd:.1f}" if math.isfinite(sd) else "") + ("*" if r["n_degenerate"] else ""))
+                _fmt(m) + (f" ±{sd:.1f}" if math.isfinite(sd) else "") + ("*" if r["n_degenerate"] else "") + start)
+            median[headers[c]] = _fmt(medians.loc[c]) + (start if math.isfinite(medians.loc[c]) else "")
             paper[headers[c]] = _fmt(r["paper"])
             diff[headers[c]] = _fmt(r["diff"], signed=True)
         out.append(ours)
+        if any(math.isfinite(float(x)) for x in medians):
+            out.append(median)
         if (g["paper_source"] == NOT_IN_PAPER).all() or blocker.startswith("synthetic"):
             continue
         if not known:
@@ -155,10 +168,32 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def not_fine_tuned_notes(long: pd.DataFrame) -> tuple[list[str], set[str]]:
+    """The table's columns whose task was not fine-tuned, said once per table: one line per reason
+    (``QQP, QNLI not fine-tuned (not in tasks); n/a in every row``), and the per-row note texts they
+    replace (which :func:`_notes` leaves out). A reason comes from the rows' ``not_fine_tuned`` column
+    (:class:`taco.report.table_builders.TableBuilder`: ``not in tasks`` or the analysis spec's
+    ``missing_tasks`` reason); columns are named in the table's order."""
+    if "not_fine_tuned" not in long:
+        return [], set()
+    rows = long[long["not_fine_tuned"].fillna("").astype(str) != ""]
+    by_reason: dict[str, list[str]] = {}
+    for col, why in zip(rows["column"], rows["not_fine_tuned"]):
+        label = KEY_LABELS.get(col, col)
+        if label not in by_reason.setdefault(why, []):
+            by_reason[why].append(label)
+    lines = [f"{', '.join(cols)} not fine-tuned ({why}): n/a in every row" for why, cols in by_reason.items()]
+    replaced = {f"{KEY_LABELS.get(c, c)} not fine-tuned ({NOT_IN_TASKS})" if w == NOT_IN_TASKS else
+                f"{KEY_LABELS.get(c, c)} not fine-tuned: {w}" for c, w in zip(rows["column"], rows["not_fine_tuned"])}
+    return lines, replaced
+
+
 def _notes(long: pd.DataFrame) -> list[str]:
-    notes = []
+    """The notes under the table: the not-fine-tuned columns once (:func:`not_fine_tuned_notes`), then
+    per approach what else is n/a or special about its row."""
+    notes, replaced = not_fine_tuned_notes(long)
     for (approach,), g in long.groupby(["approach"], sort=False):
-        ns = sorted(set(n for x in g["note"] if x for n in x.split("; ")))
+        ns = sorted(set(n for x in g["note"] if x for n in x.split("; ")) - replaced)
         if ns:
             notes.append(f"{approach}: {'; '.join(ns)}")
     return notes
@@ -224,6 +259,26 @@ TEST_SCORES_NOTE = ("Test scores: these are dev-set numbers. For each fine-tuned
                     "for numbers comparable with the paper's test rows.")
 
 
+#: what the median row is (encoder papers quote the median of 5 fine-tuning runs)
+MEDIAN_NOTE = ("ours, median = the median over the same runs as the mean (the number encoder papers quote, \"median of 5\"; "
+               "it equals the mean at 1 or 2 seeds)")
+
+
+def start_note(long: pd.DataFrame) -> str:
+    """What :data:`START_MARK` means, naming the columns it marks; "" when no run of the table started from
+    another task's fine-tuned model (``finetune.mnli_start`` off)."""
+    if "init_from" not in long:
+        return ""
+    rows = long[long["init_from"].fillna("").astype(str) != ""]
+    if rows.empty:
+        return ""
+    cols = ", ".join(dict.fromkeys(KEY_LABELS.get(c, c) for c in rows["column"]))
+    src = ", ".join(sorted({t.upper() for x in rows["init_from"] for t in str(x).split(";")}))
+    return (f"{START_MARK} = started from the {src} fine-tuned model of the same checkpoint and seed (its encoder, a "
+            f"new head; finetune.mnli_start), as MosaicBERT and ModernBERT evaluate, not from the pre-trained "
+            f"checkpoint as the paper's scripts do: {cols}. The averages include these columns.")
+
+
 def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None = None) -> str:
     """Markdown: title, the wide table, which metric each column is, whether the fine-tuning sets
     were capped (from ``cfg``), and the notes (what is n/a and why)."""
@@ -234,10 +289,13 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
         lines.append("| " + " | ".join(str(r[h]).replace("|", "\\|") for h in head) + " |")
     ci = (f"{cfg.confidence_level * 100:g}% CI in the CSV: {ci_method_name(cfg.ci_method)}" if cfg is not None
           else f"CI in the CSV: {ci_method_name('t')}")
-    lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds ({ci}); "
+    lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds ({ci}); {MEDIAN_NOTE}; "
               "`*` = includes degenerate runs (constant predictions; an undefined correlation counts as 0); "
               "n/a = not run or not published (never invented).", "", column_metrics_note(long),
               "", SYNTHETIC_TEST_NOTE if cfg is not None and cfg.synthetic_tasks else TEST_SCORES_NOTE]
+    start = start_note(long)
+    if start:
+        lines += ["", start]
     blockers = sorted({b for b in long.get("paper_blocker", pd.Series(dtype=str)) if isinstance(b, str) and b})
     if blockers:
         lines += ["", "No difference against the paper is printed: " + "; ".join(blockers) + "."]
@@ -252,7 +310,8 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
 
 def _tex_escape(s: str) -> str:
     rep = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$"}
+           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$",
+           START_MARK: r"$^\dagger$"}
     return "".join(rep.get(ch, ch) for ch in str(s))
 
 
@@ -272,8 +331,8 @@ def render_latex(long: pd.DataFrame, title: str) -> str:
         lines.append(" & ".join(_tex_escape(r[h]) for h in head) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}",
               r"\caption{" + _tex_escape(title) + ". " + _tex_escape(
-                  f"{UNIT}; ours: mean ±SD over seeds; n/a: not run or not published. "
-                  + column_metrics_note(long)) + "}",
+                  f"{UNIT}; ours: mean ±SD over seeds; {MEDIAN_NOTE}; n/a: not run or not published. "
+                  + column_metrics_note(long) + (" " + start_note(long) if start_note(long) else "")) + "}",
               r"\end{table}"]
     return "\n".join(lines) + "\n"
 

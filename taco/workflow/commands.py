@@ -366,7 +366,13 @@ class Commands:
         else:
             seeds = [_s(s) for s in self.config["finetune"]["seeds"]]
             out = os.path.join(os.path.dirname(os.path.dirname(metrics[0])), "seed-{seed}")
-        return (["--checkpoint", input.checkpoint, "--seed", *seeds, "--output", out]
+        # finetune.mnli_start: the MNLI model(s) this job starts from (input ``init``) / that it saves
+        # (output ``model``); neither exists with the option off, and the command is as without it
+        init = _files(getattr(input, "init", None) or [])
+        if init and "seed" not in wildcards.keys():  # every seed of the job: each from its own seed's model
+            init = [os.path.join(os.path.dirname(os.path.dirname(init[0])), "seed-{seed}", os.path.basename(init[0]))]
+        return (["--checkpoint", input.checkpoint, *(["--init-from", init[0]] if init else []),
+                 "--seed", *seeds, "--output", out, *(["--save-model"] if getattr(output, "model", None) else [])]
                 + self.monitoring_words("finetune", wildcards))
 
     def glue_submission_args(self, wildcards: Any = None) -> list[str]:

@@ -17,6 +17,7 @@ from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options
 from taco.registry import (  # noqa: F401
     FINETUNE_HYPERPARAMETERS, GLUE_TASK_NAMES, OBJECTIVES, PRESETS, TC_OBJECTIVES, budget_name,
 )
+from taco.registry import MNLI_START_TASKS
 from taco.registry import finetune_hyperparameters as registry_finetune_hyperparameters
 
 #: names the workflow's wildcards and checks accept (defined once in taco.registry)
@@ -353,6 +354,32 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"dynamics.objectives: unknown objective {d!r}; allowed: {', '.join(OBJECTIVES)}")
     _check_report_steps(config)
     _check_local_inputs(config, tasks_available)
+    _check_mnli_start(config, tasks_available)
+
+
+def mnli_start_tasks(config: dict[str, Any], tasks: list[str]) -> tuple[str, ...]:
+    """The tasks of ``tasks`` (those that run) that start from the MNLI fine-tuned model of the same
+    checkpoint and seed: :data:`MNLI_START_TASKS` with ``finetune.mnli_start`` on and MNLI among
+    ``tasks``, else none."""
+    if not (config.get("finetune") or {}).get("mnli_start", False) or "mnli" not in tasks:
+        return ()
+    return tuple(t for t in MNLI_START_TASKS if t in tasks)
+
+
+def _check_mnli_start(config: dict[str, Any], tasks_available: dict[str, str | None] | None) -> None:
+    """``finetune.mnli_start`` needs MNLI and one of RTE, MRPC, STS-B among the tasks that run (ConfigError
+    naming the key otherwise; part of :func:`check_config`)."""
+    if not config["finetune"].get("mnli_start", False):
+        return
+    tasks = effective_tasks(config, tasks_available)
+    if "mnli" not in tasks:
+        why = " (absent from glue.data_dir)" if "mnli" in config["glue"]["tasks"] else ""
+        raise ConfigError(f"finetune.mnli_start: true needs mnli among the GLUE tasks run{why}; glue.tasks is "
+                          f"{config['glue']['tasks']}: add mnli, or set finetune.mnli_start: false")
+    if not mnli_start_tasks(config, tasks):
+        raise ConfigError(f"finetune.mnli_start: true starts {', '.join(MNLI_START_TASKS)} from MNLI, but none of "
+                          f"them is among the GLUE tasks run ({', '.join(tasks)}): add one, or set "
+                          "finetune.mnli_start: false")
 
 
 def local_glue_availability(config: dict[str, Any]) -> dict[str, str | None] | None:

@@ -120,6 +120,21 @@ def pretrain_targets():
     ]
 
 
+# finetune.mnli_start (default off): RTE, MRPC and STS-B start from the MNLI model of the same checkpoint
+# and seed, which the MNLI jobs (rules finetune_mnli / finetune_mnli_seeds, finetune.smk) then also save.
+FT_FROM_MNLI = wc.mnli_start_tasks(config, TASKS)
+
+
+def mnli_start_model(wildcards):
+    """The saved MNLI model(s) of the same checkpoint and seed(s) a fine-tuning job starts from; [] unless
+    finetune.mnli_start is on and the job's task is one of taco.registry.MNLI_START_TASKS."""
+    if wildcards.task not in FT_FROM_MNLI:
+        return []
+    run = run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, wildcards.pseed)
+    seeds = [wildcards.seed] if "seed" in wildcards.keys() else config["finetune"]["seeds"]
+    return [f"{R}/finetune/{run}/mnli/seed-{s}/model" for s in seeds]
+
+
 def finetune_targets():
     out = wctl.finetune_targets(config, TASKS)  # the no-pre-training controls, if asked for
     for r in RUNS:

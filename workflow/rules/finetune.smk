@@ -6,11 +6,14 @@
 
 FT_RUN = f"{R}/finetune/{RUN}/{{task}}"
 FT_SEEDS = config["finetune"]["seeds"]
+# finetune.mnli_start (default off): input `init` (mnli_start_model, common.smk) and the MNLI rules
+# below; off, the rules, their inputs and their commands are those without the option.
 
 
 rule finetune:
     input:
         checkpoint=f"{R}/pretrain/{RUN}",
+        init=mnli_start_model,
     output:
         metrics=f"{FT_RUN}/seed-{{seed}}/metrics.json",
         predictions=f"{FT_RUN}/seed-{{seed}}/predictions.tsv",
@@ -50,3 +53,26 @@ if config["finetune"]["seeds_per_job"] == "all":
             launch=CMD.launch("finetune", omp=True),
 
     ruleorder: finetune_seeds > finetune
+
+
+# MNLI's jobs with finetune.mnli_start: the same job, which also saves the reported epoch's model
+FT_MNLI = f"{R}/finetune/{RUN}/{{task,mnli}}"
+if FT_FROM_MNLI and config["finetune"]["seeds_per_job"] == "all":
+
+    use rule finetune_seeds as finetune_mnli_seeds with:
+        output:
+            metrics=[f"{FT_MNLI}/seed-{s}/metrics.json" for s in FT_SEEDS],
+            predictions=[f"{FT_MNLI}/seed-{s}/predictions.tsv" for s in FT_SEEDS],
+            model=[directory(f"{FT_MNLI}/seed-{s}/model") for s in FT_SEEDS],
+
+    ruleorder: finetune_mnli_seeds > finetune_seeds > finetune
+
+elif FT_FROM_MNLI:
+
+    use rule finetune as finetune_mnli with:
+        output:
+            metrics=f"{FT_MNLI}/seed-{{seed}}/metrics.json",
+            predictions=f"{FT_MNLI}/seed-{{seed}}/predictions.tsv",
+            model=directory(f"{FT_MNLI}/seed-{{seed}}/model"),
+
+    ruleorder: finetune_mnli > finetune
