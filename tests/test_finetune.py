@@ -219,3 +219,24 @@ def test_default_hyperparameters_follow_the_preset_not_the_size_key(tmp_path, ca
     assert "pass --lr and --epochs" in capsys.readouterr().err
     facts = finetune.check_inputs(finetune.build_parser().parse_args(base + ["--lr", "1e-4", "--epochs", "2"]))
     assert (facts["lr"], facts["epochs"]) == (1e-4, 2)
+
+
+def test_several_tasks_and_seeds_in_one_process_equal_separate_runs(ckpt, tmp_path):
+    """``--task sst2 stsb --seed 3 4`` (the workflow's finetune.tasks_per_job: all) writes every (task,
+    seed) with the numbers each gets alone; {task} is required in --output with several tasks."""
+    base = ["--checkpoint", str(ckpt), "--glue-source", "synthetic", "--max-train-samples", "32",
+            "--max-eval-samples", "32", "--epochs", "1", "--max-length", "32", "--batch-size", "16",
+            "--warmup-steps", "2", "--device", "cpu", "--no-progress", "--report-to", "none", "--no-test-predictions"]
+    together = tmp_path / "together"
+    assert finetune.main([*base, "--task", "sst2", "stsb", "--seed", "3", "4",
+                          "--output", str(together / "{task}" / "seed-{seed}")]) == 0
+    for task in ("sst2", "stsb"):
+        for seed in ("3", "4"):
+            alone = tmp_path / "alone" / task / seed
+            assert finetune.main([*base, "--task", task, "--seed", seed, "--output", str(alone)]) == 0
+            a = json.loads((alone / "metrics.json").read_text())
+            b = json.loads((together / task / f"seed-{seed}" / "metrics.json").read_text())
+            assert a["task"] == b["task"] == task and a["seed"] == b["seed"] == int(seed)
+            assert a["scores"] == b["scores"] and a["epochs"][-1]["scores"] == b["epochs"][-1]["scores"]
+            assert (alone / "predictions.tsv").read_text() == (together / task / f"seed-{seed}" / "predictions.tsv").read_text()
+    assert finetune.main([*base, "--task", "sst2", "stsb", "--seed", "3", "--output", str(tmp_path / "x")]) == 2

@@ -1,4 +1,9 @@
-"""``taco finetune``: one pre-trained checkpoint, one GLUE task, one seed (HF ``Trainer``).
+"""``taco finetune``: one pre-trained checkpoint, one or more GLUE tasks and seeds (HF ``Trainer``).
+
+Several ``--task`` and ``--seed`` values run one after the other in this process, every (task, seed)
+exactly as it would alone (the same numbers): the workflow's ``finetune.tasks_per_job: all`` runs a
+whole checkpoint in one job, which saves the start-up (imports, model and data loading) of every run
+but the first. ``--output`` then holds ``{task}`` and ``{seed}``.
 
 Defaults are those of the official scripts (run_glue.py of transformers 4.6 as the TACO repo
 runs it): max length 128, batch 32, 100 warmup steps, lr 5e-5 and 4 epochs for small (and tiny),
@@ -63,9 +68,11 @@ from taco.errors import UsageError  # noqa: E402,F401  (one definition, re-expor
 def build_parser() -> argparse.ArgumentParser:
     from taco.cli import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco finetune",
-                                description="Fine-tune one checkpoint on one GLUE task with one seed.")
+                                description="Fine-tune one checkpoint on GLUE tasks, each with one or more seeds.")
     p.add_argument("--checkpoint", required=True, help="budget checkpoint directory (taco pretrain output)")
-    p.add_argument("--task", required=True, help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli")
+    p.add_argument("--task", required=True, nargs="+",
+                   help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli; several run one after the other in "
+                        "this process (each task x seed as it would alone); --output must then contain {task}")
     p.add_argument("--seed", type=int, nargs="+", default=[123],
                    help="fine-tuning seed(s) (official scripts: 123). Several seeds run one after the "
                         "other in this process (saves the start-up cost on CPU); --output must then "
@@ -74,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hub: nyu-mll/glue; local: GLUE TSVs in --glue-dir; synthetic: stand-in tasks in GLUE's format")
     p.add_argument("--glue-dir", default=None, help="GLUE folder (needed for --glue-source local)")
     p.add_argument("--output", required=True,
-                   help="result directory (metrics.json, predictions.tsv); may contain {seed}")
+                   help="result directory (metrics.json, predictions.tsv); may contain {task} and {seed}")
     p.add_argument("--max-length", type=int, default=128, help="tokens per example (longer ones are truncated)")
     p.add_argument("--batch-size", type=int, default=32, help="training batch size")
     p.add_argument("--eval-batch-size", type=int, default=128, help="evaluation batch size")
@@ -416,33 +423,47 @@ def _json_default(obj):
 
 
 def per_seed_args(args: argparse.Namespace) -> list[argparse.Namespace]:
-    """One namespace per ``--seed``, with ``{seed}`` in ``--output`` (and ``--tensorboard-dir``) filled
-    in; several seeds with a ``--tensorboard-dir`` without ``{seed}`` get its ``seed-<n>`` subfolders.
+    """One namespace per (``--task``, ``--seed``), tasks in the order given, with ``{task}`` and ``{seed}``
+    in ``--output`` (and ``--tensorboard-dir``) filled in; a ``--tensorboard-dir`` without them gets
+    ``<task>/`` (several tasks) and ``seed-<n>`` (several seeds) subfolders.
 
-    Raises UsageError if several seeds share one output directory or a seed repeats.
+    Raises UsageError if several runs would share one output directory, a task or seed repeats, or
+    ``--init-from`` is given with several tasks (it is one task's start: RTE's from MNLI's model).
     """
     seeds = list(args.seed)
+    tasks = list(args.task) if isinstance(args.task, (list, tuple)) else [args.task]
     if len(set(seeds)) != len(seeds):
         raise UsageError(f"--seed: repeated seed in {seeds}")
+    if len(set(tasks)) != len(tasks):
+        raise UsageError(f"--task: repeated task in {tasks}")
     if len(seeds) > 1 and "{seed}" not in args.output:
         raise UsageError("--output must contain {seed} when several seeds are given "
                          "(e.g. results/.../rte/seed-{seed})")
+    if len(tasks) > 1 and "{task}" not in args.output:
+        raise UsageError("--output must contain {task} when several tasks are given "
+                         "(e.g. results/.../{task}/seed-{seed})")
     init = getattr(args, "init_from", None)
+    if init and len(tasks) > 1:
+        raise UsageError("--init-from starts one task from another task's model: give one --task with it")
     if init and len(seeds) > 1 and "{seed}" not in init:
         raise UsageError("--init-from must contain {seed} when several seeds are given: each seed starts from "
                          "the model of the same seed (e.g. results/.../mnli/seed-{seed}/model)")
     out = []
     tb = getattr(args, "tensorboard_dir", None)
-    for seed in seeds:
-        one = argparse.Namespace(**vars(args))
-        one.seed = seed
-        one.output = args.output.replace("{seed}", str(seed))
-        if init:
-            one.init_from = init.replace("{seed}", str(seed))
-        if tb:  # one TensorBoard folder per seed
-            one.tensorboard_dir = (tb.replace("{seed}", str(seed)) if "{seed}" in tb or len(seeds) == 1
-                                   else str(Path(tb) / f"seed-{seed}"))
-        out.append(one)
+    for task in tasks:
+        for seed in seeds:
+            one = argparse.Namespace(**vars(args))
+            one.task, one.seed = task, seed
+            one.output = args.output.replace("{task}", task).replace("{seed}", str(seed))
+            if init:
+                one.init_from = init.replace("{seed}", str(seed))
+            if tb:  # one TensorBoard folder per task and seed
+                t = tb.replace("{task}", task)
+                if len(tasks) > 1 and "{task}" not in tb:
+                    t = str(Path(t) / task)
+                one.tensorboard_dir = (t.replace("{seed}", str(seed)) if "{seed}" in t or len(seeds) == 1
+                                       else str(Path(t) / f"seed-{seed}"))
+            out.append(one)
     return out
 
 

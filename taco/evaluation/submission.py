@@ -361,23 +361,42 @@ def build_parser() -> argparse.ArgumentParser:
     from taco.cli import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter,
         prog="taco glue-submission",
-        description="Gather the test predictions of one checkpoint's fine-tuning runs (one seed) into "
+        description="Gather the test predictions of one checkpoint's fine-tuning runs (per seed) into "
                     "the zip the GLUE server takes; tasks not run get labelled placeholders.")
     p.add_argument("--runs", nargs="+", required=True,
-                   help="taco finetune output folders (metrics.json, test_predictions.tsv), one per task")
-    p.add_argument("--output", required=True, help="the zip to write")
+                   help="taco finetune output folders (metrics.json, test_predictions.tsv), one per task; with "
+                        "--seed they contain {seed}")
+    p.add_argument("--output", required=True, help="the zip to write; with several --seed it contains {seed}")
+    p.add_argument("--seed", nargs="+", default=None,
+                   help="fine-tuning seeds: one zip per seed in this process ({seed} in --runs and --output "
+                        "filled in); default: the folders as given, one zip")
     return p
+
+
+def per_seed_jobs(args: argparse.Namespace) -> list[tuple[list[str], str]]:
+    """(run folders, zip) per ``--seed`` (``{seed}`` filled in), or the arguments as given without it.
+    UsageError when several seeds would write one zip or read the same folders."""
+    if not args.seed:
+        return [(list(args.runs), args.output)]
+    if len(set(args.seed)) != len(args.seed):
+        raise UsageError(f"--seed: repeated seed in {args.seed}")
+    if len(args.seed) > 1 and ("{seed}" not in args.output or not all("{seed}" in r for r in args.runs)):
+        raise UsageError("--output and every --runs folder must contain {seed} when several seeds are given")
+    return [([r.replace("{seed}", str(s)) for r in args.runs], args.output.replace("{seed}", str(s)))
+            for s in args.seed]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        status = build_submission(args.runs, args.output)
+        for runs, output in per_seed_jobs(args):
+            status = build_submission(runs, output)
+            real = [f for f, s in status.items() if s == "predictions"]
+            print(f"taco glue-submission: wrote {output}: {len(real)} of {len(status)} files are predictions "
+                  f"({', '.join(real) or 'none'}); the others are placeholders (see its {README_NAME})",
+                  file=sys.stderr)
     except UsageError as exc:
         return cli_error("glue-submission", exc)
-    real = [f for f, s in status.items() if s == "predictions"]
-    print(f"taco glue-submission: wrote {args.output}: {len(real)} of {len(status)} files are predictions "
-          f"({', '.join(real) or 'none'}); the others are placeholders (see its {README_NAME})", file=sys.stderr)
     return 0
 
 

@@ -293,9 +293,10 @@ class Commands:
         if rule == "pretrain":
             return f"{self.results}/tensorboard/pretrain/{wildcards.size}/{wildcards.objective}/data-{wildcards.fraction}{pseed}"
         seed = wildcards.seed if "seed" in wildcards.keys() else "{seed}"
+        task = wildcards.task if "task" in wildcards.keys() else "{task}"
         return (f"{self.results}/tensorboard/finetune/"
                 + run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, pseed)
-                + f"/{wildcards.task}/seed-{seed}")
+                + f"/{task}/seed-{seed}")
 
     def monitoring_words(self, rule: str, wildcards: Any) -> list[str]:
         """``--report-to`` and its folders from config ``monitoring`` (``tensorboard`` on by default,
@@ -333,8 +334,10 @@ class Commands:
         ft = self.config["finetune"]
         g = self.config["glue"]
         hp = wc.finetune_hyperparameters(self.config, wildcards.size)
-        args = self._taco("finetune") + [
-            "--task", wildcards.task, "--glue-source", g["source"]]
+        # one task per job: its name is a param (as before tasks_per_job); every task of a checkpoint in one
+        # job (finetune.tasks_per_job: all): the tasks are the job's outputs, so they go with its paths
+        one_task = "task" in wildcards.keys()
+        args = self._taco("finetune") + [*(["--task", wildcards.task] if one_task else []), "--glue-source", g["source"]]
         if g["source"] == "local":
             args += ["--glue-dir", wc.substitute_root(g["data_dir"], self.config)]
         args += ["--max-length", _s(ft["max_length"]), "--batch-size", _s(ft["batch_size"]),
@@ -350,7 +353,8 @@ class Commands:
             from taco.registry import GLUE_TASK_SPECS
 
             prim = (self.config.get("analysis") or {}).get("primary_metric") or {}
-            keys = [k for k in GLUE_TASK_SPECS[wildcards.task].score_keys if k in prim]
+            tasks = [wildcards.task] if one_task else list(self.config["glue"]["tasks"])  # other keys: ignored
+            keys = [k for t in tasks for k in GLUE_TASK_SPECS[t].score_keys if k in prim]
             if keys:
                 args += ["--primary-metric", *(f"{k}={prim[k]}" for k in keys)]
         return args
@@ -361,17 +365,23 @@ class Commands:
         monitoring options (:meth:`monitoring_words`; here, not in a settings part, see the module
         docstring)."""
         metrics = _files(output.metrics)
+        tasks: list[str] = []
+        if "task" not in wildcards.keys():  # every task of the checkpoint (tasks_per_job: all): from the outputs
+            tasks = list(dict.fromkeys(os.path.basename(os.path.dirname(os.path.dirname(m))) for m in metrics))
         if "seed" in wildcards.keys():
             seeds, out = [wildcards.seed], os.path.dirname(metrics[0])
         else:
             seeds = [_s(s) for s in self.config["finetune"]["seeds"]]
             out = os.path.join(os.path.dirname(os.path.dirname(metrics[0])), "seed-{seed}")
+            if tasks:
+                out = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(metrics[0]))), "{task}", "seed-{seed}")
         # finetune.mnli_start: the MNLI model(s) this job starts from (input ``init``) / that it saves
         # (output ``model``); neither exists with the option off, and the command is as without it
         init = _files(getattr(input, "init", None) or [])
         if init and "seed" not in wildcards.keys():  # every seed of the job: each from its own seed's model
             init = [os.path.join(os.path.dirname(os.path.dirname(init[0])), "seed-{seed}", os.path.basename(init[0]))]
-        return (["--checkpoint", input.checkpoint, *(["--init-from", init[0]] if init else []),
+        return ([*(["--task", *tasks] if tasks else []), "--checkpoint", input.checkpoint,
+                 *(["--init-from", init[0]] if init else []),
                  "--seed", *seeds, "--output", out, *(["--save-model"] if getattr(output, "model", None) else [])]
                 + self.monitoring_words("finetune", wildcards))
 
@@ -379,9 +389,14 @@ class Commands:
         return self._taco("glue-submission")
 
     def glue_submission_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
-        """The fine-tuning run folders of one checkpoint and seed (one per task; each holds
-        ``metrics.json`` and ``test_predictions.tsv``) and the zip."""
-        return ["--runs", *(os.path.dirname(m) for m in _files(input.metrics)), "--output", _files(output)[0]]
+        """One job per checkpoint: its seeds (``--seed``, one zip each), the fine-tuning run folders of
+        every task (``.../<task>/seed-{seed}``; each holds ``metrics.json`` and ``test_predictions.tsv``)
+        and the zips (``.../seed-{seed}.zip``)."""
+        zips = _files(output)
+        seeds = [os.path.basename(z)[len("seed-"):-len(".zip")] for z in zips]
+        runs = list(dict.fromkeys(os.path.join(os.path.dirname(os.path.dirname(m)), "seed-{seed}")
+                                  for m in _files(input.metrics)))
+        return ["--seed", *seeds, "--runs", *runs, "--output", os.path.join(os.path.dirname(zips[0]), "seed-{seed}.zip")]
 
     # ------------------------------------------------------------------ analysis and report
     def dynamics_args(self, wildcards: Any) -> list[str]:

@@ -369,6 +369,9 @@ def mnli_start_tasks(config: dict[str, Any], tasks: list[str]) -> tuple[str, ...
 def _check_mnli_start(config: dict[str, Any], tasks_available: dict[str, str | None] | None) -> None:
     """``finetune.mnli_start`` needs MNLI and one of RTE, MRPC, STS-B among the tasks that run (ConfigError
     naming the key otherwise; part of :func:`check_config`)."""
+    if config["finetune"].get("mnli_start", False) and config["finetune"].get("tasks_per_job", "one") == "all":
+        raise ConfigError("finetune.tasks_per_job: all cannot be combined with finetune.mnli_start: true (RTE, MRPC "
+                          "and STS-B wait for MNLI's model, a job of its own); set finetune.tasks_per_job: one")
     if not config["finetune"].get("mnli_start", False):
         return
     tasks = effective_tasks(config, tasks_available)
@@ -474,13 +477,14 @@ def _check_report_steps(config: dict[str, Any]) -> None:
 NO_RESULT_SETTINGS: tuple[str, ...] = (
     "pretrain.logging_steps", "pretrain.sizes.*.save_every", "pretrain.sizes.*.threads",
     "pretrain.sizes.*.mem_mb", "pretrain.sizes.*.runtime", "finetune.threads", "finetune.mem_mb",
-    "finetune.runtime", "finetune.num_gpus", "finetune.seeds_per_job", "data_threads", "gpus", "gpu_lock_dir",
-    "monitoring",
+    "finetune.runtime", "finetune.num_gpus", "finetune.seeds_per_job", "finetune.tasks_per_job", "data_threads",
+    "gpus", "gpu_lock_dir", "monitoring",
 )
 #: Of those, what ``plan.md`` shows (``taco.workflow.plan``): jobs per rule (one per seed or one per
 #: task), each rule's ``runtime`` beside the longest job, and the CPU-only note (no GPU per job).
 PLAN_SHOWS: tuple[str, ...] = (
     "pretrain.sizes.*.runtime", "finetune.runtime", "finetune.num_gpus", "finetune.seeds_per_job",
+    "finetune.tasks_per_job",
 )
 
 

@@ -187,18 +187,26 @@ def task_sizes(config: dict[str, Any], task: str) -> tuple[int, int]:
 # ------------------------------------------------------------------------------------------------
 # jobs
 # ------------------------------------------------------------------------------------------------
+def finetune_jobs_per_checkpoint(config: dict[str, Any], n_tasks: int) -> int:
+    """Fine-tuning processes (jobs) per checkpoint: 1 with ``finetune.tasks_per_job: all`` (every task and
+    seed in one; not with ``mnli_start``), else one per task (``seeds_per_job: all``) or per task and seed."""
+    ft = config["finetune"]
+    if ft.get("tasks_per_job", "one") == "all" and not ft.get("mnli_start", False):
+        return 1 if n_tasks else 0
+    return n_tasks * (len(ft["seeds"]) if ft.get("seeds_per_job", "one") == "one" else 1)
+
+
 def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict[str, int]:
     """Jobs of the rules that carry the compute, for a complete run from nothing, from the same
     grid functions the workflow uses: ``pack`` (one per data fraction), ``pretrain`` (one segment
     per budget and run), ``pretrain_control`` (``taco init``: one no-pre-training control per size and
-    pre-training seed, ``pretrain.control``), ``finetune`` (the controls' included) (one process per checkpoint, task and seed, or per checkpoint
-    and task with ``finetune.seeds_per_job: all``), ``dynamics`` (per checkpoint of its objectives)."""
+    pre-training seed, ``pretrain.control``), ``finetune`` (the controls' included; per checkpoint
+    :func:`finetune_jobs_per_checkpoint`), ``dynamics`` (per checkpoint of its objectives)."""
     tasks = tasks_of(config) if tasks is None else tasks
     runs = wc.runs(config)
     seeds = config["finetune"]["seeds"]
-    one_per_seed = config["finetune"].get("seeds_per_job", "one") == "one"
-    per_ckpt = len(tasks) * (len(seeds) if one_per_seed else 1)
-    control_runs = len(wctl.finetune_targets(config, tasks)) // (1 if one_per_seed else max(len(seeds), 1))
+    per_ckpt = finetune_jobs_per_checkpoint(config, len(tasks))
+    control_runs = len(wctl.finetuned_checkpoints(config)) * per_ckpt
     return {
         "pack": len({r.fraction_str for r in runs}),
         "pretrain": sum(len(wc.budgets(config, r.size)) for r in runs),
@@ -306,12 +314,15 @@ def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> di
              for size in wctl.control_sizes(config)]
     for size, objective, fraction, ckpts in grid:
         per_task = {t: finetune_job_cost(config, size, t, rates) for t in tasks}
-        processes = len(ckpts) * len(tasks) * (len(seeds) if one else 1)
+        processes = len(ckpts) * finetune_jobs_per_checkpoint(config, len(tasks))
         flops = len(ckpts) * len(seeds) * sum(c["flops"] for c in per_task.values())
         hours = (len(ckpts) * len(seeds) * sum(c["gpu_hours"] for c in per_task.values())
                  + processes * rates.overhead / 3600)
-        job_h = max((c["gpu_hours"] * (1 if one else len(seeds)) + rates.overhead / 3600)
-                    for c in per_task.values()) if per_task else 0.0
+        if finetune_jobs_per_checkpoint(config, len(tasks)) == 1 and len(tasks) * len(seeds) > 1:  # one job per checkpoint
+            job_h = len(seeds) * sum(c["gpu_hours"] for c in per_task.values()) + rates.overhead / 3600
+        else:
+            job_h = max((c["gpu_hours"] * (1 if one else len(seeds)) + rates.overhead / 3600)
+                        for c in per_task.values()) if per_task else 0.0
         longest = max(longest, job_h)
         rows.append({"size": size, "objective": objective, "fraction": fraction, "checkpoints": len(ckpts),
                      "runs": len(ckpts) * len(tasks) * len(seeds), "flops": flops, "gpu_hours": hours,
@@ -531,8 +542,11 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
          "hours": longest_pre["longest_segment_hours"], "config_runtime_min":
              config["pretrain"]["sizes"][longest_pre["size"]].get("runtime"),
          "profile_runtime_min": limits.get("pretrain")},
-        {"rule": "finetune", "job": "longest (checkpoint, task" + (", seed)" if config["finetune"].get(
-            "seeds_per_job", "one") == "one" else ", all seeds)"), "hours": ft["longest_job_hours"],
+        {"rule": "finetune", "job": ("longest checkpoint (all tasks and seeds)"
+                                     if finetune_jobs_per_checkpoint(config, 2) == 1 else
+                                     "longest (checkpoint, task" + (", seed)" if config["finetune"].get(
+                                         "seeds_per_job", "one") == "one" else ", all seeds)")),
+         "hours": ft["longest_job_hours"],
          "config_runtime_min": config["finetune"].get("runtime"), "profile_runtime_min": limits.get("finetune")},
     ]
     for c in checks:

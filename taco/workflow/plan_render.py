@@ -65,6 +65,10 @@ def render_markdown(plan: dict[str, Any]) -> str:
     for r in f["rows"]:
         lines.append(f"| {md_text(r['size'])}/{r['objective']}/data-{r['fraction']:g} | {r['checkpoints']} | {r['runs']} | "
                      f"{r['flops']:.3g} | {_h(r['gpu_hours'])} |")
+    n_runs = sum(r["runs"] for r in f["rows"])
+    lines += ["", f"Fine-tuning jobs (processes, cluster submissions): **{plan['compute_jobs'].get('finetune', 0):,}** "
+                  f"for {n_runs:,} runs (checkpoint x task x seed; one job per run would be {n_runs:,}): "
+                  "finetune.tasks_per_job all = one per checkpoint, seeds_per_job all = one per (checkpoint, task)."]
     tot = plan["totals"]
     lines += ["", f"**Total**: {tot['flops']:.3g} model FLOPs; {_h(tot['pretrain_gpu_hours'])} GPU-h pre-training + "
                   f"{_h(tot['finetune_gpu_hours'])} GPU-h fine-tuning = **{_h(tot['gpu_hours'])} GPU-h** "

@@ -128,7 +128,7 @@ FT_FROM_MNLI = wc.mnli_start_tasks(config, TASKS)
 def mnli_start_model(wildcards):
     """The saved MNLI model(s) of the same checkpoint and seed(s) a fine-tuning job starts from; [] unless
     finetune.mnli_start is on and the job's task is one of taco.registry.MNLI_START_TASKS."""
-    if wildcards.task not in FT_FROM_MNLI:
+    if "task" not in wildcards.keys() or wildcards.task not in FT_FROM_MNLI:  # a job of every task: no start
         return []
     run = run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, wildcards.pseed)
     seeds = [wildcards.seed] if "seed" in wildcards.keys() else config["finetune"]["seeds"]
@@ -210,9 +210,10 @@ def all_targets():
 
 
 def submission_runs(wildcards):
-    """metrics.json of every fine-tuned task of one checkpoint and seed (test_predictions.tsv beside it)."""
+    """metrics.json of every fine-tuned task and seed of one checkpoint (test_predictions.tsv beside it)."""
     run = run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, wildcards.pseed)
-    return [f"{R}/finetune/{run}/{task}/seed-{wildcards.seed}/metrics.json" for task in TASKS]
+    return [f"{R}/finetune/{run}/{task}/seed-{seed}/metrics.json" for seed in config["finetune"]["seeds"]
+            for task in TASKS]
 
 
 def submission_targets():

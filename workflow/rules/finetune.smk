@@ -55,6 +55,33 @@ if config["finetune"]["seeds_per_job"] == "all":
     ruleorder: finetune_seeds > finetune
 
 
+# finetune.tasks_per_job: all (not with mnli_start): one job per checkpoint fine-tunes every task and
+# seed in one process, one run after another (same outputs, same numbers; saves a process start-up per
+# task and seed). The tasks come with the job's paths, so switching between the forms re-runs nothing
+# beyond the first switch from per-task jobs (their --task was a param).
+if config["finetune"]["tasks_per_job"] == "all" and not FT_FROM_MNLI:
+
+    use rule finetune as finetune_checkpoint with:
+        output:
+            metrics=[f"{R}/finetune/{RUN}/{t}/seed-{s}/metrics.json" for t in TASKS for s in FT_SEEDS],
+            predictions=[f"{R}/finetune/{RUN}/{t}/seed-{s}/predictions.tsv" for t in TASKS for s in FT_SEEDS],
+        log:
+            f"{R}/logs/finetune/{RUN}.log",
+        benchmark:
+            f"{R}/benchmarks/finetune/{RUN}.tsv"
+        resources:
+            gpu=config["finetune"]["num_gpus"] if GPUS else 0,
+            mem_mb=config["finetune"]["mem_mb"],
+            runtime=config["finetune"]["runtime"] * len(FT_SEEDS) * len(TASKS),
+            launch=CMD.launch("finetune", omp=True),
+
+    ruleorder: finetune_checkpoint > finetune
+
+    if config["finetune"]["seeds_per_job"] == "all":
+
+        ruleorder: finetune_checkpoint > finetune_seeds
+
+
 # MNLI's jobs with finetune.mnli_start: the same job, which also saves the reported epoch's model
 FT_MNLI = f"{R}/finetune/{RUN}/{{task,mnli}}"
 if FT_FROM_MNLI and config["finetune"]["seeds_per_job"] == "all":

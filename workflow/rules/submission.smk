@@ -1,4 +1,4 @@
-# GLUE test-server submissions: one zip per fine-tuned checkpoint and seed, gathered from the test
+# GLUE test-server submissions: one job per fine-tuned checkpoint writes a zip per seed, gathered from the test
 # predictions that each fine-tuning job wrote (`taco glue-submission`). Tasks not fine-tuned get
 # labelled placeholder files; the zip's README.md says which files are real predictions.
 
@@ -7,9 +7,9 @@ rule glue_submission:
     input:
         metrics=submission_runs,
     output:
-        f"{R}/glue_submission/{RUN}/seed-{{seed}}.zip",
+        [f"{R}/glue_submission/{RUN}/seed-{s}.zip" for s in config["finetune"]["seeds"]],
     log:
-        f"{R}/logs/glue_submission/{RUN}/seed-{{seed}}.log",
+        f"{R}/logs/glue_submission/{RUN}.log",
     conda:
         ENVS["stats"]
     resources:
