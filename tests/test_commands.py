@@ -273,7 +273,7 @@ def expect_monitoring(cfg, kind, w):
     if m["tensorboard"]:
         run = f"{w['size']}/{w['objective']}/data-{w['fraction']}{w.get('pseed', '')}"
         out["tensorboard_dir"] = (f"{R}/tensorboard/pretrain/{run}" if kind == "pretrain" else
-                                  f"{R}/tensorboard/finetune/{run_dir(w)}/{w['task']}/seed-{w.get('seed', '{seed}')}")
+                                  f"{R}/tensorboard/finetune/{run_dir(w)}/{w.get('task', '{task}')}/seed-{w.get('seed', '{seed}')}")
     if m["wandb"]:
         out.update(wandb_project=m["wandb_project"], wandb_dir=f"{R}/wandb")
     return out
@@ -444,14 +444,19 @@ def expect_finetune(cfg, job):
     R, w = cfg["results_dir"], job["wildcards"]
     ft, g = cfg["finetune"], cfg["glue"]
     hp = _finetune_hp(cfg, w["size"])
-    base = f"{R}/finetune/{run_dir(w)}/{w['task']}"
+    # one job of every task and seed of a checkpoint (finetune.tasks_per_job: all): the tasks of its outputs
+    tasks = [w["task"]] if "task" in w else [t for t in g["tasks"] if any(f"/{t}/seed-" in o for o in job["output"])]
+    base = f"{R}/finetune/{run_dir(w)}/{w.get('task', '{task}')}"
     if "seed" in w:
         seeds, output = [int(w["seed"])], f"{base}/seed-{w['seed']}"
     else:
         seeds, output = list(ft["seeds"]), f"{base}/seed-{{seed}}"
-    from_mnli, saves = mnli_start_roles(cfg, w["task"])
+    from_mnli, saves = mnli_start_roles(cfg, w["task"]) if "task" in w else (False, False)
+    keys = [k for t in tasks for k in GLUE_TASK_SPECS[t].score_keys]
+    if "task" not in w:  # the config's tasks' keys (the command ignores keys of tasks it does not run)
+        keys = [k for t in g["tasks"] for k in GLUE_TASK_SPECS[t].score_keys]
     return {
-        "checkpoint": f"{R}/pretrain/{run_dir(w)}", "task": w["task"], "seed": seeds, "output": output,
+        "checkpoint": f"{R}/pretrain/{run_dir(w)}", "task": tasks, "seed": seeds, "output": output,
         "init_from": f"{R}/finetune/{run_dir(w)}/mnli/seed-{w.get('seed', '{seed}')}/model" if from_mnli else None,
         "save_model": saves,
         **expect_monitoring(cfg, "finetune", w),
@@ -461,20 +466,19 @@ def expect_finetune(cfg, job):
         "max_train_samples": ft["max_train_samples"] or None, "max_eval_samples": ft["max_eval_samples"] or None,
         # capped sets are a sample drawn with the top-level seed; rule best chooses by the analysis' metric
         **({"data_seed": cfg["seed"]} if ft["max_train_samples"] or ft["max_eval_samples"] else {}),
-        **({"primary_metric": [f"{k}={m}" for k, m in cfg["analysis"]["primary_metric"].items()
-                               if k in GLUE_TASK_SPECS[w["task"]].score_keys]}
-           if ft["report_rule"] == "best" and any(k in GLUE_TASK_SPECS[w["task"]].score_keys
-                                                  for k in cfg["analysis"]["primary_metric"]) else {}),
+        **({"primary_metric": [f"{k}={m}" for k, m in cfg["analysis"]["primary_metric"].items() if k in keys]}
+           if ft["report_rule"] == "best" and any(k in keys for k in cfg["analysis"]["primary_metric"]) else {}),
     }
 
 
 def check_finetune(cfg, job, parsed):
     w = job["wildcards"]
     seeds = [int(w["seed"])] if "seed" in w else list(cfg["finetune"]["seeds"])
-    base = f"{cfg['results_dir']}/finetune/{run_dir(w)}/{w['task']}"
-    from_mnli, saves = mnli_start_roles(cfg, w["task"])
+    tasks = [w["task"]] if "task" in w else list(parsed.args.task)
+    from_mnli, saves = mnli_start_roles(cfg, w["task"]) if "task" in w else (False, False)
     files = ("metrics.json", "predictions.tsv") + (("model",) if saves else ())
-    assert sorted(job["output"]) == sorted(f"{base}/seed-{s}/{f}" for s in seeds for f in files)
+    assert sorted(job["output"]) == sorted(f"{cfg['results_dir']}/finetune/{run_dir(w)}/{t}/seed-{s}/{f}"
+                                           for t in tasks for s in seeds for f in files)
     # the MNLI model of the same checkpoint and seed is an input (the DAG's dependency), only with the option
     mnli = [f"{cfg['results_dir']}/finetune/{run_dir(w)}/mnli/seed-{s}/model" for s in seeds]
     assert sorted(job["input"].get("init", [])) == (sorted(mnli) if from_mnli else [])
@@ -510,9 +514,13 @@ def expect_deviations(cfg, job):
 
 
 def expect_glue_submission(cfg, job):
+    """One job per checkpoint: every fine-tuning seed, one zip each ({seed} filled in by the command)."""
     R, w = cfg["results_dir"], job["wildcards"]
-    runs = [f"{R}/finetune/{run_dir(w)}/{task}/seed-{w['seed']}" for task in cfg["glue"]["tasks"]]
-    return {"runs": runs, "output": f"{R}/glue_submission/{run_dir(w)}/seed-{w['seed']}.zip"}
+    metrics = " ".join(job["input"]["metrics"])
+    tasks = [t for t in cfg["glue"]["tasks"] if f"/{t}/seed-" in metrics]
+    runs = [f"{R}/finetune/{run_dir(w)}/{task}/seed-{{seed}}" for task in tasks]
+    return {"seed": [str(s) for s in cfg["finetune"]["seeds"]], "runs": runs,
+            "output": f"{R}/glue_submission/{run_dir(w)}/seed-{{seed}}.zip"}
 
 
 def expect_dynamics_figures(cfg, job):
@@ -576,6 +584,7 @@ CONTRACT = {
     "pretrain": ("pretrain", expect_pretrain, check_pretrain),
     "finetune": ("finetune", expect_finetune, check_finetune),
     "finetune_seeds": ("finetune", expect_finetune, check_finetune),
+    "finetune_checkpoint": ("finetune", expect_finetune, check_finetune),
     "finetune_mnli": ("finetune", expect_finetune, check_finetune),
     "finetune_mnli_seeds": ("finetune", expect_finetune, check_finetune),
     "dynamics": ("dynamics", expect_dynamics, None),
@@ -623,7 +632,8 @@ def test_every_job_runs_the_command_the_config_says(dag):
         if check is not None:
             check(cfg, job, parsed)
         counts[rule] += 1
-    assert counts["pretrain"] and counts["finetune"] + counts["finetune_seeds"] and counts["corpus"] == 1
+    assert counts["pretrain"] and counts["finetune"] + counts["finetune_seeds"] + counts["finetune_checkpoint"]
+    assert counts["corpus"] == 1
     if any(mnli_start_roles(cfg, t)[1] for t in cfg["glue"]["tasks"]):
         assert counts["finetune_mnli"] + counts["finetune_mnli_seeds"], "finetune.mnli_start: no MNLI job saves its model"
 

@@ -40,10 +40,13 @@ def job_counts(stdout: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 
 
-def test_the_option_adds_the_mnli_job_as_a_dependency_of_stsb_only_when_on():
+def test_the_option_adds_the_mnli_job_as_a_dependency_of_stsb_only_when_on(tmp_path):
     target = f"{CKPT}/stsb/seed-1/metrics.json"
-    off = job_counts(dry_run(SMOKE, target=target))
-    on_stdout = dry_run(SMOKE, ON, target=target)
+    # per (checkpoint, task) jobs on both sides (smoke's tasks_per_job: all does not apply with the option)
+    per_task = tmp_path / "per-task.yaml"
+    per_task.write_text("finetune: {tasks_per_job: one}\n")
+    off = job_counts(dry_run(SMOKE, per_task, target=target))
+    on_stdout = dry_run(SMOKE, per_task, ON, target=target)
     on = job_counts(on_stdout)
     assert "finetune_mnli_seeds" not in off and off["finetune_seeds"] == 1
     assert on["finetune_mnli_seeds"] == 1 and on["finetune_seeds"] == 1

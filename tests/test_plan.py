@@ -167,7 +167,8 @@ def test_smoke_plan_costs_by_hand(smoke):
     n_pre = len(runs) * len(budgets)
     reduced_last = ft.get("reduced_data_budgets", "same") == "last"
     n_ckpt = sum(1 if (f < 1 and reduced_last) else len(budgets) for _, f in runs)
-    per_ckpt = len(smoke["glue"]["tasks"]) * (len(ft["seeds"]) if ft.get("seeds_per_job", "one") == "one" else 1)
+    per_ckpt = (1 if ft.get("tasks_per_job") == "all" else  # configs/smoke.yaml: one job per checkpoint
+                len(smoke["glue"]["tasks"]) * (len(ft["seeds"]) if ft.get("seeds_per_job", "one") == "one" else 1))
     assert p["compute_jobs"]["pretrain"] == n_pre and p["compute_jobs"]["finetune"] == n_ckpt * per_ckpt
     # disk: a tiny checkpoint holds 12 bytes per parameter
     n = flops.parameter_count("tiny", V)
@@ -186,7 +187,7 @@ def test_compute_jobs_equal_snakemakes_dag(smoke, tmp_path):
     pytest.importorskip("snakemake")
     stats = plan.snakemake_job_stats([str(REPO / "configs" / "smoke.yaml")], cwd=tmp_path)
     assert stats, "snakemake -n failed"
-    finetune = stats.get("finetune", 0) + stats.get("finetune_seeds", 0)
+    finetune = stats.get("finetune", 0) + stats.get("finetune_seeds", 0) + stats.get("finetune_checkpoint", 0)
     got = {"pack": stats["pack"], "pretrain": stats["pretrain"], "pretrain_control": stats.get("pretrain_control", 0),
            "finetune": finetune, "dynamics": stats["dynamics"]}
     assert got == plan.compute_jobs(smoke)
@@ -208,7 +209,8 @@ def test_compute_jobs_count_the_no_pretraining_controls(smoke, tmp_path):
     cfg["finetune"]["pretrain_seeds"] = [0]
     jobs = plan.compute_jobs(cfg)
     assert jobs["pretrain_control"] == stats["pretrain_control"] == 2
-    assert jobs["finetune"] == stats.get("finetune", 0) + stats.get("finetune_seeds", 0)
+    assert jobs["finetune"] == (stats.get("finetune", 0) + stats.get("finetune_seeds", 0)
+                                + stats.get("finetune_checkpoint", 0))
 
 
 def test_the_controls_fine_tuning_is_priced_like_a_checkpoints(smoke):

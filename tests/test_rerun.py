@@ -83,6 +83,7 @@ PLAN_SETTINGS = [
     ("finetune.runtime", 99),
     ("finetune.num_gpus", 0),
     ("finetune.seeds_per_job", "one"),
+    ("finetune.tasks_per_job", "all"),  # one job per checkpoint: the same outputs, nothing re-runs
 ]
 
 

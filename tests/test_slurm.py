@@ -89,7 +89,7 @@ def derived_config(tmp_path: Path) -> Path:
 def derived_profile(tmp_path: Path) -> Path:
     profile = yaml.safe_load(PROFILE.read_text())
     assert profile["executor"] == "slurm"
-    for rule in ("pretrain", "finetune", "finetune_seeds", "dynamics"):
+    for rule in ("pretrain", "finetune", "finetune_seeds", "finetune_checkpoint", "dynamics"):
         assert profile["set-resources"][rule]["gpu"] >= 1, rule
         profile["set-resources"][rule].update(TEST_NODE_SIZES)
     profile["default-resources"]["mem_mb"] = TEST_NODE_SIZES["mem_mb"]

@@ -127,8 +127,8 @@ def test_smoke_dry_run_plans_every_stage():
     assert out.returncode == 0, out.stderr
     for rule in ("corpus", "tokenizer", "pack", "pretrain", "finetune", "aggregate", "tables",
                  "figures", "claims", "dynamics", "dynamics_figures"):
-        # finetune runs as `finetune_seeds` when finetune.seeds_per_job is "all" (configs/smoke.yaml)
-        assert f"\n{rule} " in out.stdout or f"\n{rule}_seeds " in out.stdout, rule
+        # finetune runs as `finetune_checkpoint` with finetune.tasks_per_job: all (configs/smoke.yaml)
+        assert any(f"\n{rule}{s} " in out.stdout for s in ("", "_seeds", "_checkpoint")), rule
 
 
 def test_local_config_reports_missing_tasks_once(shared_data):
@@ -188,10 +188,11 @@ def test_slurm_profile_sizes_every_gpu_rule(tmp_path):
     from dag_jobs import list_jobs
 
     gpu_rules = set()
-    for name, override in (("one", None), ("all", {"finetune": {"seeds_per_job": "all"}})):
+    for name, override in (("one", {"finetune": {"seeds_per_job": "one"}}), ("all", None),
+                           ("checkpoint", {"finetune": {"tasks_per_job": "all"}})):
         jobs = list_jobs(tmp_path / name, [REPO / "config.yaml"], override)
         gpu_rules |= {j["rule"] for j in jobs if (j["resources"].get("gpu") or 0) >= 1}
-    assert {"pretrain", "finetune", "finetune_seeds"} <= gpu_rules, gpu_rules
+    assert {"pretrain", "finetune", "finetune_seeds", "finetune_checkpoint"} <= gpu_rules, gpu_rules
     profile = yaml.safe_load((REPO / "workflow/profiles/slurm/config.v8+.yaml").read_text())
     sized = profile["set-resources"]
     missing = sorted(r for r in gpu_rules if r not in sized or sized[r].get("gpu", 0) < 1)
@@ -406,3 +407,13 @@ def test_finetune_pretrain_seeds_selects_the_replicates_that_are_fine_tuned():
     every = copy.deepcopy(cfg)
     every["finetune"]["pretrain_seeds"] = "all"
     assert all(wc.finetuned(every, r) for r in wc.runs(every))
+
+
+def test_tasks_per_job_with_mnli_start_falls_back_and_says_so():
+    from taco.workflow.config import config_notes
+    from taco.workflow.plan import load_config
+
+    cfg = load_config([str(REPO / "configs/smoke.yaml")], {"finetune": {"mnli_start": True}})
+    (note,) = [n for n in config_notes(cfg) if n.startswith("finetune.tasks_per_job")]
+    assert "not used with finetune.mnli_start" in note
+    assert not [n for n in config_notes(load_config([str(REPO / "configs/smoke.yaml")], {})) if "tasks_per_job" in n]

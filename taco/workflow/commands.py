@@ -293,7 +293,7 @@ class Commands:
         if rule == "pretrain":
             return f"{self.results}/tensorboard/pretrain/{wildcards.size}/{wildcards.objective}/data-{wildcards.fraction}{pseed}"
         seed = wildcards.seed if "seed" in wildcards.keys() else "{seed}"
-        task = wildcards.task if "task" in wildcards.keys() else "{task}"
+        task = wildcards.task if hasattr(wildcards, "task") else "{task}"
         return (f"{self.results}/tensorboard/finetune/"
                 + run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, pseed)
                 + f"/{task}/seed-{seed}")
@@ -336,7 +336,7 @@ class Commands:
         hp = wc.finetune_hyperparameters(self.config, wildcards.size)
         # one task per job: its name is a param (as before tasks_per_job); every task of a checkpoint in one
         # job (finetune.tasks_per_job: all): the tasks are the job's outputs, so they go with its paths
-        one_task = "task" in wildcards.keys()
+        one_task = hasattr(wildcards, "task")
         args = self._taco("finetune") + [*(["--task", wildcards.task] if one_task else []), "--glue-source", g["source"]]
         if g["source"] == "local":
             args += ["--glue-dir", wc.substitute_root(g["data_dir"], self.config)]
@@ -366,7 +366,7 @@ class Commands:
         docstring)."""
         metrics = _files(output.metrics)
         tasks: list[str] = []
-        if "task" not in wildcards.keys():  # every task of the checkpoint (tasks_per_job: all): from the outputs
+        if not hasattr(wildcards, "task"):  # every task of the checkpoint (tasks_per_job: all): from the outputs
             tasks = list(dict.fromkeys(os.path.basename(os.path.dirname(os.path.dirname(m))) for m in metrics))
         if "seed" in wildcards.keys():
             seeds, out = [wildcards.seed], os.path.dirname(metrics[0])

@@ -245,7 +245,15 @@ def config_notes(config: dict[str, Any]) -> list[str]:
     each, starting with the key (today: ``pretrain.seeds`` too few to decide a claim). The workflow
     prints each as ``NOTE: ...`` from its main process (``workflow/rules/common.smk``), ``taco plan`` as
     ``taco plan: note: ...``; call after :func:`check_config`."""
-    return [n for n in (_undecidable_pretrain_seeds_note(config),) if n]
+    return [n for n in (_undecidable_pretrain_seeds_note(config), _tasks_per_job_note(config)) if n]
+
+
+def _tasks_per_job_note(config: dict[str, Any]) -> str | None:
+    ft = config.get("finetune") or {}
+    if ft.get("tasks_per_job", "one") == "all" and ft.get("mnli_start", False):
+        return ("finetune.tasks_per_job: all is not used with finetune.mnli_start: true (RTE, MRPC and STS-B wait "
+                "for MNLI's own job): one job per (checkpoint, task), as finetune.seeds_per_job says")
+    return None
 
 
 def gpu_resource_note(provided_gpu: int | None, gpus: int) -> str | None:
@@ -369,9 +377,6 @@ def mnli_start_tasks(config: dict[str, Any], tasks: list[str]) -> tuple[str, ...
 def _check_mnli_start(config: dict[str, Any], tasks_available: dict[str, str | None] | None) -> None:
     """``finetune.mnli_start`` needs MNLI and one of RTE, MRPC, STS-B among the tasks that run (ConfigError
     naming the key otherwise; part of :func:`check_config`)."""
-    if config["finetune"].get("mnli_start", False) and config["finetune"].get("tasks_per_job", "one") == "all":
-        raise ConfigError("finetune.tasks_per_job: all cannot be combined with finetune.mnli_start: true (RTE, MRPC "
-                          "and STS-B wait for MNLI's model, a job of its own); set finetune.tasks_per_job: one")
     if not config["finetune"].get("mnli_start", False):
         return
     tasks = effective_tasks(config, tasks_available)
