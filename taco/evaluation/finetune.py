@@ -131,6 +131,10 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
     """Validate; returns the facts the run needs. Raises UsageError / FileNotFoundError / FileExistsError."""
     from taco.data.glue import GLUE_TASKS
 
+    if isinstance(args.task, (list, tuple)):  # parsed --task of one run (per_seed_args splits several)
+        if len(args.task) != 1:
+            raise UsageError(f"--task: one task per run here, got {list(args.task)} (per_seed_args splits them)")
+        args.task = args.task[0]
     if args.task not in GLUE_TASKS:
         raise UsageError(f"--task: unknown GLUE task {args.task!r}; expected one of {', '.join(GLUE_TASKS)}")
     from taco.training import monitoring
