@@ -419,3 +419,23 @@ def test_claims_page_carries_the_efficiency_claims(tmp_path):
     assert "exceeds the margin 1.2x" in md
     assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out)]) == 0
     assert "Steps-to-target" not in (out / "claims.md").read_text()  # without the option: as before
+
+
+def test_the_efficiency_figure_text_fits(tmp_path):
+    """At the saved dpi no text of the figure (curve panels, a not-run panel, the speedup curve) overlaps
+    another or runs past the canvas (tests/figure_text.py)."""
+    import matplotlib.pyplot as plt
+
+    from figure_text import assert_text_fits
+
+    loss, fps, _ = eff.read_checkpoints(_e1_checkpoints(tmp_path))
+    ps = _per_seed({("mlm", 4000): 75.0, ("taco", 2000): 74.0, ("taco", 4000): 76.0})
+    cfg = _cfg(roles={"small": "tiny", "base": "tiny"})
+    pairs = eff.build_pairs(loss, eff.glue_rows(ps, ("sst2",)), cfg, fps)
+    df = eff.evaluate(pairs, cfg)
+    assert "not run" in set(df["verdict"])
+    fig = eff.figure(pairs, df)
+    try:
+        assert_text_fits(fig, 150)
+    finally:
+        plt.close(fig)
