@@ -58,9 +58,11 @@ REDUCTION = {
     ("finetune", "max_train_samples"): 128,
     ("finetune", "max_eval_samples"): 128,
     ("dynamics", "enabled"): False,
-    # configs/smoke.yaml runs all seeds of a (checkpoint, task) in one job; config.yaml, which SLURM
-    # users run, submits one job per seed: that is the form tested here.
+    # configs/smoke.yaml runs every task and seed of a checkpoint in one job (tasks_per_job: all);
+    # config.yaml, which SLURM users run, submits per (checkpoint, task); the finest form, one job per
+    # seed, is the one tested here (the most submissions, the same rule code).
     ("finetune", "seeds_per_job"): "one",
+    ("finetune", "tasks_per_job"): "one",
 }
 # The profile's per-job sizes are a real cluster's (8 CPUs per GPU, 64 GB, ...); the test node has
 # 4 CPU slots, 16 GB and 4 fake GPUs. Only these keys change; the GPU counts, every other setting and
