@@ -452,9 +452,8 @@ def expect_finetune(cfg, job):
     else:
         seeds, output = list(ft["seeds"]), f"{base}/seed-{{seed}}"
     from_mnli, saves = mnli_start_roles(cfg, w["task"]) if "task" in w else (False, False)
-    keys = [k for t in tasks for k in GLUE_TASK_SPECS[t].score_keys]
-    if "task" not in w:  # the config's tasks' keys (the command ignores keys of tasks it does not run)
-        keys = [k for t in g["tasks"] for k in GLUE_TASK_SPECS[t].score_keys]
+    # every job gets the config's tasks' keys (the same params in every form; a run ignores other keys)
+    keys = [k for t in g["tasks"] for k in GLUE_TASK_SPECS[t].score_keys]
     return {
         "checkpoint": f"{R}/pretrain/{run_dir(w)}", "task": tasks, "seed": seeds, "output": output,
         "init_from": f"{R}/finetune/{run_dir(w)}/mnli/seed-{w.get('seed', '{seed}')}/model" if from_mnli else None,
@@ -685,11 +684,13 @@ def test_finetune_gets_the_data_seed_with_caps_and_the_primary_metric_with_rule_
     cfg = load_config(["config.yaml"], {"seed": 7, "finetune": {"max_train_samples": 500, "report_rule": "best"},
                                         "analysis": {"primary_metric": {"mrpc": "accuracy", "stsb": "pearson"}}})
     words = Commands(cfg).finetune_args(W("mrpc"))
-    args = build_parser().parse_args(words[words.index("--task"):] + ["--checkpoint", "c", "--output", "o"])
+    args = build_parser().parse_args(words[words.index("--glue-source"):] + ["--task", "mrpc", "--checkpoint", "c",
+                                                                           "--output", "o"])
     assert args.data_seed == 7 and args.max_train_samples == 500
-    assert args.primary_metric == ["mrpc=accuracy"] and primary_metrics(args)["mrpc"] == "accuracy"
-    words = Commands(cfg).finetune_args(W("rte"))  # a task the config sets no metric for
-    assert "--primary-metric" not in words
+    # every fine-tuning job gets the keys of the config's tasks (the same params whatever the job's tasks)
+    assert sorted(args.primary_metric) == ["mrpc=accuracy", "stsb=pearson"] and primary_metrics(args)["mrpc"] == "accuracy"
+    assert Commands(cfg).finetune_args(W("rte")) == words
+    assert "--task" not in words  # the task is one of the job's paths
 
 
 def test_monitoring_follows_the_config_and_changes_no_param():

@@ -334,10 +334,9 @@ class Commands:
         ft = self.config["finetune"]
         g = self.config["glue"]
         hp = wc.finetune_hyperparameters(self.config, wildcards.size)
-        # one task per job: its name is a param (as before tasks_per_job); every task of a checkpoint in one
-        # job (finetune.tasks_per_job: all): the tasks are the job's outputs, so they go with its paths
-        one_task = hasattr(wildcards, "task")
-        args = self._taco("finetune") + [*(["--task", wildcards.task] if one_task else []), "--glue-source", g["source"]]
+        # the task(s) are the job's outputs, so they go with its paths (finetune_paths): one job per task, per
+        # seed or per checkpoint (finetune.tasks_per_job) then has the same params, and switching re-runs nothing
+        args = self._taco("finetune") + ["--glue-source", g["source"]]
         if g["source"] == "local":
             args += ["--glue-dir", wc.substitute_root(g["data_dir"], self.config)]
         args += ["--max-length", _s(ft["max_length"]), "--batch-size", _s(ft["batch_size"]),
@@ -353,7 +352,7 @@ class Commands:
             from taco.registry import GLUE_TASK_SPECS
 
             prim = (self.config.get("analysis") or {}).get("primary_metric") or {}
-            tasks = [wildcards.task] if one_task else list(self.config["glue"]["tasks"])  # other keys: ignored
+            tasks = list(self.config["glue"]["tasks"])  # every job the same words; a task's run ignores other keys
             keys = [k for t in tasks for k in GLUE_TASK_SPECS[t].score_keys if k in prim]
             if keys:
                 args += ["--primary-metric", *(f"{k}={prim[k]}" for k in keys)]
@@ -365,22 +364,23 @@ class Commands:
         monitoring options (:meth:`monitoring_words`; here, not in a settings part, see the module
         docstring)."""
         metrics = _files(output.metrics)
-        tasks: list[str] = []
-        if not hasattr(wildcards, "task"):  # every task of the checkpoint (tasks_per_job: all): from the outputs
-            tasks = list(dict.fromkeys(os.path.basename(os.path.dirname(os.path.dirname(m))) for m in metrics))
+        # the task(s): the wildcard, or every task of the checkpoint (tasks_per_job: all) from the outputs
+        one_task = hasattr(wildcards, "task")
+        tasks = [wildcards.task] if one_task else list(
+            dict.fromkeys(os.path.basename(os.path.dirname(os.path.dirname(m))) for m in metrics))
         if "seed" in wildcards.keys():
             seeds, out = [wildcards.seed], os.path.dirname(metrics[0])
         else:
             seeds = [_s(s) for s in self.config["finetune"]["seeds"]]
             out = os.path.join(os.path.dirname(os.path.dirname(metrics[0])), "seed-{seed}")
-            if tasks:
+            if not one_task:
                 out = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(metrics[0]))), "{task}", "seed-{seed}")
         # finetune.mnli_start: the MNLI model(s) this job starts from (input ``init``) / that it saves
         # (output ``model``); neither exists with the option off, and the command is as without it
         init = _files(getattr(input, "init", None) or [])
         if init and "seed" not in wildcards.keys():  # every seed of the job: each from its own seed's model
             init = [os.path.join(os.path.dirname(os.path.dirname(init[0])), "seed-{seed}", os.path.basename(init[0]))]
-        return ([*(["--task", *tasks] if tasks else []), "--checkpoint", input.checkpoint,
+        return (["--task", *tasks, "--checkpoint", input.checkpoint,
                  *(["--init-from", init[0]] if init else []),
                  "--seed", *seeds, "--output", out, *(["--save-model"] if getattr(output, "model", None) else [])]
                 + self.monitoring_words("finetune", wildcards))
