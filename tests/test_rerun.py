@@ -76,6 +76,7 @@ NO_RESULT_SETTINGS = [
     ("results_dir", "results/tiny/"),  # the same folder, spelt with a trailing slash
     ("monitoring.tensorboard", False),  # training curves (issue 24.6)
     ("monitoring.wandb", True),
+    ("fork_server", False),  # every job a fresh process instead of a fork of the run's server
 ]
 #: settings that change no result but that plan.md shows (jobs per rule, runtimes, CPU-only note)
 PLAN_SETTINGS = [

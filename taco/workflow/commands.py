@@ -145,7 +145,10 @@ class Commands:
         return 0
 
     def launch_words(self, rule: str, wildcards: Any, threads: int | None = None) -> list[str]:
-        """``OMP_NUM_THREADS=<threads>`` (when given), the GPU-slot wrapper, the interpreter."""
+        """``OMP_NUM_THREADS=<threads>`` (when given), the GPU-slot wrapper, the interpreter, and for a job
+        without a GPU (config ``fork_server``, default on) the fork server's client ``-m taco.forkserver``:
+        the job forks from the run's server where there is one, else the client runs it as a fresh
+        process (:mod:`taco.forkserver`)."""
         words = [f"OMP_NUM_THREADS={int(threads)}"] if threads is not None else []
         need = self.devices(rule, wildcards)
         if need:
@@ -154,6 +157,9 @@ class Commands:
             lock_dir = self.config.get("gpu_lock_dir")
             words += [*self.python, "-m", "taco", "gpu-slot", "--gpus", _s(self.config["gpus"]),
                       "--need", _s(need), *(["--lock-dir", lock_dir] if lock_dir else []), "--"]
+            return words + self.python
+        if self.config.get("fork_server", True):
+            return words + self.python + ["-m", "taco.forkserver"]
         return words + self.python
 
     @staticmethod

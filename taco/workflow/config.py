@@ -483,7 +483,7 @@ NO_RESULT_SETTINGS: tuple[str, ...] = (
     "pretrain.logging_steps", "pretrain.sizes.*.save_every", "pretrain.sizes.*.threads",
     "pretrain.sizes.*.mem_mb", "pretrain.sizes.*.runtime", "finetune.threads", "finetune.mem_mb",
     "finetune.runtime", "finetune.num_gpus", "finetune.seeds_per_job", "finetune.tasks_per_job", "data_threads",
-    "gpus", "gpu_lock_dir", "monitoring",
+    "gpus", "gpu_lock_dir", "monitoring", "fork_server",
 )
 #: Of those, what ``plan.md`` shows (``taco.workflow.plan``): jobs per rule (one per seed or one per
 #: task), each rule's ``runtime`` beside the longest job, and the CPU-only note (no GPU per job).

@@ -1,0 +1,460 @@
+"""A fork server for the workflow's jobs: torch and transformers are imported once, every job forks.
+
+Every ``taco`` command of the workflow used to be a new Python process that paid 8-10 CPU-seconds
+importing torch and transformers before its first step (``benchmarks/README.md``): most of the quick
+start's cost. With the fork server the Snakefile's ``onstart`` starts one process per workflow run
+(:func:`start`) that imports them once (:data:`PRELOAD`) and listens on a Unix socket; each job's
+command line is ``python -m taco.forkserver -m taco <command> ...`` (the rule's ``resources.launch``,
+:mod:`taco.workflow.commands`), a client of a few milliseconds that hands the job to the server: the
+server forks a child that takes the client's standard input, output and error (passed over the socket,
+``SCM_RIGHTS``), working folder, environment and arguments and runs ``taco.cli.main`` in its own process
+group. The client forwards the signals it gets (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) to
+that group and exits as the child did (its status, or the same signal), so Snakemake, ``--keep-going``,
+retries and the training's SIGTERM resume see what they saw of a fresh process. If the client dies
+(SIGKILL), the server kills the child's group (SIGKILL): a retry never runs beside a survivor.
+
+**A fresh process whenever the fork could differ** (:func:`refusal`, the client then ``exec``s
+``python -m taco ...`` itself, printing why on its standard error): no server (``$TACO_FORKSERVER`` unset,
+its socket gone: a SLURM node, a command run by hand), another interpreter (``--use-conda``'s
+environments), a command that is not ``-m taco <command>`` (``torch.distributed.run``), or an environment
+that differs from the server's in anything but :data:`JOB_ENV` (the variables that may differ per job and
+that the child applies itself: ``OMP_NUM_THREADS`` through ``torch.set_num_threads``, the temporary
+folder). Imported modules read some variables once (``HF_HUB_OFFLINE``, ``HF_HOME``, ...), so any other
+difference is a refusal, not a guess.
+
+**Same numbers.** The child seeds every generator from its arguments as a fresh process does (the
+commands call ``transformers.set_seed``); the server imports but computes nothing, so no thread pool,
+CUDA context or random draw is inherited (the server never initializes CUDA, so a forked job may; jobs
+under the GPU-slot wrapper of config ``gpus`` stay fresh processes,
+:meth:`taco.workflow.commands.Commands.launch_words`). A pre-training
+segment and a fine-tuning run through the server write the same bytes as a fresh process
+(``tests/test_forkserver.py``).
+
+**What differs.** Snakemake's ``benchmark:`` files measure the client's process tree, so their CPU
+columns no longer include the job's work; the child's CPU-seconds are the ``forkserver:`` line at the
+end of the job's log. The server stops with the workflow (``onsuccess``/``onerror``, :func:`stop`) or,
+if Snakemake is killed, within a second of its parent's death (its running children get SIGTERM, as
+Snakemake's own jobs would on a clean stop). ``fork_server: false`` in the configuration turns it off.
+Linux only (``os.pidfd_open``, ``socket.send_fds``); elsewhere every job is a fresh process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+#: the environment variable that names the server's socket (set by :func:`start` for the jobs)
+ENV_SOCKET = "TACO_FORKSERVER"
+#: thread counts Snakemake sets per job (its ``threads``): the child applies them to torch and, through
+#: threadpoolctl, to every loaded BLAS and OpenMP library (they read them once, at load, in the server)
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+              "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+#: variables a job may set differently from the server: the child applies them itself
+JOB_ENV = frozenset({*THREAD_ENV, "TMPDIR", "TMP", "TEMP", "TEMPDIR", "PWD", "OLDPWD", "SHLVL", "_", ENV_SOCKET})
+#: what the server imports before it accepts a job (the cost every job used to pay); optional ones may be absent
+PRELOAD = ("numpy", "torch", "transformers", "transformers.trainer", "transformers.models.bert.modeling_bert",
+           "datasets", "tokenizers", "safetensors.torch", "accelerate", "pandas", "scipy.stats",
+           "torch.utils.tensorboard", "taco.training.pretrain", "taco.evaluation.finetune",
+           "taco.evaluation.dynamics", "taco.evaluation.submission", "taco.training.control")
+#: signals the client forwards to the job's process group
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+_HEADER = struct.Struct("!I")
+
+
+def supported() -> bool:
+    """Whether this platform has what the server needs (Linux: ``os.pidfd_open``, ``socket.send_fds``)."""
+    return hasattr(os, "pidfd_open") and hasattr(socket, "send_fds") and sys.platform.startswith("linux")
+
+
+# ---------------------------------------------------------------------------------------------
+# the wire: a 4-byte length, then JSON (the request's first message carries the client's fds 0, 1, 2)
+# ---------------------------------------------------------------------------------------------
+def _send(sock: socket.socket, obj: Any, fds: list[int] | None = None) -> None:
+    data = json.dumps(obj).encode()
+    if fds:
+        socket.send_fds(sock, [_HEADER.pack(len(data))], fds)
+        sock.sendall(data)
+    else:
+        sock.sendall(_HEADER.pack(len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        buf += chunk
+    return buf
+
+
+def _recv(sock: socket.socket, with_fds: bool = False) -> tuple[Any, list[int]]:
+    if with_fds:
+        head, fds, _, _ = socket.recv_fds(sock, _HEADER.size, 3)
+        head += _recv_exact(sock, _HEADER.size - len(head)) if len(head) < _HEADER.size else b""
+    else:
+        head, fds = _recv_exact(sock, _HEADER.size), []
+    (n,) = _HEADER.unpack(head)
+    return json.loads(_recv_exact(sock, n)), list(fds)
+
+
+# ---------------------------------------------------------------------------------------------
+# the server
+# ---------------------------------------------------------------------------------------------
+def refusal(request: dict[str, Any], server_env: dict[str, str], executable: str) -> str | None:
+    """Why a job must run as a fresh process instead of a fork of this server, or None.
+
+    ``request``: the client's ``argv`` (after ``python -m taco.forkserver``), ``env`` and ``executable``.
+    Refused: another interpreter, a command other than ``-m taco <command>``, an environment that differs
+    from ``server_env`` outside :data:`JOB_ENV` (module docstring), or ``OMP_NUM_THREADS`` set in the
+    server but not in the job (the server's OpenMP read it at import).
+    """
+    if os.path.realpath(request.get("executable", "")) != os.path.realpath(executable):
+        return f"another interpreter ({request.get('executable')!r}, the server runs {executable!r})"
+    argv = request.get("argv", [])
+    if argv[:2] != ["-m", "taco"] or len(argv) < 3:
+        return f"not a `-m taco <command>` command line ({' '.join(argv[:3])!r})"
+    env = request.get("env", {})
+    differ = sorted(k for k in set(env) | set(server_env) if env.get(k) != server_env.get(k) and k not in JOB_ENV)
+    if differ:
+        shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+        return f"the job's environment differs from the server's in {shown}"
+    if "OMP_NUM_THREADS" in server_env and "OMP_NUM_THREADS" not in env:
+        return "OMP_NUM_THREADS is set in the server but not in the job"
+    return None
+
+
+def _count(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() and int(value) > 0 else None
+
+
+def _apply_threads(env: dict[str, str] | os._Environ) -> None:
+    """The job's thread counts (:data:`THREAD_ENV`), which a fresh process's libraries would have read at
+    load: ``torch.set_num_threads`` (intra-op, its OpenMP and MKL), and threadpoolctl's limits for the
+    other OpenMP and BLAS libraries loaded (numpy's OpenBLAS). numexpr's is not applied (never loaded)."""
+    omp = _count(env.get("OMP_NUM_THREADS"))
+    blas = _count(env.get("OPENBLAS_NUM_THREADS") or env.get("MKL_NUM_THREADS") or env.get("GOTO_NUM_THREADS"))
+    if omp and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(omp)
+    if omp or blas:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            return
+        if omp:
+            threadpool_limits(limits=omp, user_api="openmp")
+        if blas:
+            threadpool_limits(limits=blas, user_api="blas")
+
+
+def _run_child(request: dict[str, Any], fds: list[int]) -> int:
+    """In the forked child: become the job (fds, folder, environment, threads, argv) and run it."""
+    for sig in (*FORWARDED, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    os.setpgid(0, 0)
+    for target, fd in zip((0, 1, 2), fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tempfile.tempdir = None  # read TMPDIR again
+    _apply_threads(os.environ)
+    argv = request["argv"][2:]
+    sys.argv = ["taco", *argv]
+    try:
+        from taco.cli import main
+
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, int) and exc.code is not None:
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - the job's traceback, as a fresh process prints it
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+    finally:
+        t = os.times()  # a forked child's counters start at 0; its waited-for subprocesses included
+        print(f"forkserver: pid {os.getpid()} exit {code}, "
+              f"{t.user + t.system + t.children_user + t.children_system:.1f} CPU-s", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return int(code or 0) & 0xFF if code else 0
+
+
+class Server:
+    """The fork server (module docstring) on the Unix socket ``path``; stops when ``parent`` dies."""
+
+    def __init__(self, path: str, parent: int | None = None):
+        self.path = path
+        self.parent = parent
+        self.env = dict(os.environ)
+        self.sel = selectors.DefaultSelector()
+        self.jobs: dict[int, dict[str, Any]] = {}  # pid -> {"conn", "pidfd"}
+        self.stopping = False
+
+    def serve(self, preload: tuple[str, ...] = PRELOAD) -> None:
+        """Listen, import ``preload``, then fork a child per request until stopped."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)
+        listener.listen(64)
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for name in preload:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.sel.register(listener, selectors.EVENT_READ, ("listen", None))
+        try:
+            while not self.stopping:
+                for key, _ in self.sel.select(timeout=1.0):
+                    kind, pid = key.data
+                    if kind == "listen":
+                        self._accept(listener)
+                    elif kind == "child":
+                        self._reap(pid)
+                    elif kind == "client":
+                        self._client_gone(pid)
+                if self.parent is not None and not _alive(self.parent):
+                    self.stopping = True
+        finally:
+            for pid in list(self.jobs):
+                _killpg(pid, signal.SIGTERM)
+            for pid in list(self.jobs):
+                self._reap(pid, block=True)
+            listener.close()
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+
+    def _stop(self, *_: Any) -> None:
+        self.stopping = True
+
+    def _accept(self, listener: socket.socket) -> None:
+        conn, _ = listener.accept()
+        fds: list[int] = []
+        try:
+            conn.settimeout(30)
+            request, fds = _recv(conn, with_fds=True)
+            why = refusal(request, self.env, sys.executable)
+            if why is None and len(fds) != 3:
+                why = f"expected the client's 3 standard streams, got {len(fds)} descriptors"
+            if why is not None:
+                _send(conn, {"refused": why})
+                conn.close()
+                return
+            pid = os.fork()
+            if pid == 0:  # the child never returns to the server loop
+                code = 1
+                try:
+                    self.sel.close()
+                    for obj in (listener, conn, *(j["conn"] for j in self.jobs.values())):
+                        obj.close()
+                    for job in self.jobs.values():
+                        os.close(job["pidfd"])
+                    code = _run_child(request, fds)
+                finally:
+                    os._exit(code)
+            _send(conn, {"pid": pid})
+        except (OSError, ValueError, ConnectionError):
+            conn.close()
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)
+        conn.settimeout(None)
+        pidfd = os.pidfd_open(pid)
+        self.jobs[pid] = {"conn": conn, "pidfd": pidfd}
+        self.sel.register(pidfd, selectors.EVENT_READ, ("child", pid))
+        self.sel.register(conn, selectors.EVENT_READ, ("client", pid))
+
+    def _client_gone(self, pid: int) -> None:
+        job = self.jobs.get(pid)
+        if job is None:
+            return
+        try:
+            data = job["conn"].recv(1)
+        except OSError:
+            data = b""
+        if not data:  # the client died without its signal handlers (SIGKILL): no survivor beside a retry
+            self.sel.unregister(job["conn"])
+            _killpg(pid, signal.SIGKILL)
+
+    def _reap(self, pid: int, block: bool = False) -> None:
+        job = self.jobs.get(pid)
+        if job is None:
+            return
+        done, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+        if not done:
+            return
+        self.jobs.pop(pid)
+        for obj in (job["pidfd"], job["conn"]):
+            try:
+                self.sel.unregister(obj)
+            except (KeyError, ValueError):
+                pass
+        os.close(job["pidfd"])
+        try:
+            _send(job["conn"], {"exitcode": os.waitstatus_to_exitcode(status)})
+        except OSError:
+            pass
+        job["conn"].close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# the client
+# ---------------------------------------------------------------------------------------------
+def _fresh(argv: list[str], why: str | None) -> None:
+    """Run ``python <argv>`` in this process (``exec``: the same pid, so signals reach it)."""
+    if why:
+        print(f"forkserver: a fresh process ({why})", file=sys.stderr, flush=True)
+    os.execv(sys.executable, [sys.executable, *argv])
+
+
+def client(argv: list[str]) -> int:
+    """Hand ``python <argv>`` to the server named by ``$TACO_FORKSERVER`` and return as the job did;
+    run it as a fresh process (``exec``) where there is no server or it refuses (module docstring)."""
+    path = os.environ.get(ENV_SOCKET)
+    if not path or not supported() or argv[:2] != ["-m", "taco"]:
+        _fresh(argv, None if not path else "not a `-m taco` command" if supported() else "platform")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        _send(sock, {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(), "executable": sys.executable},
+              fds=[0, 1, 2])
+        reply, _ = _recv(sock)
+    except (OSError, ConnectionError, ValueError) as exc:
+        sock.close()
+        _fresh(argv, f"no server at {path}: {exc}")
+    if "refused" in reply:
+        sock.close()
+        _fresh(argv, reply["refused"])
+    pid = int(reply["pid"])
+
+    def forward(sig: int, _frame: Any) -> None:
+        _killpg(pid, sig)
+
+    for sig in FORWARDED:
+        signal.signal(sig, forward)
+    try:
+        result, _ = _recv(sock)
+    except (OSError, ConnectionError, ValueError):
+        print(f"forkserver: the server at {path} went away while job {pid} ran", file=sys.stderr)
+        return 1
+    code = int(result["exitcode"])
+    if code < 0:  # killed by a signal: die of it too
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        return 128 - code
+    return code
+
+
+# ---------------------------------------------------------------------------------------------
+# the workflow's side: start and stop (Snakefile onstart / onsuccess / onerror)
+# ---------------------------------------------------------------------------------------------
+def start(log_path: str | None = None, timeout: float = 30.0) -> subprocess.Popen | None:
+    """Start a server for this process's jobs: a socket in a new temporary folder, ``$TACO_FORKSERVER``
+    set in ``os.environ`` (the jobs inherit it), the server's output appended to ``log_path``. Waits
+    until the socket exists (``timeout`` s; RuntimeError naming the log after that). Returns the
+    process, or None on a platform without :func:`supported`."""
+    if not supported():
+        return None
+    folder = tempfile.mkdtemp(prefix="taco-fs-")
+    path = os.path.join(folder, "socket")
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
+    env = {k: v for k, v in os.environ.items() if k != ENV_SOCKET}
+    proc = subprocess.Popen([sys.executable, "-m", "taco.forkserver", "serve", "--socket", path,
+                             "--parent", str(os.getpid())], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env=env)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the taco fork server did not start (log: {log_path or 'none'})")
+        time.sleep(0.05)
+    os.environ[ENV_SOCKET] = path
+    return proc
+
+
+def stop(proc: subprocess.Popen | None, timeout: float = 30.0) -> None:
+    """Stop a server from :func:`start` (SIGTERM, then SIGKILL after ``timeout`` s) and remove its folder."""
+    path = os.environ.pop(ENV_SOCKET, None)
+    if proc is None:
+        return
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if path:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        try:
+            os.rmdir(os.path.dirname(path))
+        except OSError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m taco.forkserver serve --socket PATH [--parent PID]``, or a client:
+    ``python -m taco.forkserver -m taco <command> ...``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["serve"]:
+        ap = argparse.ArgumentParser(prog="python -m taco.forkserver serve",
+                                     description="fork server of the workflow's taco jobs")
+        ap.add_argument("--socket", required=True, help="Unix socket path to listen on")
+        ap.add_argument("--parent", type=int, default=None, help="stop when this process dies")
+        ap.add_argument("--preload", nargs="*", default=None,
+                        help="modules to import before the first job (default: torch, transformers, ... PRELOAD)")
+        args = ap.parse_args(argv[1:])
+        Server(args.socket, args.parent).serve(PRELOAD if args.preload is None else tuple(args.preload))
+        return 0
+    return client(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""The fork server (`taco.forkserver`): a job forked from it behaves as the fresh process it replaces.
+
+One server per module, started as the Snakefile's ``onstart`` starts it (:func:`taco.forkserver.start`,
+full preload); clients are spawned as Snakemake's shell spawns a job's command line. Checked: the job's
+streams, folder, environment and exit status; the same model bytes as a fresh process; signals forwarded
+to the job's process group and a killed client's job killed; the refusals that fall back to a fresh
+process (another environment, no server, not a ``-m taco`` command); the server's end with its parent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from taco import forkserver as fs
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(not fs.supported(), reason="the fork server needs Linux (os.pidfd_open, send_fds)")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A server with the full preload, as the workflow starts it; yields its socket path."""
+    log = tmp_path_factory.mktemp("fs") / "server.log"
+    before = os.environ.get(fs.ENV_SOCKET)
+    os.environ.pop("PYTEST_CURRENT_TEST", None)  # pytest's per-test variable: not the server's (see _env)
+    proc = fs.start(str(log))
+    path = os.environ[fs.ENV_SOCKET]
+    try:
+        yield path
+    finally:
+        fs.stop(proc)
+        if before is not None:
+            os.environ[fs.ENV_SOCKET] = before
+    assert not os.path.exists(path)  # the socket and its folder are removed
+
+
+def _env(path: str | None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in (fs.ENV_SOCKET, "PYTEST_CURRENT_TEST")}
+    if path:
+        env[fs.ENV_SOCKET] = path
+    env.update(extra)
+    return env
+
+
+def _client(argv, path, cwd, **kw) -> subprocess.Popen:
+    env = _env(path, **kw.pop("env", {}))
+    return subprocess.Popen([sys.executable, "-m", "taco.forkserver", *argv], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_a_job_gets_its_streams_folder_and_exit_status(server, tmp_path):
+    p = _client(["-m", "taco", "--version"], server, tmp_path)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out.strip() == "0.1.0"
+    assert "forkserver: pid" in err and "a fresh process" not in err  # forked, not fallen back
+    p = _client(["-m", "taco", "nosuch"], server, tmp_path)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "unknown command 'nosuch'" in err
+    # the job's own folder and environment: a relative output lands in the client's cwd
+    p = _client(["-m", "taco", "corpus", "--source", "synthetic", "--num-documents", "20", "--seed", "0",
+                 "--output", "docs"], server, tmp_path, env={"OMP_NUM_THREADS": "1"})
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert (tmp_path / "docs" / "manifest.json").is_file()
+    assert "forkserver: pid" in err
+
+
+def _blocks(root: Path) -> Path:
+    import datasets
+    import numpy as np
+    from transformers import BertTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(251)]
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)}, do_lower_case=True)
+    rng = np.random.default_rng(0)
+
+    def rows(n):
+        return {"input_ids": [[2] + rng.integers(5, 256, size=30).tolist() + [3] for _ in range(n)]}
+
+    blocks = root / "blocks"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows(40)),
+                          "validation": datasets.Dataset.from_dict(rows(8))}).save_to_disk(str(blocks))
+    tok.save_pretrained(str(blocks / "tokenizer"))
+    (blocks / "manifest.json").write_text('{"kind": "blocks", "fraction": 1.0}')
+    return blocks
+
+
+def test_a_pretraining_segment_writes_the_same_bytes_as_a_fresh_process(server, tmp_path):
+    """The guarantee the workflow rests on: forked or fresh, the same seeds, threads and code give the same
+    model bytes (a TACO segment: masking, TC sampling, dropout and AdamW all draw from the generators)."""
+    pytest.importorskip("torch")
+    blocks = _blocks(tmp_path)
+
+    def args(name):
+        return ["-m", "taco", "pretrain", "--blocks", str(blocks), "--objective", "taco", "--size", "tiny",
+                "--max-steps", "6", "--warmup-steps", "2", "--until", "6", "--output", str(tmp_path / name / "out"),
+                "--state-dir", str(tmp_path / name / "state"), "--per-device-batch-size", "4", "--save-every", "3",
+                "--logging-steps", "2", "--seed", "7", "--device", "cpu", "--no-progress", "--tc-negatives", "8",
+                "--report-to", "none", "--eval-every", "3"]
+
+    env = _env(None, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    fresh = subprocess.run([sys.executable, *args("fresh")], env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    forked = _client(args("forked"), server, tmp_path, env={"OMP_NUM_THREADS": "1"})
+    _, err = forked.communicate(timeout=300)
+    assert forked.returncode == 0, err[-2000:]
+    assert "forkserver: pid" in err and "a fresh process" not in err
+    sha = [hashlib.sha256((tmp_path / n / "out" / "model.safetensors").read_bytes()).hexdigest()
+           for n in ("fresh", "forked")]
+    assert sha[0] == sha[1]
+    ev = [(tmp_path / n / "out" / "eval.json").read_text() for n in ("fresh", "forked")]
+    assert ev[0] == ev[1]
+
+
+def _pids_of(pattern: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def _wait_gone(pattern: str, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _pids_of(pattern):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _wait_started(pattern: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not _pids_of(pattern):
+        assert time.monotonic() < deadline, f"{pattern!r} did not start"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_signals_reach_the_job_and_a_killed_clients_job_dies(server, tmp_path, how):
+    """SIGTERM to the client (Snakemake stopping a job) reaches the job's process group and the client exits
+    as the job did; SIGKILL of the client (no handler runs) makes the server kill the job's group."""
+    mark = f"{time.time_ns() % 10**9 + 100}"
+    p = _client(["-m", "taco", "gpu-slot", "--gpus", "1", "--lock-dir", str(tmp_path / "locks"), "--",
+                 "sleep", mark], server, tmp_path)
+    _wait_started(f"sleep {mark}")
+    p.send_signal(getattr(signal, how))
+    p.wait(timeout=30)
+    assert _wait_gone(f"sleep {mark}"), f"the job's sleep survived the client's {how}"
+    if how == "SIGTERM":
+        assert p.returncode != 0
+
+
+def test_refusals_fall_back_to_a_fresh_process(server, tmp_path):
+    # another value of a variable that modules read at import: a fresh process, saying why
+    p = _client(["-m", "taco", "--version"], server, tmp_path, env={"HF_HOME": str(tmp_path / "hf")})
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out.strip() == "0.1.0"
+    assert "a fresh process (the job's environment differs from the server's in HF_HOME)" in err
+    # no server at the path: a fresh process, saying why
+    p = _client(["-m", "taco", "--version"], str(tmp_path / "gone"), tmp_path)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out.strip() == "0.1.0" and "no server at" in err
+    # no server named (a SLURM job, a command by hand): silently fresh
+    p = _client(["-m", "taco", "--version"], None, tmp_path)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out.strip() == "0.1.0" and "forkserver" not in err
+    # not a `-m taco` command line (torch.distributed.run's): fresh, and its own exit status
+    p = _client(["-c", "import sys; print('plain'); sys.exit(3)"], server, tmp_path)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3 and out.strip() == "plain" and "not a `-m taco` command" in err
+
+
+def test_refusal_rules():
+    env = {"PATH": "/bin", "HF_HUB_OFFLINE": "1"}
+    ok = {"argv": ["-m", "taco", "pretrain"], "env": dict(env, OMP_NUM_THREADS="2", TMPDIR="/x"),
+          "executable": sys.executable}
+    assert fs.refusal(ok, env, sys.executable) is None
+    assert "another interpreter" in fs.refusal(dict(ok, executable="/usr/bin/python9"), env, sys.executable)
+    assert "HF_HUB_OFFLINE" in fs.refusal(dict(ok, env={"PATH": "/bin"}), env, sys.executable)
+    assert "not a `-m taco" in fs.refusal(dict(ok, argv=["-m", "torch.distributed.run"]), env, sys.executable)
+    # the server's OpenMP read OMP_NUM_THREADS at import: a job without it would not get a fresh default
+    assert "OMP_NUM_THREADS" in fs.refusal(dict(ok, env=env), dict(env, OMP_NUM_THREADS="4"), sys.executable)
+
+
+def test_the_server_stops_when_its_parent_dies(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sock = tmp_path / "s"
+    srv = subprocess.Popen([sys.executable, "-m", "taco.forkserver", "serve", "--socket", str(sock),
+                            "--parent", str(parent.pid), "--preload"], env=_env(None))
+    deadline = time.monotonic() + 30
+    while not sock.exists():
+        assert time.monotonic() < deadline and srv.poll() is None
+        time.sleep(0.05)
+    parent.kill()
+    parent.wait()
+    assert srv.wait(timeout=10) == 0
+    assert not sock.exists()
+
+
+def test_cpu_jobs_launch_through_the_client_and_gpu_jobs_do_not():
+    from types import SimpleNamespace
+
+    from taco.workflow.commands import Commands
+
+    w = SimpleNamespace(size="tiny")
+    cfg = {"results_dir": "r", "gpus": 0, "finetune": {"num_gpus": 1}, "fork_server": True}
+    assert Commands(cfg, python=["py"]).launch_words("finetune", w, 1) == ["OMP_NUM_THREADS=1", "py", "-m",
+                                                                            "taco.forkserver"]
+    assert Commands(dict(cfg, fork_server=False), python=["py"]).launch_words("finetune", w, 1) == [
+        "OMP_NUM_THREADS=1", "py"]
+    gpu = Commands(dict(cfg, gpus=1), python=["py"]).launch_words("finetune", w, 1)
+    assert "taco.forkserver" not in gpu and gpu[-1] == "py"
