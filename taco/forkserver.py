@@ -33,8 +33,9 @@ segment and a fine-tuning run through the server write the same bytes as a fresh
 **What differs.** Snakemake's ``benchmark:`` files measure the client's process tree, so their CPU
 columns no longer include the job's work; the child's CPU-seconds are the ``forkserver:`` line at the
 end of the job's log. The server stops with the workflow (``onsuccess``/``onerror``, :func:`stop`) or,
-if Snakemake is killed, within a second of its parent's death (its running children get SIGTERM, as
-Snakemake's own jobs would on a clean stop). ``fork_server: false`` in the configuration turns it off.
+if Snakemake is killed, within a second of its parent's death: it takes no new job, and the running
+ones run on to their end (their clients get their status), as a fresh job outlives a killed Snakemake
+(``tests/test_kill_snakemake.py``: the orphaned trainer finishes its segment). ``fork_server: false`` in the configuration turns it off.
 Linux only (``os.pidfd_open``, ``socket.send_fds``); elsewhere every job is a fresh process.
 """
 
@@ -227,8 +228,15 @@ class Server:
         sys.stdout.flush()
         sys.stderr.flush()
         self.sel.register(listener, selectors.EVENT_READ, ("listen", None))
+        listening = True
         try:
-            while not self.stopping:
+            # stopped (SIGTERM) or orphaned (the parent died): no new job, but the running ones run on to
+            # their end and their clients get their status, as a fresh job outlives a killed Snakemake
+            while listening or self.jobs:
+                if listening and self.stopping:
+                    listening = False
+                    self.sel.unregister(listener)
+                    self._close_listener(listener)
                 for key, _ in self.sel.select(timeout=1.0):
                     kind, pid = key.data
                     if kind == "listen":
@@ -240,15 +248,14 @@ class Server:
                 if self.parent is not None and not _alive(self.parent):
                     self.stopping = True
         finally:
-            for pid in list(self.jobs):
-                _killpg(pid, signal.SIGTERM)
-            for pid in list(self.jobs):
-                self._reap(pid, block=True)
-            listener.close()
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            self._close_listener(listener)
+
+    def _close_listener(self, listener: socket.socket) -> None:
+        listener.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
     def _stop(self, *_: Any) -> None:
         self.stopping = True

@@ -190,7 +190,9 @@ def test_refusal_rules():
     assert "OMP_NUM_THREADS" in fs.refusal(dict(ok, env=env), dict(env, OMP_NUM_THREADS="4"), sys.executable)
 
 
-def test_the_server_stops_when_its_parent_dies(tmp_path):
+def test_the_server_stops_when_its_parent_dies_and_its_running_job_runs_on(tmp_path):
+    """Snakemake killed (kill -9): the server takes no new job, but the running one finishes and its client
+    gets its status, as a fresh job outlives a killed Snakemake (tests/test_kill_snakemake.py)."""
     parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     sock = tmp_path / "s"
     srv = subprocess.Popen([sys.executable, "-m", "taco.forkserver", "serve", "--socket", str(sock),
@@ -199,10 +201,20 @@ def test_the_server_stops_when_its_parent_dies(tmp_path):
     while not sock.exists():
         assert time.monotonic() < deadline and srv.poll() is None
         time.sleep(0.05)
+    job = _client(["-m", "taco", "gpu-slot", "--gpus", "1", "--lock-dir", str(tmp_path / "locks"), "--",
+                   "sh", "-c", "sleep 3; echo done"], str(sock), tmp_path)
+    time.sleep(1.0)
     parent.kill()
     parent.wait()
+    deadline = time.monotonic() + 10
+    while sock.exists():  # no new job: the socket goes at once
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert srv.poll() is None  # ... but the server waits for its running job
+    out, err = job.communicate(timeout=30)
+    assert job.returncode == 0 and out.strip() == "done", err
+    assert "a fresh process" not in err
     assert srv.wait(timeout=10) == 0
-    assert not sock.exists()
 
 
 def test_cpu_jobs_launch_through_the_client_and_gpu_jobs_do_not():
