@@ -323,7 +323,7 @@ def test_configfiles_merge_nested_keys_as_snakemake(tmp_path):
 
 
 def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
-    """cpu-real: three replicates, dynamics on the first (the top-level seed's plain path) x 2 budgets
+    """cpu-real: five replicates, dynamics on the first (the top-level seed's plain path) x 2 budgets
     x 2 objectives = 4 jobs, the count `taco plan` prints; with seeds that leave out the top-level seed,
     the first listed replicate is measured (not none)."""
     from taco.workflow import config as wc
