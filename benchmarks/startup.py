@@ -18,7 +18,6 @@ measured once and printed beside them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
@@ -31,25 +30,8 @@ from pathlib import Path
 
 from taco import forkserver as fs
 
-
-def _blocks(root: Path) -> Path:
-    import datasets
-    import numpy as np
-    from transformers import BertTokenizerFast
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(251)]
-    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)}, do_lower_case=True)
-    rng = np.random.default_rng(0)
-
-    def rows(n):
-        return {"input_ids": [[2] + rng.integers(5, 256, size=30).tolist() + [3] for _ in range(n)]}
-
-    blocks = root / "blocks"
-    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows(48)),
-                          "validation": datasets.Dataset.from_dict(rows(8))}).save_to_disk(str(blocks))
-    tok.save_pretrained(str(blocks / "tokenizer"))
-    (blocks / "manifest.json").write_text(json.dumps({"kind": "blocks", "fraction": 1.0}))
-    return blocks
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from tiny_blocks import write_blocks  # noqa: E402  (the tests' tiny blocks)
 
 
 def _job(name: str, root: Path, blocks: Path, i: int) -> list[str]:
@@ -102,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     env["OMP_NUM_THREADS"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        blocks = _blocks(root)
+        blocks = write_blocks(root, n_train=48)
         t0 = time.perf_counter()
         server = fs.start(str(root / "server.log"))
         # the preload is done when the first job is answered

@@ -21,6 +21,9 @@ import pytest
 
 from taco import forkserver as fs
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tiny_blocks import write_blocks  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(not fs.supported(), reason="the fork server needs Linux (os.pidfd_open, send_fds)")
@@ -74,31 +77,11 @@ def test_a_job_gets_its_streams_folder_and_exit_status(server, tmp_path):
     assert "forkserver: pid" in err
 
 
-def _blocks(root: Path) -> Path:
-    import datasets
-    import numpy as np
-    from transformers import BertTokenizerFast
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(251)]
-    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)}, do_lower_case=True)
-    rng = np.random.default_rng(0)
-
-    def rows(n):
-        return {"input_ids": [[2] + rng.integers(5, 256, size=30).tolist() + [3] for _ in range(n)]}
-
-    blocks = root / "blocks"
-    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows(40)),
-                          "validation": datasets.Dataset.from_dict(rows(8))}).save_to_disk(str(blocks))
-    tok.save_pretrained(str(blocks / "tokenizer"))
-    (blocks / "manifest.json").write_text('{"kind": "blocks", "fraction": 1.0}')
-    return blocks
-
-
 def test_a_pretraining_segment_writes_the_same_bytes_as_a_fresh_process(server, tmp_path):
     """The guarantee the workflow rests on: forked or fresh, the same seeds, threads and code give the same
     model bytes (a TACO segment: masking, TC sampling, dropout and AdamW all draw from the generators)."""
     pytest.importorskip("torch")
-    blocks = _blocks(tmp_path)
+    blocks = write_blocks(tmp_path)
 
     def args(name):
         return ["-m", "taco", "pretrain", "--blocks", str(blocks), "--objective", "taco", "--size", "tiny",

@@ -24,28 +24,15 @@ from taco.training import pretrain as train  # noqa: E402
 from taco.manifest import read_manifest, sha256_tree  # noqa: E402
 from taco.training.runlog import read_log  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tiny_blocks import write_blocks  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS = 6
 
 
 def _blocks(root: Path) -> Path:
-    import numpy as np
-    from transformers import BertTokenizerFast
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(251)]
-    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)}, do_lower_case=True)
-    assert tok("w0 w1")["input_ids"] == [2, 5, 6, 3]
-    rng = np.random.default_rng(0)
-
-    def rows(n):
-        return {"input_ids": [[2] + rng.integers(5, 256, size=30).tolist() + [3] for _ in range(n)]}
-
-    blocks = root / "blocks"
-    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows(40)),
-                          "validation": datasets.Dataset.from_dict(rows(8))}).save_to_disk(str(blocks))
-    tok.save_pretrained(str(blocks / "tokenizer"))
-    (blocks / "manifest.json").write_text(json.dumps({"kind": "blocks", "fraction": 1.0}))
-    return blocks
+    return write_blocks(root)
 
 
 def _args(blocks, output, state, *extra, until=MAX_STEPS):
