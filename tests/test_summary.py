@@ -104,6 +104,7 @@ def test_snakefile_onsuccess_prints_the_summary(tmp_path):
     (tmp_path / "cfg.yaml").write_text("results_dir: res\n")
     (tmp_path / "Snakefile").write_text(textwrap.dedent("""\
         R = config["results_dir"]
+        FORK_SERVER = []  # the Snakefile's fork servers of this run (none here)
 
         rule all:
             output: f"{R}/done.txt"
