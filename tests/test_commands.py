@@ -7,7 +7,7 @@ For each configuration (``config.yaml``, every ``configs/*.yaml``, and every ove
 :func:`shlex.split`, its wrappers (``taco gpu-slot``, ``torch.distributed.run``) are parsed with
 their own parsers, and the ``taco`` command with ``build_parser()`` of the module that implements
 it. The parsed values must equal what the configuration says, computed here independently of
-``taco.workflow.commands`` (the path layout is the documented one of the README), and no option may
+``taco.workflow.commands`` (the path layout is the documented one of docs/results.md), and no option may
 be set that the contract does not name. A rule without a contract here fails the test.
 """
 

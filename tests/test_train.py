@@ -507,8 +507,8 @@ def test_validation_points_inside_a_segment_change_no_weight(full, tmp_path):
 
 def test_same_taco_segment_twice_gives_bit_identical_weights(full, tmp_path):
     """Issue 20.6: what reproduces exactly. The same TACO segment run again in a new process (same
-    seed, same thread count, CPU) gives the same bytes; README 'What reproduces exactly' says under
-    which conditions this holds."""
+    seed, same thread count, CPU) gives the same bytes; docs/reproducibility.md ('What is bit-for-bit
+    reproducible') says under which conditions this holds."""
     import hashlib
 
     root, blocks, out_full = full

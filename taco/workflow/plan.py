@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             if "." in k:  # Snakemake's --config has no dotted keys either
                 raise PlanError(f"--config {kv!r}: dotted keys are not supported (nor by Snakemake); change a "
                                 f"nested setting with an overlay file: --configfile base.yaml overlay.yaml, the "
-                                f"overlay holding only that key (see README, 'Configuration')")
+                                f"overlay holding only that key (see docs/configuration.md)")
             try:  # Snakemake's own parsing, so the plan sees the values the workflow will see
                 from snakemake.cli import parse_config
 
