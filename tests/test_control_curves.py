@@ -98,6 +98,24 @@ def test_pretrain_curves_collects_logs_and_validation(tmp_path):
     assert main(["--checkpoints", str(tmp_path / "missing"), "--output-dir", str(out)]) == 2
 
 
+def test_pretrain_curves_names_a_damaged_eval_json(tmp_path, capsys):
+    """A truncated eval.json (a full disk, a copy cut short) stops `taco pretrain-curves` with exit 2 naming
+    the file, as `taco efficiency` does, instead of a JSONDecodeError traceback; nothing is written."""
+    from taco.report.pretrain_curves import main
+
+    ck = _checkpoint(tmp_path, "mlm", 2, [], {"mlm_loss": 7.5, "mlm_accuracy": 0.1, "tc_loss": None,
+                                              "n_masked_tokens": 100})
+    (ck / "eval.json").write_text('{"step": 2, "mlm_lo')
+    out = tmp_path / "out"
+    assert main(["--checkpoints", str(ck), "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{ck / 'eval.json'}: not valid JSON" in err
+    assert not (out / "pretrain_curves.csv").exists()
+    (ck / "eval.json").write_text("[1, 2]")
+    assert main(["--checkpoints", str(ck), "--output-dir", str(out)]) == 2
+    assert "expected a JSON object, got list" in capsys.readouterr().err
+
+
 def test_stats_environment_reads_curves_without_torch():
     import subprocess
     import sys

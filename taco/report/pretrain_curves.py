@@ -49,6 +49,7 @@ from taco.objectives import OBJECTIVE_SPECS  # noqa: E402
 from taco.registry import CONTROL  # noqa: E402
 from taco.report.plotting import plain_log_axis  # noqa: E402
 from taco.report.style import fraction_styles, objective_label, objective_style  # noqa: E402
+from taco.report.validation_points import EvalFileError, load_eval  # noqa: E402
 
 NAME = "pretrain_curves"
 #: the loss components of a training log line (means over the logging window)
@@ -88,7 +89,8 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     Training log: one row per (run, step) with ``size``, ``objective``, ``fraction``, ``step`` and the
     component columns present (``mlm_loss``, ``tc_loss``, ``tp_loss``); a step logged by two segments
     (a resumed segment re-logs nothing, but a rerun may) keeps the last line. Validation: one row per
-    checkpoint (``CSV_COLUMNS``). Raises FileNotFoundError naming a directory without a manifest.
+    checkpoint (``CSV_COLUMNS``). Raises FileNotFoundError naming a directory without a manifest, and
+    :class:`~taco.report.validation_points.EvalFileError` naming a damaged ``eval.json``.
     """
     train_rows: dict[tuple, dict[str, Any]] = {}
     val_rows = []
@@ -104,7 +106,7 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
         ev = m.get("validation") or {}
         eval_file = ckpt / "eval.json"
         if eval_file.is_file():
-            ev = json.loads(eval_file.read_text())
+            ev = load_eval(eval_file)
         if "mlm_loss" in ev:
             val_rows.append({"size": key[0], "objective": key[1], "fraction": key[2], "step": int(m.get("step", 0)),
                              "val_mlm_loss": ev.get("mlm_loss"), "val_mlm_accuracy": ev.get("mlm_accuracy"),
@@ -265,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         paths = make(args.checkpoints, args.output_dir)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, EvalFileError) as exc:
         return cli_error("pretrain-curves", exc)
     print(f"taco pretrain-curves: {len(paths)} files -> {args.output_dir}")
     return 0

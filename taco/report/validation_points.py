@@ -70,8 +70,9 @@ def parse_eval(ev: Any, source: str, manifest_step: int | None = None) -> tuple[
     return sorted(out.items()), notes
 
 
-def read_eval(path: str | Path, manifest_step: int | None = None) -> tuple[list[tuple[int, float]], list[str]]:
-    """:func:`parse_eval` of the file ``path``; invalid JSON is an :class:`EvalFileError` naming it."""
+def load_eval(path: str | Path) -> Mapping[str, Any]:
+    """The JSON object of the file ``path`` (``eval.json``); invalid JSON, a non-text file or another
+    JSON type than an object is an :class:`EvalFileError` naming it."""
     p = Path(path)
     try:
         ev = json.loads(p.read_text())
@@ -79,4 +80,11 @@ def read_eval(path: str | Path, manifest_step: int | None = None) -> tuple[list[
         raise EvalFileError(f"{p}: not valid JSON ({exc}); rerun the segment or restore the file") from None
     except UnicodeDecodeError as exc:
         raise EvalFileError(f"{p}: not a text file ({exc})") from None
-    return parse_eval(ev, str(p), manifest_step)
+    if not isinstance(ev, Mapping):
+        raise EvalFileError(f"{p}: expected a JSON object, got {type(ev).__name__}")
+    return ev
+
+
+def read_eval(path: str | Path, manifest_step: int | None = None) -> tuple[list[tuple[int, float]], list[str]]:
+    """:func:`parse_eval` of the file ``path`` (:func:`load_eval`: errors name the file)."""
+    return parse_eval(load_eval(path), str(Path(path)), manifest_step)
