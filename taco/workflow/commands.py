@@ -146,9 +146,9 @@ class Commands:
 
     def launch_words(self, rule: str, wildcards: Any, threads: int | None = None) -> list[str]:
         """``OMP_NUM_THREADS=<threads>`` (when given), the GPU-slot wrapper, the interpreter, and for a job
-        without a GPU (config ``fork_server``, default on) the fork server's client ``-m taco.forkserver``:
-        the job forks from the run's server where there is one, else the client runs it as a fresh
-        process (:mod:`taco.forkserver`)."""
+        outside the GPU-slot wrapper (config ``fork_server``, default on) the fork server's client
+        ``-m taco.forkserver``: the job forks from the run's server where there is one, else the client
+        runs it as a fresh process (:mod:`taco.forkserver`)."""
         words = [f"OMP_NUM_THREADS={int(threads)}"] if threads is not None else []
         need = self.devices(rule, wildcards)
         if need:
