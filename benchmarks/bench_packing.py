@@ -35,7 +35,7 @@ def load_text(kind: str, num_documents: int):
     from datasets import Dataset
 
     if kind == "wikitext":
-        from taco.data.corpus import read_local_documents
+        from taco.data.local_text import read_local_documents
 
         files = [SHARED / "corpus" / "wikitext-2" / f for f in ("valid.txt", "test.txt")]
         docs = read_local_documents(files, split_by="blank_line", detokenize=True, unk_policy="drop")
@@ -75,14 +75,15 @@ def run_ours(ds, tok, L):
     from datasets.table import InMemoryTable
     import pyarrow as pa
 
-    from taco.data.packing import CHUNK_DOCUMENTS, BlockPacker, _blocks_table, _encoder, encode
+    from taco.data.blocks import CHUNK_ROWS, BlockPacker, _encoder, encode
+    from taco.data.packing import _blocks_table
 
     t0 = time.perf_counter()
     backend = _encoder(tok)
     packer = BlockPacker(L, tok.cls_token_id, tok.sep_token_id, tok.sep_token_id)
     tables = []
-    for start in range(0, len(ds), CHUNK_DOCUMENTS):
-        blocks = packer.add(encode(backend, ds[start:start + CHUNK_DOCUMENTS]["text"]))
+    for start in range(0, len(ds), CHUNK_ROWS):
+        blocks = packer.add(encode(backend, ds[start:start + CHUNK_ROWS]["text"]))
         if len(blocks):
             tables.append(_blocks_table(blocks))
     out = Dataset(InMemoryTable(pa.concat_tables(tables)),
@@ -124,7 +125,7 @@ print(json.dumps({"seconds": elapsed, "stream_tokens": stream, "blocks": len(gro
 def source_documents() -> list[str]:
     """Real English documents to repeat: WikiText-2 valid+test (detokenized) and the Gutenberg
     selection (blank-line blocks), interleaved."""
-    from taco.data.corpus import read_local_documents
+    from taco.data.local_text import read_local_documents
 
     wiki = read_local_documents([SHARED / "corpus" / "wikitext-2" / f for f in ("valid.txt", "test.txt")],
                                 split_by="blank_line", detokenize=True, unk_policy="drop")

@@ -599,7 +599,7 @@ def part_resume(mode: str, res: PartResult, deadline: float, work: Path) -> None
         _wait_state(state, s["save_every"], p, deadline)
         _killpg(p, signal.SIGTERM)
         rc1 = p.wait(timeout=max(5, deadline - time.time()))
-    from taco.training.pretrain import valid_states
+    from taco.training.pretrain_state import valid_states
 
     saved = [st for st, _ in valid_states(state, json.loads((full / "manifest.json").read_text())["config_hash"])]
     events.append({"signal": "SIGTERM", "exit": rc1, "newest_state": max(saved) if saved else None})

@@ -314,7 +314,7 @@ def run_repro(mode: str, res, deadline: float, work: Path, carry: Path = CARRY,
               measured_tokens_per_s: dict[str, float] | None = None) -> None:
     """The reproduction (see the module docstring); every result is ``res.set`` as soon as it exists."""
     from taco.evaluation.finetune import main as finetune_main
-    from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC
+    from taco.registry import DEFAULT_PRIMARY_METRIC
     from taco.training.pretrain import main as pretrain_main
 
     t_start = time.time()

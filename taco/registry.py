@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taco.objectives import OBJECTIVE_SPECS
-from taco.objectives.base import Objective, TcPositions  # noqa: F401 (re-exported)
 
 # ---- pre-training objectives (a run's path names its objective: <size>/<objective>/data-<fraction>) --
 
@@ -130,11 +129,6 @@ class GlueTask:
     def splits(self) -> tuple[str, ...]:
         """All splits ``load_glue_task`` returns: ``("train", *dev_splits)``."""
         return ("train",) + self.dev_splits
-
-    @property
-    def score_key_of_split(self) -> dict[str, str]:
-        """Dev split name -> score key (``validation_matched`` -> ``mnli_m``)."""
-        return dict(zip(self.dev_splits, self.score_keys))
 
     def features(self):
         """``datasets.Features`` identical to the Hub dataset's (text strings, label, idx int32)."""

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from taco.report.analysis_config import TASK_SCORE_KEYS
+from taco.registry import TASK_SCORE_KEYS
 
 PAPER_TABLE1_DEV = {  # taco_tab1.png, validation set (GLUE points)
     "MLM-250k": dict(mnli_m=76.9, mnli_mm=77.4, qqp=85.7, qnli=86.2, sst2=89.0, cola=28.8, stsb=85.6, mrpc=85.9, rte=59.6),

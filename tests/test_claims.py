@@ -11,8 +11,19 @@ from scipy import stats as sst
 
 from fixtures_stats import build_aggregate, smoke_spec
 from taco.report.analysis_config import validate_analysis
-from taco.report.claims import (CLAIMS, INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, VERDICTS, decide,
-                                decision_level, evaluate_claims, fewest_seeds, main, rule_text, seeds_for_power)
+from taco.report.claims import CLAIMS, evaluate_claims, main
+from taco.report.claim_rules import (
+    INCONCLUSIVE,
+    NOT_RUN,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    VERDICTS,
+    decide,
+    decision_level,
+    fewest_seeds,
+    rule_text,
+    seeds_for_power,
+)
 
 TASKS = ["mnli", "sst2", "rte"]
 
@@ -51,7 +62,7 @@ def test_pretraining_helps_is_not_run_without_a_control(tmp_path):
     from fixtures_stats import CONTROL_OFFSET
 
     assert CONTROL_OFFSET < 0  # the control below MLM: supported; a control above MLM is "not supported"
-    from taco.report.claims import decide
+    from taco.report.claim_rules import decide
 
     cfg = validate_analysis(hurt)
     p = {"gt0": 0.9, "lt0": 0.01}
@@ -228,8 +239,9 @@ def test_true_c3_at_the_margin_is_refuted_at_most_alpha():
     replications, and decided by the library's rule (:func:`decide`, :func:`holm_refutation`)."""
     import itertools
 
-    from taco.report.claims import holm_refutation, tests_for
-    from taco.report.stats import interval, permutation_pvalue, rng_for
+    from taco.report.claims import holm_refutation
+    from taco.report.claim_rules import tests_for
+    from taco.report.inference import interval, permutation_pvalue, rng_for
 
     cfg = validate_analysis(CONSTRUCTED_SPEC)
     d, n, k, reps = cfg.equivalence_margin, 5, 5, 600
@@ -348,7 +360,7 @@ def test_degenerate_runs_are_named_in_the_claim_row():
     c6 = df[(df.level == "claim") & (df.claim_id == "C6")].iloc[0]
     n = f"{c6.n_a} + {c6.n_b}"  # the summary's "n (A/B)": the count is of those seeds, both arms together
     assert c6.n_degenerate == 1 and f"1 of the {n} seeds of A and B have a degenerate run" in c6.reason
-    from taco.report.claims import render_markdown
+    from taco.report.claims_markdown import render_markdown
 
     md = render_markdown(df, cfg)
     row = [ln for ln in md.splitlines() if ln.startswith("| C6: ")][0]
@@ -390,7 +402,7 @@ def _per_seed_replicated(effects: dict[tuple, float], pretrain_seeds=(0, 1), ft_
 def test_claims_page_names_the_unit_and_warns_on_two_pretraining_runs():
     """Issue 21.6: "over fine-tuning seeds" only when that is the unit; two pre-training runs per arm
     (pretrain.seeds of length 2) can never decide a claim, and the page says so."""
-    from taco.report.claims import render_markdown
+    from taco.report.claims_markdown import render_markdown
 
     cfg = validate_analysis(CONSTRUCTED_SPEC)
     effects = {("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): 2.0, ("taco", 1.0, 250000): 3.0}
@@ -415,7 +427,7 @@ def test_claims_page_names_the_unit_and_warns_on_two_pretraining_runs():
 def test_zero_variance_across_seeds_warns():
     """Issue 21.6: identical scores across all seeds are decided, but with a warning in the claim's
     reason and at the top of the page."""
-    from taco.report.claims import render_markdown
+    from taco.report.claims_markdown import render_markdown
 
     cfg = validate_analysis(CONSTRUCTED_SPEC)
     cells = _cells({("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): 2.0, ("taco", 0.25, 250000): 0.0})

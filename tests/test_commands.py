@@ -286,7 +286,7 @@ def expect_monitoring(cfg, kind, w):
 def expect_tc(cfg, w):
     """The TC loss's options reach `taco pretrain` only for objectives that use the TC loss (registry
     flag uses_tc): for MLM and MLM+TP they cannot change the weights, so they are no params."""
-    from taco.registry import OBJECTIVE_SPECS
+    from taco.objectives import OBJECTIVE_SPECS
 
     if not OBJECTIVE_SPECS[w["objective"]].uses_tc:
         return {}
@@ -312,7 +312,7 @@ def expect_tp(cfg, w):
     """MLM+TP's weighting reaches `taco pretrain` only when pretrain.tp differs from its defaults."""
     tp = cfg["pretrain"].get("tp") or {}
     weight, mode = float(tp.get("weight", 1.0)), tp.get("mode", "separate")
-    from taco.registry import OBJECTIVE_SPECS
+    from taco.objectives import OBJECTIVE_SPECS
 
     if not OBJECTIVE_SPECS[w["objective"]].uses_tp or (weight == 1.0 and mode == "separate"):
         return {}
@@ -338,7 +338,7 @@ def test_tp_weighting_reaches_mlm_tp_only():
 def test_loss_options_reach_only_the_objectives_that_use_the_loss():
     """Issue 19.4: pretrain.tc reaches TC objectives only, pretrain.tp MLM+TP only (registry flags), so
     a TC temperature never changes an MLM segment's params; a TC run's params keep their old form."""
-    from taco.registry import OBJECTIVE_SPECS
+    from taco.objectives import OBJECTIVE_SPECS
     from taco.workflow.commands import Commands
 
     class W:  # the wildcards of one pretrain job
@@ -388,7 +388,7 @@ def test_tc_negative_pool_at_its_default_changes_no_command_and_no_hash():
 
 
 def check_pretrain(cfg, job, parsed):
-    from taco.registry import OBJECTIVE_SPECS
+    from taco.objectives import OBJECTIVE_SPECS
     from taco.training.pretrain import _objective_params
 
     tc = cfg["pretrain"]["tc"]

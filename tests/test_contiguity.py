@@ -125,7 +125,8 @@ def test_cpu_real_blocks_are_whole_stretches_of_text(tmp_path):
         pytest.skip(f"{SHARED}/corpus or {VOCAB_TXT} absent: the real corpus is needed (set TACO_SHARED_DATA)")
     from datasets import load_from_disk
 
-    from taco.data.corpus import build_corpus, local_input_files
+    from taco.data.corpus import build_corpus
+    from taco.data.local_text import local_input_files
     from taco.data.packing import pack_documents
     from taco.data.tokenizer import build_tokenizer
 

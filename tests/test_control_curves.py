@@ -37,7 +37,7 @@ def test_control_is_off_by_default_and_one_per_full_data_size_when_asked():
     cfg = copy.deepcopy(smoke)
     cfg["pretrain"]["control"] = True
     # smoke runs: tiny at fractions 1.0 and 0.25 -> one control (full data only)
-    assert wctl.control_sizes(cfg) == ["tiny"]
+    assert wc.control_sizes(cfg) == ["tiny"]
     assert wctl.checkpoints(cfg) == ["results/smoke/pretrain/tiny/control/data-1.0/step-0"]
     targets = wctl.finetune_targets(cfg, ["sst2", "mnli"])
     assert len(targets) == 2 * len(cfg["finetune"]["seeds"])

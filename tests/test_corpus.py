@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from taco.data.corpus import (ArtifactMismatchError, build_corpus, document_ids, load_documents, main,
-                              split_documents)
+from taco.data.corpus import ArtifactMismatchError, build_corpus, document_ids, load_documents, main
+from taco.data.local_text import split_documents
 from taco.data.corpus_store import CorpusFileError, CorpusReader
 from taco.data.detokenize import apply_unk_policy, wikitext_detokenize
 from taco.data.synthetic import generate_documents

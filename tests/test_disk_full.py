@@ -23,6 +23,8 @@ pytest.importorskip("datasets")
 
 from taco.training import pretrain as train  # noqa: E402
 from tests.test_train import _args, _blocks  # noqa: E402
+from taco.training.pretrain_state import STATE_MARKER, state_damage
+from taco.errors import EXIT_NO_SPACE
 
 
 @pytest.fixture
@@ -47,14 +49,14 @@ def test_full_disk_while_saving_a_state(small_fs, tmp_path, capsys):
     out = tmp_path / "out" / "step-6"
     rc = train.main(_args(blocks, out, state))
     err = capsys.readouterr().err
-    assert rc == train.EXIT_NO_SPACE, err[-2000:]
+    assert rc == EXIT_NO_SPACE, err[-2000:]
     assert "no space left on device" in err and str(state) in err
     # the earlier complete state stays, no half-written one is left, no budget was written
     kept = sorted(p.name for p in state.glob("checkpoint-*"))
     assert kept == ["checkpoint-2"], kept
     assert not list(state.glob("tmp-checkpoint-*")) and not out.exists()
-    assert train.state_damage(state / "checkpoint-2", __import__("json").loads(
-        (state / "checkpoint-2" / train.STATE_MARKER).read_text())) is None
+    assert state_damage(state / "checkpoint-2", __import__("json").loads(
+        (state / "checkpoint-2" / STATE_MARKER).read_text())) is None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -87,7 +89,7 @@ def _pack(corpus_and_tokenizer, output: Path) -> int:
 
 
 def _assert_no_space(rc: int, err: str, output: Path) -> None:
-    assert rc == train.EXIT_NO_SPACE, err[-2000:]
+    assert rc == EXIT_NO_SPACE, err[-2000:]
     assert "no space left on device" in err and str(output) in err and "Traceback" not in err
     assert not output.exists() and not list(output.parent.glob(output.name + ".tmp-*"))
 

@@ -14,6 +14,7 @@ from taco.evaluation import dynamics as dyn  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from shared_data import bert_tokenizer as _tokenizer  # noqa: E402
+from taco.evaluation.similarities import anchor_cosines, bootstrap_summary, context_similarity, cosine_rows, gather_valid, sample_baseline_tokens, sample_pairs, valid_token_mask
 
 
 # ---------------------------------------------------------------------------------------------
@@ -24,14 +25,14 @@ from shared_data import bert_tokenizer as _tokenizer  # noqa: E402
 def test_cosine_rows_known_answers():
     x = torch.tensor([[1.0, 2.0, 3.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     y = torch.tensor([[2.0, 4.0, 6.0], [0.0, 5.0, 0.0], [1.0, 1.0, 1.0]])
-    np.testing.assert_allclose(dyn.cosine_rows(x, y).numpy(), [1.0, 0.0, 0.0], atol=1e-6)
-    np.testing.assert_allclose(dyn.cosine_rows(x[:1], -x[:1]).numpy(), [-1.0], atol=1e-6)
+    np.testing.assert_allclose(cosine_rows(x, y).numpy(), [1.0, 0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(cosine_rows(x[:1], -x[:1]).numpy(), [-1.0], atol=1e-6)
 
 
 def test_valid_mask_excludes_special_and_padding():
     ids = torch.tensor([[101, 5, 6, 102, 0, 0], [101, 7, 103, 8, 102, 9]])
     att = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
-    valid = dyn.valid_token_mask(ids, att, [0, 101, 102, 103])
+    valid = valid_token_mask(ids, att, [0, 101, 102, 103])
     assert valid.tolist() == [[False, True, True, False, False, False],
                               [False, True, False, True, False, True]]
 
@@ -46,7 +47,7 @@ def _constructed_batch(H=8, L=10):
     hidden[1, :, 1] = 0.5
     garbage = torch.randn(L, H) + 10.0
     for b in range(2):
-        bad = ~dyn.valid_token_mask(ids[b : b + 1], att[b : b + 1], [0, 101, 102, 103])[0]
+        bad = ~valid_token_mask(ids[b : b + 1], att[b : b + 1], [0, 101, 102, 103])[0]
         hidden[b][bad] = garbage[bad]
     return ids, att, hidden
 
@@ -54,11 +55,11 @@ def _constructed_batch(H=8, L=10):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_context_similarity_identical_rows_and_orthogonal_blocks(seed):
     ids, att, hidden = _constructed_batch()
-    valid = dyn.valid_token_mask(ids, att, [0, 101, 102, 103])
-    blocks = dyn.gather_valid(hidden, valid)
+    valid = valid_token_mask(ids, att, [0, 101, 102, 103])
+    blocks = gather_valid(hidden, valid)
     assert [len(b) for b in blocks] == [7, 6]
-    pairs = dyn.sample_pairs([len(b) for b in blocks], 50, np.random.default_rng(seed))
-    sims = dyn.context_similarity(blocks, pairs)
+    pairs = sample_pairs([len(b) for b in blocks], 50, np.random.default_rng(seed))
+    sims = context_similarity(blocks, pairs)
     np.testing.assert_allclose(sims["intra"], [1.0, 1.0], atol=1e-6)
     np.testing.assert_allclose(sims["inter"], [0.0, 0.0], atol=1e-6)
     np.testing.assert_allclose(sims["gap"], [1.0, 1.0], atol=1e-6)
@@ -68,8 +69,8 @@ def test_context_similarity_matches_exhaustive_average():
     """Sampled means converge to the exact all-pairs means (checked on a tiny random case)."""
     g = torch.Generator().manual_seed(0)
     blocks = [torch.randn(5, 4, generator=g) + torch.tensor([2.0, 0, 0, 0]), torch.randn(4, 4, generator=g)]
-    pairs = dyn.sample_pairs([5, 4], 40_000, np.random.default_rng(0))
-    sims = dyn.context_similarity(blocks, pairs)
+    pairs = sample_pairs([5, 4], 40_000, np.random.default_rng(0))
+    sims = context_similarity(blocks, pairs)
     nb = [torch.nn.functional.normalize(b, dim=-1) for b in blocks]
     c00 = nb[0] @ nb[0].T
     exact_intra0 = (c00.sum() - c00.diag().sum()) / (5 * 4)
@@ -80,7 +81,7 @@ def test_context_similarity_matches_exhaustive_average():
 
 def test_sample_pairs_never_pairs_a_token_with_itself_or_crosses_blocks_wrongly():
     lengths = [3, 2, 5]
-    p = dyn.sample_pairs(lengths, 500, np.random.default_rng(3))
+    p = sample_pairs(lengths, 500, np.random.default_rng(3))
     offsets = np.array([0, 3, 5])
     block_of = np.searchsorted(offsets, np.arange(10), side="right") - 1
     anchor = np.repeat(np.arange(3), 500)
@@ -88,26 +89,26 @@ def test_sample_pairs_never_pairs_a_token_with_itself_or_crosses_blocks_wrongly(
     assert (block_of[p.intra_a] == anchor).all() and (block_of[p.intra_b] == anchor).all()
     assert (block_of[p.inter_a] == anchor).all() and (block_of[p.inter_b] != anchor).all()
     with pytest.raises(ValueError):
-        dyn.sample_pairs([3], 10, np.random.default_rng(0))
+        sample_pairs([3], 10, np.random.default_rng(0))
     with pytest.raises(ValueError):
-        dyn.sample_pairs([3, 1], 10, np.random.default_rng(0))
+        sample_pairs([3, 1], 10, np.random.default_rng(0))
 
 
 def test_bootstrap_summary():
     x = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.35, 0.25])
-    s = dyn.bootstrap_summary(x, seed=0)
+    s = bootstrap_summary(x, seed=0)
     assert s["n_blocks"] == 7 and s["ci_low"] < s["mean"] < s["ci_high"]
-    assert s == dyn.bootstrap_summary(x, seed=0)
-    const = dyn.bootstrap_summary(np.full(5, 0.7), seed=0)
+    assert s == bootstrap_summary(x, seed=0)
+    const = bootstrap_summary(np.full(5, 0.7), seed=0)
     assert const["ci_low"] == const["ci_high"] == pytest.approx(0.7)
-    assert dyn.bootstrap_summary(np.array([0.3]), seed=0)["ci_low"] is None
+    assert bootstrap_summary(np.array([0.3]), seed=0)["ci_low"] is None
 
 
 def test_anchor_cosines_known_answers():
     emb = torch.eye(6)  # orthogonal embeddings
     targets, base = np.array([1, 3, 5]), np.array([2, 4, 0])
     reps = 2.5 * emb[torch.as_tensor(targets)]  # states equal (up to scale) to their anchors
-    aligned, rand = dyn.anchor_cosines(reps, emb, targets, base)
+    aligned, rand = anchor_cosines(reps, emb, targets, base)
     np.testing.assert_allclose(aligned, 1.0, atol=1e-6)
     np.testing.assert_allclose(rand, 0.0, atol=1e-6)
 
@@ -115,7 +116,7 @@ def test_anchor_cosines_known_answers():
 def test_baseline_tokens_differ_from_targets():
     pool = np.array([1, 1, 1, 2, 3, 4])
     targets = np.array([1, 1, 2, 3, 4, 1])
-    out = dyn.sample_baseline_tokens(targets, pool, np.random.default_rng(0))
+    out = sample_baseline_tokens(targets, pool, np.random.default_rng(0))
     assert (out != targets).all() and np.isin(out, pool).all()
 
 

@@ -41,7 +41,7 @@ def test_figures_with_nothing_run(tmp_path):
     from taco.report.figures import ablation_figure, data_efficiency_figure, figure5
     from taco.report.stats import read_aggregate
     from taco.report.analysis_config import load_analysis
-    from taco.report.tables import load_paper_values
+    from taco.report.table_builders import load_paper_values
 
     spec = dict(SPEC, runs=[{"size": "tinybase", "objective": "mlm", "fraction": 1.0}])
     agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1])
@@ -60,7 +60,7 @@ def test_missing_aggregate_is_an_error(tmp_path):
 def _frames(tmp_path, spec, seeds=(1, 2, 3)):
     from taco.report.analysis_config import load_analysis
     from taco.report.stats import read_aggregate
-    from taco.report.tables import load_paper_values
+    from taco.report.table_builders import load_paper_values
 
     agg, spec_path = build_aggregate(tmp_path, spec, seeds=list(seeds))
     return read_aggregate(agg), load_analysis(spec_path), load_paper_values()
@@ -68,7 +68,7 @@ def _frames(tmp_path, spec, seeds=(1, 2, 3)):
 
 def test_one_style_per_variant_in_every_figure():
     from taco.registry import CONTROL, OBJECTIVES
-    from taco.report import dynamics_figures, figures
+    from taco.report import dynamics_figures
     from taco.report.style import OBJECTIVE_STYLE
 
     objectives = list(OBJECTIVES) + [CONTROL]
@@ -78,8 +78,8 @@ def test_one_style_per_variant_in_every_figure():
     groups = [(v, "small", 1.0) for v in objectives]
     dyn = dynamics_figures._styles(groups)
     for v in objectives:  # Figures 2/6 and 5/ablation/data efficiency agree (TACO was blue vs vermillion)
-        assert figures.STYLE[v]["color"] == dyn[(v, "small", 1.0)][0] == dynamics_figures.SERIES_STYLE[v][1]
-    assert figures.STYLE["taco"]["color"] == "#0072B2" and figures.STYLE["mlm"]["color"] == "#D55E00"
+        assert OBJECTIVE_STYLE[v]["color"] == dyn[(v, "small", 1.0)][0] == dynamics_figures.SERIES_STYLE[v][1]
+    assert OBJECTIVE_STYLE["taco"]["color"] == "#0072B2" and OBJECTIVE_STYLE["mlm"]["color"] == "#D55E00"
     again = dynamics_figures._styles([("taco", "small", 1.0), ("taco", "base", 1.0)])
     assert again[("taco", "base", 1.0)][0] == OBJECTIVE_STYLE["taco"]["color"]  # repeated: same colour
 
@@ -111,7 +111,7 @@ def test_data_efficiency_panels_only_for_what_was_run(tmp_path):
     import matplotlib.pyplot as plt
 
     from taco.report.figures import data_efficiency_figure, data_efficiency_panels
-    from taco.report.tables import build_table2
+    from taco.report.table_builders import build_table2
 
     frames, cfg, pv = _frames(tmp_path / "a", SPEC)  # mnli, sst2, rte fine-tuned; 25% runs at 250k
     panels = data_efficiency_panels(build_table2(frames, cfg, pv), cfg)
@@ -240,7 +240,7 @@ def crossing_frames(tmp: Path, presets=None, **over):
     from taco.report.analysis_config import load_analysis
     from taco.report.stats import main as aggregate_main
     from taco.report.stats import read_aggregate
-    from taco.report.tables import load_paper_values
+    from taco.report.table_builders import load_paper_values
 
     spec = dict(SPEC, runs=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in CROSSING]
                 + [{"size": "tiny", "objective": o, "fraction": 0.25, "budgets": ["250k"]} for o in ("mlm", "taco")])

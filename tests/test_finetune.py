@@ -12,7 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from taco.errors import UsageError  # noqa: E402
 from taco.evaluation import finetune  # noqa: E402
+from taco.evaluation.finetune_trainer import choose_epoch  # noqa: E402
 from taco.manifest import build_manifest, sha256_file, write_manifest  # noqa: E402
 
 from shared_data import GLUE_DIR  # noqa: E402
@@ -183,16 +185,16 @@ def test_best_rule_chooses_by_the_configured_primary_metric():
               {"epoch": 2, "scores": {"mrpc": {"accuracy": 0.75, "f1": 0.80}}},
               {"epoch": 3, "scores": {"mrpc": {"accuracy": 0.75, "f1": 0.79}}}]
     ns = finetune.build_parser().parse_args(["--checkpoint", "c", "--task", "mrpc", "--output", "o"])
-    assert finetune.choose_epoch(epochs, "best", finetune.primary_metrics(ns)) == 0  # default F1: epoch 1
+    assert choose_epoch(epochs, "best", finetune.primary_metrics(ns)) == 0  # default F1: epoch 1
     ns = finetune.build_parser().parse_args(["--checkpoint", "c", "--task", "mrpc", "--output", "o",
                                              "--primary-metric", "mrpc=accuracy", "stsb=pearson"])
     prim = finetune.primary_metrics(ns)
     assert prim["mrpc"] == "accuracy" and prim["stsb"] == "pearson" and prim["qqp"] == "f1"
-    assert finetune.choose_epoch(epochs, "best", prim) == 1  # accuracy: the earliest of the tied best
-    assert finetune.choose_epoch(epochs, "last", prim) == 2
+    assert choose_epoch(epochs, "best", prim) == 1  # accuracy: the earliest of the tied best
+    assert choose_epoch(epochs, "last", prim) == 2
     for bad in ("mrpc", "mrpc=pearson", "nope=accuracy"):
         ns.primary_metric = [bad]
-        with pytest.raises(finetune.UsageError, match="--primary-metric"):
+        with pytest.raises(UsageError, match="--primary-metric"):
             finetune.primary_metrics(ns)
 
 

@@ -112,7 +112,7 @@ def test_save_model_with_rule_best_saves_the_kept_best_epoch_not_the_last(ckpt, 
 def test_init_from_takes_mnlis_encoder_and_a_new_head(ckpt, mnli, task, num_labels, tmp_path):
     """The encoder (embeddings, layers, pooler) is MNLI's; the head is the one this seed builds from the
     pre-trained checkpoint, sized for the new task, not MNLI's."""
-    from taco.data.glue import GLUE_TASKS
+    from taco.registry import GLUE_TASK_SPECS
     from taco.evaluation.finetune_trainer import TaskData, build_trainer
 
     work = tmp_path / "work"
@@ -122,7 +122,7 @@ def test_init_from_takes_mnlis_encoder_and_a_new_head(ckpt, mnli, task, num_labe
             ["--checkpoint", str(ckpt), "--task", task, "--seed", "3", "--output", "unused", "--device", "cpu",
              "--epochs", "1", *(["--init-from", str(mnli / MODEL_DIR)] if init else [])]))
         facts = finetune.check_inputs(args)
-        data = TaskData(GLUE_TASKS[task], train_enc=None, devs={}, dev_enc={})
+        data = TaskData(GLUE_TASK_SPECS[task], train_enc=None, devs={}, dev_enc={})
         return build_trainer(args, facts, data, "fp32", work, []).model
 
     started, fresh = model(True), model(False)

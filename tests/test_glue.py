@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from taco.data.glue import (GLUE_TASKS, GlueFormatError, available_local_tasks, load_glue_task,
-                            read_glue_tsv)
+from taco.registry import GLUE_TASK_SPECS
+from taco.data.glue import GlueFormatError, available_local_tasks, load_glue_task, read_glue_tsv
 
 #: GLUE sizes (SOURCES.md and the GLUE paper): task -> (train rows, dev rows)
 LOCAL_COUNTS = {
@@ -16,24 +16,24 @@ LOCAL_COUNTS = {
 
 
 def test_registry():
-    assert sorted(GLUE_TASKS) == sorted(["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"])
-    mnli = GLUE_TASKS["mnli"]
+    assert sorted(GLUE_TASK_SPECS) == sorted(["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"])
+    mnli = GLUE_TASK_SPECS["mnli"]
     assert mnli.dev_splits == ("validation_matched", "validation_mismatched")
     assert mnli.score_keys == ("mnli_m", "mnli_mm") and mnli.num_labels == 3
-    assert GLUE_TASKS["stsb"].is_regression and GLUE_TASKS["stsb"].num_labels == 1
-    assert GLUE_TASKS["sst2"].dir_name == "SST-2" and GLUE_TASKS["sst2"].score_keys == ("sst2",)
-    assert GLUE_TASKS["qnli"].text_fields == ("question", "sentence")
-    assert GLUE_TASKS["qqp"].metrics == ("accuracy", "f1")
-    assert GLUE_TASKS["cola"].metrics == ("matthews_correlation",)
+    assert GLUE_TASK_SPECS["stsb"].is_regression and GLUE_TASK_SPECS["stsb"].num_labels == 1
+    assert GLUE_TASK_SPECS["sst2"].dir_name == "SST-2" and GLUE_TASK_SPECS["sst2"].score_keys == ("sst2",)
+    assert GLUE_TASK_SPECS["qnli"].text_fields == ("question", "sentence")
+    assert GLUE_TASK_SPECS["qqp"].metrics == ("accuracy", "f1")
+    assert GLUE_TASK_SPECS["cola"].metrics == ("matthews_correlation",)
     # Hub label names (nyu-mll/glue ClassLabel): WNLI is the one with entailment = 1
-    assert GLUE_TASKS["wnli"].label_names == ("not_entailment", "entailment")
-    assert GLUE_TASKS["rte"].label_names == ("entailment", "not_entailment")
+    assert GLUE_TASK_SPECS["wnli"].label_names == ("not_entailment", "entailment")
+    assert GLUE_TASK_SPECS["rte"].label_names == ("entailment", "not_entailment")
 
 
 @pytest.mark.parametrize("task", sorted(LOCAL_COUNTS))
 def test_local_real_files(shared_data, task):
     ds = load_glue_task(task, "local", shared_data / "glue")
-    t = GLUE_TASKS[task]
+    t = GLUE_TASK_SPECS[task]
     assert {k: len(v) for k, v in ds.items()} == dict(zip(("train", "validation"), LOCAL_COUNTS[task]))
     assert ds["train"].features == t.features()
     assert ds["validation"]["idx"][:3] == [0, 1, 2]
@@ -117,7 +117,7 @@ def test_hub_code_path_on_local_parquet(tmp_path):
         "rte": {"sentence1": ["p1", "p2"], "sentence2": ["h1", "h2"], "label": [0, 1], "idx": [0, 1]},
         "mnli": {"premise": ["p"], "hypothesis": ["h"], "label": [2], "idx": [0]},
     }.items():
-        t = GLUE_TASKS[task]
+        t = GLUE_TASK_SPECS[task]
         readme += [f"- config_name: {task}", "  data_files:"]
         for split in (*t.splits, "test"):
             (repo / task).mkdir(parents=True, exist_ok=True)
@@ -127,7 +127,7 @@ def test_hub_code_path_on_local_parquet(tmp_path):
     (repo / "README.md").write_text("\n".join(readme + ["---", ""]))
     ds = load_glue_task("rte", "hub", hub_id=str(repo), cache_dir=str(tmp_path / "cache"))
     assert list(ds) == ["train", "validation"] and ds["validation"]["label"] == [0, 1]
-    assert ds["train"].features == GLUE_TASKS["rte"].features()
+    assert ds["train"].features == GLUE_TASK_SPECS["rte"].features()
     mnli = load_glue_task("mnli", "hub", hub_id=str(repo), cache_dir=str(tmp_path / "cache"))
     assert list(mnli) == ["train", "validation_matched", "validation_mismatched"]
 
@@ -150,7 +150,7 @@ def test_test_splits_from_hub_local_and_synthetic(tmp_path):
 
     repo = tmp_path / "glue_repo"
     readme = ["---", "configs:", "- config_name: rte", "  data_files:"]
-    t = GLUE_TASKS["rte"]
+    t = GLUE_TASK_SPECS["rte"]
     rows = {"sentence1": ["p1", "p2", "p3"], "sentence2": ["h1", "h2", "h3"], "label": [0, 1, 0], "idx": [0, 1, 2]}
     (repo / "rte").mkdir(parents=True)
     for split in (*t.splits, "test"):

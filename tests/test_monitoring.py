@@ -106,7 +106,7 @@ def checkpoint(tmp_path_factory):
     """A tiny pre-trained checkpoint whose tokenizer covers the synthetic tasks' words."""
     from transformers import BertTokenizerFast
 
-    from taco.data.synthetic import vocabulary
+    from taco.data.synthetic_language import vocabulary
     from taco.manifest import build_manifest, write_manifest
     from taco.model.modeling import TacoForPreTraining, bert_config
 

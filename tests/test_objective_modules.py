@@ -15,7 +15,6 @@ from transformers.utils import logging as hf_logging
 from taco.model.collator import TacoCollator
 from taco.model.modeling import TacoForPreTraining, bert_config
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options, schema_sections
-from taco.objectives.infoword import mask_spans
 
 hf_logging.set_verbosity_error()
 REPO = Path(__file__).resolve().parent.parent

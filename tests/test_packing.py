@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from taco.data.corpus import ArtifactMismatchError, build_corpus, load_documents
-from taco.data.packing import BlockPacker, load_packed, pack_documents, split_documents_for_packing
+from taco.data.blocks import BlockPacker
+from taco.data.packing import load_packed, pack_documents, split_documents_for_packing
 from taco.data.tokenizer import build_tokenizer, load_tokenizer, tokenizer_hash
 
 L = 64
@@ -394,7 +395,7 @@ def test_keep_unk_token_corpus_keeps_unk(shared_data, tmp_path):
         body = np.asarray(dd[split]["input_ids"])[:, 1:-1].ravel().tolist()
         assert len(body) > 0 and body == expected[: len(body)]
         assert tok.mask_token_id not in body
-    from taco.data.packing import _encoder, encode
+    from taco.data.blocks import _encoder, encode
 
     backend = _encoder(tok)
     plain = "a[UNK]b [UNK] c [UNK]"  # no other literal special: the tokenizer's own added-token split

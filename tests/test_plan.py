@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from taco.workflow import flops, plan
+from taco.workflow import flops, plan, plan_costs, plan_render
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -139,7 +139,7 @@ def smoke():
 
 
 def test_smoke_plan_costs_by_hand(smoke):
-    p = plan.build_plan(smoke, device_check=None, peak_tflops=100.0, pretrain_utilization=0.5,
+    p = plan_costs.build_plan(smoke, device_check=None, peak_tflops=100.0, pretrain_utilization=0.5,
                         finetune_utilization=0.25, job_overhead_s=10.0, with_targets=False)
     # the smoke grid as configs/smoke.yaml sets it (tiny preset: 2 layers, H 128, I 512)
     tiny = smoke["pretrain"]["sizes"]["tiny"]
@@ -158,7 +158,7 @@ def test_smoke_plan_costs_by_hand(smoke):
     Lf, epochs = ft["max_length"], ft["hyperparameters"]["tiny"]["epochs"]
     n_train, n_dev = min(1500, ft["max_train_samples"]), min(300, ft["max_eval_samples"])  # synthetic sizes
     per_ft_token = 6 * 2 * (4 * 128**2 + 2 * 128 * 512) + 12 * 2 * 128 * Lf
-    sst2 = plan.finetune_job_cost(smoke, "tiny", "sst2", plan.Rates(None, 100.0, 0.5, 0.25, 10.0))
+    sst2 = plan_costs.finetune_job_cost(smoke, "tiny", "sst2", plan_costs.Rates(None, 100.0, 0.5, 0.25, 10.0))
     assert (sst2["n_train"], sst2["n_dev"], sst2["epochs"]) == (n_train, n_dev, epochs)
     want = epochs * (n_train + n_dev / 3) * Lf * (per_ft_token + 6 * (128**2 + 128 * 2) / Lf)
     assert sst2["flops"] == pytest.approx(want)
@@ -173,12 +173,12 @@ def test_smoke_plan_costs_by_hand(smoke):
     # disk: a tiny checkpoint holds 12 bytes per parameter
     n = flops.parameter_count("tiny", V)
     assert p["disk"]["kinds"]["checkpoints"] == pytest.approx(n_pre * 12 * n)
-    text = plan.render_markdown(p)
+    text = plan_render.render_markdown(p)
     assert f"| pretrain | {n_pre} |" in text and "assumed 50% of 100 TFLOP/s" in text
     # the count is labelled for what it is: model FLOPs (matmuls with gradient), not measured cost
     assert "| tokens | model FLOPs | GPU-h |" in text and "| model FLOPs | GPU-h |\n" in text
     assert f"**Total**: {p['totals']['flops']:.3g} model FLOPs;" in text
-    assert f"{p['totals']['flops']:.3g} model FLOPs, " in plan.summary_line(p)
+    assert f"{p['totals']['flops']:.3g} model FLOPs, " in plan_render.summary_line(p)
 
 
 @pytest.mark.slow
@@ -190,7 +190,7 @@ def test_compute_jobs_equal_snakemakes_dag(smoke, tmp_path):
     finetune = stats.get("finetune", 0) + stats.get("finetune_seeds", 0) + stats.get("finetune_checkpoint", 0)
     got = {"pack": stats["pack"], "pretrain": stats["pretrain"], "pretrain_control": stats.get("pretrain_control", 0),
            "finetune": finetune, "dynamics": stats["dynamics"]}
-    assert got == plan.compute_jobs(smoke)
+    assert got == plan_costs.compute_jobs(smoke)
     assert stats["plan"] == 1
 
 
@@ -207,7 +207,7 @@ def test_compute_jobs_count_the_no_pretraining_controls(smoke, tmp_path):
     cfg = copy.deepcopy(smoke)
     cfg["pretrain"].update(control=True, seeds=[0, 1])
     cfg["finetune"]["pretrain_seeds"] = [0]
-    jobs = plan.compute_jobs(cfg)
+    jobs = plan_costs.compute_jobs(cfg)
     assert jobs["pretrain_control"] == stats["pretrain_control"] == 2
     assert jobs["finetune"] == (stats.get("finetune", 0) + stats.get("finetune_seeds", 0)
                                 + stats.get("finetune_checkpoint", 0))
@@ -224,9 +224,9 @@ def test_the_controls_fine_tuning_is_priced_like_a_checkpoints(smoke):
     cfg = copy.deepcopy(smoke)
     cfg["pretrain"].update(control=True, seeds=[0, 1, 2])
     cfg["finetune"]["pretrain_seeds"] = [0, 2]
-    with_control = plan.build_plan(cfg, **kw)
+    with_control = plan_costs.build_plan(cfg, **kw)
     cfg["pretrain"]["control"] = False
-    without = plan.build_plan(cfg, **kw)
+    without = plan_costs.build_plan(cfg, **kw)
     rows = {(r["size"], r["objective"], r["fraction"]): r for r in with_control["finetune"]["rows"]}
     control = rows[("tiny", "control", 1.0)]
     mlm = rows[("tiny", "mlm", 1.0)]
@@ -257,7 +257,7 @@ def _device_check(tmp_path, tokens_per_s=1e6):
 
 def test_measured_throughput_is_used_where_it_exists(smoke, tmp_path):
     path, rate = _device_check(tmp_path)
-    p = plan.build_plan(smoke, device_check=path, with_targets=False)
+    p = plan_costs.build_plan(smoke, device_check=path, with_targets=False)
     mlm = next(r for r in p["pretrain"] if r["objective"] == "mlm" and r["fraction"] == 1.0)
     taco = next(r for r in p["pretrain"] if r["objective"] == "taco" and r["fraction"] == 1.0)
     assert mlm["gpu_hours"] == pytest.approx(mlm["flops"] / rate / 3600)
@@ -268,22 +268,22 @@ def test_measured_throughput_is_used_where_it_exists(smoke, tmp_path):
     data = json.loads(path.read_text())
     data["device_mode"] = "cpu"
     path.write_text(json.dumps(data))
-    assert plan.load_device_check(path) is None
+    assert plan_costs.load_device_check(path) is None
 
 
 def test_time_limit_warning(smoke, tmp_path):
     profile = tmp_path / "profile.yaml"
     profile.write_text("set-resources:\n  pretrain:\n    runtime: 1\n  finetune:\n    runtime: 240\n")
     # 1e-9 of the peak: a 50-step tiny segment takes far longer than one minute
-    p = plan.build_plan(smoke, device_check=None, pretrain_utilization=1e-9, profile=profile, with_targets=False)
+    p = plan_costs.build_plan(smoke, device_check=None, pretrain_utilization=1e-9, profile=profile, with_targets=False)
     pre = p["time_limits"][0]
     assert pre["rule"] == "pretrain" and pre["fits_profile"] is False and pre["profile_runtime_min"] == 1
-    assert "WARNING: pretrain" in plan.summary_line(p)
+    assert "WARNING: pretrain" in plan_render.summary_line(p)
 
 
 def test_gpu_mini_fits_three_gpu_hours_by_the_plan():
     cfg = plan.load_config([str(REPO / "configs" / "gpu-mini.yaml")])
-    p = plan.build_plan(cfg, device_check=None)
+    p = plan_costs.build_plan(cfg, device_check=None)
     assert p["totals"]["gpu_hours"] <= 3.0
     assert {r["objective"] for r in p["pretrain"]} == {"mlm", "taco"}
     assert len(p["tasks"]) == 5 and len(p["seeds"]) == 3
@@ -292,7 +292,7 @@ def test_gpu_mini_fits_three_gpu_hours_by_the_plan():
 
 def test_paper_grid_targets_name_what_they_need():
     cfg = plan.load_config([str(REPO / "config.yaml")])
-    p = plan.build_plan(cfg, device_check=None)
+    p = plan_costs.build_plan(cfg, device_check=None)
     t1 = p["targets"]["table1"]
     assert t1["pretrain_steps"] == {"mlm (small, data 1)": 250000, "taco (small, data 1)": 250000}
     # three checkpoints (MLM-250k, TACO-50k, TACO-250k) x tasks x seeds
@@ -341,11 +341,11 @@ def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
     got = wc.dynamics_checkpoints(cfg)
     assert sorted((r.objective, r.pretrain_seed, s) for r, s in got) == [
         ("mlm", None, 2000), ("mlm", None, 4000), ("taco", None, 2000), ("taco", None, 4000)]
-    assert plan.compute_jobs(cfg)["dynamics"] == 4
+    assert plan_costs.compute_jobs(cfg)["dynamics"] == 4
     cfg["pretrain"]["seeds"] = [5, 6]
     assert {r.pretrain_seed for r, _ in wc.dynamics_checkpoints(cfg)} == {5}
     cfg["dynamics"]["enabled"] = False
-    assert wc.dynamics_checkpoints(cfg) == [] and plan.compute_jobs(cfg)["dynamics"] == 0
+    assert wc.dynamics_checkpoints(cfg) == [] and plan_costs.compute_jobs(cfg)["dynamics"] == 0
 
 
 def test_plan_numbers_do_not_depend_on_the_hash_seed(tmp_path):

@@ -175,12 +175,11 @@ def test_adding_a_glue_task_is_one_registry_entry(tmp_path):
 import json
 from taco.data.glue import load_glue_task
 from taco.evaluation.metrics import compute_glue_metrics
-from taco.workflow import config as wc
-from taco.registry import TASK_SCORE_KEYS
+from taco.registry import GLUE_TASK_NAMES, TASK_SCORE_KEYS
 ds = load_glue_task("rte2", "local", data_dir={str(tmp_path / "glue")!r})
 m = compute_glue_metrics("rte2", [0, 1, 0], [0, 1, 1])
 print(json.dumps({{"train": len(ds["train"]), "labels": ds["train"]["label"][:2], "metrics": m,
-                  "keys": TASK_SCORE_KEYS["rte2"], "known": "rte2" in wc.TASKS}}))
+                  "keys": TASK_SCORE_KEYS["rte2"], "known": "rte2" in GLUE_TASK_NAMES}}))
 """
     res = _run(pkg, code)
     assert res["train"] == 6 and res["labels"] == [1, 0]

@@ -97,7 +97,7 @@ def test_every_table_has_its_page(pages):
 
 def test_deviations_and_plan_pages(tmp_path):
     from taco.report.deviations import main as deviations_main
-    from taco.workflow import plan
+    from taco.workflow import plan, plan_costs, plan_render
 
     from test_deviations import resolved
 
@@ -109,7 +109,7 @@ def test_deviations_and_plan_pages(tmp_path):
     assert len(tables) == 2 and tables[0][0][:3] == ["Setting", "Paper / official code", "This run"]
     assert f"<title>{html.escape(page_title((tmp_path / 'deviations.md').read_text()))}</title>" in page
     smoke = plan.load_config([str(REPO / "configs" / "smoke.yaml")])
-    md, page = write_markdown_page(tmp_path / "plan.md", plan.render_markdown(plan.build_plan(smoke)))
+    md, page = write_markdown_page(tmp_path / "plan.md", plan_render.render_markdown(plan_costs.build_plan(smoke)))
     n_md_tables = len(re.findall(r"^\|[-|: ]+\|$", md.read_text(), re.M))
     assert n_md_tables and len(html_tables(page.read_text())) == n_md_tables
 
@@ -192,12 +192,12 @@ def test_configuration_strings_show_as_written_in_deviations(tmp_path):
 
 
 def test_results_dir_shows_as_written_in_the_plan():
-    from taco.workflow import plan
+    from taco.workflow import plan, plan_costs, plan_render
 
     for results_dir in ("results/[x](javascript:alert(1))", "results/a\\_b #", "results/![i](http://e.example/i.png)"):
         cfg = plan.load_config([str(REPO / "configs" / "smoke.yaml")], {"results_dir": results_dir})
-        p = plan.build_plan(cfg, device_check=None, with_targets=False)
-        page = markdown_to_html(plan.render_markdown(p))
+        p = plan_costs.build_plan(cfg, device_check=None, with_targets=False)
+        page = markdown_to_html(plan_render.render_markdown(p))
         assert _live(page) == []
         shown = p["results_dir"]  # as the configuration resolved it (a path: "//" is one "/")
         assert shown.replace("//", "/") == results_dir.replace("//", "/")

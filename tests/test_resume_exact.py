@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 
 from taco.training import pretrain as train  # noqa: E402
-from taco.training.pretrain import micro_batches_before  # noqa: E402
+from taco.training.pretrain_trainer import micro_batches_before
 
 N_BLOCKS, BATCH = 22, 2  # 11 micro-batches per epoch
 

@@ -136,7 +136,7 @@ def _official_batch(tok, B=32, L=64, seed=0):
     word ids, each ``[CLS] text [SEP]``, cut into raw L-token slices."""
     import numpy as np
 
-    from taco.data.packing import BlockPacker
+    from taco.data.blocks import BlockPacker
 
     rng = np.random.default_rng(seed)
     packer = BlockPacker(L, tok.cls_token_id, tok.sep_token_id, None, framed=False)
@@ -153,7 +153,7 @@ def test_inner_specials_never_masked_and_in_tc_as_official(shared_data):
     text boundary) and negatives like any other position."""
     from taco.data.tokenizer import tokenizer_from_vocab
     from taco.model.collator import TacoCollator
-    from taco.model.objectives import tc_anchor_mask
+    from taco.objectives.taco import tc_anchor_mask
 
     tok = tokenizer_from_vocab(shared_data / "bert" / "vocab.txt")
     ids = _official_batch(tok)

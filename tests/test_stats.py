@@ -20,20 +20,9 @@ from fixtures_stats import (
     write_spec,
 )
 from taco.report.analysis_config import AnalysisConfigError, load_analysis, validate_analysis
-from taco.report.stats import (
-    GLUE_AVERAGE_KEYS,
-    InputError,
-    compare,
-    hedges_g,
-    holm,
-    load_metrics,
-    main,
-    min_attainable_pvalue,
-    per_seed_table,
-    rng_for,
-    summarize,
-    t_interval,
-)
+from taco.registry import AVERAGE_KEYS
+from taco.report.stats import InputError, load_metrics, main, per_seed_table
+from taco.report.inference import compare, hedges_g, holm, min_attainable_pvalue, rng_for, summarize, t_interval
 
 SMALL_SPEC = dict(
     roles={"small": "tiny", "base": None},
@@ -225,10 +214,10 @@ def test_glue_average_per_seed_and_cell(agg):
     assert len(seeds) == 3 and not seeds.partial.any()
     for r in seeds.itertuples():
         v = ps[(ps.objective == "mlm") & (ps.step == 60) & (ps.seed == int(r.seed))]
-        assert r.mean == pytest.approx(v.set_index("score_key").loc[list(GLUE_AVERAGE_KEYS), "value"].mean())
+        assert r.mean == pytest.approx(v.set_index("score_key").loc[list(AVERAGE_KEYS), "value"].mean())
     cell = ga[(ga.level == "cell") & (ga.objective == "mlm") & (ga.step == 60)].iloc[0]
     assert cell["mean"] == pytest.approx(seeds["mean"].mean())
-    assert cell.covered_keys == ";".join(GLUE_AVERAGE_KEYS)
+    assert cell.covered_keys == ";".join(AVERAGE_KEYS)
     taco = ga[(ga.level == "cell") & (ga.objective == "taco") & (ga.step == 60)].iloc[0]
     assert taco.n_seeds == 3 and taco.n_degenerate == 1
 

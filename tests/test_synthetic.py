@@ -8,11 +8,13 @@ import time
 import pytest
 
 from taco.data import synthetic as S
-from taco.data.glue import GLUE_TASKS, load_glue_task
+from taco.registry import GLUE_TASK_SPECS
+from taco.data.glue import load_glue_task
+from taco.data.synthetic_language import ADJECTIVES, Clause, DET_PL, DET_SG, Flaws, INTRANSITIVE, NP, TOPICS, render_clause, render_question, text, vocabulary
 
-POLARITY = {w: pol for pol, lemmas in enumerate(S.ADJECTIVES) for pair in lemmas for w in pair}
+POLARITY = {w: pol for pol, lemmas in enumerate(ADJECTIVES) for pair in lemmas for w in pair}
 NOUN_TOPIC = {}
-for _t, _topic in enumerate(S.TOPICS):
+for _t, _topic in enumerate(TOPICS):
     for _pair in _topic["nouns"]:
         for _w in _pair:
             NOUN_TOPIC[_w] = NOUN_TOPIC[_w + "s"] = _t
@@ -28,37 +30,37 @@ def test_corpus_deterministic_small_and_fast():
     assert S.generate_documents(10, seed=3) == docs[:10]  # a larger corpus extends a smaller one
     size = sum(len(d) + 1 for d in docs)
     assert 150_000 < size < 600_000  # ~ 0.33 MB per 1000 documents: a few MB at most by default
-    vocab = set(S.vocabulary())
+    vocab = set(vocabulary())
     assert all(w in vocab for d in docs[:50] for w in d.split())
 
 
 def test_lexicon_in_bert_vocab(shared_data):
     vocab = set((shared_data / "bert" / "vocab.txt").read_text().split("\n"))
-    lemmas = set(S.DET_SG + S.DET_PL)
-    for topic in S.TOPICS:
+    lemmas = set(DET_SG + DET_PL)
+    for topic in TOPICS:
         lemmas |= {w for pair in topic["nouns"] + topic["verbs"] for w in pair}
-    lemmas |= {w for pair in S.INTRANSITIVE for w in pair} | set(POLARITY)
+    lemmas |= {w for pair in INTRANSITIVE for w in pair} | set(POLARITY)
     assert sorted(w for w in lemmas if w not in vocab) == []
 
 
 def test_agreement_rendering():
     rng = random.Random(0)
-    dog = S.NP((0, 0), False, "the")
-    cats = S.NP((0, 1), True, "some")
+    dog = NP((0, 0), False, "the")
+    cats = NP((0, 1), True, "some")
     chase = (0, 0)
-    c = S.Clause(S.NP((0, 0), False, "the", rel=("obj", chase, cats)), "trans", chase, cats)
-    assert S.text(S.render_clause(c, None)) == "the dog that some cats chase chases some cats ."
-    assert S.text(S.render_clause(c, None, S.Flaws(main_verb=True))) == "the dog that some cats chase chase some cats ."
-    assert S.text(S.render_clause(c, None, S.Flaws(rel_verb=True))) == "the dog that some cats chases chases some cats ."
-    neg = S.Clause(cats, "trans", chase, dog, negated=True)
-    assert S.text(S.render_clause(neg, None)) == "some cats do not chase the dog ."
-    assert S.text(S.render_question(S.Clause(dog, "cop", adj=(1, 1)), None)) == "is the dog happy ?"
-    assert S.render_clause(c, rng)[-1] == "."
+    c = Clause(NP((0, 0), False, "the", rel=("obj", chase, cats)), "trans", chase, cats)
+    assert text(render_clause(c, None)) == "the dog that some cats chase chases some cats ."
+    assert text(render_clause(c, None, Flaws(main_verb=True))) == "the dog that some cats chase chase some cats ."
+    assert text(render_clause(c, None, Flaws(rel_verb=True))) == "the dog that some cats chases chases some cats ."
+    neg = Clause(cats, "trans", chase, dog, negated=True)
+    assert text(render_clause(neg, None)) == "some cats do not chase the dog ."
+    assert text(render_question(Clause(dog, "cop", adj=(1, 1)), None)) == "is the dog happy ?"
+    assert render_clause(c, rng)[-1] == "."
 
 
-@pytest.mark.parametrize("task", sorted(GLUE_TASKS))
+@pytest.mark.parametrize("task", sorted(GLUE_TASK_SPECS))
 def test_every_glue_task_has_a_synthetic_twin(task):
-    t = GLUE_TASKS[task]
+    t = GLUE_TASK_SPECS[task]
     ds = load_glue_task(task, "synthetic", seed=0)
     train, dev = S.DEFAULT_SIZES[task]
     assert list(ds) == list(t.splits)

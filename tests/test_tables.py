@@ -11,8 +11,8 @@ import pytest
 from fixtures_stats import build_aggregate, paper_table1_runs, smoke_spec, write_spec
 from taco.report.stats import main as aggregate_main
 from taco.report.analysis_config import validate_analysis
-from taco.report.tables import (NOT_AVAILABLE, approach_label, budget_steps_from_name, build_tables,
-                                load_paper_values, main, write_tables)
+from taco.report.tables import NOT_AVAILABLE, main, write_tables
+from taco.report.table_builders import approach_label, budget_steps_from_name, build_tables, load_paper_values
 
 PAPER_SPEC = {
     "roles": {"small": "small", "base": None},
@@ -126,9 +126,9 @@ def test_helpers():
 def test_average_agrees_with_taco_metrics(paper_tables):
     metrics = pytest.importorskip("taco.evaluation.metrics")
     from fixtures_stats import PAPER_TABLE1_DEV
-    from taco.report.stats import GLUE_AVERAGE_KEYS
+    from taco.registry import AVERAGE_KEYS
 
-    assert tuple(metrics.AVERAGE_KEYS) == GLUE_AVERAGE_KEYS
+    assert tuple(metrics.AVERAGE_KEYS) == AVERAGE_KEYS
     t1 = pd.read_csv(paper_tables / "table1.csv")
     avg = t1[(t1.section == "dev") & (t1.column == "avg")].set_index("approach")["mean"]
     for name, row in PAPER_TABLE1_DEV.items():

@@ -26,6 +26,8 @@ from taco.training.runlog import read_log  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_blocks import write_blocks  # noqa: E402
+from taco.training.pretrain_state import EXIT_INTERRUPTED, EXIT_NONFINITE, EXPORT_RECORD, STATE_MARKER, valid_states
+from taco.errors import EXIT_NO_SPACE
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS = 6
@@ -156,9 +158,9 @@ def test_sigterm_then_sigkill_resume_equals_uninterrupted(full, tmp_path, device
         _wait_for_state(state, 1, p)  # first periodic state (step 2) is written
         p.send_signal(signal.SIGTERM)
         rc = p.wait(timeout=120)
-    assert rc == train.EXIT_INTERRUPTED, (tmp_path / "run1.log").read_text()[-3000:]
+    assert rc == EXIT_INTERRUPTED, (tmp_path / "run1.log").read_text()[-3000:]
     assert not out.exists()
-    saved = max(s for s, _ in train.valid_states(state, read_manifest(out_full)["config_hash"]))
+    saved = max(s for s, _ in valid_states(state, read_manifest(out_full)["config_hash"]))
     assert 2 <= saved < MAX_STEPS
     with open(tmp_path / "run2.log", "w") as log:
         p = _spawn(args, log)
@@ -210,7 +212,7 @@ def test_nonfinite_loss_stops_without_checkpoint(full, tmp_path, monkeypatch, ca
 
     monkeypatch.setattr(modeling.TacoForPreTraining, "forward", poisoned)
     out, state = tmp_path / "out", tmp_path / "state"
-    assert train.main(_args(blocks, out, state)) == train.EXIT_NONFINITE
+    assert train.main(_args(blocks, out, state)) == EXIT_NONFINITE
     err = capsys.readouterr().err
     assert "step 3" in err and "'tc'" in err
     assert not out.exists()
@@ -286,11 +288,11 @@ def test_kept_final_state_of_another_parent_is_not_exported(full, tmp_path):
     root, blocks, out_full = full
     out, state = tmp_path / f"step-{MAX_STEPS}", tmp_path / "state"
     assert train.main(_args(blocks, out, state, until=MAX_STEPS)) == 0  # from scratch: lineage None
-    marker = json.loads((state / f"checkpoint-{MAX_STEPS}" / train.STATE_MARKER).read_text())
+    marker = json.loads((state / f"checkpoint-{MAX_STEPS}" / STATE_MARKER).read_text())
     assert marker["parent_lineage"] is None
     cfg = marker["config_hash"]
-    assert [s for s, _ in train.valid_states(state, cfg, None)] == [MAX_STEPS]
-    assert train.valid_states(state, cfg, "0" * 64) == []
+    assert [s for s, _ in valid_states(state, cfg, None)] == [MAX_STEPS]
+    assert valid_states(state, cfg, "0" * 64) == []
 
 
 def test_tc_objective_needs_two_sequences_per_device_batch(full, tmp_path, capsys):
@@ -324,13 +326,13 @@ def test_no_space_while_saving_a_state_names_the_path_and_keeps_the_earlier_stat
         return orig(self, output_dir)
 
     monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", full_disk)
-    assert train.main(_args(blocks, out, state)) == train.EXIT_NO_SPACE
+    assert train.main(_args(blocks, out, state)) == EXIT_NO_SPACE
     err = capsys.readouterr().err
     assert "no space left on device" in err and str(state / "checkpoint-4") in err
     assert str(state / "checkpoint-2") in err  # the state that stays valid is named
     assert not out.exists() and not (state / "checkpoint-4").exists()  # the half-written save is removed
     cfg = read_manifest(out_full)["config_hash"]
-    assert [s for s, _ in train.valid_states(state, cfg)] == [2]
+    assert [s for s, _ in valid_states(state, cfg)] == [2]
     monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", orig)
     assert train.main(_args(blocks, out, state)) == 0
     events = [r for r in read_log(state / "logs") if r["event"] == "resume_state"]
@@ -350,7 +352,7 @@ def test_no_space_while_writing_the_budget_keeps_the_final_state(full, tmp_path,
     from taco.training import pretrain_state
 
     monkeypatch.setattr(pretrain_state, "write_manifest", full_disk)  # export_budget lives there (issue 22.5)
-    assert train.main(_args(blocks, out, state, until=2)) == train.EXIT_NO_SPACE
+    assert train.main(_args(blocks, out, state, until=2)) == EXIT_NO_SPACE
     err = capsys.readouterr().err
     assert "no space left on device" in err and str(out) in err
     assert not out.exists() and not list(tmp_path.glob("step-2.tmp-*"))
@@ -362,7 +364,8 @@ def test_no_space_while_writing_the_budget_keeps_the_final_state(full, tmp_path,
 def test_tp_mode_option(tmp_path):
     """--tp-mode reaches the plan (and the config hash only when not the default 'separate', so
     checkpoints trained before the option existed keep their hash); joint with a weight is refused."""
-    from taco.training.pretrain import UsageError, build_parser, make_plan
+    from taco.errors import UsageError
+    from taco.training.pretrain import build_parser, make_plan
 
     blocks = _blocks(tmp_path)
     base = ["--blocks", str(blocks), "--objective", "mlm_tp", "--size", "tiny", "--max-steps", "4",
@@ -386,7 +389,7 @@ def test_kept_final_state_that_differs_from_its_export_record_is_trained_again(f
     assert train.main(_args(blocks, out, state, until=2)) == 0
     first = _weights(out)
     kept = state / "checkpoint-2"
-    record = json.loads((kept / train.EXPORT_RECORD).read_text())
+    record = json.loads((kept / EXPORT_RECORD).read_text())
     assert record == read_manifest(out)  # the record is the budget's manifest
     shutil.rmtree(out)
     blob = (kept / "model.safetensors").read_bytes()
@@ -428,9 +431,9 @@ def test_state_without_optimizer_falls_back_or_is_refused(full, tmp_path, capsys
     state = _two_states(blocks, tmp_path / "old")
     ckpt = state / "checkpoint-4"
     (ckpt / "optimizer.pt").unlink()
-    marker = json.loads((ckpt / train.STATE_MARKER).read_text())
+    marker = json.loads((ckpt / STATE_MARKER).read_text())
     marker.pop("files")  # as written before markers listed their files
-    (ckpt / train.STATE_MARKER).write_text(json.dumps(marker))
+    (ckpt / STATE_MARKER).write_text(json.dumps(marker))
     assert train.main(_args(blocks, tmp_path / "b6", state)) == 2
     err = capsys.readouterr().err
     assert "optimizer.pt" in err and "checkpoint-4" in err and not (tmp_path / "b6").exists()

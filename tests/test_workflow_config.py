@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from taco.workflow import config as wc
+from taco.registry import budget_name
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -54,9 +55,9 @@ def test_paper_grid():
 
 
 def test_budget_names():
-    assert wc.budget_name(250000) == "250k"
-    assert wc.budget_name(2500) == "2.5k"
-    assert wc.budget_name(60) == "60"
+    assert budget_name(250000) == "250k"
+    assert budget_name(2500) == "2.5k"
+    assert budget_name(60) == "60"
 
 
 @pytest.mark.parametrize("mutate, key", [

@@ -26,7 +26,6 @@ from taco.data.parallel import WorkerPool
 UNK_TEXT = "[UNK]"
 #: rows per tokenization task (a worker's unit of work)
 CHUNK_ROWS = 2000
-CHUNK_DOCUMENTS = CHUNK_ROWS  # the name benchmarks used
 
 
 class BlockPacker:

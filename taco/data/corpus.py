@@ -49,14 +49,12 @@ from typing import Any
 
 from taco.cli import cli_error
 from taco.errors import EXIT_NO_SPACE, is_disk_full, no_space_message
-from taco.data.corpus_store import (DEFAULT_SPAN_ROWS, FORMAT, ROW_KINDS, CorpusFileError, CorpusReader,
+from taco.data.corpus_store import (DEFAULT_SPAN_ROWS, FORMAT, ROW_KINDS, CorpusReader,
                                     check_parquet_shard, file_records, iter_parquet_texts, rows_per_document,
                                     write_text_file)
 from taco.data.detokenize import UNK_POLICIES
-from taco.data.local_text import (  # noqa: F401  (re-exported: taco.data.corpus.<name>)
-    ENCODINGS, LOCAL_SUFFIXES, PARAGRAPHS_PREFIX, SPLIT_BY, cap_document, check_split, is_wikitext_tokenized,
-    local_input_files, local_input_files_split, read_local_documents, read_text_file, split_documents,
-    splits_per_path)
+from taco.data.local_text import (
+    ENCODINGS, PARAGRAPHS_PREFIX, SPLIT_BY, cap_document, check_split, local_input_files_split, read_local_documents, read_text_file, splits_per_path)
 from taco.data.parallel import Progress, WorkerPool
 from taco.manifest import (atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json,
                            write_manifest)
@@ -154,27 +152,6 @@ def _hub_dataset(spec, text_column: str, cache_dir: str | None, num_proc: int | 
         raise ValueError(f"{ds_id} ({config}, {split}), shard {shard}: no text column {text_column!r} "
                          f"(has {ds.column_names}); set --hub-text-column")
     return ds
-
-
-def load_hub_documents(specs: Sequence[tuple[str, str | None, str, str | None]], text_column: str = "text",
-                       cache_dir: str | None = None, num_proc: int | None = None):
-    """Concatenate the ``text_column`` of each Hub dataset (as ``text``), empty texts removed.
-
-    Returns ``(datasets.Dataset, [fingerprint per spec])``. (``build_corpus`` does not use this:
-    it reads the Hub's cache files in place; kept for callers that want one in-memory view.)
-    """
-    from datasets import concatenate_datasets
-
-    parts, fingerprints = [], []
-    for spec in specs:
-        ds = _hub_dataset(spec, text_column, cache_dir, num_proc).select_columns([text_column])
-        if text_column != "text":
-            ds = ds.rename_column(text_column, "text")
-        fingerprints.append(ds._fingerprint)
-        parts.append(ds)
-    ds = parts[0] if len(parts) == 1 else concatenate_datasets(parts)
-    ds = ds.filter(lambda b: [bool(t and t.strip()) for t in b["text"]], batched=True, num_proc=num_proc)
-    return ds, fingerprints
 
 
 # ------------------------------------------------------------------------------------ build

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from taco.data.textfile import read_utf8
-from taco.registry import GLUE_TASK_SPECS, PAPER_TASK_ORDER, GlueTask  # noqa: F401  (re-exported)
+from taco.registry import GLUE_TASK_SPECS, GlueTask
 
 #: default Hub dataset id of GLUE
 HUB_ID = "nyu-mll/glue"
@@ -44,24 +44,20 @@ class GlueFormatError(ValueError):
     """A GLUE TSV row that cannot be read (wrong field count, unknown label); names file and line."""
 
 
-#: name -> task definition (defined once in taco.registry)
-GLUE_TASKS: dict[str, GlueTask] = GLUE_TASK_SPECS
 
-#: task names in the paper's table order (WNLI last, outside the average)
-TASK_NAMES: tuple[str, ...] = PAPER_TASK_ORDER
 
 
 def get_task(task: str) -> GlueTask:
     """The registry entry of ``task``; ValueError naming the known tasks otherwise."""
     try:
-        return GLUE_TASKS[task]
+        return GLUE_TASK_SPECS[task]
     except KeyError:
-        raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASKS)}") from None
+        raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASK_SPECS)}") from None
 
 
 def expected_layout(task: str | None = None) -> str:
     """Human-readable description of the local GLUE layout (for error messages)."""
-    tasks = [get_task(task)] if task else list(GLUE_TASKS.values())
+    tasks = [get_task(task)] if task else list(GLUE_TASK_SPECS.values())
     lines = []
     for t in tasks:
         files = [t.train_file, *t.dev_files.values()]
@@ -84,7 +80,7 @@ def available_local_tasks(data_dir: str | os.PathLike) -> dict[str, str | None]:
     Lets a workflow report the missing tasks once, before any job runs.
     """
     out: dict[str, str | None] = {}
-    for name in GLUE_TASKS:
+    for name in GLUE_TASK_SPECS:
         missing = [str(p) for p in local_files(name, data_dir).values() if not p.is_file()]
         out[name] = None if not missing else "missing " + ", ".join(missing)
     return out
@@ -230,7 +226,7 @@ def load_glue_task(task: str, source: str, data_dir: str | os.PathLike | None = 
                    hub_id: str = HUB_ID, cache_dir: str | None = None, seed: int = 0,
                    num_train: int | None = None, num_dev: int | None = None,
                    splits: Sequence[str] | None = None):
-    """Load one GLUE task as a ``datasets.DatasetDict`` (splits ``GLUE_TASKS[task].splits``).
+    """Load one GLUE task as a ``datasets.DatasetDict`` (splits ``GLUE_TASK_SPECS[task].splits``).
 
     Args:
         task: ``cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli``.
@@ -238,7 +234,7 @@ def load_glue_task(task: str, source: str, data_dir: str | os.PathLike | None = 
         data_dir: the local GLUE folder (required for ``local``).
         hub_id, cache_dir: for ``hub``.
         seed, num_train, num_dev: for ``synthetic`` (sizes default per task).
-        splits: a subset of ``GLUE_TASKS[task].splits`` to return (default: all of them).
+        splits: a subset of ``GLUE_TASK_SPECS[task].splits`` to return (default: all of them).
 
     Raises:
         ValueError: unknown task or source, ``local`` without ``data_dir``.
@@ -257,7 +253,7 @@ def load_glue_task(task: str, source: str, data_dir: str | os.PathLike | None = 
         raise ValueError(f"unknown GLUE source {source!r}; expected one of {SOURCES}")
     from datasets import DatasetDict
 
-    return DatasetDict(_select(GLUE_TASKS[task], ds, splits))
+    return DatasetDict(_select(GLUE_TASK_SPECS[task], ds, splits))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -316,15 +312,6 @@ def cap_split(ds, n: int | None, seed: int, task: str, split: str):
     t = get_task(task)
     idx = sample_indices(ds["label"], n, seed, stratify=not t.is_regression, stream=f"{task}|{split}")
     return ds.select(idx)
-
-
-def task_names(tasks: Sequence[str] | None = None) -> list[str]:
-    """Validate a list of task names (None: all, in table order)."""
-    if tasks is None:
-        return list(TASK_NAMES)
-    for t in tasks:
-        get_task(t)
-    return list(tasks)
 
 
 # ------------------------------------------------------------------------------------------------

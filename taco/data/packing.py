@@ -85,9 +85,8 @@ import numpy as np
 
 from taco.cli import cli_error
 from taco.errors import EXIT_NO_SPACE, is_disk_full, no_space_message
-from taco.data.blocks import (  # noqa: F401  (re-exported: taco.data.packing.<name>)
-    _WORKER, CHUNK_DOCUMENTS, CHUNK_ROWS, UNK_TEXT, BlockPacker, DocumentEncoder, _backend_from_json, _encoder,
-    _init_encoder, _tasks, _with_separators, _with_text_specials, encode, encode_documents)
+from taco.data.blocks import (
+    CHUNK_ROWS, BlockPacker, DocumentEncoder)
 from taco.data.parallel import Progress
 from taco.manifest import atomic_directory, build_manifest, read_manifest, sha256_file, sha256_json, write_manifest
 

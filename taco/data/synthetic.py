@@ -17,9 +17,9 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from taco.data.synthetic_language import (  # noqa: F401  (re-exported: taco.data.synthetic.<name>)
-    ADJECTIVES, DET_PL, DET_SG, INTRANSITIVE, N_ADJ, N_NOUNS, N_TOPICS, N_VERBS, NP, TOPICS, Clause, Flaws, Sampler,
-    _form, _verb, _verb_pair, _wrong_det, render_clause, render_np, render_question, text, vocabulary)
+from taco.data.synthetic_language import (
+    ADJECTIVES, N_ADJ, N_TOPICS, Clause, Flaws, Sampler,
+    _form, _verb_pair, render_clause, render_np, render_question, text)
 from taco.registry import GLUE_TASK_SPECS
 
 # --------------------------------------------------------------------------------------------

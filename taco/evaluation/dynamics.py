@@ -87,16 +87,13 @@ from typing import Any
 import numpy as np
 
 from taco.cli import cli_error
-from taco.evaluation.similarities import (  # noqa: F401  (re-exported: taco.evaluation.dynamics.<name>)
+from taco.evaluation.similarities import (
     CI_LEVEL,
     N_RESAMPLES,
-    PairIndex,
     anchor_cosines,
     bootstrap_summary,
     context_similarity,
-    cosine_rows,
     gather_valid,
-    pair_cosines,
     sample_baseline_tokens,
     sample_pairs,
     valid_token_mask,

@@ -46,15 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
-from taco.evaluation.finetune_trainer import (  # noqa: F401  (re-exported: taco.evaluation.finetune.<name>)
+from taco.evaluation.finetune_trainer import (
     TaskData,
     _make_epoch_evaluator,
     _precision,
-    _primary_value,
     build_trainer,
     choose_epoch,
     load_task_data,
-    predict,
     predict_tests,
 )
 from taco.manifest import MANIFEST_NAME, atomic_directory, finite_or_null, read_manifest, sha256_file
@@ -62,7 +60,7 @@ from taco.registry import FINETUNE_HYPERPARAMETERS, finetune_hyperparameters
 
 
 
-from taco.errors import UsageError  # noqa: E402,F401  (one definition, re-exported)
+from taco.errors import UsageError  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,14 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------------------------
 def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
     """Validate; returns the facts the run needs. Raises UsageError / FileNotFoundError / FileExistsError."""
-    from taco.data.glue import GLUE_TASKS
+    from taco.registry import GLUE_TASK_SPECS
 
     if isinstance(args.task, (list, tuple)):  # parsed --task of one run (per_seed_args splits several)
         if len(args.task) != 1:
             raise UsageError(f"--task: one task per run here, got {list(args.task)} (per_seed_args splits them)")
         args.task = args.task[0]
-    if args.task not in GLUE_TASKS:
-        raise UsageError(f"--task: unknown GLUE task {args.task!r}; expected one of {', '.join(GLUE_TASKS)}")
+    if args.task not in GLUE_TASK_SPECS:
+        raise UsageError(f"--task: unknown GLUE task {args.task!r}; expected one of {', '.join(GLUE_TASK_SPECS)}")
     from taco.training import monitoring
 
     # --report-to wandb without wandb, an unwritable TensorBoard folder: exit 2 before any work
@@ -243,7 +241,7 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
                   chosen: int, preds: dict[str, Any], precision: str, wall_time_s: float,
                   test_rows: dict[str, tuple[list, list]] | None) -> dict[str, Any]:
     """The ``metrics.json`` record (format: docs/INTERFACES.md)."""
-    from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC
+    from taco.registry import DEFAULT_PRIMARY_METRIC
     from taco.manifest import code_version, package_versions
 
     task = data.task

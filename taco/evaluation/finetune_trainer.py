@@ -36,7 +36,7 @@ def _precision(args) -> str:
 def _primary_value(scores: dict[str, dict[str, float]], primary: dict[str, str] | None = None) -> float:
     """Mean over the score keys of each key's primary metric (``primary``, default the registry's);
     -inf when none is defined."""
-    from taco.evaluation.metrics import DEFAULT_PRIMARY_METRIC
+    from taco.registry import DEFAULT_PRIMARY_METRIC
 
     primary = primary or DEFAULT_PRIMARY_METRIC
     vals = [scores[k].get(primary.get(k, "accuracy"), float("nan")) for k in scores]
@@ -69,9 +69,10 @@ def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
     ``--no-test-predictions``, its test split(s) (GLUE: every row; synthetic: as many rows as the
     capped dev set); tokenize all of them (pairs truncated to ``--max-length``; labels as float for
     STS-B). Raises UsageError when a train/dev split is missing."""
-    from taco.data.glue import GLUE_TASKS, cap_split, load_glue_task, load_glue_test
+    from taco.registry import GLUE_TASK_SPECS
+    from taco.data.glue import cap_split, load_glue_task, load_glue_test
 
-    task = GLUE_TASKS[args.task]
+    task = GLUE_TASK_SPECS[args.task]
     data = load_glue_task(args.task, args.glue_source, args.glue_dir)
     missing = [s for s in ("train", *task.dev_splits) if s not in data]
     if missing:

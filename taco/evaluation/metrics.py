@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from taco.registry import (  # noqa: F401  (re-exported: defined once in taco.registry)
-    ALL_METRICS, AVERAGE_KEYS, DEFAULT_PRIMARY_METRIC, METRICS_BY_SCORE_KEY, SCORE_KEYS,
+from taco.registry import (
+    AVERAGE_KEYS, DEFAULT_PRIMARY_METRIC, METRICS_BY_SCORE_KEY, SCORE_KEYS,
 )
 
 

@@ -27,11 +27,9 @@ from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective
 from taco.objectives import LOSS_TERMS, check_options
 from taco.registry import PRESET_SHAPES
 
-__all__ = ["SIZES", "SIZE_PRESETS", "bert_config", "TacoForPreTraining", "TacoPreTrainingOutput"]
+__all__ = ["SIZES", "PRESET_SHAPES", "bert_config", "TacoForPreTraining", "TacoPreTrainingOutput"]
 
-#: name -> BERT shape (defined once in taco.registry)
-SIZE_PRESETS = PRESET_SHAPES
-SIZES: tuple[str, ...] = tuple(SIZE_PRESETS)
+SIZES: tuple[str, ...] = tuple(PRESET_SHAPES)
 
 
 def bert_config(size: str, vocab_size: int, **overrides: Any) -> BertConfig:
@@ -40,11 +38,11 @@ def bert_config(size: str, vocab_size: int, **overrides: Any) -> BertConfig:
     ``overrides`` are any ``BertConfig`` fields (e.g. ``hidden_dropout_prob=0.0``,
     ``attn_implementation="eager"``).
     """
-    if size not in SIZE_PRESETS:
+    if size not in PRESET_SHAPES:
         raise ValueError(f"unknown model size {size!r}; valid sizes: {', '.join(SIZES)}")
     if not isinstance(vocab_size, int) or vocab_size <= 0:
         raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
-    kwargs: dict[str, Any] = dict(SIZE_PRESETS[size], vocab_size=vocab_size, max_position_embeddings=512)
+    kwargs: dict[str, Any] = dict(PRESET_SHAPES[size], vocab_size=vocab_size, max_position_embeddings=512)
     kwargs.update(overrides)
     attn = kwargs.pop("attn_implementation", None)
     config = BertConfig(**kwargs)

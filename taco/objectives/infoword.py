@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from taco.objectives.base import Objective, Option
-from taco.objectives.bert_nce import CITATION, OPTIONS as NCE_OPTIONS, nce_flops, nce_loss
+from taco.objectives.bert_nce import CITATION, nce_flops, nce_loss
 
 __all__ = ["DECLARED", "OPTIONS", "mask_spans"]
 

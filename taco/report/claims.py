@@ -100,31 +100,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.report.cli import atomic_write_text, report_main, report_parser
+from taco.manifest import atomic_write_text
+from taco.report.cli import report_main, report_parser
 from taco.report.analysis_config import AnalysisConfig
-from taco.report.claim_rules import (  # noqa: F401  (re-exported: taco.report.claims.<name>)
-    INCONCLUSIVE, KINDS, NOT_RUN, NOT_SUPPORTED, SUPPORTED, TARGET_POWER, VERDICTS, _decides_by_non_inferiority,
-    _max, _sig, decide, deciding_boundary, decision_level, equivalence_detail, fewest_seeds, pvalue_set, rule_text,
+from taco.report.claim_rules import (
+    INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, _sig, decide, deciding_boundary, decision_level, equivalence_detail, fewest_seeds, pvalue_set, rule_text,
     seeds_for_power, tests_for)
-from taco.report.claims_markdown import (  # noqa: F401  (re-exported: taco.report.claims.<name>)
-    SYNTHETIC_CLAIM_TAG, ZERO_VARIANCE_CAUSES, _f, _interval_words, _n, _p, _verdict_cell, page_warnings,
-    render_markdown, synthetic_banner, unit_phrase)
+from taco.report.claims_markdown import (
+    ZERO_VARIANCE_CAUSES, render_markdown)
 from taco.report.html import write_markdown_page
-from taco.report.stats import (
-    average_keys,
-    average_label,
-    ci_method_name,
-    compare,
-    fmt_fraction,
-    holm,
-    interval,
-    rng_for,
-    seed_averages,
-    statistical_units,
-    unit_note,
-)
+from taco.report.stats import average_keys, average_label, fmt_fraction, seed_averages, statistical_units, unit_note
+from taco.report.inference import ci_method_name, compare, holm, interval, rng_for
 from taco.registry import CONTROL
-from taco.report.tables import KEY_LABELS, OBJ_LABELS, TABLE2_KEYS
+from taco.registry import SCORE_KEY_LABELS, OBJECTIVE_LABELS
+from taco.report.table_builders import TABLE2_KEYS
 
 #: an arm's budget meaning "the run's last fine-tuned checkpoint" (the final one)
 LAST_BUDGET = "last"
@@ -212,13 +201,13 @@ def resolve_arm(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> ArmCell:
     """The cell an arm names in this spec, or the reason it was not run (role, budget, run)."""
     size = cfg.roles.get(claim.role)
     frac = cfg.reduced_fraction if arm.fraction is None else arm.fraction
-    label = f"{OBJ_LABELS.get(arm.objective, arm.objective)}-{arm.budget}"
+    label = f"{OBJECTIVE_LABELS.get(arm.objective, arm.objective)}-{arm.budget}"
     if not math.isclose(frac, 1.0):
         label += f" ({fmt_fraction(frac)} data)"
     if size is None:
         return ArmCell(None, label, f"roles.{claim.role} is null: no size plays BERT-{claim.role}")
     if arm.objective == CONTROL:  # the no-pre-training control: step 0 of its size
-        label = f"{OBJ_LABELS[CONTROL]} (control)"
+        label = f"{OBJECTIVE_LABELS[CONTROL]} (control)"
         if not cfg.has_control(size):
             return ArmCell(None, label, f"no no-pre-training control of size {size!r} (controls; "
                                         "config pretrain.control: true)")
@@ -227,10 +216,10 @@ def resolve_arm(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> ArmCell:
         steps = [s for v in cfg.runs if v.size == size and v.objective == arm.objective
                  and math.isclose(v.fraction, frac) for s in cfg.run_steps(v)]
         if not steps:
-            return ArmCell(None, f"{OBJ_LABELS.get(arm.objective, arm.objective)} (final)",
+            return ArmCell(None, f"{OBJECTIVE_LABELS.get(arm.objective, arm.objective)} (final)",
                            f"run {arm.objective} ({fmt_fraction(frac)} data) not in the analysis spec")
         step = max(steps)
-        label = f"{OBJ_LABELS.get(arm.objective, arm.objective)} (final) [step {step}]"
+        label = f"{OBJECTIVE_LABELS.get(arm.objective, arm.objective)} (final) [step {step}]"
         return ArmCell((size, arm.objective, round(frac, 6), int(step)), label)
     step = cfg.budget_step(size, arm.budget)
     if step is None:
@@ -244,7 +233,7 @@ def resolve_arm(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> ArmCell:
 
 
 def _paper_step(budget: str) -> int | None:
-    from taco.report.tables import budget_steps_from_name
+    from taco.report.table_builders import budget_steps_from_name
 
     return budget_steps_from_name(budget)
 
@@ -479,7 +468,7 @@ def intersection_union(row: dict[str, Any], rows: Sequence[Mapping[str, Any]], n
     verdicts = [r["verdict"] for r in rows]
     if any(v == NOT_SUPPORTED for v in verdicts):
         row["verdict"] = NOT_SUPPORTED
-        notes.insert(0, "not supported on " + ", ".join(KEY_LABELS.get(r["scope"], r["scope"]) for r in rows
+        notes.insert(0, "not supported on " + ", ".join(SCORE_KEY_LABELS.get(r["scope"], r["scope"]) for r in rows
                                                          if r["verdict"] == NOT_SUPPORTED)
                      + " (Holm-corrected over the keys)")
     elif verdicts and all(v == SUPPORTED for v in verdicts):
@@ -487,7 +476,7 @@ def intersection_union(row: dict[str, Any], rows: Sequence[Mapping[str, Any]], n
         notes.insert(0, "supported on every score key (intersection-union test, each at alpha)")
     else:
         row["verdict"] = INCONCLUSIVE
-        notes.insert(0, "undecided on " + ", ".join(KEY_LABELS.get(r["scope"], r["scope"]) for r in rows
+        notes.insert(0, "undecided on " + ", ".join(SCORE_KEY_LABELS.get(r["scope"], r["scope"]) for r in rows
                                                     if r["verdict"] != SUPPORTED))
     row["p_value"] = max((r["p_value"] for r in rows if math.isfinite(r["p_value"])), default=math.nan)
     row["p_against"] = min((r["p_holm"] for r in rows if math.isfinite(r["p_holm"])), default=math.nan)
@@ -526,7 +515,7 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
     if row["n_degenerate"]:
         notes.append(f"{row['n_degenerate']} of the {row['n_a']} + {row['n_b']} seeds of A and B have a degenerate "
                      "run (constant predictions; an undefined metric counts as 0), kept in the test")
-    flat = [f"{KEY_LABELS.get(r['scope'], r['scope'])} ({r['zero_variance']})" for r in rows if r["zero_variance"]]
+    flat = [f"{SCORE_KEY_LABELS.get(r['scope'], r['scope'])} ({r['zero_variance']})" for r in rows if r["zero_variance"]]
     if row["zero_variance"] or flat:
         where = ([f"the claim's scope ({row['zero_variance']})"] if row["zero_variance"] else []) + flat
         notes.append(f"warning: identical scores across all seeds in {', '.join(where)}: zero variance is "

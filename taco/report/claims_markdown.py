@@ -18,7 +18,7 @@ from taco.report.claim_rules import VERDICTS, decision_level, fewest_seeds
 from taco.report.inference import min_attainable_pvalue
 from taco.report.markdown_text import md_text
 from taco.report.stats import UNIT_FINETUNE, UNIT_PRETRAIN
-from taco.report.tables import KEY_LABELS
+from taco.registry import SCORE_KEY_LABELS
 
 
 #: what identical scores across seeds usually mean (claims page warnings)
@@ -58,7 +58,7 @@ def page_warnings(df: pd.DataFrame, cfg: AnalysisConfig) -> list[str]:
                    f"decide a claim: the smallest attainable one-sided permutation p is 1 / C({2 * n}, {n}) = "
                    f"{min_attainable_pvalue(n, n, cfg.n_resamples):.3g} > alpha {cfg.alpha}; give pretrain.seeds at "
                    f"least {fewest_seeds(cfg)} entries (or none, to use fine-tuning seeds as the unit).")
-    zv = [f"{r.claim_id}" + ("" if r.level == "claim" else f" {KEY_LABELS.get(r.scope, r.scope)}")
+    zv = [f"{r.claim_id}" + ("" if r.level == "claim" else f" {SCORE_KEY_LABELS.get(r.scope, r.scope)}")
           + f" ({r.zero_variance})" for r in df.itertuples()
           if isinstance(getattr(r, "zero_variance", ""), str) and r.zero_variance]
     if zv:
@@ -171,7 +171,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
             lines += ["", f"| score key | n (A/B) | mean A | mean B | effect | {dl} CI | Hedges' g | p | p (Holm) | verdict |",
                       "|---|---|---|---|---|---|---|---|---|---|"]
             for x in t.itertuples():
-                lines.append(f"| {KEY_LABELS.get(x.scope, x.scope)} | {x.n_a}/{x.n_b} | {_f(x.mean_a)} | "
+                lines.append(f"| {SCORE_KEY_LABELS.get(x.scope, x.scope)} | {x.n_a}/{x.n_b} | {_f(x.mean_a)} | "
                              f"{_f(x.mean_b)} | {_f(x.effect)} | [{_f(x.decision_ci_low)}, {_f(x.decision_ci_high)}] | "
                              f"{_f(x.hedges_g)} | {_p(x.p_value)} | {_p(x.p_holm)} | {x.verdict or 'detail'} |")
     return "\n".join(lines) + "\n"

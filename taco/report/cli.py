@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from taco.cli import cli_error
-from taco.manifest import atomic_write_text  # noqa: F401  (re-exported for the report commands)
+from taco.manifest import atomic_write_text
 from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 
 

@@ -30,9 +30,8 @@ from typing import Any
 from taco.cli import cli_error
 from taco.manifest import read_json_record
 
-from taco.report.style import OKABE_ITO as _PALETTE, SPARE_COLOURS, OBJECTIVE_STYLE, objective_label  # noqa: E402
+from taco.report.style import OKABE_ITO, SPARE_COLOURS, OBJECTIVE_STYLE, objective_label  # noqa: E402
 
-OKABE_ITO = list(_PALETTE.values())
 #: objective -> (label, colour, marker, linestyle), from the suite-wide style map (taco.report.style)
 SERIES_STYLE = {v: (objective_label(v), st["color"], st["marker"], st["linestyle"])
                    for v, st in OBJECTIVE_STYLE.items()}
@@ -99,7 +98,7 @@ def _styles(keys: list[tuple]) -> dict[tuple, tuple[str, str, str]]:
             if used[k[0]]:
                 m, ls = EXTRA_MARKERS[used[k[0]] % len(EXTRA_MARKERS)], ["--", "-.", ":", "-"][used[k[0]] % 4]
         else:
-            c = next(spare, OKABE_ITO[-1])
+            c = next(spare, list(OKABE_ITO.values())[-1])
             m, ls = EXTRA_MARKERS[len(out) % len(EXTRA_MARKERS)], ["-", "--", "-.", ":"][len(out) % 4]
         used[k[0]] += 1
         out[k] = (c, m, ls)
@@ -220,7 +219,7 @@ def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm"):
     line_styles = ["-", "--", ":", "-."]
     max_step = max(r["step"] for r in mlm)
     # the objective's own colour for its measurements, a colour no objective uses for the baselines
-    own = SERIES_STYLE.get(objective, (None, OKABE_ITO[-1]))[1]
+    own = SERIES_STYLE.get(objective, (None, list(OKABE_ITO.values())[-1]))[1]
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
     for gi, (key, recs) in enumerate(groups.items()):
         ls = line_styles[gi % len(line_styles)]

@@ -53,19 +53,10 @@ def _ci_short(cfg) -> str:
     """The interval's method in a figure's few words (analysis ``ci_method``)."""
     return "t CI" if cfg.ci_method == "t" else f"{cfg.ci_method} bootstrap CI"
 from taco.report.style import OBJECTIVE_STYLE, fraction_styles  # noqa: E402
-from taco.report.tables import (  # noqa: E402
-    KEY_LABELS,
-    OBJ_LABELS,
-    TABLE2_KEYS,
-    build_ablation,
-    build_table2,
-    control_average,
-    load_paper_values,
-)
+from taco.registry import SCORE_KEY_LABELS, OBJECTIVE_LABELS
+from taco.report.table_builders import TABLE2_KEYS, build_ablation, build_table2, control_average, load_paper_values
 from taco.registry import CONTROL  # noqa: E402
 
-#: one style per objective, shared with the dynamics figures (taco.report.style)
-STYLE = OBJECTIVE_STYLE
 FIGURES = ("figure5", "ablation", "data_efficiency")
 
 
@@ -111,7 +102,7 @@ def _budget_axis(ax, cfg: AnalysisConfig, size: str | None) -> None:
     if not size:
         return
     names = cfg.budget_names.get(size, {})
-    from taco.report.tables import budget_steps_from_name
+    from taco.report.table_builders import budget_steps_from_name
 
     if all(budget_steps_from_name(n) == s for n, s in names.items()):
         return
@@ -189,16 +180,16 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
                                               "data has a GLUE average (see ablation.md)")
     for obj in ("taco", "mlm"):
         s = d[d["objective"] == obj]
-        drawn |= _plot_series(ax, s, f"{OBJ_LABELS[obj]} (ours{', partial avg' if partial else ''}, mean, "
-                                     f"{int(cfg.confidence_level * 100)}% CI)", STYLE[obj])
+        drawn |= _plot_series(ax, s, f"{OBJECTIVE_LABELS[obj]} (ours{', partial avg' if partial else ''}, mean, "
+                                     f"{int(cfg.confidence_level * 100)}% CI)", OBJECTIVE_STYLE[obj])
         if size:
-            _seed_dots(ax, agg["glue_average"], size, obj, 1.0, STYLE[obj]["color"])
+            _seed_dots(ax, agg["glue_average"], size, obj, 1.0, OBJECTIVE_STYLE[obj]["color"])
     ctrl = control_average(agg, cfg, size)
     if ctrl is not None and np.isfinite(ctrl["mean"]):  # the no-pre-training control, at step 0
-        st = STYLE[CONTROL]
+        st = OBJECTIVE_STYLE[CONTROL]
         _plot_series(ax, pd.DataFrame([{"step": 0, "mean": ctrl["mean"], "ci_low": ctrl["ci_low"],
                                         "ci_high": ctrl["ci_high"]}]),
-                     f"{OBJ_LABELS[CONTROL]} (control: random init, mean, CI)", st, band=False)
+                     f"{OBJECTIVE_LABELS[CONTROL]} (control: random init, mean, CI)", st, band=False)
         ax.axhline(ctrl["mean"], color=st["color"], linestyle=":", linewidth=0.8, alpha=0.6)
         _seed_dots(ax, agg["glue_average"], size, CONTROL, 1.0, st["color"])
         drawn = True
@@ -217,14 +208,14 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
             ys.append(100.0 * v)
             names.append(budget)
         if xs:
-            st = STYLE[obj]
+            st = OBJECTIVE_STYLE[obj]
             ax.scatter(xs, ys, marker=st["marker"] if st["marker"] != "x" else "X", s=70,
                        facecolors="none", edgecolors=st["color"], linewidths=1.2, zorder=3,
-                       label=f"{OBJ_LABELS[obj]} (paper, Figure 5)")
+                       label=f"{OBJECTIVE_LABELS[obj]} (paper, Figure 5)")
             if obj == "mlm":
                 ref = xs.index(max(xs))  # the paper's MLM-250k level, as its Figure 5 draws it
                 ax.axhline(ys[ref], color=st["color"], linestyle="--", linewidth=1, alpha=0.8,
-                           label=f"{OBJ_LABELS[obj]}-{names[ref]} level (paper, dashed)")
+                           label=f"{OBJECTIVE_LABELS[obj]}-{names[ref]} level (paper, dashed)")
             drawn = True
     if not drawn:
         _empty(ax, "no TACO / MLM runs of the small role")
@@ -255,10 +246,10 @@ def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_
     drawn = False
     missing = []
     for obj in ("taco", "taco_concentrated", "mlm", "mlm_tp"):
-        ok = _plot_series(ax, d[d["objective"] == obj], OBJ_LABELS[obj], STYLE[obj])
+        ok = _plot_series(ax, d[d["objective"] == obj], OBJECTIVE_LABELS[obj], OBJECTIVE_STYLE[obj])
         drawn |= ok
         if not ok:
-            missing.append(OBJ_LABELS[obj])
+            missing.append(OBJECTIVE_LABELS[obj])
     if not drawn:
         plt.close(fig)
         return placeholder_figure("Ablation", "no TACO, concentrated TACO, MLM or MLM+TP run of the small role "
@@ -299,10 +290,10 @@ def data_efficiency_panels(long: pd.DataFrame, cfg: AnalysisConfig) -> list[tupl
     red = cfg.reduced_fraction
     have = long[np.isfinite(long["mean"].astype(float))
                 & np.isclose(long["fraction"].astype(float), red)]
-    panels = [(k, KEY_LABELS.get(k, k)) for k in TABLE2_KEYS if k in set(have["column"])]
+    panels = [(k, SCORE_KEY_LABELS.get(k, k)) for k in TABLE2_KEYS if k in set(have["column"])]
     covered = [k for k in TABLE2_KEYS if k in cfg.score_keys]
     if "avg" in set(have["column"]) and len(covered) >= 2:
-        panels.append(("avg", "average of " + ", ".join(KEY_LABELS.get(k, k) for k in covered)
+        panels.append(("avg", "average of " + ", ".join(SCORE_KEY_LABELS.get(k, k) for k in covered)
                        + (f" ({len(covered)} of the {len(TABLE2_KEYS)} Table 2 scores)"
                           if len(covered) < len(TABLE2_KEYS) else "")))
     return panels
@@ -335,9 +326,9 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
         for j, (obj, frac) in enumerate(DATA_EFFICIENCY_ARMS):
             frac = red if frac is None else frac
             s = d[(d["objective"] == obj) & np.isclose(d["fraction"].astype(float), frac)]
-            st = dict(STYLE[obj])
+            st = dict(OBJECTIVE_STYLE[obj])
             st.update(by_fraction[frac])  # the objective's colour; reduced data dashed with hollow markers
-            _plot_series(ax, s, f"{OBJ_LABELS[obj]}, {fmt_fraction(frac)} data", st, band=False,
+            _plot_series(ax, s, f"{OBJECTIVE_LABELS[obj]}, {fmt_fraction(frac)} data", st, band=False,
                          xoffset=(j - 1.5) * 0.12)
         ax.set_title(textwrap.fill(title, PANEL_TITLE_CHARS), fontsize=9)  # no wider than its panel
         ax.grid(True, alpha=0.3, axis="y")

@@ -14,12 +14,11 @@ metrics and aggregates them.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -226,14 +225,6 @@ class Comparison:
     p_less: dict[float, float]
     hedges_g: float
     min_p_one_sided: float
-
-    def as_dict(self) -> dict[str, Any]:
-        """Flat dict (for CSV)."""
-        d = asdict(self)
-        d["p_greater"] = json.dumps({str(k): v for k, v in self.p_greater.items()})
-        d["p_less"] = json.dumps({str(k): v for k, v in self.p_less.items()})
-        return d
-
 
 def compare(a: Sequence[float], b: Sequence[float], *, shifts: Iterable[float] = (0.0,),
             one_sided: Iterable[tuple[float, str]] | None = None,

@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import textwrap
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 

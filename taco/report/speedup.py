@@ -188,13 +188,6 @@ class Interval:
             t = (self.log_speedup - math.log(margin)) / self.se
         return np.where(self.se > 0, st.t.sf(t, self.df), np.where(self.log_speedup > math.log(margin), 0.0, 1.0))
 
-    def p_at_most(self, margin: float) -> np.ndarray:
-        """One-sided p of H0: speedup >= margin (<= alpha exactly when high < margin)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = (self.log_speedup - math.log(margin)) / self.se
-        return np.where(self.se > 0, st.t.cdf(t, self.df), np.where(self.log_speedup < math.log(margin), 0.0, 1.0))
-
-
 def speedup_interval(steps: np.ndarray, a_at_t: np.ndarray, b_values: np.ndarray, target_step: float,
                      better: str, level: float) -> Interval:
     """The per-unit speedup estimate with its t interval (module docstring), vectorised.

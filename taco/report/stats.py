@@ -46,18 +46,11 @@ import pandas as pd
 from taco.cli import cli_error
 from taco.manifest import read_json_record
 from taco.registry import AVERAGE_KEYS
-from taco.report.analysis_config import (
-    AnalysisConfig,
-    AnalysisConfigError,
-    TASK_SCORE_KEYS,
-    load_analysis,
-)
-from taco.report.inference import (  # noqa: F401  (re-exported: taco.report.stats.<name>)
-    BOOTSTRAP_METHODS, T_METHOD, Comparison, _mean, _mean_diff, bootstrap_ci, ci_method_name, compare, hedges_g,
-    holm, interval, min_attainable_pvalue, permutation_pvalue, rng_for, summarize, t_interval)
+from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.registry import TASK_SCORE_KEYS
+from taco.report.inference import (
+    summarize)
 
-#: the nine score keys of the paper's GLUE average (defined once in taco.registry)
-GLUE_AVERAGE_KEYS: tuple[str, ...] = AVERAGE_KEYS
 
 #: unit label written next to every aggregated number
 UNIT = "GLUE points (x100)"
@@ -76,7 +69,7 @@ class InputError(ValueError):
 def average_label(keys: Sequence[str]) -> str:
     """Human label of an average over ``keys``: full (9 scores) or clearly partial."""
     keys = tuple(keys)
-    if set(keys) == set(GLUE_AVERAGE_KEYS) and len(keys) == 9:
+    if set(keys) == set(AVERAGE_KEYS) and len(keys) == 9:
         return "GLUE avg (9 scores)"
     return f"partial GLUE avg ({len(keys)} of 9: {', '.join(keys)})"
 
@@ -343,7 +336,7 @@ def average_keys(cfg: AnalysisConfig) -> tuple[str, ...]:
     """Score keys of the GLUE average for this spec: the nine paper keys the configured tasks cover,
     in the paper's order (WNLI never counts)."""
     have = set(cfg.score_keys)
-    return tuple(k for k in GLUE_AVERAGE_KEYS if k in have)
+    return tuple(k for k in AVERAGE_KEYS if k in have)
 
 
 def seed_averages(per_seed: pd.DataFrame, keys: Sequence[str], cells: Iterable[tuple] | None = None) -> pd.DataFrame:
@@ -381,7 +374,7 @@ def glue_average_table(per_seed: pd.DataFrame, cfg: AnalysisConfig,
     keys = tuple(keys) if keys is not None else average_keys(cfg)
     role_of = _roles_of(cfg)
     label = average_label(keys)
-    partial = tuple(keys) != GLUE_AVERAGE_KEYS
+    partial = tuple(keys) != AVERAGE_KEYS
     per_seed = statistical_units(per_seed)
     seeds = seed_averages(per_seed, keys)
     rows = []

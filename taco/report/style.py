@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.registry import CONTROL, OBJECTIVE_LABELS, OBJECTIVE_SPECS
+from taco.registry import CONTROL, OBJECTIVE_LABELS
+from taco.objectives import OBJECTIVE_SPECS
 
 #: Okabe & Ito (2008) colour-blind-safe palette
 OKABE_ITO: dict[str, str] = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73",

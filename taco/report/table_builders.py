@@ -20,22 +20,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.registry import CONTROL, OBJECTIVE_LABELS, OBJECTIVE_SPECS, SCORE_KEY_LABELS, TABLE4_OBJECTIVES
+from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS, TABLE4_OBJECTIVES
+from taco.objectives import OBJECTIVE_SPECS
 from taco.report.analysis_config import AnalysisConfig
-from taco.report.stats import (
-    GLUE_AVERAGE_KEYS,
-    UNIT,
-    key_str,
-    average_keys,
-    average_label,
-    fmt_fraction,
-    seed_averages,
-    summarize,
-)
+from taco.registry import AVERAGE_KEYS
+from taco.report.stats import UNIT, key_str, average_keys, average_label, fmt_fraction, seed_averages
+from taco.report.inference import summarize
 
-#: column headers as the paper prints them
-KEY_LABELS = SCORE_KEY_LABELS
-OBJ_LABELS = OBJECTIVE_LABELS
 #: the four largest GLUE tasks, the columns of the paper's Table 2
 TABLE2_KEYS = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")
 TABLES = ("table1", "table2", "table3", "table4", "ablation")
@@ -63,8 +54,8 @@ def budget_steps_from_name(name: str) -> int | None:
 def approach_label(objective: str, budget: str, fraction: float = 1.0, step: int | None = None) -> str:
     """``TACO-250k``, with the data fraction when not 100% and the step when it differs from the
     budget name (``TACO-250k [step 60]``)."""
-    lab = f"{OBJ_LABELS.get(objective, objective)}-{budget}" if budget else \
-        f"{OBJ_LABELS.get(objective, objective)} @ step {step}"
+    lab = f"{OBJECTIVE_LABELS.get(objective, objective)}-{budget}" if budget else \
+        f"{OBJECTIVE_LABELS.get(objective, objective)} @ step {step}"
     if not math.isclose(fraction, 1.0):
         lab += f" ({fmt_fraction(fraction)} data)"
     if budget and step is not None and budget_steps_from_name(budget) != step:
@@ -134,7 +125,7 @@ class TableBuilder:
                 "table": table, "section": section, "kind": kind, "approach": label, "size": size or "",
                 "objective": objective, "fraction": fraction, "budget": budget,
                 "step": step if step is not None else "", "column": col,
-                "column_label": KEY_LABELS.get(col, average_label(akeys) if akeys else col),
+                "column_label": SCORE_KEY_LABELS.get(col, average_label(akeys) if akeys else col),
                 "metric": self.cfg.primary_metric.get(col, "") if akeys is None else "average",
                 "unit": UNIT, "n_seeds": 0, "mean": math.nan, "std": math.nan, "median": math.nan,
                 "ci_low": math.nan, "ci_high": math.nan, "n_degenerate": 0, "not_fine_tuned": "",
@@ -150,8 +141,8 @@ class TableBuilder:
                         why = self.cfg.missing_tasks.get(task_of(col))
                         if why or col not in self.cfg.score_keys:  # the same for every row: said once per table
                             rec["not_fine_tuned"] = why or NOT_IN_TASKS
-                            notes.append(f"{KEY_LABELS.get(col, col)} not fine-tuned: {why}" if why else
-                                         f"{KEY_LABELS.get(col, col)} not fine-tuned ({NOT_IN_TASKS})")
+                            notes.append(f"{SCORE_KEY_LABELS.get(col, col)} not fine-tuned: {why}" if why else
+                                         f"{SCORE_KEY_LABELS.get(col, col)} not fine-tuned ({NOT_IN_TASKS})")
                         else:
                             notes.append("no runs")
                     else:
@@ -163,12 +154,12 @@ class TableBuilder:
                         notes += [n for n in str(r.get("note") or "").split("; ")
                                   if n.startswith(("unit: pre-training run", "one pre-training run"))]
                         if rec["n_degenerate"]:
-                            notes.append(f"{KEY_LABELS.get(col, col)}: {rec['n_degenerate']} degenerate "
+                            notes.append(f"{SCORE_KEY_LABELS.get(col, col)}: {rec['n_degenerate']} degenerate "
                                          "run(s) included")
                         n_undef = r.get("n_undefined", 0)
                         n_undef = int(n_undef) if n_undef is not None and n_undef == n_undef else 0
                         if n_undef:
-                            notes.append(f"{KEY_LABELS.get(col, col)}: {n_undef} run(s) with an undefined "
+                            notes.append(f"{SCORE_KEY_LABELS.get(col, col)}: {n_undef} run(s) with an undefined "
                                          f"{r.get('primary_metric', 'metric')} (constant predictions) "
                                          "counted as 0")
                 elif not akeys:
@@ -185,7 +176,7 @@ class TableBuilder:
                         notes.append(f"{s['n_incomplete']} incomplete seed(s) excluded")
             pv = paper.get(col)
             rec["paper"] = float(pv) if pv is not None else math.nan
-            comparable = akeys is None or tuple(akeys) == GLUE_AVERAGE_KEYS
+            comparable = akeys is None or tuple(akeys) == AVERAGE_KEYS
             if pv is not None and not comparable:
                 notes.append("partial average: not comparable with the paper's 9-score average")
             blocker = (self.cfg.paper_comparison_blocker(size, self.role) if size and self.role else
@@ -236,12 +227,12 @@ def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
         published = pv.get(section) or {}
         approaches = [("mlm", "250k"), ("taco", "50k"), ("taco", "250k")]
         if section == "dev" and cfg.has_control(size):  # this suite's sanity baseline, not in the paper
-            tb.add(table="table1", section=section, label=f"{OBJ_LABELS[CONTROL]} (control: random init, step 0)",
-                   size=size, objective=CONTROL, fraction=1.0, budget="", step=0, keys=GLUE_AVERAGE_KEYS,
+            tb.add(table="table1", section=section, label=f"{OBJECTIVE_LABELS[CONTROL]} (control: random init, step 0)",
+                   size=size, objective=CONTROL, fraction=1.0, budget="", step=0, keys=AVERAGE_KEYS,
                    avg_keys=average_keys(cfg), paper=None, paper_source=NOT_IN_PAPER,
                    note="no-pre-training control: the architecture from random initialisation, fine-tuned alike")
         for obj, budget in approaches:
-            name = f"{OBJ_LABELS[obj]}-{budget}"
+            name = f"{OBJECTIVE_LABELS[obj]}-{budget}"
             if section == "test" and name not in published:
                 continue
             step, note = _budget_note(cfg, size, budget, "small")
@@ -251,7 +242,7 @@ def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
                 note = ("test set scored by the GLUE server only: upload this run's "
                         "glue_submission/.../seed-N.zip (see the test-scores line)")
             tb.add(table="table1", section=section, label=approach_label(obj, budget, 1.0, step), size=size,
-                   objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=AVERAGE_KEYS,
                    avg_keys=average_keys(cfg), paper=published.get(name), paper_source=src, note=note,
                    ours_available=section == "dev")
     return tb.frame()
@@ -308,7 +299,7 @@ def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
             if step is not None and not cfg.has_run(size, obj, 1.0):
                 note = f"run {obj} not in the analysis spec"
             tb.add(table="table3", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
-                   objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=AVERAGE_KEYS,
                    avg_keys=average_keys(cfg), paper=published.get(approach_label(obj, budget)),
                    paper_source="paper Table 3 (paper_values.json)", note=note)
     return tb.frame()
@@ -332,18 +323,18 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
         if obj == "mlm":
             continue
         cited = bool(spec.reimplemented_from)
-        name = OBJ_LABELS.get(obj, obj)
+        name = OBJECTIVE_LABELS.get(obj, obj)
         tb.add(table="table4", section="dev",
                label=f"{name} (cited from Kong et al., ICLR 2020)" if cited else f"{name} (paper)",
-               size=None, objective=obj, fraction=1.0, budget="", step=None, keys=GLUE_AVERAGE_KEYS,
-               avg_keys=GLUE_AVERAGE_KEYS, paper=published.get(name),
+               size=None, objective=obj, fraction=1.0, budget="", step=None, keys=AVERAGE_KEYS,
+               avg_keys=AVERAGE_KEYS, paper=published.get(name),
                paper_source="paper Table 4" + (", cited from Kong et al." if cited else "") + " (paper_values.json)",
                note=(f"cited from {KONG_2020}" if cited else "published Table 4 values UNKNOWN"),
                ours_available=False, kind="cited" if cited else "published")
     if not (size and cfg.size_steps(size)):
         for obj in TABLE4_OBJECTIVES:
-            tb.add(table="table4", section="dev", label=f"{OBJ_LABELS.get(obj, obj)} (ours)", size=None,
-                   objective=obj, fraction=1.0, budget="", step=None, keys=GLUE_AVERAGE_KEYS,
+            tb.add(table="table4", section="dev", label=f"{OBJECTIVE_LABELS.get(obj, obj)} (ours)", size=None,
+                   objective=obj, fraction=1.0, budget="", step=None, keys=AVERAGE_KEYS,
                    avg_keys=average_keys(cfg), paper=None, paper_source="", note="no size role run")
         return tb.frame()
     budget, step = cfg.size_steps(size)[-1]
@@ -358,7 +349,7 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
         label = approach_label(obj, budget, 1.0, step) + f" ({role} role" + (
             ", reimplementation)" if OBJECTIVE_SPECS[obj].reimplemented_from else ")")
         tb.add(table="table4", section="dev", label=label, size=size, objective=obj, fraction=1.0, budget=budget,
-               step=step, keys=GLUE_AVERAGE_KEYS, avg_keys=average_keys(cfg), paper=None, paper_source="",
+               step=step, keys=AVERAGE_KEYS, avg_keys=average_keys(cfg), paper=None, paper_source="",
                note=note)
     return tb.frame()
 
@@ -382,7 +373,7 @@ def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) ->
                 note = f"run {obj} not in the analysis spec"
             p = pub.get(budget)
             tb.add(table="ablation", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
-                   objective=obj, fraction=1.0, budget=budget, step=step, keys=GLUE_AVERAGE_KEYS,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=AVERAGE_KEYS,
                    avg_keys=average_keys(cfg), paper={"avg": 100.0 * p} if p is not None else None,
                    paper_source="paper Figure 5 (read from the plot, +-0.1 points)", note=note)
     return tb.frame()

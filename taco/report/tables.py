@@ -40,35 +40,13 @@ from typing import Any
 
 import pandas as pd
 
-from taco.report.cli import atomic_write_text, report_main, report_parser
+from taco.manifest import atomic_write_text
+from taco.report.cli import report_main, report_parser
 from taco.report.analysis_config import AnalysisConfig
-from taco.report.stats import UNIT, ci_method_name
-from taco.report.table_builders import (  # noqa: F401  (re-exported: taco.report.tables.<name>)
-    ABLATION_OBJECTIVES,
-    BUILDERS,
-    KEY_LABELS,
-    KONG_2020,
-    NOT_IN_PAPER,
-    NOT_IN_TASKS,
-    OBJ_LABELS,
-    TABLE2_KEYS,
-    TABLES,
-    TITLES,
-    TableBuilder,
-    _budget_note,
-    _nan,
-    _step_note,
-    approach_label,
-    budget_steps_from_name,
-    build_ablation,
-    build_table1,
-    build_table2,
-    build_table3,
-    build_table4,
-    build_tables,
-    control_average,
-    load_paper_values,
-)
+from taco.report.stats import UNIT
+from taco.report.inference import ci_method_name
+from taco.registry import SCORE_KEY_LABELS
+from taco.report.table_builders import NOT_IN_PAPER, NOT_IN_TASKS, TITLES, build_tables
 
 NA = "n/a"
 #: the label of the row under each "(ours)" row: the median over the same units as the mean
@@ -98,7 +76,7 @@ def _avg_header(long: pd.DataFrame, label: str) -> str:
         return "Avg."
     m = re.search(r": (.*)\)$", label)
     keys = m.group(1).split(", ") if m else []
-    return "Avg. (partial: " + ", ".join(KEY_LABELS.get(k, k) for k in keys) + ")"
+    return "Avg. (partial: " + ", ".join(SCORE_KEY_LABELS.get(k, k) for k in keys) + ")"
 
 
 def _not_available_row(section: str, approach: str, headers: Sequence[str]) -> dict[str, str]:
@@ -179,12 +157,12 @@ def not_fine_tuned_notes(long: pd.DataFrame) -> tuple[list[str], set[str]]:
     rows = long[long["not_fine_tuned"].fillna("").astype(str) != ""]
     by_reason: dict[str, list[str]] = {}
     for col, why in zip(rows["column"], rows["not_fine_tuned"]):
-        label = KEY_LABELS.get(col, col)
+        label = SCORE_KEY_LABELS.get(col, col)
         if label not in by_reason.setdefault(why, []):
             by_reason[why].append(label)
     lines = [f"{', '.join(cols)} not fine-tuned ({why}): n/a in every row" for why, cols in by_reason.items()]
-    replaced = {f"{KEY_LABELS.get(c, c)} not fine-tuned ({NOT_IN_TASKS})" if w == NOT_IN_TASKS else
-                f"{KEY_LABELS.get(c, c)} not fine-tuned: {w}" for c, w in zip(rows["column"], rows["not_fine_tuned"])}
+    replaced = {f"{SCORE_KEY_LABELS.get(c, c)} not fine-tuned ({NOT_IN_TASKS})" if w == NOT_IN_TASKS else
+                f"{SCORE_KEY_LABELS.get(c, c)} not fine-tuned: {w}" for c, w in zip(rows["column"], rows["not_fine_tuned"])}
     return lines, replaced
 
 
@@ -211,7 +189,7 @@ def column_metrics_note(long: pd.DataFrame) -> str:
         if col == "avg":
             continue
         metric = next((m for m in g["metric"] if isinstance(m, str) and m), "")
-        parts.append(f"{KEY_LABELS.get(col, col)} = {METRIC_LABELS.get(metric, metric or 'n/a')}")
+        parts.append(f"{SCORE_KEY_LABELS.get(col, col)} = {METRIC_LABELS.get(metric, metric or 'n/a')}")
     note = "Columns: " + ", ".join(parts)
     if "avg" in set(long["column"]):
         note += "; Avg. = plain mean of the score columns it names, each in its own metric"
@@ -272,7 +250,7 @@ def start_note(long: pd.DataFrame) -> str:
     rows = long[long["init_from"].fillna("").astype(str) != ""]
     if rows.empty:
         return ""
-    cols = ", ".join(dict.fromkeys(KEY_LABELS.get(c, c) for c in rows["column"]))
+    cols = ", ".join(dict.fromkeys(SCORE_KEY_LABELS.get(c, c) for c in rows["column"]))
     src = ", ".join(sorted({t.upper() for x in rows["init_from"] for t in str(x).split(";")}))
     return (f"{START_MARK} = started from the {src} fine-tuned model of the same checkpoint and seed (its encoder, a "
             f"new head; finetune.mnli_start), as MosaicBERT and ModernBERT evaluate, not from the pre-trained "

@@ -33,7 +33,7 @@ KIND = "pretrain"
 CONTROL = "control"
 
 
-from taco.errors import UsageError  # noqa: E402,F401  (one definition, re-exported)
+from taco.errors import UsageError  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

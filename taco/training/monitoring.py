@@ -177,10 +177,6 @@ class Monitor:
         self._tb = None
         self._wandb_run = None
 
-    @property
-    def active(self) -> bool:
-        return bool(self.report_to)
-
     def _writers(self):
         if "tensorboard" in self.report_to and self._tb is None:
             from torch.utils.tensorboard import SummaryWriter

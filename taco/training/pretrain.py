@@ -67,34 +67,25 @@ from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
-from taco.errors import EXIT_NO_SPACE, UsageError, is_disk_full  # noqa: F401  (one definition, re-exported)
+from taco.errors import UsageError, is_disk_full
 from taco.manifest import MANIFEST_NAME, read_json_record, read_manifest, sha256_file, sha256_json, sha256_tree
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
-from taco.training.segment import Plan  # noqa: F401  (re-exported: taco.training.pretrain.Plan)
+from taco.training.segment import Plan
 from taco.training.pretrain_state import state_dir_of, tensorboard_dir_of
-from taco.training.pretrain_state import (  # noqa: F401  (re-exported: taco.training.pretrain.<name>)
+from taco.training.pretrain_state import (
     EXIT_INTERRUPTED,
-    EXIT_NONFINITE,
-    EXPORT_RECORD,
     KIND,
-    STATE_MARKER,
-    TRAINER_FILES,
     TRAINER_STATE_DIR,
     _finished_budget,
     _report_no_space,
     _segment_locked_by_another,
     acquire_segment_lock,
     budget_model_damage,
-    export_budget,
     missing_training_files,
-    state_damage,
-    valid_states,
-    validation_points,
 )
-from taco.training.pretrain_trainer import (  # noqa: F401  (re-exported: taco.training.pretrain.<name>)
-    micro_batches_before,
+from taco.training.pretrain_trainer import (
     run,
 )
 

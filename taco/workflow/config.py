@@ -14,16 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options
-from taco.registry import (  # noqa: F401
-    FINETUNE_HYPERPARAMETERS, GLUE_TASK_NAMES, OBJECTIVES, PRESETS, TC_OBJECTIVES, budget_name,
+from taco.registry import (
+    GLUE_TASK_NAMES, OBJECTIVES, PRESETS, budget_name,
 )
 from taco.registry import MNLI_START_TASKS
-from taco.registry import finetune_hyperparameters as registry_finetune_hyperparameters
-
-#: names the workflow's wildcards and checks accept (defined once in taco.registry)
-OBJECTIVES = OBJECTIVES
-TASKS = GLUE_TASK_NAMES
-
+from taco import registry
 
 class ConfigError(ValueError):
     """A configuration value that cannot work; the message starts with the key's path."""
@@ -166,7 +161,7 @@ def finetune_budgets(config: dict[str, Any], size: str, fraction: float = 1.0) -
 def finetune_hyperparameters(config: dict[str, Any], size: str) -> dict[str, float]:
     """Learning rate and epochs for fine-tuning checkpoints of ``size``: :func:`taco.registry.finetune_hyperparameters`
     of its preset with the config's ``finetune.hyperparameters``."""
-    return registry_finetune_hyperparameters(config["pretrain"]["sizes"][size]["preset"],
+    return registry.finetune_hyperparameters(config["pretrain"]["sizes"][size]["preset"],
                                              config["finetune"].get("hyperparameters"))
 
 
@@ -426,8 +421,8 @@ def _check_local_inputs(config: dict[str, Any], tasks_available: dict[str, str |
                        os.path.isfile, "does not exist")
     glue = config["glue"]
     for i, t in enumerate(glue["tasks"]):
-        if t not in TASKS:
-            raise ConfigError(f"glue.tasks[{i}]: unknown GLUE task {t!r}; valid: {', '.join(TASKS)}")
+        if t not in GLUE_TASK_NAMES:
+            raise ConfigError(f"glue.tasks[{i}]: unknown GLUE task {t!r}; valid: {', '.join(GLUE_TASK_NAMES)}")
     if glue["source"] == "local":
         d = _required_path(config, "glue.data_dir", glue.get("data_dir"), "glue.source is 'local'",
                            os.path.isdir, "is not a folder (expected the GLUE layout CoLA/, SST-2/, ...)")

@@ -16,18 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.registry import CONTROL  # noqa: F401 - the control's objective name, re-exported
+from taco.registry import CONTROL
 from taco.workflow import config as wc
 
 #: the control's "budget": no pre-training step
 CONTROL_STEP = 0
 CONTROL_FRACTION = "1.0"
-
-
-#: whether the config asks for the control, and the sizes that get one (defined in
-#: ``taco.workflow.config``, which the analysis spec needs them in; re-exported here)
-enabled = wc.control_enabled
-control_sizes = wc.control_sizes
 
 
 def control_seeds(config: dict[str, Any]) -> list[int]:
@@ -44,7 +38,7 @@ def checkpoints(config: dict[str, Any]) -> list[str]:
     """Every control checkpoint the config asks for (empty when ``pretrain.control`` is false):
     one per size and pre-training seed."""
     return [checkpoint(config["results_dir"], s, wc.pseed_part(p))
-            for s in control_sizes(config) for p in wc.pretrain_seeds(config)]
+            for s in wc.control_sizes(config) for p in wc.pretrain_seeds(config)]
 
 
 def finetuned_checkpoints(config: dict[str, Any]) -> list[tuple[str, str]]:
@@ -53,7 +47,7 @@ def finetuned_checkpoints(config: dict[str, Any]) -> list[tuple[str, str]]:
     sel = config["finetune"].get("pretrain_seeds", "all")
     keep = [wc.pseed_part(p) for p in wc.pretrain_seeds(config)
             if sel == "all" or (int(config["seed"]) if p is None else p) in {int(x) for x in sel}]
-    return [(size, checkpoint(config["results_dir"], size, ps)) for size in control_sizes(config) for ps in keep]
+    return [(size, checkpoint(config["results_dir"], size, ps)) for size in wc.control_sizes(config) for ps in keep]
 
 
 def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from taco.objectives import OBJECTIVE_SPECS, option_defaults
-from taco.objectives.base import MLM_PREDICTED_SHARE, head_flops
+from taco.objectives.base import head_flops
 from taco.registry import PRESET_SHAPES
 
 #: peak dense bf16 tensor throughput of an NVIDIA H100/H200 SXM, TFLOP/s (NVIDIA H200 datasheet:

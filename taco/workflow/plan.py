@@ -28,33 +28,17 @@ from typing import Any
 from taco.cli import cli_error
 from taco.workflow import config as wc
 from taco.workflow.flops import H200_BF16_DENSE_TFLOPS
-from taco.workflow.plan_costs import (  # noqa: F401  (re-exported: taco.workflow.plan.<name>)
+from taco.workflow.plan_costs import (
     DEFAULT_FINETUNE_UTILIZATION,
     DEFAULT_JOB_OVERHEAD_S,
     DEFAULT_PRETRAIN_UTILIZATION,
     DEVICE_CHECK,
-    GLUE_SIZES,
-    NUM_LABELS,
     REPO,
     SLURM_PROFILE,
-    TARGET_NEEDS,
     PlanError,
-    Rates,
     build_plan,
-    checkpoint_bytes,
-    compute_jobs,
-    disk_costs,
-    finetune_costs,
-    finetune_job_cost,
-    load_device_check,
-    pretrain_costs,
-    profile_limits,
-    target_costs,
-    task_sizes,
-    tasks_of,
-    vocab_size,
 )
-from taco.workflow.plan_render import render_json, render_markdown, summary_line  # noqa: F401  (re-exported)
+from taco.workflow.plan_render import render_json, render_markdown
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 

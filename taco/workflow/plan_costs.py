@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from taco.registry import GLUE_TASK_SPECS, TABLE4_OBJECTIVES, TC_OBJECTIVES, budget_name
+from taco.registry import CONTROL
 from taco.workflow import config as wc
 from taco.workflow import control as wctl
 from taco.workflow.flops import (
@@ -204,7 +205,6 @@ def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict
     :func:`finetune_jobs_per_checkpoint`), ``dynamics`` (per checkpoint of its objectives)."""
     tasks = tasks_of(config) if tasks is None else tasks
     runs = wc.runs(config)
-    seeds = config["finetune"]["seeds"]
     per_ckpt = finetune_jobs_per_checkpoint(config, len(tasks))
     control_runs = len(wctl.finetuned_checkpoints(config)) * per_ckpt
     return {
@@ -310,8 +310,8 @@ def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> di
              wc.finetune_budgets(config, r.size, r.fraction) if wc.finetuned(config, r) else [])
             for r in wc.runs(config)]
     controls = [size for size, _ in wctl.finetuned_checkpoints(config)]
-    grid += [(size, wctl.CONTROL, 1.0, [wctl.CONTROL_STEP] * controls.count(size))
-             for size in wctl.control_sizes(config)]
+    grid += [(size, CONTROL, 1.0, [wctl.CONTROL_STEP] * controls.count(size))
+             for size in wc.control_sizes(config)]
     for size, objective, fraction, ckpts in grid:
         per_task = {t: finetune_job_cost(config, size, t, rates) for t in tasks}
         processes = len(ckpts) * finetune_jobs_per_checkpoint(config, len(tasks))
@@ -430,8 +430,8 @@ def _needs_cost(config, needs, pre_by_run, tasks, rates) -> dict[str, Any]:
     missing: list[str] = []
     for size, objective, fraction, step, ks, label in needs:
         key = (size, objective, fraction)
-        if objective == wctl.CONTROL:  # fine-tuning only, of a model of the same shape
-            if size in wctl.control_sizes(config):
+        if objective == CONTROL:  # fine-tuning only, of a model of the same shape
+            if size in wc.control_sizes(config):
                 ckpts.setdefault(((size, objective, 1.0), wctl.CONTROL_STEP), set()).update(ks or tasks)
             else:
                 missing.append(f"the no-pre-training control ({size}): pretrain.control is off")

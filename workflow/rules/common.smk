@@ -11,6 +11,7 @@ from taco.workflow import control as wctl
 from taco.workflow.config_source import key_sources
 from taco.workflow.gpuslots import unmanaged_gpus_note
 from taco.workflow.commands import RUN_PATH, Commands, run_path
+from taco.registry import CONTROL, GLUE_TASK_NAMES, OBJECTIVES
 
 USE_CONDA = any(
     m.name == "CONDA" for m in workflow.deployment_settings.deployment_method
@@ -80,10 +81,10 @@ if _GPU_RESOURCE_NOTE and workflow.is_main_process:
 
 wildcard_constraints:
     size=wc.SIZE_PATTERN,
-    objective="|".join((*wc.OBJECTIVES, wctl.CONTROL)),  # the control: its own rule (control.smk)
+    objective="|".join((*OBJECTIVES, CONTROL)),  # the control: its own rule (control.smk)
     fraction=r"[0-9]+\.[0-9]+",
     step=r"[0-9]+",
-    task="|".join(wc.TASKS),
+    task="|".join(GLUE_TASK_NAMES),
     seed=r"[0-9]+",
     pseed=wc.PSEED_PATTERN,
 

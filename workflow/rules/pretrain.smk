@@ -7,7 +7,7 @@
 
 rule pretrain:
     wildcard_constraints:
-        objective="|".join(wc.OBJECTIVES),  # objectives only; the control is written by pretrain_control
+        objective="|".join(OBJECTIVES),  # objectives only; the control is written by pretrain_control
     input:
         blocks=path_data("blocks", "data-{fraction}"),
         parent=parent_checkpoint,
