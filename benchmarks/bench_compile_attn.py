@@ -44,12 +44,12 @@ def _sync(dev) -> None:
 
 def synthetic_batch(batch: int, seq_len: int, vocab: int, device: Any) -> dict[str, Any]:
     """A fixed pre-training batch (generator seed 0): ``[CLS] random ids [SEP]`` rows of shape
-    (batch, seq_len), corrupted by BERT's 80/10/10 rule at 0.15 (``taco.model.objectives.mask_tokens``),
+    (batch, seq_len), corrupted by BERT's 80/10/10 rule at 0.15 (``taco.objectives.masking.mask_tokens``),
     as ``input_ids``, ``attention_mask``, ``labels``, ``original_input_ids`` on ``device``. Shared by the
     benchmarks that time model steps (here and ``device_check``)."""
     import torch
 
-    from taco.model.objectives import mask_tokens
+    from taco.objectives.masking import mask_tokens
 
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(5, vocab, (batch, seq_len), generator=g)

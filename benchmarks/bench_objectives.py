@@ -27,11 +27,11 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from taco.model.losses import tc_loss
+from taco.tc.loss import tc_loss
 from taco.model.modeling import SIZES, TacoForPreTraining, bert_config
-from taco.model.objectives import mask_tokens
+from taco.objectives.masking import mask_tokens
 from taco.registry import OBJECTIVES
-from taco.model.sampling import sample_negative_index, sample_positive_index
+from taco.tc.sampling import sample_negative_index, sample_positive_index
 
 
 def tc_loss_materialized(hidden, embeddings, positive_index, negative_index, anchor_mask, temperature):
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, step in runs.items():
         print(f"step peak memory {name}: {peak_extra_bytes(step, device) / 2**20:.1f} MiB")
 
-    # ---- TC loss alone: chunked (taco.model.losses) vs materialized negatives ----
+    # ---- TC loss alone: chunked (taco.tc.loss) vs materialized negatives ----
     H = config.hidden_size
     B, L, K = args.batch, args.length, args.negatives
     g = torch.Generator().manual_seed(args.seed + 1)
@@ -204,10 +204,10 @@ def main(argv: list[str] | None = None) -> int:
 
     chunked, materialized = run_tc(tc_loss), run_tc(tc_loss_materialized)
     a, b = chunked(), materialized()
-    print(f"tc loss taco.model.losses vs materialized |diff|: {abs(a.item() - b.item()):.2e}")
-    tc_times = {"taco.model.losses": [], "materialized": []}
+    print(f"tc loss taco.tc.loss vs materialized |diff|: {abs(a.item() - b.item()):.2e}")
+    tc_times = {"taco.tc.loss": [], "materialized": []}
     for _ in range(max(3, args.rounds // 2)):
-        for name, fn in (("taco.model.losses", chunked), ("materialized", materialized)):
+        for name, fn in (("taco.tc.loss", chunked), ("materialized", materialized)):
             _sync(device)
             t0 = time.perf_counter()
             fn()
@@ -220,10 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cpu":  # also the chunked-gather path that CUDA uses
         hidden.grad = emb.grad = None
         mem_gather = peak_extra_bytes(run_tc(functools.partial(tc_loss, method="chunked")), device)
-        print(f"tc peak memory taco.model.losses (chunked-gather path): {mem_gather / 2**20:.1f} MiB")
+        print(f"tc peak memory taco.tc.loss (chunked-gather path): {mem_gather / 2**20:.1f} MiB")
     hidden.grad = emb.grad = None
     mem_mat = peak_extra_bytes(materialized, device)
-    print(f"tc peak memory taco.model.losses: {mem_chunked / 2**20:.1f} MiB")
+    print(f"tc peak memory taco.tc.loss: {mem_chunked / 2**20:.1f} MiB")
     print(f"tc peak memory materialized: {mem_mat / 2**20:.1f} MiB")
     print(f"taco/mlm process CPU time ratio: {cpu_med['taco'] / cpu_med['mlm']:.3f}")
     print(f"taco/mlm step time ratio: {med['taco'] / med['mlm']:.3f}")

@@ -8,7 +8,7 @@ time is recorded as such and the summary is rewritten after every part, so a par
 always on disk):
 
 - ``env``: date, host, GPU, driver, Python, torch, CUDA, transformers, datasets versions;
-- ``tc``: ``taco.model.losses.tc_loss`` on the device against the CPU result (value and both input
+- ``tc``: ``taco.tc.loss.tc_loss`` on the device against the CPU result (value and both input
   gradients) at B=32, L=256, K=50, H=512, in fp32 and with bf16 inputs under bf16 autocast, and its
   extra peak memory (``torch.cuda.max_memory_allocated``) beside the materialized-negatives loss;
 - ``objectives``: ``benchmarks/bench_objectives.py`` at small, batch 128, length 256, bf16:
@@ -16,7 +16,7 @@ always on disk):
 - ``pretrain_bench``: ``benchmarks/bench_pretrain.py``: ours against the official-style step,
   tokens/s (target >= 1.3x);
 - ``mfu``: pre-training step of small and base in bf16 (mlm and taco), tokens/s and model FLOPs
-  utilisation from ``taco.workflow.flops`` (6N + attention term; peak 989 TFLOP/s bf16 dense);
+  utilisation from ``taco.flops`` (6N + attention term; peak 989 TFLOP/s bf16 dense);
   target >= 40 % for base;
 - ``resume``: synthetic corpus -> tokenizer -> blocks, then ``python -m torch.distributed.run
   --standalone --nproc_per_node 1 -m taco pretrain``: uninterrupted, and interrupted (SIGTERM,
@@ -302,8 +302,8 @@ def part_tc(mode: str, res: PartResult, deadline: float, work: Path) -> None:
     sys.path.insert(0, str(BENCH))
     from bench_objectives import peak_extra_bytes, tc_loss_materialized
 
-    from taco.model.losses import tc_loss
-    from taco.model.sampling import sample_negative_index, sample_positive_index
+    from taco.tc.loss import tc_loss
+    from taco.tc.sampling import sample_negative_index, sample_positive_index
 
     s = SETTINGS[mode]["tc"]
     B, L, K, H = s["B"], s["L"], s["K"], s["H"]
@@ -417,14 +417,14 @@ def part_mfu(mode: str, res: PartResult, deadline: float, work: Path, peak_tflop
     import torch
 
     from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.workflow.flops import BERT_VOCAB_SIZE, H200_BF16_DENSE_TFLOPS, mfu, pretrain_flops_per_token
+    from taco.flops import BERT_VOCAB_SIZE, H200_BF16_DENSE_TFLOPS, mfu, pretrain_flops_per_token
 
     s = SETTINGS[mode]["mfu"]
     device = torch.device(mode)
     if peak_tflops is None and mode == "cuda":
         peak_tflops = H200_BF16_DENSE_TFLOPS
     res.set("peak_tflops", peak_tflops)
-    res.set("formula", "taco.workflow.flops.pretrain_flops_per_token: 6*N_layers + 6*p_pred*(H^2+H*V) "
+    res.set("formula", "taco.flops.pretrain_flops_per_token: 6*N_layers + 6*p_pred*(H^2+H*V) "
                        "+ 12*n_layers*H*L [+ 4*(K+1)*H for TC]; p_pred=0.15")
     res.set("setting", {k: v for k, v in s.items() if k not in ("presets", "objectives")})
     B, L = s["batch"], s["seq_len"]

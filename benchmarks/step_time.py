@@ -1,6 +1,6 @@
 """Wall-clock time of one pre-training optimizer step per objective of a configuration, side by side.
 
-The model FLOPs of ``taco.workflow.flops`` count matmuls; what a step costs on a machine also
+The model FLOPs of ``taco.flops`` count matmuls; what a step costs on a machine also
 holds the TC sampling, the gathers, the collator, the optimizer and everything else. This
 benchmark measures it at the configuration's shapes, for every objective of one size, in one
 process, so outside load hits every objective alike (the runs' own ``train_log.jsonl`` step times
@@ -278,7 +278,7 @@ def measure(configfiles: list[str], size: str | None = None, objectives: list[st
         if tmp is not None:
             tmp.cleanup()
 
-    from taco.workflow.flops import pretrain_flops_per_token
+    from taco.flops import pretrain_flops_per_token
 
     plan0 = runs[REFERENCE]["plan"]
     cuda = runs[REFERENCE]["cuda"]

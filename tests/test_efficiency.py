@@ -24,7 +24,7 @@ from taco.report import efficiency as eff
 from taco.report import speedup as sp
 from taco.report.validation_points import EvalFileError
 from taco.report.analysis_config import validate_analysis
-from taco.workflow.flops import pretrain_flops_per_token, shape
+from taco.flops import pretrain_flops_per_token, shape
 
 OFFSETS = (-0.1, 0.0, 0.1)
 TINY_MANIFEST = dict(size="tiny", size_preset="tiny", seq_len=128, global_batch_size=32,

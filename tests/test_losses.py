@@ -7,14 +7,14 @@ import math
 import pytest
 import torch
 
-from taco.model.losses import GatheredDot, gathered_dot, tc_loss
-from taco.model.sampling import sample_negative_index, sample_positive_index
+from taco.tc.loss import GatheredDot, gathered_dot, tc_loss
+from taco.tc.sampling import sample_negative_index, sample_positive_index
 
 
 def reference_tc_loss(hidden, embeddings, pos, neg, anchor_mask, tau):
     """Paper Eq. 9 with g = h - e, f = cos / tau, stop-gradient on positives and negatives.
 
-    Written anchor by anchor and negative by negative, in float64, independent of taco.model.losses.
+    Written anchor by anchor and negative by negative, in float64, independent of taco.tc.loss.
     """
     B, L, H = hidden.shape
     h = hidden.double()

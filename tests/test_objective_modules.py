@@ -179,7 +179,7 @@ def test_every_option_is_a_pretrain_flag_and_bad_values_exit_2_before_any_work(t
 def test_declarations_import_without_torch():
     code = ("import sys; sys.modules['torch'] = None\n"
             "from taco.objectives import OBJECTIVE_SPECS\nfrom taco.report.style import OBJECTIVE_STYLE\n"
-            "from taco.workflow.flops import pretrain_flops_per_token\n"
+            "from taco.flops import pretrain_flops_per_token\n"
             "print(sorted(OBJECTIVE_SPECS) == sorted(k for k in OBJECTIVE_STYLE if k != 'control'), "
             "pretrain_flops_per_token('base', 128, 'infoword') > pretrain_flops_per_token('base', 128, 'bert_nce'))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)

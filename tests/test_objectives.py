@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from taco.model.collator import TacoCollator
-from taco.model.objectives import get_objective, mask_tokens
+from taco.objectives import get_objective
+from taco.objectives.masking import mask_tokens
 from taco.objectives.taco import tc_anchor_mask
 from taco.objectives import OBJECTIVE_SPECS as OBJECTIVES
 

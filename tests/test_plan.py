@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from taco.workflow import flops, plan, plan_costs, plan_render
+from taco import flops
+from taco.workflow import plan, plan_costs, plan_render
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,7 +34,7 @@ def test_pretrain_flops_equal_torch_flop_counter(objective):
     from torch.utils.flop_counter import FlopCounterMode
 
     from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.model.objectives import mask_tokens
+    from taco.objectives.masking import mask_tokens
 
     V, B, L, K = 1000, 2, 64, 16
     g = torch.Generator().manual_seed(0)
@@ -114,7 +115,7 @@ def test_nce_flops_are_torch_count_minus_the_no_gradient_diagnostic():
     from torch.utils.flop_counter import FlopCounterMode
 
     from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.model.objectives import mask_tokens
+    from taco.objectives.masking import mask_tokens
 
     V, B, L, H = 200, 2, 64, 128
     g = torch.Generator().manual_seed(0)

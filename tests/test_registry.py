@@ -121,7 +121,7 @@ from taco.training.pretrain import build_parser
 from taco.report.style import objective_style
 from taco.report.tables import main as tables_main
 from taco.report.stats import main as aggregate_main
-from taco.workflow.flops import pretrain_flops_per_token
+from taco.flops import pretrain_flops_per_token
 import yaml
 cfg = yaml.safe_load(open({str(cfg)!r}))
 validate(cfg, "workflow/schemas/config.schema.yaml")

@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from taco.model.sampling import sample_negative_index, sample_positive_index
+from taco.tc.sampling import sample_negative_index, sample_positive_index
 
 ALPHA = 1e-3  # chi-square p-value threshold; fixed seeds make the tests deterministic
 

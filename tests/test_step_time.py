@@ -29,7 +29,7 @@ def test_schedule_alternates_blocks_and_reverses_the_order_every_round():
 def test_step_time_on_the_smoke_shapes_writes_the_documented_json(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("datasets")
-    from taco.workflow.flops import pretrain_flops_per_token
+    from taco.flops import pretrain_flops_per_token
 
     st = _module()
     out = tmp_path / "step_times.json"

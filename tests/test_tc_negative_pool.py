@@ -3,7 +3,7 @@
 The official scripts train on 2 GPUs in one process (``torch.nn.DataParallel``), so the TC loss draws
 its negatives from both GPUs' sequences. With ``all_ranks`` two gloo processes with B sequences each
 give the loss (and the anchors' gradients) of one process over the 2B sequences with the same sampled
-indices: at the loss (:func:`taco.model.losses.tc_loss`) and through the model's forward
+indices: at the loss (:func:`taco.tc.loss.tc_loss`) and through the model's forward
 (``taco.objectives.taco.tc_terms``: the gathered masks, this rank's rows, the offset of its positives).
 Equal anchor counts per rank, so the mean over ranks is the one-process mean. Two processes are
 started once for every check (a few seconds).
@@ -15,8 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from taco.model.losses import tc_loss  # noqa: E402
-from taco.model.sampling import sample_negative_index, sample_positive_index  # noqa: E402
+from taco.tc.loss import tc_loss  # noqa: E402
+from taco.tc.sampling import sample_negative_index, sample_positive_index  # noqa: E402
 
 WORLD, B, L, H, K, W = 2, 3, 6, 8, 7, 3
 #: real tokens per row: rank 0's rows, then rank 1's (15 anchors per rank, some padding)

@@ -2,7 +2,7 @@
 
 Works as a Hugging Face ``Trainer`` ``data_collator`` and as a plain ``DataLoader`` ``collate_fn``.
 The official code uses HF ``DataCollatorForLanguageModeling``; this one does the same corruption
-(via :func:`taco.model.objectives.mask_tokens`) and additionally returns ``original_input_ids`` (targets
+(via :func:`taco.objectives.masking.mask_tokens`) and additionally returns ``original_input_ids`` (targets
 of the ``mlm_tp`` token prediction) and takes an optional ``torch.Generator`` for reproducibility.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from taco.model.objectives import mask_tokens
+from taco.objectives.masking import mask_tokens
 
 __all__ = ["TacoCollator"]
 
@@ -52,11 +52,11 @@ class TacoCollator:
         self.pad_token_id = int(tokenizer.pad_token_id)
         self.vocab_size = int(len(tokenizer))
         if isinstance(objective, str):
-            from taco.model.objectives import get_objective
+            from taco.objectives import get_objective
 
             objective = get_objective(objective)
         self.objective = objective
-        from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS
+        from taco.objectives import DEFAULT_OBJECTIVE_PARAMS
 
         self.objective_params = {**DEFAULT_OBJECTIVE_PARAMS, **(objective_params or {})}
         self.special_ids = torch.tensor(sorted(set(int(i) for i in tokenizer.all_special_ids)), dtype=torch.long)

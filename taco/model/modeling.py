@@ -23,7 +23,7 @@ from transformers import BertConfig
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.bert.modeling_bert import BertModel, BertOnlyMLMHead, BertPreTrainedModel
 
-from taco.model.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective
+from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective
 from taco.objectives import LOSS_TERMS, check_options
 from taco.registry import PRESET_SHAPES
 
@@ -92,7 +92,7 @@ class TacoForPreTraining(BertPreTrainedModel):
         objective: registry name; ``None`` keeps ``config.taco_objective`` (default ``"mlm"``).
         **objective_params: any of ``tc_weight``, ``tc_temperature``, ``tc_window``,
             ``tc_num_negatives``, ``tp_weight``, ``tp_mode`` (``"separate"`` | ``"joint"``, see
-            :data:`taco.model.objectives.DEFAULT_OBJECTIVE_PARAMS`), ``mlm_probability``; stored
+            :data:`taco.objectives.DEFAULT_OBJECTIVE_PARAMS`), ``mlm_probability``; stored
             as ``config.taco_<name>``.
     """
 
@@ -138,7 +138,7 @@ class TacoForPreTraining(BertPreTrainedModel):
     # --- objective ------------------------------------------------------------------------------
     @property
     def objective(self):
-        """The :class:`taco.model.objectives.Objective` this model trains with."""
+        """The :class:`taco.objectives.base.Objective` this model trains with."""
         return get_objective(self.config.taco_objective)
 
     @property

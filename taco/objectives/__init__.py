@@ -20,8 +20,6 @@ from typing import Any
 
 from taco.objectives.base import Objective, Option
 
-__all__ = ["MODULES", "OBJECTIVE_SPECS", "OPTIONS", "LOSS_TERMS", "Objective", "Option", "option_defaults",
-           "options_of", "check_options", "schema_sections", "hashed_options"]
 
 #: the objective modules, in the order tables list their objectives
 MODULES: tuple[str, ...] = ("mlm", "taco", "mlm_tp", "bert_nce", "infoword")
@@ -58,6 +56,23 @@ OBJECTIVE_SPECS, OPTIONS, _CHECKS = _load(MODULES)
 #: every loss term some objective logs, in first-seen order (``mlm`` first): the ``<term>_loss``
 #: fields of the model output and the columns of the training log
 LOSS_TERMS: tuple[str, ...] = tuple(dict.fromkeys(t for o in OBJECTIVE_SPECS.values() for t in o.terms))
+
+
+#: every objective parameter the model stores (``config.taco_<name>``) and its default: the options
+#: declared by the objective modules, and the MLM selection probability all of them share (recorded
+#: for provenance; the collator applies it)
+DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int | str] = {**{n: o.default for n, o in OPTIONS.items()},
+                                                          "mlm_probability": 0.15}
+
+
+def get_objective(name: str) -> Objective:
+    """Return the registered objective ``name``; ``ValueError`` lists the valid names otherwise."""
+    try:
+        return OBJECTIVE_SPECS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown objective {name!r}; valid objectives: {', '.join(OBJECTIVE_SPECS)}"
+        ) from None
 
 
 def options_of(objective: Objective | str) -> tuple[Option, ...]:

@@ -23,7 +23,7 @@ What an objective declares, and who reads it:
 - ``min_device_batch``: sequences per device batch it needs (2 when negatives come from the other
   sequences: TC, INFOWORD's n-grams).
 - ``flops_per_token``: ``(shape, seq_len, vocab_size, options) -> FLOPs`` the objective adds to the
-  shared encoder count (``taco.workflow.flops``): its head and extra terms, forward + backward.
+  shared encoder count (``taco.flops``): its head and extra terms, forward + backward.
 - ``reimplemented_from``: the citation when the objective is this suite's reimplementation of
   another paper's baseline (Table 4's BERT-NCE and INFOWORD), empty for the paper's own objectives.
 """

@@ -9,13 +9,13 @@
 
 The TC options (group ``tc``: weight, temperature tau, positive window W, negatives K; defaults of the
 paper and the official code; and the negative pool under several processes) are declared here once;
-the loss itself is :func:`taco.model.losses.tc_loss`, the sampling :mod:`taco.model.sampling`.
+the loss itself is :func:`taco.tc.loss.tc_loss`, the sampling :mod:`taco.tc.sampling`.
 
 Negative pool (``negative_pool``): the official scripts train on 2 GPUs in one process through
 ``torch.nn.DataParallel``, so the loss sees both GPUs' sequences (512 per micro-batch) and draws the
 negatives among them. Under ``torch.distributed.run`` (one process per GPU) ``rank`` (default) draws
 them from the process's own device batch; ``all_ranks`` from every process's (an all-gather of the
-detached keys and masks, :func:`taco.model.losses.gather_negative_pool`), the official pool. Training
+detached keys and masks, :func:`taco.tc.loss.gather_negative_pool`), the official pool. Training
 only: a validation forward (``model.eval()``, run by one process) keeps its own batch. With one
 process both are the same.
 """
@@ -26,16 +26,14 @@ from typing import Any
 
 from taco.objectives.base import Objective, Option, head_flops
 from taco.objectives.mlm import masked_mean, predict_tokens
+from taco.tc import DEFAULT_TEMPERATURE, NEGATIVE_POOLS
 
-__all__ = ["DECLARED", "OPTIONS", "NEGATIVE_POOLS", "tc_anchor_mask"]
-
-#: where the TC negatives come from under several processes (module docstring)
-NEGATIVE_POOLS: tuple[str, ...] = ("rank", "all_ranks")
+__all__ = ["DECLARED", "OPTIONS", "tc_anchor_mask"]
 
 OPTIONS = (
     Option("tc", "weight", "tc_weight", 1.0, "weight of the TC loss added to MLM (official code: 1.0)",
            minimum=0, hash_always=True),
-    Option("tc", "temperature", "tc_temperature", 0.07,
+    Option("tc", "temperature", "tc_temperature", DEFAULT_TEMPERATURE,
            "temperature tau of the TC loss's cosine-similarity score (paper Eq. 6; > 0)",
            exclusive_minimum=0, hash_always=True),
     Option("tc", "window", "tc_window", 5, "positive window W: positives at offset +-1..+-floor(W/2) (odd, >= 3)",
@@ -81,8 +79,8 @@ def tc_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = N
 
     In training with ``tc_negative_pool == "all_ranks"`` the negatives are drawn from every process's
     sequences (a collective: every rank's forward takes part; module docstring)."""
-    from taco.model.losses import gather_negative_pool, tc_loss
-    from taco.model.sampling import sample_negative_index, sample_positive_index
+    from taco.tc.loss import gather_negative_pool, tc_loss
+    from taco.tc.sampling import sample_negative_index, sample_positive_index
 
     cfg = model.config
     sequence = outputs.last_hidden_state

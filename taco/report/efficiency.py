@@ -32,7 +32,7 @@ Rows of ``efficiency.csv`` (``kind``):
   and the interval then covers fine-tuning variance only (the note says so).
 
 **Compute.** ``model_flops_speedup``: the step speedup times F_A / F_B, model FLOPs per step from the
-checkpoints' manifests (:mod:`taco.workflow.flops`: the matrix products of the training step, the TC
+checkpoints' manifests (:mod:`taco.flops`: the matrix products of the training step, the TC
 term counted). With ``--step-times`` (a JSON of ``benchmarks/step_time.py``: one optimizer step of each
 objective measured side by side at the configuration's shapes), ``wall_speedup`` = speedup x t_A / t_B.
 
@@ -96,9 +96,9 @@ class EfficiencyTableError(ValueError):
 # reading the inputs
 # ---------------------------------------------------------------------------------------------
 def flops_per_step(manifest: Mapping[str, Any]) -> float:
-    """Model FLOPs of one pre-training step of a checkpoint (:func:`taco.workflow.flops.
+    """Model FLOPs of one pre-training step of a checkpoint (:func:`taco.flops.
     pretrain_flops_per_token` x seq_len x global batch), from its manifest; nan when a field is missing."""
-    from taco.workflow.flops import pretrain_flops_per_token
+    from taco.flops import pretrain_flops_per_token
 
     try:
         hi = manifest.get("hash_inputs") or {}

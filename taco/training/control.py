@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_inputs(args: argparse.Namespace) -> dict:
     """Validate; returns the facts needed. Raises UsageError / FileNotFoundError / FileExistsError."""
-    from taco.model.objectives import get_objective
+    from taco.objectives import get_objective
 
     try:
         get_objective(args.init_objective)

@@ -201,7 +201,7 @@ class _Parent:
 
 def _check_schedule(args: argparse.Namespace) -> _Schedule:
     """Step 1: objective, schedule and batch settings (no file is read)."""
-    from taco.model.objectives import get_objective
+    from taco.objectives import get_objective
 
     try:
         objective = get_objective(args.objective)

@@ -9,14 +9,14 @@ Every budget checkpoint written by ``taco pretrain`` (and the no-pre-training co
   (0-1; ties broken by ``torch.argmax``);
 - ``tc_loss``: for objectives with a TC term (``taco``, ``taco_concentrated``, ``taco_unmasked``), the
   mean over evaluation batches of the InfoNCE TC loss (Eq. 2 of the paper, as
-  :func:`taco.model.losses.tc_loss` computes it in training); ``None`` otherwise.
+  :func:`taco.tc.loss.tc_loss` computes it in training); ``None`` otherwise.
 
 The masks are the same for every objective and every budget: the 80/10/10 corruption of batch ``i``
 draws from ``torch.Generator().manual_seed(mask_seed + i)``, independent of the training seed and
 of what ran before, and the TC positives/negatives draw from a generator seeded with
 ``mask_seed + 1_000_003 + i``. Dropout is off (``model.eval()``). So two checkpoints evaluated on
 the same blocks directory with the same ``mask_seed`` see identical inputs and targets, and their
-numbers compare directly. Source of the corruption: :func:`taco.model.objectives.mask_tokens`
+numbers compare directly. Source of the corruption: :func:`taco.objectives.masking.mask_tokens`
 (BERT's 80/10/10 rule, as ``transformers.DataCollatorForLanguageModeling``).
 """
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from taco.cli import cli_error
 from taco.workflow import config as wc
-from taco.workflow.flops import H200_BF16_DENSE_TFLOPS
+from taco.flops import H200_BF16_DENSE_TFLOPS
 from taco.workflow.plan_costs import (
     DEFAULT_FINETUNE_UTILIZATION,
     DEFAULT_JOB_OVERHEAD_S,

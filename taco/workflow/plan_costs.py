@@ -6,7 +6,7 @@ JSON-serialisable dict.
 
 Where the numbers come from
 ---------------------------
-- Model FLOPs: ``taco.workflow.flops`` (6N + attention term per token, what the step computes with
+- Model FLOPs: ``taco.flops`` (6N + attention term per token, what the step computes with
   gradient; the formula is stated there; wall-clock per step: ``benchmarks/step_time.py``).
   Pre-training tokens = last budget x global batch x ``max_seq_length`` per run. Fine-tuning
   tokens = epochs x (train examples) x ``finetune.max_length`` (an upper bound: batches are
@@ -37,7 +37,7 @@ from taco.registry import GLUE_TASK_SPECS, TABLE4_OBJECTIVES, TC_OBJECTIVES, bud
 from taco.registry import CONTROL
 from taco.workflow import config as wc
 from taco.workflow import control as wctl
-from taco.workflow.flops import (
+from taco.flops import (
     BERT_VOCAB_SIZE,
     H200_BF16_DENSE_TFLOPS,
     finetune_flops_per_token,

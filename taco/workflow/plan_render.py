@@ -28,7 +28,7 @@ def render_markdown(plan: dict[str, Any]) -> str:
     t = plan["throughput"]
     m = t["measured"]
     lines = [f"# Compute plan: {md_text(plan['results_dir'])}", "",
-             f"Tasks: {', '.join(plan['tasks'])}; seeds: {len(plan['seeds'])}. Model FLOPs: taco.workflow.flops "
+             f"Tasks: {', '.join(plan['tasks'])}; seeds: {len(plan['seeds'])}. Model FLOPs: taco.flops "
              "(6N + attention, what has gradient; not the hardware's count; fine-tuning tokens padded to max_length, an upper bound). Time: "
              + (f"measured throughput from {md_text(m['source'])} ({md_text(m['gpu'])}, {md_text(m['date'])}) where the preset was measured, "
                 f"else " if m else "no device-check result: ")

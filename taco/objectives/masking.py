@@ -1,43 +1,9 @@
-"""BERT masking shared by every objective, and the objectives' parameters as the model stores them.
-
-The objectives themselves are one module each under :mod:`taco.objectives` (their losses, options,
-masking hooks, FLOPs and styles); this module keeps the MLM corruption they share
-(:func:`mask_tokens`), the lookup :func:`get_objective` and :data:`DEFAULT_OBJECTIVE_PARAMS`, the
-model's parameter names and defaults derived from the option declarations.
-"""
+"""BERT masking, shared by every objective (Devlin et al. 2019; HF ``DataCollatorForLanguageModeling``,
+used by the official code): :func:`mask_tokens`."""
 
 from __future__ import annotations
 
 import torch
-
-from taco.objectives import OBJECTIVE_SPECS, option_defaults
-from taco.objectives.base import Objective
-from taco.objectives.mlm_tp import TP_MODES
-from taco.objectives.taco import tc_anchor_mask
-
-__all__ = [
-    "Objective",
-    "get_objective",
-    "mask_tokens",
-    "tc_anchor_mask",
-    "DEFAULT_OBJECTIVE_PARAMS",
-    "TP_MODES",
-]
-
-#: every objective parameter the model stores (``config.taco_<name>``) and its default: the options
-#: declared by the objective modules, and the MLM selection probability all of them share (recorded
-#: for provenance; the collator applies it)
-DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int | str] = {**option_defaults(), "mlm_probability": 0.15}
-
-
-def get_objective(name: str) -> Objective:
-    """Return the registered objective ``name``; ``ValueError`` lists the valid names otherwise."""
-    try:
-        return OBJECTIVE_SPECS[name]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown objective {name!r}; valid objectives: {', '.join(OBJECTIVE_SPECS)}"
-        ) from None
 
 
 def mask_tokens(

@@ -30,12 +30,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from taco.objectives import OPTIONS
-from taco.objectives.taco import NEGATIVE_POOLS
-
-#: tau's default, declared once with the option (``taco.objectives.taco``: ``--tc-temperature``,
-#: config ``pretrain.tc.temperature``)
-DEFAULT_TEMPERATURE: float = OPTIONS["tc_temperature"].default
+from taco.tc import DEFAULT_TEMPERATURE, NEGATIVE_POOLS
 
 __all__ = ["tc_loss", "gathered_dot", "GatheredDot", "DEFAULT_CHUNK_BYTES", "gather_negative_pool"]
 
@@ -221,9 +216,9 @@ def tc_loss(
         hidden: (B, L, H) last-layer hidden states h.
         embeddings: (B, L, H) embedding-layer output e (``hidden_states[0]``).
         positive_index: LongTensor (B, L), column of each anchor's positive in its own row; -1 = none
-            (from :func:`taco.model.sampling.sample_positive_index`).
+            (from :func:`taco.tc.sampling.sample_positive_index`).
         negative_index: LongTensor (B, L, K), flat indices into the pool's positions of each anchor's
-            negatives (from :func:`taco.model.sampling.sample_negative_index`): B*L of this batch with
+            negatives (from :func:`taco.tc.sampling.sample_negative_index`): B*L of this batch with
             ``negative_pool="rank"``, world*B*L of every process's batch with ``"all_ranks"`` (drawn with
             ``rows`` = this rank's rows of the gathered masks).
         anchor_mask: bool (B, L), positions that are anchors.
