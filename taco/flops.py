@@ -8,10 +8,11 @@ PaLM (Chowdhery et al. 2022, App. B, "model FLOPs"):
     F_train/token = 6 * N_layers                      encoder matmuls: per layer 4 H^2 (Q, K, V, O)
                                                       + 2 H I (FFN), biases and norms ignored
                   + 6 * p_pred * (H^2 + H V)          MLM head (transform H x H + decoder H x V) at the
-                                                      predicted positions only: p_pred = 0.15 for
-                                                      ``mlm``/TACO (sparse prediction, this suite and
-                                                      the selected positions of the official loss),
-                                                      1.0 for ``mlm_tp`` and for a dense head
+                                                      predicted positions only: p_pred = the run's
+                                                      ``mlm_probability`` (0.15) for ``mlm``/TACO
+                                                      (sparse prediction, this suite and the selected
+                                                      positions of the official loss), 1.0 for
+                                                      ``mlm_tp`` and for a dense head
                   + 12 * n_layers * H * L             attention scores QK^T and weighted sum AV
                                                       (2 L H each in forward, x3 for training)
                   + 4 * (K + 1) * H   [TC objectives] anchor-key dot products of the TC loss (forward
@@ -39,8 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from taco.objectives import OBJECTIVE_SPECS, option_defaults
-from taco.objectives.base import head_flops
+from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, OBJECTIVE_SPECS
 from taco.registry import PRESET_SHAPES
 
 #: peak dense bf16 tensor throughput of an NVIDIA H100/H200 SXM, TFLOP/s (NVIDIA H200 datasheet:
@@ -83,8 +83,7 @@ def parameter_count(preset: str, vocab_size: int = BERT_VOCAB_SIZE) -> int:
 
 
 def pretrain_flops_per_token(preset: str, seq_len: int, objective: str = "mlm",
-                             vocab_size: int = BERT_VOCAB_SIZE, negatives: int = 50,
-                             predicted_share: float | None = None,
+                             vocab_size: int = BERT_VOCAB_SIZE,
                              options: Mapping[str, Any] | None = None) -> float:
     """Model FLOPs per token of one pre-training step, forward + backward of what has gradient
     (module docstring formula).
@@ -94,10 +93,9 @@ def pretrain_flops_per_token(preset: str, seq_len: int, objective: str = "mlm",
         seq_len: tokens per block L.
         objective: objective name; its declaration (``taco.objectives``) adds its head and extra terms.
         vocab_size: V.
-        negatives: K of the TC loss (``tc_num_negatives``).
-        predicted_share: override of p_pred for the objectives with the MLM head (1.0 = dense head, as
-            ``BertForMaskedLM``); the TC term is still added for TC objectives.
-        options: other objective options by parameter name (e.g. ``infoword_span_max``).
+        options: the run's objective parameters by name (``tc_num_negatives`` K, ``mlm_probability``
+            p_pred of the sparse MLM head, ``infoword_span_max``, ...); defaults for the rest
+            (:data:`taco.objectives.DEFAULT_OBJECTIVE_PARAMS`).
     Raises:
         ValueError: unknown preset or objective, non-positive seq_len.
     """
@@ -110,13 +108,7 @@ def pretrain_flops_per_token(preset: str, seq_len: int, objective: str = "mlm",
     obj = OBJECTIVE_SPECS[objective]
     flops = 6.0 * encoder_matmul_params(preset)
     flops += 12.0 * n * h * seq_len
-    if predicted_share is not None:
-        flops += head_flops(s, vocab_size, predicted_share)
-        if obj.uses_tc:
-            flops += 4.0 * (negatives + 1) * h
-        return flops
-    opts = {**option_defaults(), "tc_num_negatives": negatives, **(options or {})}
-    return flops + obj.flops_per_token(s, seq_len, vocab_size, opts)
+    return flops + obj.flops_per_token(s, seq_len, vocab_size, {**DEFAULT_OBJECTIVE_PARAMS, **(options or {})})
 
 
 def finetune_flops_per_token(preset: str, seq_len: int, num_labels: int = 2) -> float:

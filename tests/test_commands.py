@@ -288,7 +288,7 @@ def expect_tc(cfg, w):
     flag uses_tc): for MLM and MLM+TP they cannot change the weights, so they are no params."""
     from taco.objectives import OBJECTIVE_SPECS
 
-    if not OBJECTIVE_SPECS[w["objective"]].uses_tc:
+    if "tc" not in OBJECTIVE_SPECS[w["objective"]].terms:
         return {}
     tc = cfg["pretrain"]["tc"]
     return {"tc_weight": tc["weight"], "tc_temperature": tc["temperature"], "tc_window": tc["window"],
@@ -314,7 +314,7 @@ def expect_tp(cfg, w):
     weight, mode = float(tp.get("weight", 1.0)), tp.get("mode", "separate")
     from taco.objectives import OBJECTIVE_SPECS
 
-    if not OBJECTIVE_SPECS[w["objective"]].uses_tp or (weight == 1.0 and mode == "separate"):
+    if "tp" not in OBJECTIVE_SPECS[w["objective"]].terms or (weight == 1.0 and mode == "separate"):
         return {}
     return {"tp_weight": weight, "tp_mode": mode}
 
@@ -351,9 +351,9 @@ def test_loss_options_reach_only_the_objectives_that_use_the_loss():
                                                       "tp": {"weight": 0.5, "mode": "separate"}}})
     for name, spec in OBJECTIVE_SPECS.items():
         before, after = Commands(base).pretrain_args(W(name)), Commands(hot).pretrain_args(W(name))
-        assert ("--tc-temperature" in after) == spec.uses_tc, (name, after)
-        assert ("--tp-weight" in after) == spec.uses_tp, (name, after)
-        assert (before == after) == (not spec.uses_tc and not spec.uses_tp), name
+        assert ("--tc-temperature" in after) == ("tc" in spec.terms), (name, after)
+        assert ("--tp-weight" in after) == ("tp" in spec.terms), (name, after)
+        assert (before == after) == ("tc" not in spec.terms and "tp" not in spec.terms), name
     words = Commands(hot).pretrain_args(W("taco"))
     i = words.index("--mlm-probability")
     assert words[i + 2:i + 13] == ["--tc-weight", "2.0", "--tc-temperature", "0.5", "--tc-window", "7",
@@ -395,7 +395,7 @@ def check_pretrain(cfg, job, parsed):
     s = cfg["pretrain"]["sizes"][job["wildcards"]["size"]]
     # the values reach the objective as the model's parameters (temperature tau, window W, K, ...)
     params = _objective_params(parsed.args)
-    if OBJECTIVE_SPECS[job["wildcards"]["objective"]].uses_tc:
+    if "tc" in OBJECTIVE_SPECS[job["wildcards"]["objective"]].terms:
         assert params["tc_temperature"] == tc["temperature"] and params["tc_window"] == tc["window"]
         assert params["tc_num_negatives"] == tc["negatives"] and params["tc_weight"] == tc["weight"]
     else:

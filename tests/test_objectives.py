@@ -28,7 +28,7 @@ def tokenizer():
 def test_registry():
     assert set(OBJECTIVES) == {"mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp", "bert_nce",
                                "infoword"}
-    spec = {name: (o.uses_tc, o.tc_positions, o.uses_tp) for name, o in OBJECTIVES.items()}
+    spec = {name: ("tc" in o.terms, getattr(o, "tc_positions", None), "tp" in o.terms) for name, o in OBJECTIVES.items()}
     assert spec == {
         "mlm": (False, None, False),
         "taco": (True, "all", False),

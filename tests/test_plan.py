@@ -46,8 +46,8 @@ def test_pretrain_flops_equal_torch_flop_counter(objective):
     with counter:
         model(input_ids=corrupted, attention_mask=attn, labels=labels, original_input_ids=ids).loss.backward()
     T, n_sel = B * L, int((labels != -100).sum())
-    formula = flops.pretrain_flops_per_token("tiny", L, objective, vocab_size=V, negatives=K,
-                                             predicted_share=n_sel / T) * T
+    formula = flops.pretrain_flops_per_token("tiny", L, objective, vocab_size=V,
+                                             options={"tc_num_negatives": K, "mlm_probability": n_sel / T}) * T
     tc_term = 4 * (K + 1) * 128 * T if objective == "taco" else 0
     assert counter.get_total_flops() == pytest.approx(formula - tc_term, rel=1e-12)
 
@@ -77,7 +77,7 @@ def test_flops_by_hand_for_tiny():
         6 * layers + 6 * 0.15 * head + attention)
     assert flops.pretrain_flops_per_token("tiny", 64, "mlm_tp", vocab_size=1000) == pytest.approx(
         6 * layers + 6 * head + attention)
-    assert flops.pretrain_flops_per_token("tiny", 64, "taco", vocab_size=1000, negatives=16) == pytest.approx(
+    assert flops.pretrain_flops_per_token("tiny", 64, "taco", vocab_size=1000, options={"tc_num_negatives": 16}) == pytest.approx(
         6 * layers + 6 * 0.15 * head + attention + 4 * 17 * 128)
     assert flops.mfu(1e6, 4e8, 989) == pytest.approx(1e6 * 4e8 / 989e12)
     with pytest.raises(ValueError, match="unknown model preset"):
@@ -129,7 +129,8 @@ def test_nce_flops_are_torch_count_minus_the_no_gradient_diagnostic():
     with counter:
         model(input_ids=corrupted, attention_mask=attn, labels=labels, original_input_ids=ids).loss.backward()
     T, n_sel = B * L, int((labels != -100).sum())
-    train = flops.pretrain_flops_per_token("tiny", L, "bert_nce", vocab_size=V, predicted_share=n_sel / T) * T
+    train = flops.pretrain_flops_per_token("tiny", L, "bert_nce", vocab_size=V,
+                                           options={"mlm_probability": n_sel / T}) * T
     diagnostic = 2 * n_sel * H * V
     assert counter.get_total_flops() == pytest.approx(train + diagnostic, rel=1e-12)
 

@@ -70,14 +70,14 @@ from taco.objectives.mlm import mlm_terms
 OPTIONS = (Option("toy", "weight", "toy_weight", 0.5, "weight of the toy term", minimum=0),)
 
 
-def toy_terms(model, batch, outputs, generator=None):
-    terms = mlm_terms(model, batch, outputs)
+def toy_terms(model, batch, outputs, options, generator=None):
+    terms = mlm_terms(model, batch, outputs, options)
     toy = outputs.last_hidden_state.float().pow(2).mean()
-    return {**terms, "toy": toy, "loss": terms["mlm"] + model.config.taco_toy_weight * toy}
+    return {**terms, "toy": toy, "loss": terms["mlm"] + options["toy_weight"] * toy}
 
 
 def toy_flops(shape, seq_len, vocab_size, options):
-    return head_flops(shape, vocab_size)
+    return head_flops(shape, vocab_size, options["mlm_probability"])
 
 
 DECLARED = (Objective("toy", "Toy", "MLM + a toy term (test-only)", ("mlm", "toy"), toy_terms, toy_flops,

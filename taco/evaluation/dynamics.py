@@ -98,6 +98,7 @@ from taco.evaluation.similarities import (
     sample_pairs,
     valid_token_mask,
 )
+from taco.objectives.base import MLM_PROBABILITY
 
 #: keys the checkpoint manifest must hold (``docs/INTERFACES.md``)
 REQUIRED_MANIFEST_KEYS = ("step", "objective", "size", "fraction")
@@ -170,7 +171,7 @@ def _resolve_device(name: str):
 
 def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *, split: str = "validation",
                      num_blocks: int = 64, max_pairs: int = 200_000, seed: int = 0, batch_size: int = 16,
-                     device: str = "auto", mlm_probability: float = 0.15,
+                     device: str = "auto", mlm_probability: float = MLM_PROBABILITY,
                      n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     """All measures for one checkpoint (see the module docstring); returns the ``dynamics.json`` dict.
 
@@ -422,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the sampled blocks, pairs and masks")
     p.add_argument("--batch-size", type=int, default=16, help="blocks per forward pass")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
-    p.add_argument("--mlm-probability", type=float, default=0.15, help="share of tokens masked, as in pre-training")
+    p.add_argument("--mlm-probability", type=float, default=MLM_PROBABILITY, help="share of tokens masked, as in pre-training")
     p.add_argument("--n-resamples", type=int, default=N_RESAMPLES, help="bootstrap resamples per CI")
     return p
 

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from taco.objectives.masking import mask_tokens
+from taco.objectives.base import MLM_PROBABILITY
 
 __all__ = ["TacoCollator"]
 
@@ -24,7 +25,7 @@ class TacoCollator:
     Args:
         tokenizer: a Hugging Face tokenizer with ``mask_token_id``, ``pad_token_id`` and
             ``all_special_ids`` (and ``len(tokenizer)`` for the random replacements).
-        mlm_probability: selection probability (paper: 0.15).
+        mlm_probability: selection probability (BERT and the paper: 0.15).
         generator: optional CPU ``torch.Generator``; draws use the global RNG otherwise.
         objective: optional objective (name or declaration) whose ``collate`` hook runs after the
             BERT masking with the same generator (INFOWORD masks an n-gram and adds its inputs);
@@ -37,7 +38,7 @@ class TacoCollator:
     Features may carry their own ``attention_mask`` / ``special_tokens_mask``; extra keys are ignored.
     """
 
-    def __init__(self, tokenizer: Any, mlm_probability: float = 0.15, generator: torch.Generator | None = None,
+    def __init__(self, tokenizer: Any, mlm_probability: float = MLM_PROBABILITY, generator: torch.Generator | None = None,
                  objective: Any = None, objective_params: Mapping[str, Any] | None = None):
         if getattr(tokenizer, "mask_token_id", None) is None:
             raise ValueError("the tokenizer has no mask token; MLM needs one")

@@ -227,7 +227,7 @@ class TacoForPreTraining(BertPreTrainedModel):
         if compute_loss:
             batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels,
                      "original_input_ids": original_input_ids, **extra}
-            terms = obj.loss_terms(self, batch, outputs, generator)
+            terms = obj.loss_terms(self, batch, outputs, self.objective_params, generator)
             loss = terms.pop("loss")
 
         if output_logits or not compute_loss:

@@ -18,7 +18,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from taco.objectives.base import Objective, Option
+from taco.objectives.base import MLM_PROBABILITY, Objective, Option
 
 
 #: the objective modules, in the order tables list their objectives
@@ -62,7 +62,7 @@ LOSS_TERMS: tuple[str, ...] = tuple(dict.fromkeys(t for o in OBJECTIVE_SPECS.val
 #: declared by the objective modules, and the MLM selection probability all of them share (recorded
 #: for provenance; the collator applies it)
 DEFAULT_OBJECTIVE_PARAMS: dict[str, float | int | str] = {**{n: o.default for n, o in OPTIONS.items()},
-                                                          "mlm_probability": 0.15}
+                                                          "mlm_probability": MLM_PROBABILITY}
 
 
 def get_objective(name: str) -> Objective:

@@ -15,15 +15,19 @@ What an objective declares, and who reads it:
   defaults and the checks (``taco.objectives.options``).
 - ``terms``: the loss terms it logs (``mlm``, ``tc``, ``tp``, ``nce``, ``dim``): each is a
   ``<term>_loss`` field of the model output and a column of the training log.
-- ``loss_terms``: ``(model, batch, outputs, generator) -> {"loss": total, "<term>": value, ...}``,
-  the objective's losses from the encoder output (``taco.model.modeling`` calls it).
+- ``loss_terms``: ``(model, batch, outputs, options, generator) -> {"loss": total, "<term>": value,
+  ...}``, the objective's losses from the encoder output (``taco.model.modeling`` calls it).
+- every hook (``loss_terms``, ``collate``, ``flops_per_token``) receives ``options``: parameter name ->
+  value for every option of every objective and ``mlm_probability`` (the run's values, defaults
+  filled in), never the model config.
 - ``collate``: optional ``(batch, tokenizer, generator, options) -> batch``, run by the pre-training
   collator after BERT masking (INFOWORD masks a contiguous n-gram here and adds its inputs).
 - ``batch_keys``: extra model inputs ``collate`` adds (popped before the encoder sees them).
 - ``min_device_batch``: sequences per device batch it needs (2 when negatives come from the other
   sequences: TC, INFOWORD's n-grams).
 - ``flops_per_token``: ``(shape, seq_len, vocab_size, options) -> FLOPs`` the objective adds to the
-  shared encoder count (``taco.flops``): its head and extra terms, forward + backward.
+  shared encoder count (``taco.flops``): its head (at ``options["mlm_probability"]``) and extra terms,
+  forward + backward.
 - ``reimplemented_from``: the citation when the objective is this suite's reimplementation of
   another paper's baseline (Table 4's BERT-NCE and INFOWORD), empty for the paper's own objectives.
 """
@@ -32,12 +36,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-TcPositions = Literal["all", "masked", "unmasked"]
-
-#: share of positions the MLM head predicts (mask probability; BERT, the official TACO code)
-MLM_PREDICTED_SHARE = 0.15
+#: BERT's MLM selection probability (Devlin et al. 2019; the official TACO code): the default of
+#: ``--mlm-probability`` / ``pretrain.mlm_probability``, of the validation loss's masks, and of the FLOPs
+#: count's share of positions the MLM head predicts (each objective gets the run's value in ``options``)
+MLM_PROBABILITY = 0.15
 
 
 @dataclass(frozen=True)
@@ -142,8 +146,6 @@ class Objective:
         loss_terms: the losses from the encoder output.
         options: option groups it uses (``("tc",)``); ``mlm_probability`` is shared by all.
         style: matplotlib ``color``/``marker``/``linestyle`` of its curves.
-        tc_positions: which real positions are TC anchors (``all``/``masked``/``unmasked``) for the
-            TACO family; ``None`` otherwise.
         collate: optional batch hook after BERT masking.
         batch_keys: model inputs ``collate`` adds.
         min_device_batch: sequences per device batch it needs.
@@ -160,7 +162,6 @@ class Objective:
     flops_per_token: FlopsPerToken
     options: tuple[str, ...] = ()
     style: Mapping[str, Any] = field(default_factory=dict)
-    tc_positions: TcPositions | None = None
     collate: Collate | None = None
     batch_keys: tuple[str, ...] = ()
     min_device_batch: int = 1
@@ -168,26 +169,13 @@ class Objective:
     needs_hidden_states: bool = False
 
     def __post_init__(self) -> None:
-        if self.uses_tc and self.tc_positions not in ("all", "masked", "unmasked"):
-            raise ValueError(f"objective {self.name!r}: tc_positions must be all/masked/unmasked")
-        if not self.uses_tc and self.tc_positions is not None:
-            raise ValueError(f"objective {self.name!r}: tc_positions given without TC")
         if not self.terms or self.terms[0] != "mlm":
             raise ValueError(f"objective {self.name!r}: terms must start with 'mlm' (the validation loss)")
 
-    @property
-    def uses_tc(self) -> bool:
-        """Whether the token-alignment contrastive loss is a term."""
-        return "tc" in self.terms
 
-    @property
-    def uses_tp(self) -> bool:
-        """Whether the unselected real positions also predict their token (MLM+TP)."""
-        return "tp" in self.terms
-
-
-def head_flops(shape: Mapping[str, int], vocab_size: int, predicted_share: float = MLM_PREDICTED_SHARE) -> float:
+def head_flops(shape: Mapping[str, int], vocab_size: int, predicted_share: float) -> float:
     """Training FLOPs per token of the MLM head at a share of positions: ``6 p (H^2 + H V)``
-    (transform H x H and decoder H x V, forward + backward = 3 x forward)."""
+    (transform H x H and decoder H x V, forward + backward = 3 x forward); ``predicted_share`` is the
+    run's ``mlm_probability`` for sparse prediction, 1.0 for a dense head."""
     h = shape["hidden_size"]
     return 6.0 * predicted_share * (h * h + h * vocab_size)

@@ -47,13 +47,15 @@ OPTIONS = (
 )
 
 
-def nce_loss(model: Any, sequence: Any, batch: dict[str, Any], generator: Any = None) -> tuple[Any, Any]:
+def nce_loss(model: Any, sequence: Any, batch: dict[str, Any], options: dict[str, Any],
+             generator: Any = None) -> tuple[Any, Any]:
     """InfoNCE masked-token loss and the (no-gradient) full-softmax MLM loss.
 
     Args:
         model: ``TacoForPreTraining`` (its ``cls.predictions`` head: transform, tied decoder, bias).
         sequence: (B, L, H) last hidden states.
         batch: ``labels`` (B, L), original id at the MLM-selected positions, -100 elsewhere.
+        options: ``nce_negatives``, ``nce_num_negatives``, ``nce_temperature``.
         generator: optional ``torch.Generator`` for the vocabulary draws (global RNG otherwise).
 
     Returns:
@@ -65,7 +67,6 @@ def nce_loss(model: Any, sequence: Any, batch: dict[str, Any], generator: Any = 
     import torch
     import torch.nn.functional as F
 
-    cfg = model.config
     labels = batch["labels"]
     selected = labels != -100
     head = model.cls.predictions
@@ -75,29 +76,31 @@ def nce_loss(model: Any, sequence: Any, batch: dict[str, Any], generator: Any = 
         zero = transformed.sum() * 0.0
         return zero, zero.detach()
     candidates = targets
-    if cfg.taco_nce_negatives == "vocabulary":
-        drawn = torch.randint(head.decoder.weight.shape[0], (int(cfg.taco_nce_num_negatives),),
+    if options["nce_negatives"] == "vocabulary":
+        drawn = torch.randint(head.decoder.weight.shape[0], (int(options["nce_num_negatives"]),),
                               generator=generator, device="cpu" if generator is None else generator.device)
         candidates = torch.cat([targets, drawn.to(targets.device)])
     candidates = torch.unique(candidates)  # sorted, distinct: a target is never its own negative twice
     target_index = torch.searchsorted(candidates, targets)  # (P,)
     weight = head.decoder.weight[candidates]  # (C, H), tied to the input embeddings
     bias = head.decoder.bias[candidates] if head.decoder.bias is not None else head.bias[candidates]
-    scores = (transformed @ weight.t() + bias).float() / float(cfg.taco_nce_temperature)  # (P, C)
+    scores = (transformed @ weight.t() + bias).float() / float(options["nce_temperature"])  # (P, C)
     nce = F.cross_entropy(scores, target_index)
     with torch.no_grad():
         mlm = F.cross_entropy(head.decoder(transformed).float(), targets)
     return nce, mlm
 
 
-def nce_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = None) -> dict[str, Any]:
+def nce_terms(model: Any, batch: dict[str, Any], outputs: Any, options: dict[str, Any],
+              generator: Any = None) -> dict[str, Any]:
     """``{"loss": nce, "mlm": full-softmax diagnostic, "nce"}`` (scalar tensors)."""
-    nce, mlm = nce_loss(model, outputs.last_hidden_state, batch, generator)
+    nce, mlm = nce_loss(model, outputs.last_hidden_state, batch, options, generator)
     return {"loss": nce, "mlm": mlm, "nce": nce}
 
 
 def nce_flops(shape, seq_len, vocab_size, options) -> float:
-    """Model FLOPs of the training step's head: the MLM head's transform and scores at the selected 15%,
+    """Model FLOPs of the training step's head: the MLM head's transform and scores at the selected
+    positions (``mlm_probability``),
     forward + backward (``head_flops``), counted as if every vocabulary entry were a candidate (an
     upper bound: the candidates are the batch's distinct targets, at most the vocabulary).
 
@@ -105,7 +108,7 @@ def nce_flops(shape, seq_len, vocab_size, options) -> float:
     (:func:`nce_loss`, under ``torch.no_grad``; forward only, ``2 p H V`` per token, 4.9% of an MLM
     step at the small preset and 256-token blocks) is left out.
     """
-    return head_flops(shape, vocab_size)
+    return head_flops(shape, vocab_size, options["mlm_probability"])
 
 
 DECLARED = (

@@ -103,24 +103,24 @@ def mask_spans(batch: dict[str, Any], tokenizer: Any, generator: Any, options: d
             "span_attention_mask": span_mask}
 
 
-def infoword_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = None) -> dict[str, Any]:
+def infoword_terms(model: Any, batch: dict[str, Any], outputs: Any, options: dict[str, Any],
+                   generator: Any = None) -> dict[str, Any]:
     """``{"loss": nce + weight x dim, "mlm", "nce", "dim"}`` (``dim`` absent without n-gram inputs)."""
     import torch.nn.functional as F
     import torch
 
-    cfg = model.config
     sequence = outputs.last_hidden_state
-    nce, mlm = nce_loss(model, sequence, batch, generator)
+    nce, mlm = nce_loss(model, sequence, batch, options, generator)
     terms = {"loss": nce, "mlm": mlm, "nce": nce}
     if batch.get("span_input_ids") is None:
         return terms
     sentence = sequence[:, 0]  # (B, H): g(masked sentence), the first token's final state
     ngram = model.bert(batch["span_input_ids"], attention_mask=batch["span_attention_mask"],
                        return_dict=True).last_hidden_state[:, 0]  # (B, H)
-    scores = (sentence.float() @ ngram.float().t()) / float(cfg.taco_infoword_temperature)  # (B, B)
+    scores = (sentence.float() @ ngram.float().t()) / float(options["infoword_temperature"])  # (B, B)
     dim = F.cross_entropy(scores, torch.arange(scores.shape[0], device=scores.device))
     terms["dim"] = dim
-    terms["loss"] = nce + cfg.taco_infoword_weight * dim
+    terms["loss"] = nce + options["infoword_weight"] * dim
     return terms
 
 
@@ -129,7 +129,7 @@ def infoword_flops(shape, seq_len, vocab_size, options) -> float:
     ``seq_len``, each costing the encoder's matmuls (``6 n (4 H^2 + 2 H I)``) and attention over its
     ``span_max + 2`` positions (``12 n H (span_max + 2)``); the B x B scores are negligible."""
     n, h, i = shape["num_hidden_layers"], shape["hidden_size"], shape["intermediate_size"]
-    span = int(options.get("infoword_span_max", 5)) + 2
+    span = int(options["infoword_span_max"]) + 2
     extra = span / seq_len * (6.0 * n * (4 * h * h + 2 * h * i) + 12.0 * n * h * span)
     return nce_flops(shape, seq_len, vocab_size, options) + extra
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from taco.objectives.base import MLM_PROBABILITY
+
 
 def mask_tokens(
     input_ids: torch.Tensor,
@@ -12,7 +14,7 @@ def mask_tokens(
     attention_mask: torch.Tensor | None,
     mask_token_id: int,
     vocab_size: int,
-    mlm_probability: float = 0.15,
+    mlm_probability: float = MLM_PROBABILITY,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT masking (Devlin et al. 2019; HF ``DataCollatorForLanguageModeling``, used by the official code).

@@ -61,7 +61,8 @@ def predict_tokens(model: Any, sequence: Any, batch: dict[str, Any], predict_uns
     return ce, selected[predict]
 
 
-def mlm_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = None) -> dict[str, Any]:
+def mlm_terms(model: Any, batch: dict[str, Any], outputs: Any, options: dict[str, Any],
+              generator: Any = None) -> dict[str, Any]:
     """``{"loss", "mlm"}``: the MLM mean cross-entropy over the selected positions (scalar tensors)."""
     ce, is_mlm = predict_tokens(model, outputs.last_hidden_state, batch)
     mlm_loss = masked_mean(ce, is_mlm)
@@ -69,8 +70,8 @@ def mlm_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = 
 
 
 def mlm_flops(shape, seq_len, vocab_size, options) -> float:
-    """The MLM head at the selected 15% of positions."""
-    return head_flops(shape, vocab_size)
+    """The MLM head at the selected positions (``mlm_probability``, 15%)."""
+    return head_flops(shape, vocab_size, options["mlm_probability"])
 
 
 DECLARED = (

@@ -29,16 +29,16 @@ OPTIONS = (
 )
 
 
-def tp_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = None) -> dict[str, Any]:
+def tp_terms(model: Any, batch: dict[str, Any], outputs: Any, options: dict[str, Any],
+             generator: Any = None) -> dict[str, Any]:
     """``{"loss", "mlm", "tp"}`` (scalar tensors); see the module docstring for the weighting."""
-    cfg = model.config
     ce, is_mlm = predict_tokens(model, outputs.last_hidden_state, batch, predict_unselected=True)
     mlm_loss = masked_mean(ce, is_mlm)
     tp_loss = masked_mean(ce, ~is_mlm)
-    if cfg.taco_tp_mode == "joint":  # one CE over every predicted position
+    if options["tp_mode"] == "joint":  # one CE over every predicted position
         loss = ce.mean() if ce.numel() else mlm_loss
     else:  # "separate": MLM mean + tp_weight x TP mean
-        loss = mlm_loss + cfg.taco_tp_weight * tp_loss
+        loss = mlm_loss + options["tp_weight"] * tp_loss
     return {"loss": loss, "mlm": mlm_loss, "tp": tp_loss}
 
 

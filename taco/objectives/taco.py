@@ -22,13 +22,17 @@ process both are the same.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from taco.objectives.base import Objective, Option, head_flops
 from taco.objectives.mlm import masked_mean, predict_tokens
 from taco.tc import DEFAULT_TEMPERATURE, NEGATIVE_POOLS
 
-__all__ = ["DECLARED", "OPTIONS", "tc_anchor_mask"]
+__all__ = ["DECLARED", "OPTIONS", "TacoObjective", "tc_anchor_mask"]
+
+#: which real positions are TC anchors
+TcPositions = Literal["all", "masked", "unmasked"]
 
 OPTIONS = (
     Option("tc", "weight", "tc_weight", 1.0, "weight of the TC loss added to MLM (official code: 1.0)",
@@ -48,6 +52,20 @@ OPTIONS = (
 )
 
 
+@dataclass(frozen=True)
+class TacoObjective(Objective):
+    """An objective of the TACO family: MLM + the TC loss at the real positions ``tc_positions``
+    (``all``: the paper's TACO; ``masked``: concentrated TACO; ``unmasked``: the official code's third
+    option)."""
+
+    tc_positions: TcPositions = "all"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.tc_positions not in ("all", "masked", "unmasked"):
+            raise ValueError(f"objective {self.name!r}: tc_positions must be all/masked/unmasked")
+
+
 def tc_anchor_mask(objective: Any, attention_mask: Any, labels: Any) -> Any:
     """Bool (B, L): the TC anchors of ``objective`` (an Objective or its name; real positions,
     restricted by the MLM selection).
@@ -61,7 +79,7 @@ def tc_anchor_mask(objective: Any, attention_mask: Any, labels: Any) -> Any:
         if objective not in OBJECTIVE_SPECS:
             raise ValueError(f"unknown objective {objective!r}; valid objectives: {', '.join(OBJECTIVE_SPECS)}")
         objective = OBJECTIVE_SPECS[objective]
-    if not objective.uses_tc:
+    if not isinstance(objective, TacoObjective):
         raise ValueError(f"objective {objective.name!r} has no TC loss")
     real = attention_mask.bool()
     if objective.tc_positions == "all":
@@ -74,7 +92,8 @@ def tc_anchor_mask(objective: Any, attention_mask: Any, labels: Any) -> Any:
     return real & ~selected
 
 
-def tc_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = None) -> dict[str, Any]:
+def tc_terms(model: Any, batch: dict[str, Any], outputs: Any, options: dict[str, Any],
+             generator: Any = None) -> dict[str, Any]:
     """``{"loss": MLM + tc_weight x TC, "mlm", "tc"}`` (scalar tensors; paper Eq. 9-10).
 
     In training with ``tc_negative_pool == "all_ranks"`` the negatives are drawn from every process's
@@ -82,34 +101,35 @@ def tc_terms(model: Any, batch: dict[str, Any], outputs: Any, generator: Any = N
     from taco.tc.loss import gather_negative_pool, tc_loss
     from taco.tc.sampling import sample_negative_index, sample_positive_index
 
-    cfg = model.config
     sequence = outputs.last_hidden_state
     ce, is_mlm = predict_tokens(model, sequence, batch)
     mlm_loss = masked_mean(ce, is_mlm)
     attention_mask = batch["attention_mask"]
     embeddings = outputs.hidden_states[0]  # embedding-layer output e (docs/paper-facts.md)
     anchors = tc_anchor_mask(model.objective, attention_mask, batch["labels"])
-    pos = sample_positive_index(attention_mask, cfg.taco_tc_window, generator)
-    pool = getattr(cfg, "taco_tc_negative_pool", "rank") if model.training else "rank"
+    pos = sample_positive_index(attention_mask, options["tc_window"], generator)
+    pool = options["tc_negative_pool"] if model.training else "rank"
     if pool == "all_ranks":
         pool_mask, first_row = gather_negative_pool(attention_mask)
         rows = (first_row, first_row + attention_mask.shape[0])
-        neg = sample_negative_index(pool_mask, cfg.taco_tc_num_negatives, generator, rows=rows)
+        neg = sample_negative_index(pool_mask, options["tc_num_negatives"], generator, rows=rows)
     else:
-        neg = sample_negative_index(attention_mask, cfg.taco_tc_num_negatives, generator)
-    tc = tc_loss(sequence, embeddings, pos, neg, anchors, cfg.taco_tc_temperature, negative_pool=pool)
-    return {"loss": mlm_loss + cfg.taco_tc_weight * tc, "mlm": mlm_loss, "tc": tc}
+        neg = sample_negative_index(attention_mask, options["tc_num_negatives"], generator)
+    tc = tc_loss(sequence, embeddings, pos, neg, anchors, options["tc_temperature"], negative_pool=pool)
+    return {"loss": mlm_loss + options["tc_weight"] * tc, "mlm": mlm_loss, "tc": tc}
 
 
 def tc_flops(shape, seq_len, vocab_size, options) -> float:
-    """MLM head at 15% + the TC anchor-key dot products: forward 2 (K+1) H, backward to the anchor
-    only another 2 (K+1) H, every real token an anchor (an upper bound for the restricted TC positions)."""
-    return head_flops(shape, vocab_size) + 4.0 * (int(options.get("tc_num_negatives", 50)) + 1) * shape["hidden_size"]
+    """MLM head at ``mlm_probability`` + the TC anchor-key dot products: forward 2 (K+1) H, backward
+    to the anchor only another 2 (K+1) H, every real token an anchor (an upper bound for the restricted
+    TC positions)."""
+    return (head_flops(shape, vocab_size, options["mlm_probability"])
+            + 4.0 * (int(options["tc_num_negatives"]) + 1) * shape["hidden_size"])
 
 
 def _taco(name: str, positions: str, label: str, description: str, style: dict) -> Objective:
-    return Objective(name, label, description, ("mlm", "tc"), tc_terms, tc_flops, options=("tc",),
-                     style=style, tc_positions=positions, min_device_batch=2, needs_hidden_states=True)
+    return TacoObjective(name, label, description, ("mlm", "tc"), tc_terms, tc_flops, options=("tc",),
+                         style=style, tc_positions=positions, min_device_batch=2, needs_hidden_states=True)
 
 
 DECLARED = (

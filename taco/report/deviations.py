@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from taco.objectives.base import MLM_PROBABILITY
 from taco.cli import cli_error
 from taco.objectives import OBJECTIVE_SPECS, options_of
 from taco.report.markdown_text import md_code, md_text
@@ -134,7 +135,7 @@ def _negative_pool_deviation(config: Mapping[str, Any]) -> Deviation:
     value, with each size's pool (sequences per micro-batch)."""
     pre = config["pretrain"]
     pool = (pre.get("tc") or {}).get("negative_pool", "rank")
-    tc_sizes = sorted({r["size"] for r in pre["runs"] if any(OBJECTIVE_SPECS[o].uses_tc for o in r["objectives"]
+    tc_sizes = sorted({r["size"] for r in pre["runs"] if any("tc" in OBJECTIVE_SPECS[o].terms for o in r["objectives"]
                                                             if o in OBJECTIVE_SPECS)})
     per_size = []
     for name in tc_sizes:
@@ -352,7 +353,7 @@ def recipe_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             "[CLS]/[SEP]) and one [CLS] at position 0; special tokens are never masked and are TC "
             "anchors, positives and negatives in both formats; effect on scores not measured",
             key="pack.format"))
-    mlm = pre.get("mlm_probability", 0.15)
+    mlm = pre.get("mlm_probability", MLM_PROBABILITY)
     if _differs(PAPER_SETUP["mlm_probability"], mlm):
         out.append(Deviation("MLM probability", f"0.15 ({OFFICIAL} train_small.sh:63)", _fmt(mlm), "set in the configuration",
                              "changes MLM's supervision density", key="pretrain.mlm_probability"))
@@ -435,7 +436,7 @@ def _infoword_targets_deviation(config: Mapping[str, Any]) -> Deviation:
     iw = config["pretrain"].get("infoword") or {}
     lo = int(iw.get("span_min", OPTIONS["infoword_span_min"].default))
     hi = int(iw.get("span_max", OPTIONS["infoword_span_max"].default))
-    p = float(config["pretrain"].get("mlm_probability", 0.15))
+    p = float(config["pretrain"].get("mlm_probability", MLM_PROBABILITY))
     length = int(config.get("max_seq_length", 256))
     extra = (1 - p) * (lo + hi) / 2  # n-gram tokens BERT masking had not selected already
     base = p * length

@@ -106,7 +106,7 @@ def flops_per_step(manifest: Mapping[str, Any]) -> float:
         seq_len = int(manifest["seq_len"])
         per_token = pretrain_flops_per_token(
             str(manifest["size_preset"]), seq_len, str(manifest["objective"]),
-            vocab_size=int(hi["vocab_size"]), negatives=int(op.get("tc_num_negatives", 50)))
+            vocab_size=int(hi["vocab_size"]), options=op)
         return per_token * seq_len * int(manifest["global_batch_size"])
     except (KeyError, TypeError, ValueError):
         return math.nan

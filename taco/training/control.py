@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from taco.objectives.base import MLM_PROBABILITY
 from taco.cli import cli_error
 from taco.manifest import MANIFEST_NAME, atomic_directory, build_manifest, read_manifest, sha256_file, write_manifest
 from taco.registry import PRESETS
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42, help="initialisation seed (the pre-training seed)")
     p.add_argument("--init-objective", default="mlm",
                    help="objective the model is built with (its heads; default mlm)")
-    p.add_argument("--mlm-probability", type=float, default=0.15, help="masks of the validation loss")
+    p.add_argument("--mlm-probability", type=float, default=MLM_PROBABILITY, help="masks of the validation loss")
     p.add_argument("--output", required=True, help="checkpoint directory to write (must not exist)")
     p.add_argument("--device", choices=("auto", "cpu"), default="auto", help="device of the validation pass")
     return p

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from taco.objectives.base import MLM_PROBABILITY
+
 __all__ = ["RecipeFlag", "RECIPE", "RECIPE_AFTER_OBJECTIVE"]
 
 
@@ -57,7 +59,7 @@ RECIPE: tuple[RecipeFlag, ...] = (
                "micro-batches per optimizer step (global batch = per-device x accum x processes)"),
     RecipeFlag("--lr", "learning_rate", float, 1e-4, "peak learning rate of AdamW (linear warmup and decay)"),
     RecipeFlag("--weight-decay", "weight_decay", float, 0.01, "AdamW weight decay"),
-    RecipeFlag("--mlm-probability", "mlm_probability", float, 0.15,
+    RecipeFlag("--mlm-probability", "mlm_probability", float, MLM_PROBABILITY,
                "share of real tokens selected for MLM (80/10/10 corruption)", per_size=False),
 )
 

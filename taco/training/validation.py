@@ -27,13 +27,15 @@ import math
 from pathlib import Path
 from typing import Any
 
+from taco.objectives.base import MLM_PROBABILITY
+
 EVAL_NAME = "eval.json"
 #: generator seed of the validation masks (a constant, so every checkpoint sees the same masks)
 MASK_SEED = 20240601
 VALIDATION_SPLIT = "validation"
 
 
-def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_probability: float = 0.15,
+def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_probability: float = MLM_PROBABILITY,
                         batch_size: int = 16, mask_seed: int = MASK_SEED,
                         max_blocks: int | None = None) -> dict[str, Any]:
     """MLM loss and accuracy (and TC loss for TC objectives) of ``model`` on the validation blocks.
@@ -73,7 +75,7 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
     rows = [list(r) for r in val["input_ids"]]
     collator = TacoCollator(tokenizer, mlm_probability=mlm_probability)
     device = next(model.parameters()).device
-    uses_tc = bool(model.objective.uses_tc)
+    uses_tc = "tc" in model.objective.terms
     was_training = model.training
     model.eval()
     ce_sum, n_sel, n_correct = 0.0, 0, 0
@@ -111,7 +113,7 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
     }
 
 
-def evaluate_checkpoint_dir(checkpoint: str | Path, blocks: str | Path, *, mlm_probability: float = 0.15,
+def evaluate_checkpoint_dir(checkpoint: str | Path, blocks: str | Path, *, mlm_probability: float = MLM_PROBABILITY,
                             device: str = "cpu", **kwargs: Any) -> dict[str, Any]:
     """Load a pre-training checkpoint directory (weights + tokenizer) and evaluate it (see above)."""
     from transformers import AutoTokenizer
@@ -131,7 +133,7 @@ def write_eval(checkpoint: str | Path, result: dict[str, Any], step: int) -> Pat
     return path
 
 
-def validate_checkpoint(checkpoint: str | Path, blocks: str | Path, step: int, *, mlm_probability: float = 0.15,
+def validate_checkpoint(checkpoint: str | Path, blocks: str | Path, step: int, *, mlm_probability: float = MLM_PROBABILITY,
                         device: str = "auto") -> dict[str, Any]:
     """Evaluate the checkpoint directory on ``blocks``' validation split and write its ``eval.json``.
 

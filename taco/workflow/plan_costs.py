@@ -263,12 +263,13 @@ def _global_batch(s: dict[str, Any]) -> int:
 def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
     """Per pre-training run: steps, tokens, FLOPs, GPU-hours, wall hours of the longest segment."""
     V, L = vocab_size(config), int(config["max_seq_length"])
-    K = int(config["pretrain"]["tc"]["negatives"])
+    options = {"tc_num_negatives": int(config["pretrain"]["tc"]["negatives"]),
+               "mlm_probability": float(config["pretrain"]["mlm_probability"])}
     out = []
     for r in wc.runs(config):
         s = config["pretrain"]["sizes"][r.size]
         preset, steps = s["preset"], wc.budgets(config, r.size)
-        fpt = pretrain_flops_per_token(preset, L, r.objective, vocab_size=V, negatives=K)
+        fpt = pretrain_flops_per_token(preset, L, r.objective, vocab_size=V, options=options)
         per_step = _global_batch(s) * L * fpt
         rate, source = rates.pretrain(preset, r.objective)
         gpus = max(1, int(s["num_gpus"]))
