@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taco.objectives import OBJECTIVE_SPECS
+from taco.paper import PAPER_BUDGETS, PAPER_TASKS
 
 # ---- pre-training objectives (a run's path names its objective: <size>/<objective>/data-<fraction>) --
 
 # every pre-training objective (OBJECTIVE_SPECS, in the order tables list them) is one module under
-# ``taco/objectives/``, registered in ``taco.objectives.MODULES``; the workflow, the schema checks,
+# ``taco/objectives/`` (found by a package scan, taco.objectives); the workflow, the schema checks,
 # the model, the plan and the report read them from here.
 #: objective names (in run paths and in pretrain.runs[].objectives)
 OBJECTIVES: tuple[str, ...] = tuple(OBJECTIVE_SPECS)
@@ -28,11 +29,6 @@ OBJECTIVES: tuple[str, ...] = tuple(OBJECTIVE_SPECS)
 #: objectives that add the token-alignment contrastive (TC) loss: they need >= 2 sequences per
 #: device batch (negatives come from the other sequences; paper Sec. 3.2)
 TC_OBJECTIVES: tuple[str, ...] = tuple(n for n, o in OBJECTIVE_SPECS.items() if "tc" in o.terms)
-
-#: Table 4's measured objectives: MLM, TACO and every objective this suite reimplements from another
-#: paper (``reimplemented_from`` in its declaration: BERT-NCE and INFOWORD, Kong et al. 2020)
-TABLE4_OBJECTIVES: tuple[str, ...] = tuple(n for n, o in OBJECTIVE_SPECS.items()
-                                           if n in ("mlm", "taco") or o.reimplemented_from)
 
 #: the no-pre-training control: the same architecture from random initialisation (not an objective)
 CONTROL = "control"
@@ -208,8 +204,7 @@ MNLI_START_TASKS: tuple[str, ...] = ("rte", "mrpc", "stsb")
 
 #: task names in the paper's table order (tasks the paper does not print come last, WNLI among them)
 PAPER_TASK_ORDER: tuple[str, ...] = tuple(
-    sorted(GLUE_TASK_SPECS, key=lambda n: ("mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte").index(n)
-           if n in ("mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte") else 99)
+    sorted(GLUE_TASK_SPECS, key=lambda n: PAPER_TASKS.index(n) if n in PAPER_TASKS else len(PAPER_TASKS))
 )
 
 #: metric names computed per task name and per score key (GLUE paper; HF ``evaluate`` ``glue``)
@@ -258,13 +253,6 @@ def budget_name(step: int) -> str:
         return f"{step / 1000:g}k"
     return str(step)
 
-
-#: the paper's budgets (pre-training steps) per model role: BERT-small is fine-tuned at 10k..50k
-#: every 10k and every 50k to 250k (Figure 5, Tables 1-3); BERT-base every 50k to 500k (Table 1).
-PAPER_BUDGETS: dict[str, tuple[int, ...]] = {
-    "small": (10_000, 20_000, 30_000, 40_000, 50_000, 100_000, 150_000, 200_000, 250_000),
-    "base": tuple(range(50_000, 500_001, 50_000)),
-}
 
 #: paper budget name -> step per role (``{"small": {"10k": 10000, ...}, "base": {...}}``)
 PAPER_BUDGET_NAMES: dict[str, dict[str, int]] = {

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from taco.report.deviations import PAPER_SETUP, find_deviations, main
+from taco.paper import PAPER_SETUP
+from taco.report.deviations import find_deviations, main
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -183,7 +183,7 @@ def test_cli_end_to_end_and_reproducible(tiny, capsys):
         assert ra[rep]["gap"]["mean"] == pytest.approx(ra[rep]["intra"]["mean"] - ra[rep]["inter"]["mean"])
     an = ra["anchor_alignment"]
     assert an["n_masked"] > 0 and an["aligned"]["n_positions"] == an["n_masked"]
-    assert an["n_selected"] >= an["n_masked"] and ra["masking"] == "taco.objectives.masking.mask_tokens"
+    assert an["n_selected"] >= an["n_masked"] and ra["masking"] == "taco.model.masking.mask_tokens"
     assert an["difference"]["mean"] == pytest.approx(an["aligned"]["mean"] - an["random_baseline"]["mean"])
     assert "anchor_alignment_head" in ra
     # no special or padding token counted: 30 body tokens per block, 25 in the odd (padded) blocks

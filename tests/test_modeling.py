@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from transformers.utils import logging as hf_logging
 
 from taco.model.modeling import SIZES, TacoForPreTraining, bert_config
-from taco.objectives.masking import mask_tokens
+from taco.model.masking import mask_tokens
 from taco.registry import OBJECTIVES
 
 hf_logging.set_verbosity_error()

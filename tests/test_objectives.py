@@ -9,7 +9,7 @@ import torch
 
 from taco.model.collator import TacoCollator
 from taco.objectives import get_objective
-from taco.objectives.masking import mask_tokens
+from taco.model.masking import mask_tokens
 from taco.objectives.taco import tc_anchor_mask
 from taco.objectives import OBJECTIVE_SPECS as OBJECTIVES
 
@@ -26,9 +26,10 @@ def tokenizer():
 
 
 def test_registry():
-    assert set(OBJECTIVES) == {"mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp", "bert_nce",
-                               "infoword"}
-    spec = {name: ("tc" in o.terms, getattr(o, "tc_positions", None), "tp" in o.terms) for name, o in OBJECTIVES.items()}
+    shipped = {"mlm", "taco", "taco_concentrated", "taco_unmasked", "mlm_tp", "bert_nce", "infoword"}
+    assert shipped <= set(OBJECTIVES)  # a new objective module adds to these without editing this test
+    spec = {name: ("tc" in o.terms, getattr(o, "tc_positions", None), "tp" in o.terms)
+            for name, o in OBJECTIVES.items() if name in shipped}
     assert spec == {
         "mlm": (False, None, False),
         "taco": (True, "all", False),

@@ -34,7 +34,7 @@ def test_pretrain_flops_equal_torch_flop_counter(objective):
     from torch.utils.flop_counter import FlopCounterMode
 
     from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.objectives.masking import mask_tokens
+    from taco.model.masking import mask_tokens
 
     V, B, L, K = 1000, 2, 64, 16
     g = torch.Generator().manual_seed(0)
@@ -115,7 +115,7 @@ def test_nce_flops_are_torch_count_minus_the_no_gradient_diagnostic():
     from torch.utils.flop_counter import FlopCounterMode
 
     from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.objectives.masking import mask_tokens
+    from taco.model.masking import mask_tokens
 
     V, B, L, H = 200, 2, 64, 128
     g = torch.Generator().manual_seed(0)

@@ -31,7 +31,7 @@ of a uniformly chosen other block). Memory is O(tokens x hidden), never O(tokens
 indices are used for ``h`` and ``g``.
 
 Anchor alignment (Section 2.2, Figure 2): a second forward pass on a corrupted copy of each block,
-masked with ``taco.objectives.masking.mask_tokens`` (15 %, 80/10/10; one generator per block, seeded by
+masked with ``taco.model.masking.mask_tokens`` (15 %, 80/10/10; one generator per block, seeded by
 ``(seed, block index)``, so the result does not depend on the batch size). At every position ``i``
 selected by the masker *and replaced by* ``[MASK]`` (the 80 %; the 10 % left unchanged would show the
 target in the input, which makes the alignment trivial through the residual stream, and the 10 %
@@ -241,7 +241,7 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         "ci": {"level": CI_LEVEL, "unit": "block",
                "method": f"bootstrap over blocks of per-block means (scipy.stats.bootstrap BCa, "
                          f"percentile fallback), {n_resamples} resamples, rng seeded by seed"},
-        "masking": "taco.objectives.masking.mask_tokens",
+        "masking": "taco.model.masking.mask_tokens",
         "representations": {"h": "hidden_states[-1] on the uncorrupted block",
                             "g": "hidden_states[-1] - hidden_states[0] on the uncorrupted block",
                             "anchor": "hidden_states[-1] at masked positions vs input word embeddings"},
@@ -307,7 +307,7 @@ def _mask_blocks(ids, attention, valid, block_indices, tokenizer, special_ids, v
     """
     import torch
 
-    from taco.objectives.masking import mask_tokens
+    from taco.model.masking import mask_tokens
 
     special_mask = torch.isin(ids, torch.tensor(special_ids))  # (n, L) bool
     corrupted, labels = [], []

@@ -2,7 +2,7 @@
 
 Works as a Hugging Face ``Trainer`` ``data_collator`` and as a plain ``DataLoader`` ``collate_fn``.
 The official code uses HF ``DataCollatorForLanguageModeling``; this one does the same corruption
-(via :func:`taco.objectives.masking.mask_tokens`) and additionally returns ``original_input_ids`` (targets
+(via :func:`taco.model.masking.mask_tokens`) and additionally returns ``original_input_ids`` (targets
 of the ``mlm_tp`` token prediction) and takes an optional ``torch.Generator`` for reproducibility.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from taco.objectives.masking import mask_tokens
+from taco.model.masking import mask_tokens
 from taco.objectives.base import MLM_PROBABILITY
 
 __all__ = ["TacoCollator"]

@@ -1,49 +1,77 @@
-"""Pre-training objectives: one module each, registered in one place (:data:`MODULES`).
+"""Pre-training objectives: one module each, found by a package scan (and an entry-point group).
 
 Each module declares ``DECLARED`` (:class:`taco.objectives.base.Objective`) and, for the loss term
 it introduces, ``OPTIONS`` (:class:`taco.objectives.base.Option`) and optional cross-option
-``CHECKS``. Everything else derives from them: ``taco.registry.OBJECTIVE_SPECS``, the ``taco
+``check_*`` functions. Everything else derives from them: ``taco.registry.OBJECTIVES``, the ``taco
 pretrain`` flags and checks, the model's parameters, the workflow's command words, the config
 schema's ``pretrain.<group>`` sections (checked by a test), the FLOPs of the plan, the figures'
 styles and the deviations report. Torch-free: the bodies that need torch import it themselves.
 
 Adding an objective: write ``taco/objectives/<name>.py`` with ``DECLARED`` (and ``OPTIONS`` if it
-adds options), add its module name to :data:`MODULES`, and (with new options) run
-``python -m taco.objectives --schema`` to print the schema section to paste.
+adds options); nothing else in taco names it (with new options, run ``python -m taco.objectives
+--schema`` to print the schema section to paste). Every module of this package except :mod:`base`
+(and ``_``-prefixed ones) is an objective module. Another package adds objectives without editing
+taco through the entry-point group :data:`ENTRY_POINT_GROUP` (``[project.entry-points."taco.objectives"]
+myobjective = "mypackage.myobjective"``, a module of the same form). Objectives are ordered as the
+paper's tables list them (:data:`taco.paper.OBJECTIVE_ORDER`), the others after them by name.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import pkgutil
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from taco.objectives.base import MLM_PROBABILITY, Objective, Option
+from taco.paper import OBJECTIVE_ORDER
+
+#: entry-point group through which another installed package adds objective modules
+ENTRY_POINT_GROUP = "taco.objectives"
+#: modules of this package that declare no objective
+_SUPPORT_MODULES = ("base",)
 
 
-#: the objective modules, in the order tables list their objectives
-MODULES: tuple[str, ...] = ("mlm", "taco", "mlm_tp", "bert_nce", "infoword")
+def _order(name: str) -> tuple[int, str]:
+    return (OBJECTIVE_ORDER.index(name), "") if name in OBJECTIVE_ORDER else (len(OBJECTIVE_ORDER), name)
 
 
-def _load(modules: tuple[str, ...]):
+def _modules() -> list[ModuleType]:
+    """The objective modules: this package's (a scan), then the entry points', in table order."""
+    names = [m.name for m in pkgutil.iter_modules(__path__)
+             if m.name not in _SUPPORT_MODULES and not m.name.startswith("_")]
+    mods = [importlib.import_module(f"{__name__}.{n}") for n in names]
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        mods.append(ep.load())
+    for mod in mods:
+        if not getattr(mod, "DECLARED", None):
+            raise ValueError(f"{getattr(mod, '__file__', mod.__name__)}: an objective module must declare DECLARED "
+                             f"(a tuple of taco.objectives.base.Objective); helper modules start with '_'")
+    return sorted(mods, key=lambda m: min(_order(o.name) for o in m.DECLARED))
+
+
+def _load(mods: list[ModuleType]):
     specs: dict[str, Objective] = {}
     options: dict[str, Option] = {}
     checks: list[Any] = []
-    for m in modules:
-        mod = importlib.import_module(f"{__name__}.{m}")
+    for mod in mods:
+        where = getattr(mod, "__file__", mod.__name__)
         for opt in getattr(mod, "OPTIONS", ()):
             if opt.name in options:
-                raise ValueError(f"taco/objectives/{m}.py: option {opt.name!r} is declared twice")
+                raise ValueError(f"{where}: option {opt.name!r} is declared twice")
             options[opt.name] = opt
         checks.extend(v for k, v in vars(mod).items() if k.startswith("check_") and callable(v))
         for o in mod.DECLARED:
             if o.name in specs:
-                raise ValueError(f"taco/objectives/{m}.py: objective {o.name!r} is declared twice")
+                raise ValueError(f"{where}: objective {o.name!r} is declared twice")
             specs[o.name] = o
     for o in specs.values():
         unknown = [g for g in o.options if not any(opt.group == g for opt in options.values())]
         if unknown:
             raise ValueError(f"objective {o.name!r}: no option declares group(s) {unknown}")
+    specs = dict(sorted(specs.items(), key=lambda kv: _order(kv[0])))
     return specs, options, tuple(checks)
 
 
@@ -51,7 +79,7 @@ def _load(modules: tuple[str, ...]):
 OBJECTIVE_SPECS: dict[str, Objective]
 #: every objective option, model parameter name -> declaration
 OPTIONS: dict[str, Option]
-OBJECTIVE_SPECS, OPTIONS, _CHECKS = _load(MODULES)
+OBJECTIVE_SPECS, OPTIONS, _CHECKS = _load(_modules())
 
 #: every loss term some objective logs, in first-seen order (``mlm`` first): the ``<term>_loss``
 #: fields of the model output and the columns of the training log

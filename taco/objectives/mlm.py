@@ -1,6 +1,6 @@
 """``mlm``: masked language modeling (BERT, Devlin et al. 2019), and the MLM term every objective shares.
 
-15% of the real tokens are selected, 80/10/10 corrupted (``taco.objectives.masking.mask_tokens``), and
+15% of the real tokens are selected, 80/10/10 corrupted (``taco.model.masking.mask_tokens``), and
 the MLM head predicts the original token at the selected positions only (sparse prediction, as in
 cramming; the official code's loss counts the same positions). The loss is the mean cross-entropy over
 the selected positions (nats).

@@ -76,23 +76,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taco.paper import PAPER_GRID, PAPER_TASKS
 from taco.registry import (DEFAULT_PRIMARY_METRIC, KNOWN_METRICS, OBJECTIVES, PAPER_BUDGET_NAMES,
                            TASK_SCORE_KEYS)
 
 DEFAULTS: dict[str, Any] = {
     "roles": {"small": "small", "base": "base"},
     "budget_names": PAPER_BUDGET_NAMES,
-    "runs": [
-        {"size": "small", "objective": "mlm", "fraction": 1.0},
-        {"size": "small", "objective": "taco", "fraction": 1.0},
-        {"size": "small", "objective": "taco_concentrated", "fraction": 1.0},
-        {"size": "small", "objective": "mlm_tp", "fraction": 1.0},
-        {"size": "small", "objective": "mlm", "fraction": 0.25},
-        {"size": "small", "objective": "taco", "fraction": 0.25},
-        {"size": "base", "objective": "mlm", "fraction": 1.0},
-        {"size": "base", "objective": "taco", "fraction": 1.0},
-    ],
-    "tasks": ["mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte"],
+    "runs": [{"size": role, "objective": o, "fraction": fraction}
+             for role, by_fraction in PAPER_GRID.items() for fraction, objectives in by_fraction.items()
+             for o in objectives],
+    "tasks": list(PAPER_TASKS),
     "primary_metric": DEFAULT_PRIMARY_METRIC,
     "equivalence_margin": 0.5,
     "match_rule": "non_inferiority",

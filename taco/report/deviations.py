@@ -21,7 +21,7 @@ the machine-readable block in ``docs/paper-facts.md`` (checked by ``tests/test_d
 
 The paper's setup (sources: the paper, Fu et al. ACL 2022, and the official code,
 github.com/FUZHIYI/TACO: ``train_small.sh``, ``train_base.sh``, ``finetune_small.sh``,
-``scripts/run_mlm_with_contrastive.py``) is :data:`PAPER_SETUP`. Torch-free (statistics environment).
+``scripts/run_mlm_with_contrastive.py``) is :data:`taco.paper.PAPER_SETUP`. Torch-free (statistics environment).
 
 Errors (exit 2, message names the file and key): a missing or unparsable file, a configuration
 without ``pretrain.sizes`` / ``pretrain.runs``.
@@ -43,24 +43,11 @@ from taco.objectives.base import MLM_PROBABILITY
 from taco.cli import cli_error
 from taco.objectives import OBJECTIVE_SPECS, options_of
 from taco.report.markdown_text import md_code, md_text
-from taco.registry import (FINETUNE_HYPERPARAMETERS, MNLI_START_TASKS, PAPER_BUDGETS, PRESET_SHAPES,
+from taco.paper import PAPER_BUDGETS, PAPER_GRID, PAPER_SETUP, PAPER_TASKS
+from taco.registry import (FINETUNE_HYPERPARAMETERS, MNLI_START_TASKS, PRESET_SHAPES,
                            PRETRAIN_SCHEDULE, finetune_hyperparameters)
 
 OFFICIAL = "official code"
-
-#: the paper's recipe (values and where each comes from)
-PAPER_SETUP: dict[str, Any] = {
-    "global_batch": 2048,  # train_small.sh / train_base.sh: 256 per GPU x 4 accumulation x 2 GPUs
-    "learning_rate": 1e-4, "weight_decay": 0.01, "max_seq_length": 256, "mlm_probability": 0.15,
-    "tc": {"weight": 1.0, "temperature": 0.07, "window": 5, "negatives": 50},
-    "finetune": {"max_length": 128, "batch_size": 32, "warmup_steps": 100, "seed": 123},
-    "tasks": ("mnli", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte"),
-    "runs": {  # the paper's grid: role -> {fraction: objectives}
-        "small": {1.0: ("mlm", "taco", "taco_concentrated", "mlm_tp"), 0.25: ("mlm", "taco")},
-        "base": {1.0: ("mlm", "taco")},
-    },
-}
-
 
 class DeviationsInputError(ValueError):
     """A run configuration or analysis spec that cannot be read; the message names file and key."""
@@ -379,7 +366,7 @@ def runs_deviations(config: Mapping[str, Any]) -> list[Deviation]:
         for f in entry.get("fractions", [1.0]):
             have.setdefault(role, {}).setdefault(round(float(f), 6), set()).update(entry["objectives"])
     missing = []
-    for role, by_frac in PAPER_SETUP["runs"].items():
+    for role, by_frac in PAPER_GRID.items():
         for frac, objs in by_frac.items():
             absent = [o for o in objs if o not in have.get(role, {}).get(frac, set())]
             if absent:
@@ -392,7 +379,7 @@ def runs_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             "compute budget of this configuration (or a size not played)",
             "the claims and table rows that need them print as not run", key="pretrain.runs"))
     extra = [f"{role}: {', '.join(sorted(objs))} ({frac * 100:g}% data)"
-             for role, by_frac in have.items() for frac, objs in by_frac.items() if role not in PAPER_SETUP["runs"]]
+             for role, by_frac in have.items() for frac, objs in by_frac.items() if role not in PAPER_GRID]
     if extra:
         out.append(Deviation("runs at a size the paper does not have", "BERT-small and BERT-base",
                              "; ".join(extra), "a size this configuration's hardware can train",
@@ -457,10 +444,10 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
     out: list[Deviation] = []
     ft = config.get("finetune", {})
     glue = config.get("glue", {})
-    tasks = list(glue.get("tasks", PAPER_SETUP["tasks"]))
-    absent = [t for t in PAPER_SETUP["tasks"] if t not in tasks]
+    tasks = list(glue.get("tasks", PAPER_TASKS))
+    absent = [t for t in PAPER_TASKS if t not in tasks]
     if absent:
-        out.append(Deviation("GLUE tasks not fine-tuned", ", ".join(PAPER_SETUP["tasks"]) + " (WNLI not in the average)",
+        out.append(Deviation("GLUE tasks not fine-tuned", ", ".join(PAPER_TASKS) + " (WNLI not in the average)",
                              "not configured: " + _fmt(absent), "set in the configuration",
                              "averages cover fewer scores and are labelled partial; not comparable with the "
                              "paper's nine-score average", key="glue.tasks"))

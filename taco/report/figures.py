@@ -56,6 +56,7 @@ from taco.report.style import OBJECTIVE_STYLE, fraction_styles  # noqa: E402
 from taco.registry import SCORE_KEY_LABELS, OBJECTIVE_LABELS
 from taco.report.table_builders import TABLE2_KEYS, build_ablation, build_table2, control_average, load_paper_values
 from taco.registry import CONTROL  # noqa: E402
+from taco.paper import COMPARISON  # noqa: E402
 
 FIGURES = ("figure5", "ablation", "data_efficiency")
 
@@ -174,11 +175,11 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     drawn = False
     avg_label = d["column_label"].iloc[0] if not d.empty else ""
     partial = avg_label.startswith("partial")
-    if not np.isfinite(d[d["objective"].isin(["taco", "mlm"])]["mean"].astype(float)).any():
+    if not np.isfinite(d[d["objective"].isin(COMPARISON)]["mean"].astype(float)).any():
         plt.close(fig)
         return placeholder_figure("Figure 5", f"no TACO or MLM run of the small role (size {size!r}) on full "
                                               "data has a GLUE average (see ablation.md)")
-    for obj in ("taco", "mlm"):
+    for obj in reversed(COMPARISON):  # TACO's curve first
         s = d[d["objective"] == obj]
         drawn |= _plot_series(ax, s, f"{OBJECTIVE_LABELS[obj]} (ours{', partial avg' if partial else ''}, mean, "
                                      f"{int(cfg.confidence_level * 100)}% CI)", OBJECTIVE_STYLE[obj])

@@ -46,12 +46,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
+from taco.paper import COMPARISON
+
 LOWER, HIGHER = "lower", "higher"
 REACHED, NEVER, ALREADY, NO_CURVE = "reached", "never reaches", "already beats at first point", "no curve"
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
 LOSS_FORM, GLUE_FORM = "validation_mlm_loss", "glue_average"
 #: reference and compared objective of every efficiency claim
-REFERENCE, COMPARED = "mlm", "taco"
+REFERENCE, COMPARED = COMPARISON
 #: per-unit status codes of :func:`unit_crossings`
 CODE_REACHED, CODE_LEFT, CODE_RIGHT = 0, 1, 2
 #: how far beyond its measured steps a censored unit's crossing is extrapolated, at most (a factor in steps)

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS, TABLE4_OBJECTIVES
+from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE4_OBJECTIVES, TABLE_OBJECTIVES
+from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS
 from taco.objectives import OBJECTIVE_SPECS
 from taco.report.analysis_config import AnalysisConfig
 from taco.registry import AVERAGE_KEYS
@@ -265,7 +266,7 @@ def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     published = paper_values.get("table2_data_efficiency") or {}  # "MLM-250k (25% data)" -> {key: value}
     steps: set[int] = set()
     for v in cfg.runs:
-        if v.size == size and math.isclose(v.fraction, red) and v.objective in ("mlm", "taco"):
+        if v.size == size and math.isclose(v.fraction, red) and v.objective in COMPARISON:
             steps.update(cfg.run_steps(v))
     budgets = [(cfg.budget_name(size, st) or "", st) for st in sorted(steps)]
     if not budgets:
@@ -273,7 +274,7 @@ def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     keys = tuple(k for k in TABLE2_KEYS)
     avg_keys = tuple(k for k in TABLE2_KEYS if k in cfg.score_keys)
     for budget, step in budgets:
-        for obj in ("mlm", "taco"):
+        for obj in COMPARISON:
             for frac in (1.0, red):
                 st, note = _step_note(cfg, size, budget, step, "small")
                 if st is not None and not cfg.has_run(size, obj, frac):
@@ -294,7 +295,7 @@ def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     if not budgets:
         budgets = [(b, None) for b in ("100k", "250k", "500k")]
     for budget, st in budgets:
-        for obj in ("mlm", "taco"):
+        for obj in COMPARISON:
             step, note = _step_note(cfg, size, budget, st, "base")
             if step is not None and not cfg.has_run(size, obj, 1.0):
                 note = f"run {obj} not in the analysis spec"
@@ -354,13 +355,11 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     return tb.frame()
 
 
-ABLATION_OBJECTIVES = ("taco", "taco_concentrated", "mlm", "mlm_tp")
-
-
 def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
     """Ablation: TACO, concentrated TACO, MLM, MLM+TP at each small-role budget (100% data). The
     published average is known only where Figure 5 plots it (TACO at every budget, MLM at 250k,
-    read from the plot +-0.1 points)."""
+    read from the plot +-0.1 points). Objectives that no paper table names (``taco.paper``), run at
+    the small role on full data, follow in the section "other objectives (not in the paper)"."""
     tb = TableBuilder(agg, cfg, "small")
     size = cfg.roles.get("small")
     fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
@@ -376,6 +375,17 @@ def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) ->
                    objective=obj, fraction=1.0, budget=budget, step=step, keys=AVERAGE_KEYS,
                    avg_keys=average_keys(cfg), paper={"avg": 100.0 * p} if p is not None else None,
                    paper_source="paper Figure 5 (read from the plot, +-0.1 points)", note=note)
+    # objectives no paper table names (taco.paper.TABLE_OBJECTIVES), run at this role on full data
+    others = sorted({v.objective for v in cfg.runs if v.size == size and math.isclose(v.fraction, 1.0)
+                     and v.objective not in TABLE_OBJECTIVES and v.objective != CONTROL},
+                    key=list(OBJECTIVE_SPECS).index)
+    for obj in others:
+        for budget, st in budgets:
+            step, note = _step_note(cfg, size, budget, st, "small")
+            tb.add(table="ablation", section="other objectives (not in the paper)",
+                   label=approach_label(obj, budget, 1.0, step), size=size, objective=obj, fraction=1.0,
+                   budget=budget, step=step, keys=AVERAGE_KEYS, avg_keys=average_keys(cfg), paper=None,
+                   paper_source=NOT_IN_PAPER, note=note)
     return tb.frame()
 
 

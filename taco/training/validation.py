@@ -16,7 +16,7 @@ draws from ``torch.Generator().manual_seed(mask_seed + i)``, independent of the 
 of what ran before, and the TC positives/negatives draw from a generator seeded with
 ``mask_seed + 1_000_003 + i``. Dropout is off (``model.eval()``). So two checkpoints evaluated on
 the same blocks directory with the same ``mask_seed`` see identical inputs and targets, and their
-numbers compare directly. Source of the corruption: :func:`taco.objectives.masking.mask_tokens`
+numbers compare directly. Source of the corruption: :func:`taco.model.masking.mask_tokens`
 (BERT's 80/10/10 rule, as ``transformers.DataCollatorForLanguageModeling``).
 """
 

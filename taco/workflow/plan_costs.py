@@ -33,7 +33,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from taco.registry import GLUE_TASK_SPECS, TABLE4_OBJECTIVES, TC_OBJECTIVES, budget_name
+from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE4_OBJECTIVES
+from taco.registry import GLUE_TASK_SPECS, TC_OBJECTIVES, budget_name
 from taco.registry import CONTROL
 from taco.workflow import config as wc
 from taco.workflow import control as wctl
@@ -68,13 +69,14 @@ NUM_LABELS: dict[str, int] = {n: t.num_labels for n, t in GLUE_TASK_SPECS.items(
 #: = every task). From taco.report.tables / figures (docstrings and builders).
 TARGET_NEEDS: dict[str, list[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...] | str,
                                    tuple[str, ...] | None]]] = {
-    "table1": [("small", ("mlm",), ("full",), ("250k",), None), ("small", ("taco",), ("full",), ("50k", "250k"), None)],
-    "table2": [("small", ("mlm", "taco"), ("full", "reduced"), ("250k",), ("mnli", "qqp", "qnli", "sst2"))],
-    "table3": [("base", ("mlm", "taco"), ("full",), "all", None)],
+    "table1": [("small", COMPARISON[:1], ("full",), ("250k",), None),
+               ("small", COMPARISON[1:], ("full",), ("50k", "250k"), None)],
+    "table2": [("small", COMPARISON, ("full", "reduced"), ("250k",), ("mnli", "qqp", "qnli", "sst2"))],
+    "table3": [("base", COMPARISON, ("full",), "all", None)],
     "table4": [("base", TABLE4_OBJECTIVES, ("full",), ("last",), None)],
-    "ablation": [("small", ("taco", "taco_concentrated", "mlm", "mlm_tp"), ("full",), "all", None)],
-    "figure5": [("small", ("mlm", "taco"), ("full",), "all", None)],
-    "data_efficiency": [("small", ("mlm", "taco"), ("full", "reduced"), "all", None)],
+    "ablation": [("small", ABLATION_OBJECTIVES, ("full",), "all", None)],
+    "figure5": [("small", COMPARISON, ("full",), "all", None)],
+    "data_efficiency": [("small", COMPARISON, ("full", "reduced"), "all", None)],
 }
 
 
