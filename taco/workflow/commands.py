@@ -4,8 +4,8 @@ The ``.smk`` rules never format command-line options themselves: each rule's she
 
     {resources.launch} {params.args} [{resources.settings}] {params.paths} > {log} 2>&1
 
-and every part comes from :class:`Commands`, as a list of strings quoted with :func:`shlex.join`
-only at the very end (a value with a space or a quote stays one argument). The parts differ in
+where the rule names its builders (``args=CMD.args(CMD.pretrain_args)``) and every part comes from
+:class:`Commands`, as a list of strings quoted with :func:`shlex.join` only at the very end (a value with a space or a quote stays one argument). The parts differ in
 what Snakemake does when they change:
 
 ``args`` (``params.args``)
@@ -108,30 +108,27 @@ class Commands:
         self.results = config["results_dir"]
 
     # ------------------------------------------------------------------ Snakemake adaptors
-    def args(self, rule: str) -> Callable[..., str]:
-        """``params.args`` of ``rule``: a function of the wildcards."""
-        build = getattr(self, f"{rule}_args")
+    # A rule names its builders: ``params: args=CMD.args(CMD.pretrain_args)``; each adaptor turns a
+    # builder's list of words into the function of the job that Snakemake calls, quoted at the end.
+    @staticmethod
+    def args(build: Callable[[Any], list[str]]) -> Callable[..., str]:
+        """``params.args`` from a ``*_args`` builder: a function of the wildcards."""
         return lambda wildcards: shlex.join(build(wildcards))
 
-    def paths(self, rule: str) -> Callable[..., str]:
-        """``params.paths`` of ``rule``: a function of the wildcards, input and output."""
-        build = getattr(self, f"{rule}_paths")
+    @staticmethod
+    def paths(build: Callable[[Any, Any, Any], list[str]]) -> Callable[..., str]:
+        """``params.paths`` from a ``*_paths`` builder: a function of the wildcards, input and output."""
         return lambda wildcards, input, output: shlex.join(build(wildcards, input, output))
 
-    def launch(self, rule: str, omp: bool = False) -> Callable[..., str]:
-        """``resources.launch`` of ``rule``: a function of the wildcards and threads."""
-        return lambda wildcards, threads: shlex.join(self.launch_words(rule, wildcards, threads if omp else None))
-
-    def settings(self, rule: str) -> Callable[..., str]:
-        """``resources.settings`` of ``rule``: a function of the wildcards and threads."""
-        build = getattr(self, f"{rule}_settings")
+    @staticmethod
+    def settings(build: Callable[[Any, int], list[str]]) -> Callable[..., str]:
+        """``resources.settings`` from a ``*_settings`` builder: a function of the wildcards and threads."""
         return lambda wildcards, threads: shlex.join(build(wildcards, threads))
 
-    def argv(self, rule: str, wildcards: Any, input: Any, output: Any, threads: int | None = None) -> list[str]:
-        """The whole command of one job as a list (what the shell runs, before the log redirect)."""
-        settings = getattr(self, f"{rule}_settings", lambda w, t: [])
-        return [*self.launch_words(rule, wildcards, threads), *getattr(self, f"{rule}_args")(wildcards),
-                *settings(wildcards, threads or 1), *getattr(self, f"{rule}_paths")(wildcards, input, output)]
+    def launch(self, rule: str, omp: bool = False) -> Callable[..., str]:
+        """``resources.launch`` of ``rule`` (its GPU slots: :meth:`devices`): a function of the wildcards
+        and threads."""
+        return lambda wildcards, threads: shlex.join(self.launch_words(rule, wildcards, threads if omp else None))
 
     # ------------------------------------------------------------------ launch
     def devices(self, rule: str, wildcards: Any) -> int:

@@ -44,8 +44,8 @@ rule aggregate:
     resources:
         launch=CMD.launch("aggregate"),
     params:
-        args=CMD.args("aggregate"),
-        paths=CMD.paths("aggregate"),
+        args=CMD.args(CMD.aggregate_args),
+        paths=CMD.paths(CMD.aggregate_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
@@ -69,7 +69,7 @@ rule dynamics:
         runtime=60,
         launch=CMD.launch("dynamics", omp=True),
     params:
-        args=CMD.args("dynamics"),
-        paths=CMD.paths("dynamics"),
+        args=CMD.args(CMD.dynamics_args),
+        paths=CMD.paths(CMD.dynamics_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

@@ -21,7 +21,7 @@ rule pretrain_control:
         runtime=30,
         launch=CMD.launch("init", omp=True),
     params:
-        args=CMD.args("pretrain_control"),
-        paths=CMD.paths("pretrain_control"),
+        args=CMD.args(CMD.pretrain_control_args),
+        paths=CMD.paths(CMD.pretrain_control_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

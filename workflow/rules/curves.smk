@@ -18,8 +18,8 @@ rule pretrain_curves:
     resources:
         launch=CMD.launch("pretrain_curves"),
     params:
-        args=CMD.args("pretrain_curves"),
-        paths=CMD.paths("pretrain_curves"),
+        args=CMD.args(CMD.pretrain_curves_args),
+        paths=CMD.paths(CMD.pretrain_curves_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
@@ -42,7 +42,7 @@ rule efficiency:
     resources:
         launch=CMD.launch("efficiency"),
     params:
-        args=CMD.args("efficiency"),
-        paths=CMD.paths("efficiency"),
+        args=CMD.args(CMD.efficiency_args),
+        paths=CMD.paths(CMD.efficiency_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

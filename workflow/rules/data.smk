@@ -13,10 +13,10 @@ rule corpus:
     threads: config["data_threads"]
     resources:
         launch=CMD.launch("corpus"),
-        settings=CMD.settings("corpus"),
+        settings=CMD.settings(CMD.corpus_settings),
     params:
-        args=CMD.args("corpus"),
-        paths=CMD.paths("corpus"),
+        args=CMD.args(CMD.corpus_args),
+        paths=CMD.paths(CMD.corpus_paths),
     shell:
         "{resources.launch} {params.args} {resources.settings} {params.paths} > {log:q} 2>&1"
 
@@ -33,10 +33,10 @@ rule tokenizer:
     threads: config["data_threads"]
     resources:
         launch=CMD.launch("tokenizer"),
-        settings=CMD.settings("tokenizer"),
+        settings=CMD.settings(CMD.tokenizer_settings),
     params:
-        args=CMD.args("tokenizer"),
-        paths=CMD.paths("tokenizer"),
+        args=CMD.args(CMD.tokenizer_args),
+        paths=CMD.paths(CMD.tokenizer_paths),
     shell:
         "{resources.launch} {params.args} {resources.settings} {params.paths} > {log:q} 2>&1"
 
@@ -56,9 +56,9 @@ rule pack:
     threads: config["data_threads"]
     resources:
         launch=CMD.launch("pack"),
-        settings=CMD.settings("pack"),
+        settings=CMD.settings(CMD.pack_settings),
     params:
-        args=CMD.args("pack"),
-        paths=CMD.paths("pack"),
+        args=CMD.args(CMD.pack_args),
+        paths=CMD.paths(CMD.pack_paths),
     shell:
         "{resources.launch} {params.args} {resources.settings} {params.paths} > {log:q} 2>&1"

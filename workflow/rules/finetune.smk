@@ -30,8 +30,8 @@ rule finetune:
         runtime=config["finetune"]["runtime"],
         launch=CMD.launch("finetune", omp=True),
     params:
-        args=CMD.args("finetune"),
-        paths=CMD.paths("finetune"),
+        args=CMD.args(CMD.finetune_args),
+        paths=CMD.paths(CMD.finetune_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 

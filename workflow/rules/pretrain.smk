@@ -25,9 +25,9 @@ rule pretrain:
         mem_mb=lambda w: size_cfg(w.size)["mem_mb"],
         runtime=lambda w: size_cfg(w.size)["runtime"],
         launch=CMD.launch("pretrain", omp=True),
-        settings=CMD.settings("pretrain"),
+        settings=CMD.settings(CMD.pretrain_settings),
     params:
-        args=CMD.args("pretrain"),
-        paths=CMD.paths("pretrain"),
+        args=CMD.args(CMD.pretrain_args),
+        paths=CMD.paths(CMD.pretrain_paths),
     shell:
         "{resources.launch} {params.args} {resources.settings} {params.paths} >> {log:q} 2>&1"

@@ -25,8 +25,8 @@ rule tables:
     resources:
         launch=CMD.launch("tables"),
     params:
-        args=CMD.args("tables"),
-        paths=CMD.paths("tables"),
+        args=CMD.args(CMD.tables_args),
+        paths=CMD.paths(CMD.tables_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
@@ -44,8 +44,8 @@ rule figures:
     resources:
         launch=CMD.launch("figures"),
     params:
-        args=CMD.args("figures"),
-        paths=CMD.paths("figures"),
+        args=CMD.args(CMD.figures_args),
+        paths=CMD.paths(CMD.figures_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
@@ -65,8 +65,8 @@ rule claims:
     resources:
         launch=CMD.launch("claims"),
     params:
-        args=CMD.args("claims"),
-        paths=CMD.paths("claims"),
+        args=CMD.args(CMD.claims_args),
+        paths=CMD.paths(CMD.claims_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
@@ -84,8 +84,8 @@ rule dynamics_figures:
     resources:
         launch=CMD.launch("dynamics_figures"),
     params:
-        args=CMD.args("dynamics_figures"),
-        paths=CMD.paths("dynamics_figures"),
+        args=CMD.args(CMD.dynamics_figures_args),
+        paths=CMD.paths(CMD.dynamics_figures_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
 
@@ -122,7 +122,7 @@ rule deviations:
     resources:
         launch=CMD.launch("deviations"),
     params:
-        args=CMD.args("deviations"),
-        paths=CMD.paths("deviations"),
+        args=CMD.args(CMD.deviations_args),
+        paths=CMD.paths(CMD.deviations_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"

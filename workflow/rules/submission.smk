@@ -15,7 +15,7 @@ rule glue_submission:
     resources:
         launch=CMD.launch("glue_submission"),
     params:
-        args=CMD.args("glue_submission"),
-        paths=CMD.paths("glue_submission"),
+        args=CMD.args(CMD.glue_submission_args),
+        paths=CMD.paths(CMD.glue_submission_paths),
     shell:
         "{resources.launch} {params.args} {params.paths} > {log:q} 2>&1"
