@@ -52,6 +52,6 @@ TABLE_OBJECTIVES: frozenset[str] = frozenset((*COMPARISON, *ABLATION_OBJECTIVES,
 PAPER_SETUP: dict[str, object] = {
     "global_batch": 2048,  # train_small.sh / train_base.sh: 256 per GPU x 4 accumulation x 2 GPUs
     "learning_rate": 1e-4, "weight_decay": 0.01, "max_seq_length": 256, "mlm_probability": 0.15,
-    "tc": {"weight": 1.0, "temperature": 0.07, "window": 5, "negatives": 50},
+    "tc": {"weight": 1.0, "temperature": 0.07, "window": 5, "num_negatives": 50},
     "finetune": {"max_length": 128, "batch_size": 32, "warmup_steps": 100, "seed": 123},
 }

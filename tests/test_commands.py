@@ -292,19 +292,20 @@ def expect_tc(cfg, w):
         return {}
     tc = cfg["pretrain"]["tc"]
     return {"tc_weight": tc["weight"], "tc_temperature": tc["temperature"], "tc_window": tc["window"],
-            "tc_num_negatives": tc["negatives"], "tc_negative_pool": tc.get("negative_pool", "rank")}
+            "tc_num_negatives": tc["num_negatives"], "tc_negative_pool": tc.get("negative_pool", "rank")}
 
 
 def expect_baselines(cfg, w):
     """BERT-NCE's options (pretrain.nce) reach BERT-NCE and INFOWORD, INFOWORD's (pretrain.infoword)
     INFOWORD only; the config's values or, where a key is absent, the declared defaults."""
-    defaults = {"nce": {"negatives": "batch", "num_negatives": 1024, "temperature": 1.0},
+    defaults = {"nce": {"negative_source": "batch", "num_negatives": 1024, "temperature": 1.0},
                 "infoword": {"weight": 1.0, "span_min": 1, "span_max": 5, "temperature": 1.0}}
     groups = {"bert_nce": ("nce",), "infoword": ("nce", "infoword")}.get(w["objective"], ())
     out = {}
     for g in groups:
         section = {**defaults[g], **(cfg["pretrain"].get(g) or {})}
-        out.update({f"{g}_{k}": v for k, v in section.items()})
+        # the config key negative_source kept its parameter name nce_negatives (finished runs' hashes)
+        out.update({f"{g}_{'negatives' if k == 'negative_source' else k}": v for k, v in section.items()})
     return out
 
 
@@ -346,7 +347,7 @@ def test_loss_options_reach_only_the_objectives_that_use_the_loss():
             self.size, self.objective, self.fraction, self.step = "small", objective, "1.0", "10000"
 
     base = load_config(["config.yaml"], {})
-    hot = load_config(["config.yaml"], {"pretrain": {"tc": {"temperature": 0.5, "window": 7, "negatives": 9,
+    hot = load_config(["config.yaml"], {"pretrain": {"tc": {"temperature": 0.5, "window": 7, "num_negatives": 9,
                                                              "weight": 2.0},
                                                       "tp": {"weight": 0.5, "mode": "separate"}}})
     for name, spec in OBJECTIVE_SPECS.items():
@@ -397,7 +398,7 @@ def check_pretrain(cfg, job, parsed):
     params = _objective_params(parsed.args)
     if "tc" in OBJECTIVE_SPECS[job["wildcards"]["objective"]].terms:
         assert params["tc_temperature"] == tc["temperature"] and params["tc_window"] == tc["window"]
-        assert params["tc_num_negatives"] == tc["negatives"] and params["tc_weight"] == tc["weight"]
+        assert params["tc_num_negatives"] == tc["num_negatives"] and params["tc_weight"] == tc["weight"]
     else:
         assert "--tc-" not in job["shellcmd"], job["shellcmd"]
     assert params["mlm_probability"] == cfg["pretrain"]["mlm_probability"]
@@ -734,30 +735,6 @@ def test_monitoring_follows_the_config_and_changes_no_param():
             assert ft.tensorboard_dir == "R/tensorboard/finetune/small/taco/data-1.0/step-10000/rte/seed-3"
         else:
             assert pt.tensorboard_dir is None and ft.tensorboard_dir is None
-
-
-def test_recipe_flags_are_declared_once_for_parser_commands_and_schema():
-    """Issue 22.1: each recipe parameter of `taco pretrain` (taco.training.recipe) gives the flag, its
-    parser default and the configuration key the workflow reads; the schema has that key with a
-    matching type, and the parser has the flag with the declared default and choices."""
-    import yaml
-
-    from taco.training.pretrain import build_parser
-    from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
-
-    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    pre = schema["properties"]["pretrain"]["properties"]
-    size_props = pre["sizes"]["additionalProperties"]["properties"]
-    actions = {a.option_strings[0]: a for a in build_parser()._actions if a.option_strings}
-    json_type = {int: "integer", float: "number"}
-    for f in (*RECIPE, *RECIPE_AFTER_OBJECTIVE):
-        entry = (size_props if f.per_size else pre)[f.key]
-        if f.choices:
-            assert tuple(entry["enum"]) == f.choices, f.key
-        else:
-            assert entry["type"] == json_type[f.type], f.key
-        action = actions[f.flag]
-        assert action.dest == f.dest and action.default == f.default and f.config_key() in action.help, f.flag
 
 
 def test_every_report_item_shown_inline_has_a_name(dag):

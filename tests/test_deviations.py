@@ -144,7 +144,7 @@ def _all_configs(tmp_path) -> dict[str, dict]:
     """Every shipped configuration, resolved, plus one that changes every setting a row covers."""
     everything = resolved("config.yaml", max_seq_length=128,
                           pretrain={"mlm_probability": 0.2, "tc": {"weight": 0.5, "temperature": 0.1, "window": 3,
-                                                                   "negatives": 10},
+                                                                   "num_negatives": 10},
                                     "sizes": {"small": {"max_steps": 1000, "warmup_steps": 10, "learning_rate": 5e-4,
                                                         "weight_decay": 0.1, "per_device_batch_size": 8}}},
                           finetune={"max_length": 64, "batch_size": 16, "warmup_steps": 10,
@@ -187,7 +187,7 @@ def test_the_suites_paper_setup_agrees_with_the_official_facts():
         assert FINETUNE_HYPERPARAMETERS[role] == {"learning_rate": v[f"ft_{role}_lr"], "epochs": v[f"ft_{role}_epochs"]}
     assert PAPER_SETUP["max_seq_length"] == v["small_seq_len"] and PAPER_SETUP["mlm_probability"] == v["small_mlm_prob"]
     assert PAPER_SETUP["tc"] == {"weight": v["small_tc_weight"], "temperature": v["small_tau"],
-                                 "window": v["small_window"], "negatives": v["small_neg_k"]}
+                                 "window": v["small_window"], "num_negatives": v["small_neg_k"]}
     assert PAPER_SETUP["finetune"] == {"max_length": v["ft_small_max_length"], "batch_size": v["ft_small_batch"],
                                        "warmup_steps": v["ft_small_warmup"], "seed": v["ft_small_seed"]}
 
@@ -258,7 +258,7 @@ def test_reimplemented_baselines_list_every_choice_with_its_key():
             method[f"{obj.label}: the objective"].reason
         for opt in options_of(obj):
             row = method[f"{obj.label}: {opt.help}"]
-            assert row.key == opt.config_path and row.here.startswith(f"{opt.config_path} = ")
+            assert row.key == opt.config_key and row.here.startswith(f"{opt.config_key} = ")
     assert method["INFOWORD: longest masked n-gram (tokens)"].here == "pretrain.infoword.span_max = 3"
     assert method["BERT-NCE: temperature dividing the InfoNCE scores (> 0)"].here.endswith("(default)")
     # a configuration without the baselines has none of these rows

@@ -37,7 +37,7 @@ TINY = {
                            "per_device_batch_size": 4, "grad_accum": 1, "num_gpus": 0,
                            "learning_rate": 1.0e-3, "save_every": 2, "precision": "fp32",
                            "mem_mb": 1000, "runtime": 10, "threads": 1}},
-        "tc": {"negatives": 4},
+        "tc": {"num_negatives": 4},
         "logging_steps": 1,
     },
     "finetune": {"seeds": [1, 2], "seeds_per_job": "all", "budgets": "last", "max_length": 32,

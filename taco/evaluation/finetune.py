@@ -46,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from taco.cli import cli_error
+from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
+from taco.parameters import check_values
 from taco.evaluation.finetune_trainer import (
     TaskData,
     _make_epoch_evaluator,
@@ -80,15 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--glue-dir", default=None, help="GLUE folder (needed for --glue-source local)")
     p.add_argument("--output", required=True,
                    help="result directory (metrics.json, predictions.tsv); may contain {task} and {seed}")
-    p.add_argument("--max-length", type=int, default=128, help="tokens per example (longer ones are truncated)")
-    p.add_argument("--batch-size", type=int, default=32, help="training batch size")
+    for f in FINETUNE_RECIPE:
+        f.add_to(p)
     p.add_argument("--eval-batch-size", type=int, default=128, help="evaluation batch size")
     p.add_argument("--lr", type=float, default=None, help="default 5e-5 (tiny/small), 3e-5 (base)")
     p.add_argument("--epochs", type=int, default=None, help="default 4 (tiny/small), 6 (base)")
-    p.add_argument("--warmup-steps", type=int, default=100, help="linear warm-up steps of the learning rate")
     p.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay")
-    p.add_argument("--report-rule", choices=("last", "best"), default="last",
-                   help="the epoch whose scores are reported: the last, or the best by --primary-metric")
     p.add_argument("--primary-metric", nargs="*", default=[], metavar="KEY=METRIC",
                    help="score key -> metric that --report-rule best chooses the epoch by (e.g. mrpc=accuracy); "
                         "keys not given use the default (MRPC/QQP F1, STS-B Spearman, CoLA MCC, others accuracy)")
@@ -154,9 +153,11 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("--glue-source local needs --glue-dir")
         if not Path(args.glue_dir).is_dir():
             raise FileNotFoundError(f"--glue-dir {args.glue_dir}: no such directory")
-    for name in ("max_length", "batch_size", "eval_batch_size"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 1")
+    errors = check_values(FINETUNE_RECIPE, {f.name: getattr(args, f.name) for f in FINETUNE_RECIPE})
+    if errors:
+        raise UsageError("; ".join(errors))
+    if args.eval_batch_size < 1:
+        raise UsageError("--eval-batch-size must be >= 1")
     if args.epochs is not None and args.epochs < 1:
         raise UsageError("--epochs must be >= 1")
     primary_metrics(args)  # a bad --primary-metric fails before any work

@@ -1,7 +1,7 @@
 """Pre-training objectives: one module each, found by a package scan (and an entry-point group).
 
 Each module declares ``DECLARED`` (:class:`taco.objectives.base.Objective`) and, for the loss term
-it introduces, ``OPTIONS`` (:class:`taco.objectives.base.Option`) and optional cross-option
+it introduces, ``OPTIONS`` (:class:`taco.parameters.Parameter`, made by :func:`taco.objectives.base.option`) and optional cross-option
 ``check_*`` functions. Everything else derives from them: ``taco.registry.OBJECTIVES``, the ``taco
 pretrain`` flags and checks, the model's parameters, the workflow's command words, the config
 schema's ``pretrain.<group>`` sections (checked by a test), the FLOPs of the plan, the figures'
@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from taco.objectives.base import MLM_PROBABILITY, Objective, Option
+from taco.objectives.base import MLM_PROBABILITY, Objective
 from taco.paper import OBJECTIVE_ORDER
+from taco.parameters import Parameter
 
 #: entry-point group through which another installed package adds objective modules
 ENTRY_POINT_GROUP = "taco.objectives"
@@ -54,7 +55,7 @@ def _modules() -> list[ModuleType]:
 
 def _load(mods: list[ModuleType]):
     specs: dict[str, Objective] = {}
-    options: dict[str, Option] = {}
+    options: dict[str, Parameter] = {}
     checks: list[Any] = []
     for mod in mods:
         where = getattr(mod, "__file__", mod.__name__)
@@ -78,7 +79,7 @@ def _load(mods: list[ModuleType]):
 #: every pre-training objective, name -> declaration, in table order
 OBJECTIVE_SPECS: dict[str, Objective]
 #: every objective option, model parameter name -> declaration
-OPTIONS: dict[str, Option]
+OPTIONS: dict[str, Parameter]
 OBJECTIVE_SPECS, OPTIONS, _CHECKS = _load(_modules())
 
 #: every loss term some objective logs, in first-seen order (``mlm`` first): the ``<term>_loss``
@@ -103,7 +104,7 @@ def get_objective(name: str) -> Objective:
         ) from None
 
 
-def options_of(objective: Objective | str) -> tuple[Option, ...]:
+def options_of(objective: Objective | str) -> tuple[Parameter, ...]:
     """The options ``objective`` uses (its groups'), in declaration order."""
     o = OBJECTIVE_SPECS[objective] if isinstance(objective, str) else objective
     return tuple(opt for opt in OPTIONS.values() if opt.group in o.options)

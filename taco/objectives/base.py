@@ -1,7 +1,7 @@
 """The interface every pre-training objective implements: a torch-free declaration.
 
 An objective is one module of :mod:`taco.objectives` that defines ``DECLARED`` (a tuple of
-:class:`Objective`) and, when it adds options, ``OPTIONS`` (a tuple of :class:`Option`). The
+:class:`Objective`) and, when it adds options, ``OPTIONS`` (a tuple of parameters made by :func:`option`). The
 declaration is plain data plus callables whose bodies import torch lazily, so the report side,
 the workflow and ``taco plan`` import it without torch (``tests/test_boundaries.py``).
 
@@ -9,10 +9,10 @@ What an objective declares, and who reads it:
 
 - ``name``, ``label``, ``style``, ``description``: configs, output paths, tables, figures
   (``taco.report.style``), the deviations report.
-- ``options``: the option groups it uses (each :class:`Option` declared once, in the module of the
+- ``options``: the option groups it uses (each option declared once with :func:`option`, in the module of the
   loss term it belongs to). From them come the ``taco pretrain`` flags, the config schema section
   ``pretrain.<group>``, the workflow's command words, the model config keys ``taco_<name>``, the
-  defaults and the checks (``taco.objectives.options``).
+  defaults and the checks (:class:`taco.parameters.Parameter`, made by :func:`option`).
 - ``terms``: the loss terms it logs (``mlm``, ``tc``, ``tp``, ``nce``, ``dim``): each is a
   ``<term>_loss`` field of the model output and a column of the training log.
 - ``loss_terms``: ``(model, batch, outputs, options, generator) -> {"loss": total, "<term>": value,
@@ -38,95 +38,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from taco.parameters import Parameter
+
 #: BERT's MLM selection probability (Devlin et al. 2019; the official TACO code): the default of
 #: ``--mlm-probability`` / ``pretrain.mlm_probability``, of the validation loss's masks, and of the FLOPs
 #: count's share of positions the MLM head predicts (each objective gets the run's value in ``options``)
 MLM_PROBABILITY = 0.15
 
 
-@dataclass(frozen=True)
-class Option:
-    """One objective option, declared once.
-
-    Attributes:
-        group: config section ``pretrain.<group>`` and CLI prefix (``tc`` -> ``--tc-...``).
-        key: key inside the section (``temperature``); the CLI flag is ``--<group>-<key>``.
-        name: the model's parameter name (``tc_temperature`` -> ``config.taco_tc_temperature``) and
-            the key in the run's config hash.
-        default: value when neither config nor command line sets it (its type is the option's type).
-        help: one line for the CLI and the schema.
-        minimum / exclusive_minimum / maximum: numeric bounds (checked before any work starts).
-        choices: allowed values of a string option.
-        odd: an odd integer is required (the TC window).
-        hash_always: kept in every run's config hash at its default, even for objectives that do not
-            use it (the options that existed when the hash was introduced: keeps old hashes valid).
-        hash_when_default: in the hash of an objective that uses it even at the default; ``False``
-            for options added after runs existed (``tp_mode``), so those runs keep their hash.
-        pass_default: the workflow passes the option's group to ``taco pretrain`` even when every value
-            of the group is at its default (``False`` for ``tp``: its flags appear only when a value
-            differs, so the commands, and the params of runs trained before, stay the same).
-    """
-
-    group: str
-    key: str
-    name: str
-    default: Any
-    help: str
-    minimum: float | None = None
-    exclusive_minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[str, ...] | None = None
-    odd: bool = False
-    hash_always: bool = False
-    hash_when_default: bool = True
-    pass_default: bool = True
-
-    @property
-    def flag(self) -> str:
-        """The ``taco pretrain`` flag: ``--<group>-<key>`` with underscores as dashes."""
-        return f"--{self.group}-{self.key}".replace("_", "-")
-
-    @property
-    def config_path(self) -> str:
-        """Where a workflow config sets it: ``pretrain.<group>.<key>``."""
-        return f"pretrain.{self.group}.{self.key}"
-
-    @property
-    def type(self) -> type:
-        """``int``, ``float``, ``str`` or ``bool`` (the default's type)."""
-        return type(self.default)
-
-    def check(self, value: Any, where: str) -> str | None:
-        """The error message for a bad ``value`` (naming ``where``), or ``None`` when it is valid."""
-        if self.choices is not None:
-            return None if value in self.choices else f"{where} must be one of {', '.join(self.choices)}, got {value!r}"
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"{where} must be a number, got {value!r}"
-        if self.type is int and int(value) != value:
-            return f"{where} must be an integer, got {value!r}"
-        if self.minimum is not None and value < self.minimum:
-            return f"{where} must be >= {self.minimum:g}, got {value}"
-        if self.exclusive_minimum is not None and not value > self.exclusive_minimum:
-            return f"{where} must be > {self.exclusive_minimum:g}, got {value}"
-        if self.maximum is not None and value > self.maximum:
-            return f"{where} must be <= {self.maximum:g}, got {value}"
-        if self.odd and int(value) % 2 == 0:
-            return f"{where} must be odd, got {value}"
-        return None
-
-    def schema(self) -> dict[str, Any]:
-        """This option's JSON-schema property (``workflow/schemas/config.schema.yaml`` holds it)."""
-        if self.choices is not None:
-            out: dict[str, Any] = {"enum": list(self.choices)}
-        else:
-            out = {"type": "integer" if self.type is int else "number"}
-            for k, v in (("minimum", self.minimum), ("exclusiveMinimum", self.exclusive_minimum),
-                         ("maximum", self.maximum)):
-                if v is not None:
-                    out[k] = v
-        out["default"] = self.default
-        out["description"] = self.help
-        return out
+def option(group: str, key: str, name: str, default: Any, help: str, *, flag: str | None = None,
+           **kw: Any) -> Parameter:
+    """An objective option (a :class:`taco.parameters.Parameter`): config ``pretrain.<group>.<key>``,
+    flag ``--<group>-<key>`` (``flag`` keeps the old flag of a renamed key, so finished runs keep their
+    commands), ``name`` the model parameter (``config.taco_<name>``) and the config hash's key."""
+    return Parameter(flag or f"--{group}-{key}".replace("_", "-"), f"pretrain.{group}.{key}", name, default, help,
+                     **kw)
 
 
 LossTerms = Callable[..., dict[str, Any]]

@@ -11,7 +11,7 @@ loss of the same head stays comparable with every other objective's (the validat
 Options (group ``nce``; where Kong et al. give no detail it is an option, listed in
 ``taco deviations``):
 
-- ``negatives``: ``batch`` (default): the candidates are the distinct target tokens of the device
+- ``negative_source``: ``batch`` (default): the candidates are the distinct target tokens of the device
   batch, so every other masked token of the batch is a negative (in-batch negatives, no extra
   sampling); ``vocabulary``: those plus ``num_negatives`` tokens drawn uniformly from the vocabulary.
 - ``num_negatives``: K tokens drawn from the vocabulary per device batch (``vocabulary`` only).
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.objectives.base import Objective, Option, head_flops
+from taco.objectives.base import Objective, head_flops, option
 
 __all__ = ["DECLARED", "OPTIONS", "NEGATIVE_SOURCES", "nce_loss"]
 
@@ -36,13 +36,13 @@ NEGATIVE_SOURCES: tuple[str, ...] = ("batch", "vocabulary")
 CITATION = "Kong et al. (ICLR 2020), reimplemented from the description"
 
 OPTIONS = (
-    Option("nce", "negatives", "nce_negatives", "batch",
+    option("nce", "negative_source", "nce_negatives", "batch",
            "where BERT-NCE's negatives come from: batch = the other masked tokens' targets of the device "
            "batch; vocabulary = those plus num_negatives tokens drawn uniformly from the vocabulary",
-           choices=NEGATIVE_SOURCES),
-    Option("nce", "num_negatives", "nce_num_negatives", 1024,
-           "K tokens drawn uniformly from the vocabulary per device batch (negatives: vocabulary)", minimum=1),
-    Option("nce", "temperature", "nce_temperature", 1.0, "temperature dividing the InfoNCE scores (> 0)",
+           choices=NEGATIVE_SOURCES, flag="--nce-negatives"),
+    option("nce", "num_negatives", "nce_num_negatives", 1024,
+           "K tokens drawn uniformly from the vocabulary per device batch (negative_source: vocabulary)", minimum=1),
+    option("nce", "temperature", "nce_temperature", 1.0, "temperature dividing the InfoNCE scores (> 0)",
            exclusive_minimum=0),
 )
 

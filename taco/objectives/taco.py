@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from taco.objectives.base import Objective, Option, head_flops
+from taco.objectives.base import Objective, head_flops, option
 from taco.objectives.mlm import masked_mean, predict_tokens
 from taco.tc import DEFAULT_TEMPERATURE, NEGATIVE_POOLS
 
@@ -35,17 +35,17 @@ __all__ = ["DECLARED", "OPTIONS", "TacoObjective", "tc_anchor_mask"]
 TcPositions = Literal["all", "masked", "unmasked"]
 
 OPTIONS = (
-    Option("tc", "weight", "tc_weight", 1.0, "weight of the TC loss added to MLM (official code: 1.0)",
+    option("tc", "weight", "tc_weight", 1.0, "weight of the TC loss added to MLM (official code: 1.0)",
            minimum=0, hash_always=True),
-    Option("tc", "temperature", "tc_temperature", DEFAULT_TEMPERATURE,
+    option("tc", "temperature", "tc_temperature", DEFAULT_TEMPERATURE,
            "temperature tau of the TC loss's cosine-similarity score (paper Eq. 6; > 0)",
            exclusive_minimum=0, hash_always=True),
-    Option("tc", "window", "tc_window", 5, "positive window W: positives at offset +-1..+-floor(W/2) (odd, >= 3)",
+    option("tc", "window", "tc_window", 5, "positive window W: positives at offset +-1..+-floor(W/2) (odd, >= 3)",
            minimum=3, odd=True, hash_always=True),
-    Option("tc", "negatives", "tc_num_negatives", 50, "negatives K per anchor, from the other sequences (>= 1)",
-           minimum=1, hash_always=True),
+    option("tc", "num_negatives", "tc_num_negatives", 50, "negatives K per anchor, from the other sequences (>= 1)",
+           minimum=1, hash_always=True, flag="--tc-negatives"),
     # added after runs existed: at its default neither in the config hash nor on the command line
-    Option("tc", "negative_pool", "tc_negative_pool", "rank",
+    option("tc", "negative_pool", "tc_negative_pool", "rank",
            "where the negatives' sequences come from with several processes: rank = this process's device "
            "batch; all_ranks = every process's (all-gather of the detached keys; the official code's "
            "2-GPU DataParallel pool)", choices=NEGATIVE_POOLS, hash_when_default=False, pass_default=False),

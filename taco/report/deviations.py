@@ -285,8 +285,8 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
     checks = [
         ("max_steps", "pre-training steps", paper_steps["max_steps"], s["max_steps"],
          "compute budget of this configuration", "fewer steps: lower scores at the last budget"),
-        ("warmup_steps", "warmup steps", paper_steps["warmup_steps"], s.get("warmup_steps", 0),
-         "scaled with the run length", "minor"),
+        ("warmup_steps", "warmup steps", paper_steps["warmup_steps"], s.get("warmup_steps") if s.get("warmup_steps") is not None else
+         PRETRAIN_SCHEDULE[s.get("preset", role)]["warmup_steps"], "scaled with the run length", "minor"),
         ("global batch", "global batch (sequences per step)", PAPER_SETUP["global_batch"], batch,
          "memory / GPUs of this configuration", "a smaller batch sees fewer sequences per step and "
          "gives TACO fewer in-batch negatives to draw from; scores per step are lower"),
@@ -346,7 +346,7 @@ def recipe_deviations(config: Mapping[str, Any]) -> list[Deviation]:
                              "changes MLM's supervision density", key="pretrain.mlm_probability"))
     tc = pre.get("tc") or {}
     for k, label, line in (("weight", "TC weight", 33), ("temperature", "TC temperature tau", 32),
-                           ("window", "positive window W", 31), ("negatives", "negatives K", 30)):
+                           ("window", "positive window W", 31), ("num_negatives", "negatives K", 30)):
         paper = PAPER_SETUP["tc"][k]
         here = tc.get(k, paper)
         if _differs(paper, here):
@@ -409,9 +409,9 @@ def reimplementation_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             value = (config["pretrain"].get(opt.group) or {}).get(opt.key, opt.default)
             out.append(Deviation(
                 f"{obj.label}: {opt.help}", "not available in the texts at hand",
-                f"{opt.config_path} = {_fmt(value)}" + (" (default)" if value == opt.default else ""),
+                f"{opt.config_key} = {_fmt(value)}" + (" (default)" if value == opt.default else ""),
                 "reimplemented from the description: exposed as an option",
-                f"{obj.label}'s Table 4 row depends on it", kind="method", key=opt.config_path))
+                f"{obj.label}'s Table 4 row depends on it", kind="method", key=opt.config_key))
     return out
 
 

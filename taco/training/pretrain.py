@@ -71,6 +71,7 @@ from taco.errors import UsageError, is_disk_full
 from taco.manifest import MANIFEST_NAME, read_json_record, read_manifest, sha256_file, sha256_json, sha256_tree
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
+from taco.parameters import check_values
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.training.segment import Plan
 from taco.training.pretrain_state import state_dir_of, tensorboard_dir_of
@@ -118,8 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     recipe = p.add_argument_group("recipe (config pretrain.sizes.<size>.*, pretrain.mlm_probability; "
                                   "taco.training.recipe)")
     for f in (*RECIPE, *RECIPE_AFTER_OBJECTIVE):
-        kw: dict[str, Any] = {"choices": f.choices} if f.choices else {"type": f.type}
-        recipe.add_argument(f.flag, dest=f.dest, default=f.default, help=f"{f.help} (config {f.config_key()})", **kw)
+        f.add_to(recipe)
     add_objective_options(p)
     p.add_argument("--seed", type=int, default=42, help="pre-training seed (initialisation, data order, masks)")
     p.add_argument("--eval-every", type=int, default=0,
@@ -211,9 +211,12 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
     max_steps = args.max_steps if args.max_steps is not None else PRETRAIN_SCHEDULE[size]["max_steps"]
     warmup = args.warmup_steps if args.warmup_steps is not None else PRETRAIN_SCHEDULE[size]["warmup_steps"]
     until = args.until if args.until is not None else max_steps
-    for name, value, minimum in (("--max-steps", max_steps, 1), ("--warmup-steps", warmup, 0),
-                                 ("--until", until, 1), ("--per-device-batch-size", args.per_device_batch_size, 1),
-                                 ("--grad-accum", args.grad_accum, 1), ("--logging-steps", args.logging_steps, 1),
+    recipe = {**{f.name: getattr(args, f.name) for f in (*RECIPE, *RECIPE_AFTER_OBJECTIVE)},
+              "max_steps": max_steps, "warmup_steps": warmup}
+    errors = check_values((*RECIPE, *RECIPE_AFTER_OBJECTIVE), recipe)
+    if errors:
+        raise UsageError("; ".join(errors))
+    for name, value, minimum in (("--until", until, 1), ("--logging-steps", args.logging_steps, 1),
                                  ("--save-every", args.save_every, 0), ("--keep-states", args.keep_states, 1),
                                  ("--eval-every", getattr(args, "eval_every", 0), 0)):
         if value < minimum:
@@ -287,8 +290,7 @@ def add_objective_options(p: argparse.ArgumentParser) -> None:
         if opt.group not in groups:
             users = [o.name for o in OBJECTIVE_SPECS.values() if opt.group in o.options]
             groups[opt.group] = p.add_argument_group(f"{opt.group} options (objectives: {', '.join(users)})")
-        kw: dict[str, Any] = {"choices": opt.choices} if opt.choices else {"type": opt.type}
-        groups[opt.group].add_argument(opt.flag, dest=opt.name, default=opt.default, help=opt.help, **kw)
+        opt.add_to(groups[opt.group], help_suffix="")
 
 
 def _option_values(args: argparse.Namespace) -> dict[str, Any]:

@@ -55,7 +55,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS
-from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE, RecipeFlag
+from taco.evaluation.finetune_recipe import FINETUNE_PARAMETERS
+from taco.parameters import Parameter
+from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.workflow import config as wc
 
 #: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
@@ -251,10 +253,11 @@ class Commands:
             "--until", wildcards.step] + (
             ["--eval-every", _s(s["eval_every"])] if int(s.get("eval_every", 0) or 0) > 0 else [])
 
-    def _recipe_args(self, flags: Sequence[RecipeFlag], wildcards: Any) -> list[str]:
+    def _recipe_args(self, flags: Sequence[Parameter], wildcards: Any) -> list[str]:
         """``--max-steps 150 --warmup-steps 15 ...``: the recipe parameters (``taco.training.recipe``)
-        from the configuration, in declaration order."""
-        return [w for f in flags for w in (f.flag, _s(f.value(self.config, wildcards.size)))]
+        from the configuration, in declaration order; a parameter the configuration leaves at a ``None``
+        default (the preset's) is not written, and ``taco pretrain`` applies the same default."""
+        return [w for f in flags if (v := f.value(self.config, wildcards.size)) is not None for w in (f.flag, _s(v))]
 
     def _objective_args(self, wildcards: Any) -> list[str]:
         """The option flags of the run's objective (``taco.objectives``: its option groups, from
@@ -342,9 +345,10 @@ class Commands:
         args = self._taco("finetune") + ["--glue-source", g["source"]]
         if g["source"] == "local":
             args += ["--glue-dir", wc.substitute_root(g["data_dir"], self.config)]
-        args += ["--max-length", _s(ft["max_length"]), "--batch-size", _s(ft["batch_size"]),
-                 "--lr", _s(hp["learning_rate"]), "--epochs", _s(hp["epochs"]),
-                 "--warmup-steps", _s(ft["warmup_steps"]), "--report-rule", ft["report_rule"]]
+        recipe = lambda *names: [w for n in names for w in (FINETUNE_PARAMETERS[n].flag,  # noqa: E731
+                                                             _s(FINETUNE_PARAMETERS[n].value(self.config)))]
+        args += [*recipe("max_length", "batch_size"), "--lr", _s(hp["learning_rate"]), "--epochs", _s(hp["epochs"]),
+                 *recipe("warmup_steps", "report_rule")]
         if ft["max_train_samples"]:
             args += ["--max-train-samples", _s(ft["max_train_samples"])]
         if ft["max_eval_samples"]:

@@ -14,11 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options
-from taco.registry import (
-    GLUE_TASK_NAMES, OBJECTIVES, PRESETS, budget_name,
-)
-from taco.registry import MNLI_START_TASKS
 from taco import registry
+from taco.registry import GLUE_TASK_NAMES, MNLI_START_TASKS, OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE, budget_name
 
 class ConfigError(ValueError):
     """A configuration value that cannot work; the message starts with the key's path."""
@@ -317,8 +314,12 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"{key}.budgets: must be strictly increasing, got {b}")
         if b[-1] > s["max_steps"]:
             raise ConfigError(f"{key}.budgets: budget {b[-1]} is beyond max_steps={s['max_steps']}")
-        if s.get("warmup_steps", 0) >= s["max_steps"]:
-            raise ConfigError(f"{key}.warmup_steps: {s['warmup_steps']} >= max_steps={s['max_steps']}")
+        warmup = s.get("warmup_steps")
+        if warmup is None:  # the preset's, as taco pretrain applies it
+            warmup = PRETRAIN_SCHEDULE[s["preset"]]["warmup_steps"]
+        if warmup >= s["max_steps"]:
+            raise ConfigError(f"{key}.warmup_steps: {warmup}{'' if 'warmup_steps' in s else ' (the preset default)'} "
+                              f">= max_steps={s['max_steps']}")
     for i, entry in enumerate(pre["runs"]):
         batch = sizes[entry["size"]].get("per_device_batch_size")
         short = [v for v in entry["objectives"]
@@ -331,7 +332,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
     values, where = {}, {}
     for opt in OPTIONS.values():  # the option checks declared by the objective modules
         values[opt.name] = (pre.get(opt.group) or {}).get(opt.key, opt.default)
-        where[opt.name] = opt.config_path
+        where[opt.name] = opt.config_key
     errors = check_options(values, where)
     if errors:
         raise ConfigError("; ".join(errors))

@@ -265,7 +265,7 @@ def _global_batch(s: dict[str, Any]) -> int:
 def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
     """Per pre-training run: steps, tokens, FLOPs, GPU-hours, wall hours of the longest segment."""
     V, L = vocab_size(config), int(config["max_seq_length"])
-    options = {"tc_num_negatives": int(config["pretrain"]["tc"]["negatives"]),
+    options = {"tc_num_negatives": int(config["pretrain"]["tc"]["num_negatives"]),
                "mlm_probability": float(config["pretrain"]["mlm_probability"])}
     out = []
     for r in wc.runs(config):

@@ -29,6 +29,10 @@ MAX_ERRORS = 8
 RENAMED_KEYS = {
     "pretrain.runs[].variants": "objectives",
     "dynamics.variants": "objectives",
+    # one word per concept: `negatives` was a count under tc and a source under nce (flags and the
+    # hashed parameter names stay: --tc-negatives / tc_num_negatives, --nce-negatives / nce_negatives)
+    "pretrain.tc.negatives": "num_negatives",
+    "pretrain.nce.negatives": "negative_source",
 }
 
 _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true/false",

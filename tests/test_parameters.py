@@ -1,0 +1,91 @@
+"""taco.parameters: every parameter a command takes from the configuration is declared once, and its
+flag, default, check and schema property come from that declaration (the objective options, the
+pre-training recipe, the fine-tuning recipe)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from taco.evaluation.finetune import build_parser as finetune_parser
+from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
+from taco.objectives import OPTIONS
+from taco.parameters import SIZE, Parameter, check_values
+from taco.training.pretrain import build_parser as pretrain_parser
+from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+PRETRAIN = (*RECIPE, *RECIPE_AFTER_OBJECTIVE, *OPTIONS.values())
+
+
+def _schema_property(config_key: str) -> dict:
+    node = SCHEMA
+    for part in config_key.split("."):
+        node = node["additionalProperties"] if part == SIZE else node["properties"][part]
+    return node
+
+
+@pytest.mark.parametrize("param", [*PRETRAIN, *FINETUNE_RECIPE], ids=lambda p: p.config_key)
+def test_the_schema_property_is_the_declarations(param):
+    """Type or choices, bounds and default as declared (a default of None: none in the schema either)."""
+    prop = _schema_property(param.config_key)
+    declared = param.schema()
+    for key in ("type", "enum", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "default"):
+        assert prop.get(key) == declared.get(key), (param.config_key, key, prop.get(key), declared.get(key))
+
+
+@pytest.mark.parametrize("parser,params", [(pretrain_parser, PRETRAIN), (finetune_parser, FINETUNE_RECIPE)],
+                         ids=["pretrain", "finetune"])
+def test_the_command_flag_has_the_declared_default_and_names_its_config_key(parser, params):
+    actions = {a.option_strings[0]: a for a in parser()._actions if a.option_strings}
+    for p in params:
+        action = actions[p.flag]
+        assert action.dest == p.name and action.default == p.default, p.flag
+        assert action.choices == (list(p.choices) if isinstance(action.choices, list) else p.choices) or not p.choices
+        if p in RECIPE or p in FINETUNE_RECIPE:
+            assert p.config_key in action.help, p.flag
+
+
+def test_one_declaration_per_name_and_per_flag():
+    for params in (PRETRAIN, FINETUNE_RECIPE):
+        assert len({p.name for p in params}) == len(params)
+        assert len({p.flag for p in params}) == len(params)
+
+
+def test_checks_name_the_flag_or_the_key():
+    lr = next(p for p in RECIPE if p.name == "lr")
+    assert lr.check(0.0) == "--lr must be > 0, got 0.0"
+    assert lr.check(1e-4) is None
+    mlm = next(p for p in RECIPE if p.name == "mlm_probability")
+    assert mlm.check(1.0, "pretrain.mlm_probability") == "pretrain.mlm_probability must be < 1, got 1.0"
+    assert check_values(FINETUNE_RECIPE, {"max_length": 4, "report_rule": "first", "batch_size": 8}) == [
+        "--max-length must be >= 8, got 4", "--report-rule must be one of last, best, got 'first'"]
+    window = OPTIONS["tc_window"]
+    assert window.check(4, "pretrain.tc.window") == "pretrain.tc.window must be odd, got 4"
+
+
+def test_a_renamed_config_key_keeps_its_flag_and_hashed_name():
+    """`pretrain.tc.num_negatives` and `pretrain.nce.negative_source` (one word per concept) kept the
+    flags and parameter names of finished runs' commands and config hashes."""
+    assert (OPTIONS["tc_num_negatives"].config_key, OPTIONS["tc_num_negatives"].flag) == (
+        "pretrain.tc.num_negatives", "--tc-negatives")
+    assert (OPTIONS["nce_negatives"].config_key, OPTIONS["nce_negatives"].flag) == (
+        "pretrain.nce.negative_source", "--nce-negatives")
+
+
+def test_a_parameter_without_default_needs_a_type():
+    with pytest.raises(ValueError, match="needs its type"):
+        Parameter("--x", "pretrain.x", "x", None, "x")
+    assert Parameter("--x", "pretrain.x", "x", None, "x", type=int).schema() == {"type": "integer", "description": "x"}
+
+
+def test_value_reads_the_config_with_the_size_and_the_declared_default():
+    config = {"pretrain": {"sizes": {"tiny": {"learning_rate": 3e-4}}, "tc": {}},
+              "finetune": {"max_length": 64}}
+    lr = next(p for p in RECIPE if p.name == "lr")
+    assert lr.value(config, "tiny") == 3e-4 and lr.where("tiny") == "pretrain.sizes.tiny.learning_rate"
+    assert OPTIONS["tc_window"].value(config) == 5
+    assert FINETUNE_RECIPE[0].value(config) == 64 and FINETUNE_RECIPE[1].value(config) == 32
