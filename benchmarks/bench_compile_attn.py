@@ -1,6 +1,6 @@
 """Pre-training step throughput: torch.compile against eager, SDPA attention against eager attention.
 
-Three setups of the same ``taco.model.modeling.TacoForPreTraining`` (same weights, same batch), per
+Three setups of the same ``taco.model.modeling.PreTrainingModel`` (same weights, same batch), per
 objective, in one run:
 
 - ``eager-sdpa``: eager PyTorch, ``attn_implementation="sdpa"`` (the model's default: fused
@@ -44,12 +44,12 @@ def _sync(dev) -> None:
 
 def synthetic_batch(batch: int, seq_len: int, vocab: int, device: Any) -> dict[str, Any]:
     """A fixed pre-training batch (generator seed 0): ``[CLS] random ids [SEP]`` rows of shape
-    (batch, seq_len), corrupted by BERT's 80/10/10 rule at 0.15 (``taco.objectives.masking.mask_tokens``),
+    (batch, seq_len), corrupted by BERT's 80/10/10 rule at 0.15 (``taco.model.masking.mask_tokens``),
     as ``input_ids``, ``attention_mask``, ``labels``, ``original_input_ids`` on ``device``. Shared by the
     benchmarks that time model steps (here and ``device_check``)."""
     import torch
 
-    from taco.objectives.masking import mask_tokens
+    from taco.model.masking import mask_tokens
 
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(5, vocab, (batch, seq_len), generator=g)
@@ -72,7 +72,7 @@ def measure(device: str, size: str, batch: int, seq_len: int, precision: str, ob
     """
     import torch
 
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
 
     dev = torch.device(device)
     amp = torch.bfloat16 if precision == "bf16" else None
@@ -89,7 +89,7 @@ def measure(device: str, size: str, batch: int, seq_len: int, precision: str, ob
         for setup in setups:
             mode, impl = setup.split("-")
             torch.manual_seed(0)
-            model = TacoForPreTraining(bert_config(size, vocab, attn_implementation=impl), objective, **kw)
+            model = PreTrainingModel(bert_config(size, vocab, attn_implementation=impl), objective, **kw)
             if state is None:
                 state = model.state_dict()
             else:

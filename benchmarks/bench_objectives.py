@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 
 from taco.tc.loss import tc_loss
-from taco.model.modeling import SIZES, TacoForPreTraining, bert_config
-from taco.objectives.masking import mask_tokens
+from taco.model.modeling import SIZES, PreTrainingModel, bert_config
+from taco.model.masking import mask_tokens
 from taco.registry import OBJECTIVES
 from taco.tc.sampling import sample_negative_index, sample_positive_index
 
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = {}
     for name in objectives:
         torch.manual_seed(args.seed)
-        model = TacoForPreTraining(config, name, tc_num_negatives=args.negatives).to(device).train()
+        model = PreTrainingModel(config, name, tc_num_negatives=args.negatives).to(device).train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
         scaler = torch.amp.GradScaler(device.type, enabled=args.dtype == "fp16")
 

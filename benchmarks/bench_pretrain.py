@@ -2,7 +2,7 @@
 
 - official: ``BertForMaskedLM`` + ``DataCollatorForLanguageModeling`` (mlm_probability 0.15): the
   vocabulary projection runs at every position (dense), as run_mlm.py in the TACO repo does;
-- ours: ``taco.model.modeling.TacoForPreTraining`` (objective ``mlm`` by default) + ``taco.model.collator.TacoCollator``:
+- ours: ``taco.model.modeling.PreTrainingModel`` (objective ``mlm`` by default) + ``taco.model.collator.PreTrainingCollator``:
   the projection runs only at the selected positions (sparse prediction).
 
 One measured step = collate one batch + forward + backward + AdamW step (what a training step of
@@ -69,8 +69,8 @@ def main(argv=None) -> int:
 
     from transformers import BertForMaskedLM, DataCollatorForLanguageModeling
 
-    from taco.model.collator import TacoCollator
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.collator import PreTrainingCollator
+    from taco.model.modeling import PreTrainingModel, bert_config
 
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -87,11 +87,11 @@ def main(argv=None) -> int:
     torch.manual_seed(a.seed)
     config = bert_config(a.size, len(tok))
     official = BertForMaskedLM(config).to(dev)
-    ours = TacoForPreTraining(config, objective=a.objective).to(dev)
+    ours = PreTrainingModel(config, objective=a.objective).to(dev)
     ours.load_state_dict(official.state_dict(), strict=True)  # same weights
     setups = {
         "official": (official, DataCollatorForLanguageModeling(tok, mlm_probability=0.15)),
-        "ours": (ours, TacoCollator(tok, mlm_probability=0.15)),
+        "ours": (ours, PreTrainingCollator(tok, mlm_probability=0.15)),
     }
     opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01) for k, (m, _) in setups.items()}
     scalers = {k: torch.amp.GradScaler("cuda", enabled=precision == "fp16") for k in setups}
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
           f"(collate + fwd + bwd + AdamW), alternating")
     print(f"  official BertForMaskedLM + DataCollatorForLanguageModeling (dense): {tps['official']:,.0f} tokens/s "
           f"({med['official'] * 1000:.1f} ms/step)")
-    print(f"  ours TacoForPreTraining[{a.objective}] + TacoCollator (sparse):     {tps['ours']:,.0f} tokens/s "
+    print(f"  ours PreTrainingModel[{a.objective}] + PreTrainingCollator (sparse):     {tps['ours']:,.0f} tokens/s "
           f"({med['ours'] * 1000:.1f} ms/step)")
     print(f"  ratio (ours / official, tokens/s): {tps['ours'] / tps['official']:.2f}x")
     return 0

@@ -416,7 +416,7 @@ def part_mfu(mode: str, res: PartResult, deadline: float, work: Path, peak_tflop
     """Pre-training step throughput and MFU per preset and objective (synthetic batch on the device)."""
     import torch
 
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
     from taco.flops import BERT_VOCAB_SIZE, H200_BF16_DENSE_TFLOPS, mfu, pretrain_flops_per_token
 
     s = SETTINGS[mode]["mfu"]
@@ -441,7 +441,7 @@ def part_mfu(mode: str, res: PartResult, deadline: float, work: Path, peak_tflop
                 res.set("runs", rows)
                 continue
             torch.manual_seed(0)
-            model = TacoForPreTraining(bert_config(preset, V), objective).to(device).train()
+            model = PreTrainingModel(bert_config(preset, V), objective).to(device).train()
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
 
             def step():

@@ -9,8 +9,8 @@ come from different loads and are not comparable).
 What runs, per objective: the ``taco pretrain`` command the workflow would run for the size's last
 budget (``taco.workflow.commands.Commands.pretrain_args``: preset, sequence length, per-device batch,
 gradient accumulation, precision, learning-rate schedule, TC and other objective options), parsed
-and checked by ``taco.training.pretrain.make_plan``, then the same model (``TacoForPreTraining``),
-collator (``TacoCollator`` under the per-batch seeded masking) and Trainer subclass with the same
+and checked by ``taco.training.pretrain.make_segment_plan``, then the same model (``PreTrainingModel``),
+collator (``PreTrainingCollator`` under the per-batch seeded masking) and Trainer subclass with the same
 ``TrainingArguments`` as ``taco.training.pretrain_trainer.run``, and ``Trainer.train()`` itself.
 Not run: the run log and progress callbacks, saving (``--save-every 0``), in-segment validation
 (``--eval-every``), and, where ``num_gpus > 1``, the other processes (one process's step: no
@@ -225,7 +225,7 @@ def measure(configfiles: list[str], size: str | None = None, objectives: list[st
 
     Raises:
         ValueError: a bad count, an unknown size or objective (names the option or config key);
-        the errors of ``taco.workflow.plan.load_config`` and ``taco.training.pretrain.make_plan``.
+        the errors of ``taco.workflow.plan.load_config`` and ``taco.training.pretrain.make_segment_plan``.
     """
     for name, value in (("--steps", steps), ("--warmup", warmup), ("--block", block)):
         if value < 1:
@@ -317,25 +317,25 @@ def measure(configfiles: list[str], size: str | None = None, objectives: list[st
 
 
 def _setup(config: dict[str, Any], size: str, objective: str, blocks: Path, work: Path, device: str) -> dict[str, Any]:
-    """Plan (``make_plan``), model, collator and Trainer of one objective, as ``taco pretrain`` builds them."""
+    """Plan (``make_segment_plan``), model, collator and Trainer of one objective, as ``taco pretrain`` builds them."""
     import torch
     from transformers import AutoTokenizer, set_seed
     from datasets import load_from_disk
 
-    from taco.model.collator import TacoCollator
-    from taco.model.modeling import TacoForPreTraining, bert_config
-    from taco.training.pretrain import build_parser, make_plan
+    from taco.model.collator import PreTrainingCollator
+    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.training.pretrain import build_parser, make_segment_plan
     from taco.training.pretrain_trainer import _SeededMaskingCollator, _make_trainer_classes, _training_arguments
 
     args = build_parser().parse_args(_pretrain_argv(config, size, objective, blocks, work, device))
-    plan = make_plan(args)
+    plan = make_segment_plan(args)
     tokenizer = AutoTokenizer.from_pretrained(str(plan.blocks / "tokenizer"))
     train = load_from_disk(str(plan.blocks))["train"].select_columns(["input_ids"])
     set_seed(args.seed)
-    model = TacoForPreTraining(bert_config(args.size, plan.vocab_size, attn_implementation=args.attn_implementation),
+    model = PreTrainingModel(bert_config(args.size, plan.vocab_size, attn_implementation=args.attn_implementation),
                                objective=args.objective, **plan.objective_params)
     targs = _training_arguments(plan, plan.state_dir)
-    inner = TacoCollator(tokenizer, mlm_probability=args.mlm_probability, objective=args.objective,
+    inner = PreTrainingCollator(tokenizer, mlm_probability=args.mlm_probability, objective=args.objective,
                          objective_params=plan.objective_params)
     collator = _SeededMaskingCollator(inner, args.seed, targs.process_index)
     PretrainTrainer, _, _ = _make_trainer_classes()

@@ -67,7 +67,7 @@ def encoder_matmul_params(preset: str) -> int:
 
 
 def parameter_count(preset: str, vocab_size: int = BERT_VOCAB_SIZE) -> int:
-    """All parameters of ``TacoForPreTraining`` (= ``BertForMaskedLM`` without pooler), decoder tied.
+    """All parameters of ``PreTrainingModel`` (= ``BertForMaskedLM`` without pooler), decoder tied.
 
     Embeddings (word V x H, position 512 x H, token type 2 x H, LayerNorm 2H), per layer Q/K/V/O
     (4 (H^2 + H)), attention LayerNorm (2H), FFN (H I + I + I H + H), output LayerNorm (2H), MLM head

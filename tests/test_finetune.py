@@ -22,10 +22,10 @@ from shared_data import bert_tokenizer as _bert_tokenizer  # noqa: E402
 
 
 def _checkpoint(path: Path, tok, vocab_size: int | None = None) -> Path:
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
 
     torch.manual_seed(0)
-    model = TacoForPreTraining(bert_config("tiny", vocab_size or len(tok)), objective="taco")
+    model = PreTrainingModel(bert_config("tiny", vocab_size or len(tok)), objective="taco")
     model.save_pretrained(str(path))
     tok.save_pretrained(str(path))
     write_manifest(path, build_manifest("pretrain", {}, step=10, tokens_seen=1280, objective="taco", size="tiny",

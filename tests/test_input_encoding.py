@@ -57,13 +57,13 @@ def test_finetune_exits_2_naming_the_file_before_training(tmp_path, capsys):
 
     from taco.evaluation import finetune
     from taco.manifest import build_manifest, write_manifest
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
 
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(59)]
     tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)}, do_lower_case=True)
     ckpt = tmp_path / "step-10"
     torch.manual_seed(0)
-    TacoForPreTraining(bert_config("tiny", len(tok)), objective="mlm").save_pretrained(str(ckpt))
+    PreTrainingModel(bert_config("tiny", len(tok)), objective="mlm").save_pretrained(str(ckpt))
     tok.save_pretrained(str(ckpt))
     write_manifest(ckpt, build_manifest("pretrain", {}, step=10, tokens_seen=1, objective="mlm", size="tiny",
                                         size_preset="tiny", fraction=1.0, config_hash="x", parent_checkpoint=None,

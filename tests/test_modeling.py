@@ -1,4 +1,4 @@
-"""TacoForPreTraining: presets, loss components per objective, sparse == dense, TC gradients,
+"""PreTrainingModel: presets, loss components per objective, sparse == dense, TC gradients,
 plain-BERT round trip, and use inside a Hugging Face Trainer."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from transformers.utils import logging as hf_logging
 
-from taco.model.modeling import SIZES, TacoForPreTraining, bert_config
+from taco.model.modeling import SIZES, PreTrainingModel, bert_config
 from taco.model.masking import mask_tokens
 from taco.registry import OBJECTIVES
 
@@ -32,7 +32,7 @@ def _batch(B=4, L=24, seed=0, p=0.3):
 
 def _model(objective, **kw):
     torch.manual_seed(0)
-    return TacoForPreTraining(bert_config("tiny", V), objective, **kw)
+    return PreTrainingModel(bert_config("tiny", V), objective, **kw)
 
 
 def test_presets():
@@ -139,18 +139,18 @@ def test_bf16_autocast_forward(device):
 
 def test_objective_params_live_in_config_and_errors():
     cfg = bert_config("tiny", V)
-    a = TacoForPreTraining(cfg, "mlm")
-    b = TacoForPreTraining(cfg, "taco", tc_temperature=0.1, tc_num_negatives=7)
+    a = PreTrainingModel(cfg, "mlm")
+    b = PreTrainingModel(cfg, "taco", tc_temperature=0.1, tc_num_negatives=7)
     assert a.config.taco_objective == "mlm" and b.config.taco_objective == "taco"
     assert not hasattr(cfg, "taco_objective"), "the caller's config must not be mutated"
     assert b.objective_params["tc_temperature"] == 0.1 and b.config.taco_tc_num_negatives == 7
     assert b.config.taco_tc_window == 5 and b.config.taco_tc_weight == 1.0
     with pytest.raises(ValueError, match="unknown objective"):
-        TacoForPreTraining(cfg, "electra")
+        PreTrainingModel(cfg, "electra")
     with pytest.raises(TypeError, match="unknown objective parameter"):
-        TacoForPreTraining(cfg, "taco", tau=0.1)
+        PreTrainingModel(cfg, "taco", tau=0.1)
     with pytest.raises(ValueError, match="odd"):
-        TacoForPreTraining(cfg, "taco", tc_window=4)
+        PreTrainingModel(cfg, "taco", tc_window=4)
 
 
 def test_save_pretrained_loads_as_plain_bert(tmp_path):
@@ -175,7 +175,7 @@ def test_save_pretrained_loads_as_plain_bert(tmp_path):
         assert type(clf).__name__ == "BertForSequenceClassification"
         assert torch.equal(clf.bert(**kw).last_hidden_state, ours)
 
-        back = TacoForPreTraining.from_pretrained(tmp_path).eval()
+        back = PreTrainingModel.from_pretrained(tmp_path).eval()
         assert back.config.taco_objective == "taco_concentrated" and back.config.taco_tc_temperature == 0.05
         assert torch.equal(back.bert(**kw).last_hidden_state, ours)
 
@@ -183,7 +183,7 @@ def test_save_pretrained_loads_as_plain_bert(tmp_path):
 def test_trainer_runs_with_collator(tmp_path, device):
     from transformers import BertTokenizerFast, Trainer, TrainingArguments
 
-    from taco.model.collator import TacoCollator
+    from taco.model.collator import PreTrainingCollator
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]
     tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)})
@@ -196,7 +196,7 @@ def test_trainer_runs_with_collator(tmp_path, device):
         bf16=device.type == "cuda" and torch.cuda.is_bf16_supported(),
     )
     model = _model("taco")
-    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=TacoCollator(tok))
+    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=PreTrainingCollator(tok))
     result = trainer.train()
     assert next(model.parameters()).device.type == device.type
     assert result.global_step == 2 and torch.isfinite(torch.tensor(result.training_loss))
@@ -243,7 +243,7 @@ def test_checkpoint_names_bert_for_masked_lm_and_loads_without_taco(tmp_path):
     cfg = json.loads((tmp_path / "ckpt" / "config.json").read_text())
     assert cfg["architectures"] == ["BertForMaskedLM"] and cfg["model_type"] == "bert"
     assert cfg["taco_objective"] == "taco"
-    assert TacoForPreTraining.from_pretrained(tmp_path / "ckpt").objective.name == "taco"
+    assert PreTrainingModel.from_pretrained(tmp_path / "ckpt").objective.name == "taco"
     code = f"""
 import json, sys, torch
 from transformers import AutoModelForMaskedLM, pipeline
@@ -260,5 +260,5 @@ print(json.dumps({{"n": len(preds), "cls": type(m).__name__, "same": same, "taco
     assert run.returncode == 0, run.stderr[-2000:]
     res = json.loads(run.stdout.strip().splitlines()[-1])
     assert res == {"n": 3, "cls": "BertForMaskedLM", "same": True, "taco": False}
-    sd = TacoForPreTraining.from_pretrained(tmp_path / "ckpt").state_dict()
+    sd = PreTrainingModel.from_pretrained(tmp_path / "ckpt").state_dict()
     assert all(torch.equal(sd[k], v) for k, v in model.state_dict().items())

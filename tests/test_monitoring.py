@@ -108,13 +108,13 @@ def checkpoint(tmp_path_factory):
 
     from taco.data.synthetic_language import vocabulary
     from taco.manifest import build_manifest, write_manifest
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
 
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + vocabulary()
     tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True)
     path = tmp_path_factory.mktemp("ft") / "step-10"
     torch.manual_seed(0)
-    TacoForPreTraining(bert_config("tiny", len(tok)), objective="mlm").save_pretrained(str(path))
+    PreTrainingModel(bert_config("tiny", len(tok)), objective="mlm").save_pretrained(str(path))
     tok.save_pretrained(str(path))
     write_manifest(path, build_manifest("pretrain", {}, step=10, objective="mlm", size="tiny", size_preset="tiny",
                                         fraction=1.0, config_hash="x", parent_checkpoint=None))

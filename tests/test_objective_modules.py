@@ -12,8 +12,8 @@ import torch
 import yaml
 from transformers.utils import logging as hf_logging
 
-from taco.model.collator import TacoCollator
-from taco.model.modeling import TacoForPreTraining, bert_config
+from taco.model.collator import PreTrainingCollator
+from taco.model.modeling import PreTrainingModel, bert_config
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options, schema_sections
 
 hf_logging.set_verbosity_error()
@@ -35,14 +35,14 @@ def _batch(tokenizer, objective=None, seed=0, B=4, L=20, **params):
     for b in range(B):
         n = L - 2 - (6 if b == 1 else 0)  # row 1 is shorter: padding
         rows.append({"input_ids": [2] + torch.randint(5, V, (n,), generator=g).tolist() + [3]})
-    collator = TacoCollator(tokenizer, mlm_probability=0.3, generator=torch.Generator().manual_seed(seed + 1),
+    collator = PreTrainingCollator(tokenizer, mlm_probability=0.3, generator=torch.Generator().manual_seed(seed + 1),
                             objective=objective, objective_params=params)
     return collator(rows)
 
 
 def _model(objective, **params):
     torch.manual_seed(0)
-    return TacoForPreTraining(bert_config("tiny", V), objective=objective, **params)
+    return PreTrainingModel(bert_config("tiny", V), objective=objective, **params)
 
 
 def _independent_nce(model, batch, candidates, temperature):

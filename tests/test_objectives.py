@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from taco.model.collator import TacoCollator
+from taco.model.collator import PreTrainingCollator
 from taco.objectives import get_objective
 from taco.model.masking import mask_tokens
 from taco.objectives.taco import tc_anchor_mask
@@ -102,7 +102,7 @@ def test_masking_reproducible_and_errors():
 def test_collator_equal_length_blocks(tokenizer):
     g = torch.Generator().manual_seed(0)
     blocks = [[2] + torch.randint(5, 100, (62,), generator=g).tolist() + [3] for _ in range(64)]
-    coll = TacoCollator(tokenizer, mlm_probability=0.15, generator=torch.Generator().manual_seed(0))
+    coll = PreTrainingCollator(tokenizer, mlm_probability=0.15, generator=torch.Generator().manual_seed(0))
     batch = coll([{"input_ids": b} for b in blocks])
     assert set(batch) == {"input_ids", "attention_mask", "labels", "original_input_ids"}
     for v in batch.values():
@@ -113,13 +113,13 @@ def test_collator_equal_length_blocks(tokenizer):
     assert not sel[:, 0].any() and not sel[:, -1].any(), "[CLS]/[SEP] selected"
     assert _within(int(sel.sum()), 64 * 62, 0.15)
     # the collator's own generator makes batches reproducible
-    again = TacoCollator(tokenizer, generator=torch.Generator().manual_seed(0))([{"input_ids": b} for b in blocks])
+    again = PreTrainingCollator(tokenizer, generator=torch.Generator().manual_seed(0))([{"input_ids": b} for b in blocks])
     assert all(torch.equal(batch[k], again[k]) for k in batch)
 
 
 def test_collator_pads_unequal_lengths(tokenizer):
     feats = [{"input_ids": tokenizer("w1 w2 w3 w4 w5 w6").input_ids}, {"input_ids": tokenizer("w7").input_ids}]
-    batch = TacoCollator(tokenizer, mlm_probability=1.0)(feats)
+    batch = PreTrainingCollator(tokenizer, mlm_probability=1.0)(feats)
     assert batch["input_ids"].shape == (2, 8)
     assert batch["attention_mask"].tolist() == [[1] * 8, [1, 1, 1, 0, 0, 0, 0, 0]]
     assert batch["original_input_ids"][1].tolist() == [2, 12, 3, 0, 0, 0, 0, 0]  # w7 = id 12
@@ -130,8 +130,8 @@ def test_collator_pads_unequal_lengths(tokenizer):
 
 def test_collator_errors(tokenizer):
     with pytest.raises(ValueError, match="empty"):
-        TacoCollator(tokenizer)([])
+        PreTrainingCollator(tokenizer)([])
     with pytest.raises(ValueError, match="input_ids"):
-        TacoCollator(tokenizer)([{"text": "x"}])
+        PreTrainingCollator(tokenizer)([{"text": "x"}])
     with pytest.raises(ValueError, match="mlm_probability"):
-        TacoCollator(tokenizer, mlm_probability=-0.1)
+        PreTrainingCollator(tokenizer, mlm_probability=-0.1)

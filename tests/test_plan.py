@@ -18,10 +18,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_parameter_count_equals_the_model():
     pytest.importorskip("torch")
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
 
     for preset, vocab in (("tiny", 1000), ("small", 30522)):
-        model = TacoForPreTraining(bert_config(preset, vocab))
+        model = PreTrainingModel(bert_config(preset, vocab))
         assert flops.parameter_count(preset, vocab) == sum(p.numel() for p in model.parameters())
 
 
@@ -33,7 +33,7 @@ def test_pretrain_flops_equal_torch_flop_counter(objective):
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
 
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
     from taco.model.masking import mask_tokens
 
     V, B, L, K = 1000, 2, 64, 16
@@ -41,7 +41,7 @@ def test_pretrain_flops_equal_torch_flop_counter(objective):
     ids = torch.randint(5, V, (B, L), generator=g)
     attn = torch.ones(B, L, dtype=torch.long)
     corrupted, labels = mask_tokens(ids, torch.zeros(B, L, dtype=torch.bool), attn, 4, V, 0.15, generator=g)
-    model = TacoForPreTraining(bert_config("tiny", V, attn_implementation="eager"), objective, tc_num_negatives=K)
+    model = PreTrainingModel(bert_config("tiny", V, attn_implementation="eager"), objective, tc_num_negatives=K)
     counter = FlopCounterMode(display=False)
     with counter:
         model(input_ids=corrupted, attention_mask=attn, labels=labels, original_input_ids=ids).loss.backward()
@@ -114,7 +114,7 @@ def test_nce_flops_are_torch_count_minus_the_no_gradient_diagnostic():
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
 
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
     from taco.model.masking import mask_tokens
 
     V, B, L, H = 200, 2, 64, 128
@@ -123,7 +123,7 @@ def test_nce_flops_are_torch_count_minus_the_no_gradient_diagnostic():
     attn = torch.ones(B, L, dtype=torch.long)
     corrupted, labels = mask_tokens(ids, torch.zeros(B, L, dtype=torch.bool), attn, 4, V, 0.15, generator=g)
     torch.manual_seed(0)
-    model = TacoForPreTraining(bert_config("tiny", V, attn_implementation="eager"), "bert_nce",
+    model = PreTrainingModel(bert_config("tiny", V, attn_implementation="eager"), "bert_nce",
                                nce_negatives="vocabulary", nce_num_negatives=20000)
     counter = FlopCounterMode(display=False)
     with counter:

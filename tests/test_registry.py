@@ -114,7 +114,7 @@ def test_adding_an_objective_is_one_module(tmp_path):
 import json, torch
 from snakemake.utils import validate
 from taco.workflow import config as wc
-from taco.model.modeling import TacoForPreTraining, bert_config
+from taco.model.modeling import PreTrainingModel, bert_config
 from taco.training.pretrain import build_parser
 from taco.report.style import objective_style
 from taco.report.tables import main as tables_main
@@ -125,7 +125,7 @@ cfg = yaml.safe_load(open({str(cfg)!r}))
 validate(cfg, "workflow/schemas/config.schema.yaml")
 wc.check_config(cfg)
 torch.manual_seed(0)
-model = TacoForPreTraining(bert_config("tiny", vocab_size=100), objective="toy", toy_weight=0.25).eval()
+model = PreTrainingModel(bert_config("tiny", vocab_size=100), objective="toy", toy_weight=0.25).eval()
 ids = torch.randint(5, 100, (4, 16))
 labels = torch.full_like(ids, -100); labels[:, 3] = ids[:, 3]
 out = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels)

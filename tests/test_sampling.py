@@ -152,7 +152,7 @@ def test_inner_specials_never_masked_and_in_tc_as_official(shared_data):
     [CLS]/[SEP] are never selected for MLM; they are TC anchors, positives (the window crosses the
     text boundary) and negatives like any other position."""
     from taco.data.tokenizer import tokenizer_from_vocab
-    from taco.model.collator import TacoCollator
+    from taco.model.collator import PreTrainingCollator
     from taco.objectives.taco import tc_anchor_mask
 
     tok = tokenizer_from_vocab(shared_data / "bert" / "vocab.txt")
@@ -160,7 +160,7 @@ def test_inner_specials_never_masked_and_in_tc_as_official(shared_data):
     B, L = ids.shape
     special = (ids == tok.cls_token_id) | (ids == tok.sep_token_id)
     assert special[:, 1:-1].sum() > 4 * B  # inner ones: ~2 per ~17-token text
-    collate = TacoCollator(tok, mlm_probability=0.15, generator=torch.Generator().manual_seed(0))
+    collate = PreTrainingCollator(tok, mlm_probability=0.15, generator=torch.Generator().manual_seed(0))
     selected_plain = total_plain = 0
     for _ in range(50):
         batch = collate([{"input_ids": row} for row in ids])

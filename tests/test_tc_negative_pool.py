@@ -38,12 +38,12 @@ def _inputs():
 
 
 def _model():
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
 
     torch.manual_seed(3)
     config = bert_config("tiny", VOCAB, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                          attn_implementation="eager")
-    return TacoForPreTraining(config, objective="taco", tc_negative_pool="all_ranks", tc_num_negatives=K,
+    return PreTrainingModel(config, objective="taco", tc_negative_pool="all_ranks", tc_num_negatives=K,
                               tc_window=W).train()
 
 
@@ -107,7 +107,7 @@ def test_two_ranks_all_ranks_pool_equal_one_process_over_both_batches(ranks):
 
 
 def test_model_forward_with_all_ranks_draws_from_every_process(ranks):
-    """Through ``TacoForPreTraining``: each rank's draws (its generator: positives in its rows, negatives
+    """Through ``PreTrainingModel``: each rank's draws (its generator: positives in its rows, negatives
     over the gathered masks at its rows) reproduced in one process over the 2B sequences."""
     model = _model()
     ids, mask, labels = _model_batch()

@@ -199,7 +199,7 @@ def test_nonfinite_loss_stops_without_checkpoint(full, tmp_path, monkeypatch, ca
     from taco.model import modeling
 
     root, blocks, _ = full
-    orig = modeling.TacoForPreTraining.forward
+    orig = modeling.PreTrainingModel.forward
     calls = {"n": 0}
 
     def poisoned(self, *a, **kw):
@@ -210,7 +210,7 @@ def test_nonfinite_loss_stops_without_checkpoint(full, tmp_path, monkeypatch, ca
             out.loss = out.mlm_loss + out.tc_loss
         return out
 
-    monkeypatch.setattr(modeling.TacoForPreTraining, "forward", poisoned)
+    monkeypatch.setattr(modeling.PreTrainingModel, "forward", poisoned)
     out, state = tmp_path / "out", tmp_path / "state"
     assert train.main(_args(blocks, out, state)) == EXIT_NONFINITE
     err = capsys.readouterr().err
@@ -307,7 +307,7 @@ def test_tc_objective_needs_two_sequences_per_device_batch(full, tmp_path, capsy
     # MLM has no TC loss: one sequence per device batch is a valid plan
     args = _args(blocks, tmp_path / "x", tmp_path / "st", "--per-device-batch-size", "1")
     args[args.index("--objective") + 1] = "mlm"
-    assert train.make_plan(train.build_parser().parse_args(args)).args.per_device_batch_size == 1
+    assert train.make_segment_plan(train.build_parser().parse_args(args)).args.per_device_batch_size == 1
 
 
 def test_no_space_while_saving_a_state_names_the_path_and_keeps_the_earlier_state(full, tmp_path, monkeypatch,
@@ -365,17 +365,17 @@ def test_tp_mode_option(tmp_path):
     """--tp-mode reaches the plan (and the config hash only when not the default 'separate', so
     checkpoints trained before the option existed keep their hash); joint with a weight is refused."""
     from taco.errors import UsageError
-    from taco.training.pretrain import build_parser, make_plan
+    from taco.training.pretrain import build_parser, make_segment_plan
 
     blocks = _blocks(tmp_path)
     base = ["--blocks", str(blocks), "--objective", "mlm_tp", "--size", "tiny", "--max-steps", "4",
             "--until", "4", "--per-device-batch-size", "4", "--device", "cpu"]
-    sep = make_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "a")]))
+    sep = make_segment_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "a")]))
     assert "tp_mode" not in sep.objective_params and "tp_mode" not in sep.hash_inputs["objective_params"]
-    joint = make_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "b"), "--tp-mode", "joint"]))
+    joint = make_segment_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "b"), "--tp-mode", "joint"]))
     assert joint.objective_params["tp_mode"] == "joint" and joint.config_hash != sep.config_hash
     with pytest.raises(UsageError, match="no effect with --tp-mode joint"):
-        make_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "c"), "--tp-mode", "joint",
+        make_segment_plan(build_parser().parse_args(base + ["--output", str(tmp_path / "c"), "--tp-mode", "joint",
                                                     "--tp-weight", "2"]))
 
 
@@ -472,7 +472,7 @@ def test_config_hash_ignores_options_of_losses_the_objective_does_not_use(full, 
 
     def plan_hash(objective, *extra):
         args = [a if a != "taco" else objective for a in _args(blocks, tmp_path / "x", tmp_path / "s", *extra)]
-        return train.make_plan(train.build_parser().parse_args(args)).config_hash
+        return train.make_segment_plan(train.build_parser().parse_args(args)).config_hash
 
     assert plan_hash("mlm", "--tc-temperature", "0.5") == plan_hash("mlm", "--tc-temperature", "0.07")
     assert plan_hash("mlm", "--tp-weight", "2.0") == plan_hash("mlm")

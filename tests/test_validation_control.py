@@ -49,10 +49,10 @@ def blocks(tmp_path_factory):
 def _model(objective: str, seed: int):
     from transformers import set_seed
 
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
 
     set_seed(seed)
-    return TacoForPreTraining(bert_config("tiny", V), objective=objective, tc_num_negatives=4)
+    return PreTrainingModel(bert_config("tiny", V), objective=objective, tc_num_negatives=4)
 
 
 def test_validation_loss_matches_dense_cross_entropy_on_the_same_masks(blocks):
@@ -61,7 +61,7 @@ def test_validation_loss_matches_dense_cross_entropy_on_the_same_masks(blocks):
     import torch.nn.functional as F
     from transformers import AutoTokenizer
 
-    from taco.model.collator import TacoCollator
+    from taco.model.collator import PreTrainingCollator
 
     tok = AutoTokenizer.from_pretrained(str(blocks / "tokenizer"))
     m1, m2 = _model("mlm", 1), _model("taco", 2)
@@ -71,7 +71,7 @@ def test_validation_loss_matches_dense_cross_entropy_on_the_same_masks(blocks):
     assert r1["tc_loss"] is None and r2["tc_loss"] is not None and r2["tc_loss"] > 0
     # independent: dense logits of the whole batch, cross-entropy with ignore_index
     rows = [list(r) for r in datasets.load_from_disk(str(blocks))["validation"]["input_ids"]]
-    coll = TacoCollator(tok)
+    coll = PreTrainingCollator(tok)
     ce, n, correct = 0.0, 0, 0
     m1.eval()
     with torch.no_grad():

@@ -16,10 +16,10 @@ import torch
 from taco.model.masking import mask_tokens
 from taco.objectives.base import MLM_PROBABILITY
 
-__all__ = ["TacoCollator"]
+__all__ = ["PreTrainingCollator"]
 
 
-class TacoCollator:
+class PreTrainingCollator:
     """Collate ``[{"input_ids": [...]}, ...]`` into a masked pre-training batch.
 
     Args:

@@ -1,12 +1,12 @@
 """BERT pre-training model with every objective of the paper (MLM, TACO and its ablations).
 
-:class:`TacoForPreTraining` has exactly the parameters of ``transformers.BertForMaskedLM``
+:class:`PreTrainingModel` has exactly the parameters of ``transformers.BertForMaskedLM``
 (``bert.*`` without pooler, ``cls.predictions.*``, decoder tied to the word embeddings), so its
 ``save_pretrained`` directory loads as plain BERT with ``AutoModelForMaskedLM`` or
 ``AutoModelForSequenceClassification`` (the pooler is then newly initialised, as for any MLM-only
 checkpoint, e.g. the official code's run_mlm -> run_glue path). The objective and its
 hyper-parameters live in the config (``taco_objective``, ``taco_tc_weight``, ...), so
-``TacoForPreTraining.from_pretrained(dir)`` restores them.
+``PreTrainingModel.from_pretrained(dir)`` restores them.
 
 Sparse prediction (as in cramming): the vocabulary projection runs only at the positions that need
 a prediction (MLM-selected positions; plus the other real positions for ``mlm_tp``).
@@ -27,7 +27,7 @@ from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective
 from taco.objectives import LOSS_TERMS, check_options
 from taco.registry import PRESET_SHAPES
 
-__all__ = ["SIZES", "PRESET_SHAPES", "bert_config", "TacoForPreTraining", "TacoPreTrainingOutput"]
+__all__ = ["SIZES", "PRESET_SHAPES", "bert_config", "PreTrainingModel", "PreTrainingOutput"]
 
 SIZES: tuple[str, ...] = tuple(PRESET_SHAPES)
 
@@ -52,15 +52,15 @@ def bert_config(size: str, vocab_size: int, **overrides: Any) -> BertConfig:
 
 
 def _output_class() -> type:
-    """:class:`TacoPreTrainingOutput`: a ``ModelOutput`` with ``loss``, one ``<term>_loss`` field per
+    """:class:`PreTrainingOutput`: a ``ModelOutput`` with ``loss``, one ``<term>_loss`` field per
     loss term any registered objective logs (``taco.objectives.LOSS_TERMS``), ``logits`` and
     ``hidden_states`` (all default ``None``), so a new objective's term needs no edit here."""
     fields = [("loss", Any, None)] + [(f"{t}_loss", Any, None) for t in LOSS_TERMS] + [
         ("logits", Any, None), ("hidden_states", Any, None)]
-    cls = make_dataclass("TacoPreTrainingOutput", [(n, t, field(default=d)) for n, t, d in fields],
+    cls = make_dataclass("PreTrainingOutput", [(n, t, field(default=d)) for n, t, d in fields],
                          bases=(ModelOutput,))
     cls.__module__ = __name__
-    cls.__doc__ = """Output of :class:`TacoForPreTraining` (fields default ``None``).
+    cls.__doc__ = """Output of :class:`PreTrainingModel` (fields default ``None``).
 
     Attributes:
         loss: scalar total loss of the objective (its module's ``loss_terms``: MLM + tc_weight x TC for
@@ -77,14 +77,14 @@ def _output_class() -> type:
     return cls
 
 
-TacoPreTrainingOutput = _output_class()
+PreTrainingOutput = _output_class()
 
 
 def _config_key(param: str) -> str:
     return f"taco_{param}"
 
 
-class TacoForPreTraining(BertPreTrainedModel):
+class PreTrainingModel(BertPreTrainedModel):
     """BERT encoder + MLM head, trained with one objective of :data:`taco.registry.OBJECTIVE_SPECS`.
 
     Args:
@@ -149,13 +149,13 @@ class TacoForPreTraining(BertPreTrainedModel):
     # --- export ----------------------------------------------------------------------------------
     #: what ``config.json`` names as the architecture: the weights are exactly ``BertForMaskedLM``'s
     #: (encoder without pooler, MLM head, tied decoder), a class every tool that reads ``architectures``
-    #: (the Hub's widgets, ``pipeline`` task inference) knows; ``TacoForPreTraining`` is not one
+    #: (the Hub's widgets, ``pipeline`` task inference) knows; ``PreTrainingModel`` is not one
     EXPORTED_ARCHITECTURE = "BertForMaskedLM"
 
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
         """``PreTrainedModel.save_pretrained``, then ``config.json`` rewritten with
         ``architectures: ["BertForMaskedLM"]`` (transformers writes this class's name). The
-        objective's ``taco_*`` keys stay, so ``TacoForPreTraining.from_pretrained`` restores it;
+        objective's ``taco_*`` keys stay, so ``PreTrainingModel.from_pretrained`` restores it;
         ``AutoModelForMaskedLM``/``pipeline("fill-mask")`` load plain BERT and ignore them."""
         out = super().save_pretrained(save_directory, *args, **kwargs)
         is_main = kwargs.get("is_main_process", True)
@@ -186,7 +186,7 @@ class TacoForPreTraining(BertPreTrainedModel):
         output_hidden_states: bool = False,
         generator: torch.Generator | None = None,
         **kwargs: Any,
-    ) -> TacoPreTrainingOutput | tuple:
+    ) -> PreTrainingOutput | tuple:
         """Encode and compute the objective's losses.
 
         Args:
@@ -198,7 +198,7 @@ class TacoForPreTraining(BertPreTrainedModel):
             original_input_ids: LongTensor (B, L), uncorrupted ids (targets of ``mlm_tp``'s token
                 prediction; unselected positions are never corrupted, so ``input_ids`` is used there
                 when it is not given).
-            return_dict: return a :class:`TacoPreTrainingOutput` (else a tuple of its non-None fields).
+            return_dict: return a :class:`PreTrainingOutput` (else a tuple of its non-None fields).
             output_logits: also return the dense (B, L, V) logits.
             output_hidden_states: return all hidden states (``hidden_states[0]`` = embedding output).
             generator: optional ``torch.Generator`` for the TC positive/negative sampling.
@@ -233,7 +233,7 @@ class TacoForPreTraining(BertPreTrainedModel):
         if output_logits or not compute_loss:
             logits = self.cls(sequence)
 
-        out = TacoPreTrainingOutput(
+        out = PreTrainingOutput(
             loss=loss,
             **{f"{name}_loss": value for name, value in terms.items()},
             logits=logits,

@@ -52,7 +52,7 @@ def nce_loss(model: Any, sequence: Any, batch: dict[str, Any], options: dict[str
     """InfoNCE masked-token loss and the (no-gradient) full-softmax MLM loss.
 
     Args:
-        model: ``TacoForPreTraining`` (its ``cls.predictions`` head: transform, tied decoder, bias).
+        model: ``PreTrainingModel`` (its ``cls.predictions`` head: transform, tied decoder, bias).
         sequence: (B, L, H) last hidden states.
         batch: ``labels`` (B, L), original id at the MLM-selected positions, -100 elsewhere.
         options: ``nce_negatives``, ``nce_num_negatives``, ``nce_temperature``.

@@ -28,7 +28,7 @@ def predict_tokens(model: Any, sequence: Any, batch: dict[str, Any], predict_uns
     """Cross-entropy of the MLM head at the positions that need a prediction.
 
     Args:
-        model: ``TacoForPreTraining`` (its ``cls`` head).
+        model: ``PreTrainingModel`` (its ``cls`` head).
         sequence: (B, L, H) last hidden states.
         batch: ``labels`` (B, L), original id at MLM-selected positions, -100 elsewhere;
             ``attention_mask`` (B, L); ``original_input_ids``/``input_ids`` (B, L) for the targets of

@@ -113,8 +113,8 @@ def flops_per_step(manifest: Mapping[str, Any]) -> float:
 
 
 def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[tuple[str, str], float], list[str]]:
-    """Validation-loss rows ``size, objective, fraction, run, seed, step, value, budget`` (value in nats;
-    run = the manifest's ``pretrain_seed``, seed = :data:`NO_FINETUNE`, budget: the checkpoint's own step,
+    """Validation-loss rows ``size, objective, fraction, pretrain_seed, seed, step, value, budget`` (value
+    in nats; pretrain_seed from the manifest, seed = :data:`NO_FINETUNE`, budget: the checkpoint's own step,
     not an in-segment point), FLOPs per step by (size, objective), and notes (points left out).
 
     The control (step 0) is skipped. A step measured twice in one run (a rerun) keeps the last.
@@ -140,16 +140,16 @@ def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, d
             points, why = parse_eval(m.get("validation") or {}, f"{ckpt}/manifest.json (validation)", step)
         notes += why
         for s, v in points:
-            rows[(size, obj, frac, run, s)] = {"size": size, "objective": obj, "fraction": frac, "run": run,
+            rows[(size, obj, frac, run, s)] = {"size": size, "objective": obj, "fraction": frac, "pretrain_seed": run,
                                                 "seed": NO_FINETUNE, "step": s, "value": v, "budget": s == step}
-    cols = ["size", "objective", "fraction", "run", "seed", "step", "value", "budget"]
+    cols = ["size", "objective", "fraction", "pretrain_seed", "seed", "step", "value", "budget"]
     return pd.DataFrame(list(rows.values()), columns=cols), fps, notes
 
 
 def glue_rows(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """Per-(run, fine-tuning seed) GLUE average in points over ``keys`` from ``per_seed.csv`` rows:
-    ``size, objective, fraction, run, seed, step, value``; a seed missing a key is left out."""
-    cols = ["size", "objective", "fraction", "run", "seed", "step", "value"]
+    ``size, objective, fraction, pretrain_seed, seed, step, value``; a seed missing a key is left out."""
+    cols = ["size", "objective", "fraction", "pretrain_seed", "seed", "step", "value"]
     if per_seed.empty or not keys:
         return pd.DataFrame(columns=cols)
     df = per_seed[per_seed["score_key"].isin(keys)].copy()
@@ -157,7 +157,7 @@ def glue_rows(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
         df["pretrain_seed"] = 0
     g = df.groupby(["size", "objective", "fraction", "pretrain_seed", "seed", "step"])["value"]
     out = pd.DataFrame({"value": g.mean(), "n": g.count()}).reset_index()
-    out = out[out["n"] == len(keys)].rename(columns={"pretrain_seed": "run"})
+    out = out[out["n"] == len(keys)]
     out["fraction"] = out["fraction"].astype(float).round(6)
     return out[cols].reset_index(drop=True)
 

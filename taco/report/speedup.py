@@ -283,16 +283,17 @@ class ArmCurves:
 
 
 def arm_curves(df: pd.DataFrame) -> ArmCurves:
-    """:class:`ArmCurves` from rows ``run, seed, step, value`` of one arm (``seed`` = fine-tuning seed,
-    ``-1`` for the validation loss). The grid is the steps (> 0) every (run, seed) has."""
+    """:class:`ArmCurves` from rows ``pretrain_seed, seed, step, value`` of one arm (``seed`` = fine-tuning
+    seed, ``-1`` for the validation loss; one pre-training run per ``pretrain_seed``). The grid is the steps
+    (> 0) every (pretrain_seed, seed) has."""
     df = df[(df["step"] > 0) & np.isfinite(df["value"].astype(float))]
     if df.empty:
         return ArmCurves(np.empty(0, dtype=int), [], [])
-    groups = list(df.groupby(["run", "seed"]))
+    groups = list(df.groupby(["pretrain_seed", "seed"]))
     common = set.intersection(*(set(g["step"].astype(int)) for _, g in groups))
     steps = np.array(sorted(common), dtype=int)
     runs, ids = [], []
-    for run, g in df[df["step"].isin(steps)].groupby("run", sort=True):
+    for run, g in df[df["step"].isin(steps)].groupby("pretrain_seed", sort=True):
         wide = g.pivot_table(index="seed", columns="step", values="value", aggfunc="mean")
         runs.append(wide[steps].to_numpy(dtype=float))
         ids.append(int(run))

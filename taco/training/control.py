@@ -5,7 +5,7 @@ configuration whose pre-trained checkpoints score like an untrained model looks 
 control is written like a budget checkpoint (same layout, so ``taco finetune`` takes it unchanged):
 
 - ``config.json``, ``model.safetensors``, tokenizer files: an untrained
-  :class:`taco.model.modeling.TacoForPreTraining` of ``--size`` with the blocks' vocabulary, built
+  :class:`taco.model.modeling.PreTrainingModel` of ``--size`` with the blocks' vocabulary, built
   after ``transformers.set_seed(--seed)`` exactly as ``taco pretrain`` builds its model before the
   first step (so with the MLM objective and the run's seed it *is* that run's step-0 model);
 - ``eval.json`` and the manifest's ``validation``: its MLM loss and accuracy on the validation
@@ -98,13 +98,13 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
     import torch
     from transformers import AutoTokenizer, set_seed
 
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.modeling import PreTrainingModel, bert_config
     from taco.training.validation import EVAL_NAME, evaluate_validation, write_eval
 
     t0 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(str(facts["blocks"] / "tokenizer"))
     set_seed(args.seed)
-    model = TacoForPreTraining(bert_config(args.size, len(tokenizer)), objective=args.init_objective,
+    model = PreTrainingModel(bert_config(args.size, len(tokenizer)), objective=args.init_objective,
                                mlm_probability=args.mlm_probability)
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else "cpu"
     with atomic_directory(facts["output"]) as tmp:

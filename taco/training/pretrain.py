@@ -49,7 +49,7 @@ sampling use the global RNG, which the Trainer restores at the step where the st
 
 Modules
 -------
-This module is the command: its parser, :func:`make_plan` (every check before any work, the config
+This module is the command: its parser, :func:`make_segment_plan` (every check before any work, the config
 hash) and :func:`main`. The saved states (markers, damaged states, resume lookup, export, the segment
 lock, a full disk) are in :mod:`taco.training.pretrain_state`; the Trainer (subclass, segment
 callback, training arguments, :func:`run`) in :mod:`taco.training.pretrain_trainer`. Their public
@@ -73,7 +73,7 @@ from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_opti
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.parameters import check_values
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
-from taco.training.segment import Plan
+from taco.training.segment import SegmentPlan
 from taco.training.pretrain_state import state_dir_of, tensorboard_dir_of
 from taco.training.pretrain_state import (
     EXIT_INTERRUPTED,
@@ -373,7 +373,7 @@ def _check_parent(args: argparse.Namespace, until: int, config_hash: str,
     return _Parent(resume_from, start_step, parent_manifest, parent_sha)
 
 
-def make_plan(args: argparse.Namespace) -> Plan:
+def make_segment_plan(args: argparse.Namespace) -> SegmentPlan:
     """Validate every input and decide the segment, in five named steps, before any side effect.
 
     Raises UsageError (bad setting), FileNotFoundError (missing input) or FileExistsError (the
@@ -390,7 +390,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     config_hash = sha256_json(hash_inputs)
     output, state_dir = _check_output(args)
     parent = _check_parent(args, sched.until, config_hash, hash_inputs)
-    return Plan(
+    return SegmentPlan(
         args=args, blocks=Path(args.blocks), output=output, state_dir=state_dir, resume_from=parent.resume_from,
         start_step=parent.start_step, until=sched.until, max_steps=sched.max_steps,
         warmup_steps=sched.warmup_steps, precision=precision, fraction=info.fraction,
@@ -436,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     end_with_launcher()
     try:
         try:
-            plan = make_plan(args)  # every check before any side effect
+            plan = make_segment_plan(args)  # every check before any side effect
         except FileExistsError:
             # the orphan race: a trainer of this very segment (left by a killed Snakemake) may be
             # writing --output right now; wait for it and accept its budget instead of failing

@@ -37,7 +37,7 @@ from taco.manifest import (
     sha256_file,
     write_manifest,
 )
-from taco.training.segment import Plan
+from taco.training.segment import SegmentPlan
 
 
 KIND = "pretrain"
@@ -79,7 +79,7 @@ def valid_states(state_dir: Path, config_hash: str, parent_lineage: Any = _ANY,
     """``(step, path)`` of the complete states in ``state_dir`` of this run, ascending by step.
 
     A state is complete once its ``taco_state.json`` marker exists (written after the Trainer's
-    save) with this ``config_hash`` and its own step. Given ``parent_lineage`` (``Plan.parent_lineage``:
+    save) with this ``config_hash`` and its own step. Given ``parent_lineage`` (``SegmentPlan.parent_lineage``:
     the ``model_sha256`` of the ``--resume-from`` budget, None for a segment from scratch), only
     states that continue that very parent count: a parent retrained since makes them stale. A state
     whose files differ from its marker's record (:func:`state_damage`) is skipped and, given
@@ -216,7 +216,7 @@ def _clean_stale_tmp(output: Path) -> None:
             pass
 
 
-def _start_point(plan: Plan, state_dir: Path, runlog: Any, rank: int) -> tuple[Path | None, float]:
+def _start_point(plan: SegmentPlan, state_dir: Path, runlog: Any, rank: int) -> tuple[Path | None, float]:
     """Where the segment starts: the newest valid scratch state of this run past the resume point
     (a kept final state only if it matches its export record), else the staged parent budget, else
     nothing (step 0). Returns ``(checkpoint or None, segment wall time already spent, s)``."""
@@ -273,7 +273,7 @@ def _start_point(plan: Plan, state_dir: Path, runlog: Any, rank: int) -> tuple[P
 # ------------------------------------------------------------------------------------------------
 # export: the final state becomes the budget checkpoint
 # ------------------------------------------------------------------------------------------------
-def _export_and_keep_final_state(plan: Plan, state_dir: Path, t0: float, wall_before: float) -> None:
+def _export_and_keep_final_state(plan: SegmentPlan, state_dir: Path, t0: float, wall_before: float) -> None:
     """Rank 0: write the budget checkpoint from the final state, record the export, and drop the
     intermediate states (the final one stays, hard-linked, so a deleted budget is exported again)."""
     final = [(s, p) for s, p in valid_states(state_dir, plan.config_hash, plan.parent_lineage)
@@ -304,7 +304,7 @@ def _link_or_copy(src: Path, dest: Path) -> None:
         shutil.copy2(src, dest)
 
 
-def _final_state_problem(plan: Plan, ckpt: Path) -> str | None:
+def _final_state_problem(plan: SegmentPlan, ckpt: Path) -> str | None:
     """Why the kept final state ``ckpt`` must not be exported again (None: it may).
 
     A state that was never exported (the run was killed between the last save and the export)
@@ -335,7 +335,7 @@ def _final_state_problem(plan: Plan, ckpt: Path) -> str | None:
     return None
 
 
-def _drop_retained_parent_state(plan: Plan) -> None:
+def _drop_retained_parent_state(plan: SegmentPlan) -> None:
     """Remove the final state the parent segment kept (``retained_state`` in its manifest).
 
     This segment was scheduled only after the parent budget had been accepted as finished, so its
@@ -354,7 +354,7 @@ def _drop_retained_parent_state(plan: Plan) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def export_budget(plan: Plan, ckpt: Path, t0: float, wall_before: float) -> None:
+def export_budget(plan: SegmentPlan, ckpt: Path, t0: float, wall_before: float) -> None:
     """Write the budget checkpoint ``plan.output`` atomically from the Trainer checkpoint ``ckpt``."""
     a = plan.args
     marker = json.loads((ckpt / STATE_MARKER).read_text())
@@ -491,7 +491,7 @@ def acquire_segment_lock(args: argparse.Namespace) -> tuple[Any, bool]:
         return fh, True
 
 
-def _report_no_space(plan: Plan, exc: BaseException) -> int:
+def _report_no_space(plan: SegmentPlan, exc: BaseException) -> int:
     """A save ran out of disk space (ENOSPC): remove what it left half-written, name the path, keep
     the earlier states (their markers were written after complete saves, so they stay valid)."""
     partial = [p for p in sorted(plan.state_dir.glob("checkpoint-*")) + sorted(plan.state_dir.glob(".staging-*"))

@@ -31,14 +31,14 @@ from taco.training.pretrain_state import (
     _write_marker,
     tensorboard_dir_of,
 )
-from taco.training.segment import Plan
+from taco.training.segment import SegmentPlan
 
 
 # ------------------------------------------------------------------------------------------------
 # training
 # ------------------------------------------------------------------------------------------------
 class _SeededMaskingCollator:
-    """Wraps ``TacoCollator``: the masking of global batch ``i`` draws from a generator seeded by
+    """Wraps ``PreTrainingCollator``: the masking of global batch ``i`` draws from a generator seeded by
     (seed, process, i), so it is the same whether the run was resumed or not."""
 
     def __init__(self, inner, seed: int, process_index: int = 0):
@@ -85,7 +85,7 @@ def _make_trainer_classes():
     import torch
     from transformers import Trainer, TrainerCallback
 
-    from taco.model.modeling import TacoForPreTraining
+    from taco.model.modeling import PreTrainingModel
     from taco.training.runlog import LossComponents, check_finite
 
     class PretrainTrainer(Trainer):
@@ -114,14 +114,14 @@ def _make_trainer_classes():
         def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
             # strict: every weight of the model must come from the checkpoint
             model = model if model is not None else self.model
-            loaded = TacoForPreTraining.from_pretrained(resume_from_checkpoint)
+            loaded = PreTrainingModel.from_pretrained(resume_from_checkpoint)
             model.load_state_dict(loaded.state_dict(), strict=True)
             del loaded
 
     class SegmentCallback(TrainerCallback):
         """Saves a state at the budget and on SIGTERM, marks complete states, stops the segment."""
 
-        def __init__(self, plan: Plan, collator: _SeededMaskingCollator, t0: float, wall_before: float,
+        def __init__(self, plan: SegmentPlan, collator: _SeededMaskingCollator, t0: float, wall_before: float,
                      evaluate: Any = None):
             self.plan = plan
             self.evaluate = evaluate  # (step, model) -> None: an in-segment validation point (--eval-every)
@@ -160,7 +160,7 @@ def _make_trainer_classes():
     return PretrainTrainer, SegmentCallback, torch
 
 
-def _training_arguments(plan: Plan, output_dir: Path):
+def _training_arguments(plan: SegmentPlan, output_dir: Path):
     from transformers import TrainingArguments
 
     a = plan.args
@@ -198,7 +198,7 @@ def _training_arguments(plan: Plan, output_dir: Path):
     return TrainingArguments(**kwargs)
 
 
-def run(plan: Plan) -> int:
+def run(plan: SegmentPlan) -> int:
     """Train the segment and write the budget checkpoint; returns the exit status."""
     from taco.training.runlog import RunLogCallback
 
@@ -217,7 +217,7 @@ def run(plan: Plan) -> int:
         runlog.close()
 
 
-def _monitor(plan: Plan, rank: int):
+def _monitor(plan: SegmentPlan, rank: int):
     """The segment's :class:`taco.training.monitoring.Monitor`: TensorBoard in ``--tensorboard-dir``
     (default ``<state-dir>/logs/tensorboard``), W&B as one run per pre-training run (its id from the
     run's folder, the parent of ``--output``, and the config hash: every segment continues it)."""
@@ -237,13 +237,13 @@ def _monitor(plan: Plan, rank: int):
                    enabled=rank == 0)
 
 
-def _run(plan: Plan, runlog: Any, rank: int, t0: float) -> int:
+def _run(plan: SegmentPlan, runlog: Any, rank: int, t0: float) -> int:
     """:func:`run` once the log is open."""
     from datasets import load_from_disk
     from transformers import AutoTokenizer, set_seed
 
-    from taco.model.collator import TacoCollator
-    from taco.model.modeling import TacoForPreTraining, bert_config
+    from taco.model.collator import PreTrainingCollator
+    from taco.model.modeling import PreTrainingModel, bert_config
     from taco.training.runlog import NonFiniteLossError, ProgressCallback
 
     a = plan.args
@@ -272,9 +272,9 @@ def _run(plan: Plan, runlog: Any, rank: int, t0: float) -> int:
             train = load_from_disk(str(plan.blocks))["train"].select_columns(["input_ids"])
             set_seed(a.seed)
             config = bert_config(a.size, plan.vocab_size, attn_implementation=a.attn_implementation)
-            model = TacoForPreTraining(config, objective=a.objective, **plan.objective_params)
+            model = PreTrainingModel(config, objective=a.objective, **plan.objective_params)
             targs = _training_arguments(plan, state_dir)
-            inner = TacoCollator(tokenizer, mlm_probability=a.mlm_probability, objective=a.objective,
+            inner = PreTrainingCollator(tokenizer, mlm_probability=a.mlm_probability, objective=a.objective,
                                  objective_params=plan.objective_params)
             collator = _SeededMaskingCollator(inner, a.seed, targs.process_index)
             PretrainTrainer, SegmentCallback, _ = _make_trainer_classes()
@@ -318,7 +318,7 @@ def _run(plan: Plan, runlog: Any, rank: int, t0: float) -> int:
     return 0
 
 
-def _validation_point(plan: Plan, tokenizer: Any, runlog: Any):
+def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
     """The in-segment validation of ``--eval-every``: ``evaluate(step, model)`` computes the validation
     MLM loss on the fixed blocks and masks (:func:`taco.training.validation.evaluate_validation`, own
     generators, dropout off, train mode restored) inside ``torch.random.fork_rng``, so no training

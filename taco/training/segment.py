@@ -1,5 +1,5 @@
 """The plan of one ``taco pretrain`` segment: everything checked and decided before any work
-(:func:`taco.training.pretrain.make_plan` builds it), read by the saved-state handling
+(:func:`taco.training.pretrain.make_segment_plan` builds it), read by the saved-state handling
 (:mod:`taco.training.pretrain_state`) and the Trainer setup (:mod:`taco.training.pretrain_trainer`).
 Its own module so that those two import it without importing the command."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 
 @dataclass
-class Plan:
+class SegmentPlan:
     args: argparse.Namespace
     blocks: Path
     output: Path

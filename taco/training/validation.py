@@ -41,7 +41,7 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
     """MLM loss and accuracy (and TC loss for TC objectives) of ``model`` on the validation blocks.
 
     Args:
-        model: a :class:`taco.model.modeling.TacoForPreTraining` (any device; evaluated in place, left
+        model: a :class:`taco.model.modeling.PreTrainingModel` (any device; evaluated in place, left
             in eval mode).
         blocks: a ``taco pack`` output with a ``validation`` split (LongTensor rows of length L).
         tokenizer: the blocks' tokenizer (mask / pad / special ids).
@@ -62,7 +62,7 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
     import torch.nn.functional as F
     from datasets import load_from_disk
 
-    from taco.model.collator import TacoCollator
+    from taco.model.collator import PreTrainingCollator
 
     blocks = Path(blocks)
     ds = load_from_disk(str(blocks))
@@ -73,7 +73,7 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
     if max_blocks is not None:
         val = val.select(range(min(max_blocks, len(val))))
     rows = [list(r) for r in val["input_ids"]]
-    collator = TacoCollator(tokenizer, mlm_probability=mlm_probability)
+    collator = PreTrainingCollator(tokenizer, mlm_probability=mlm_probability)
     device = next(model.parameters()).device
     uses_tc = "tc" in model.objective.terms
     was_training = model.training
@@ -118,10 +118,10 @@ def evaluate_checkpoint_dir(checkpoint: str | Path, blocks: str | Path, *, mlm_p
     """Load a pre-training checkpoint directory (weights + tokenizer) and evaluate it (see above)."""
     from transformers import AutoTokenizer
 
-    from taco.model.modeling import TacoForPreTraining
+    from taco.model.modeling import PreTrainingModel
 
     checkpoint = Path(checkpoint)
-    model = TacoForPreTraining.from_pretrained(str(checkpoint)).to(device)
+    model = PreTrainingModel.from_pretrained(str(checkpoint)).to(device)
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     return evaluate_validation(model, blocks, tokenizer, mlm_probability=mlm_probability, **kwargs)
 
