@@ -70,7 +70,7 @@ CPU_TIME_BOXES = {"env": 60, "tc": 90, "objectives": 120, "pretrain_bench": 120,
 #: each group's budget, seconds (GPU: about 3 minutes each, 6 together; CPU toy mode: generous)
 GROUP_BUDGETS = {"cuda": {"check": 185.0, "repro": 185.0}, "cpu": {"check": 700.0, "repro": 420.0}}
 
-#: sizes per mode (GPU sizes are those of issue 15; CPU sizes are toys that finish in seconds)
+#: sizes per mode (GPU sizes are the paper's small and base shapes; CPU sizes are toys that finish in seconds)
 SETTINGS = {
     "cuda": {
         "tc": dict(B=32, L=256, K=50, H=512),
@@ -112,7 +112,7 @@ SETTINGS = {
 TC_TOLERANCE = {"fp32": {"loss_rel": 1e-5, "grad_rel": 1e-4}, "bf16": {"loss_rel": 1e-5, "grad_rel": 2.0**-6}}
 #: resume on CPU (fp32, deterministic kernels): largest weight difference allowed
 RESUME_CPU_TOLERANCE = 1e-6
-#: targets of issue 15 (GPU only)
+#: the speed and memory targets (GPU only)
 TARGETS = {"objectives": ("taco/mlm step time ratio", "<=", 1.05),
            "pretrain_bench": ("ours/official tokens/s", ">=", 1.3),
            "mfu": ("MFU base (mlm, bf16)", ">=", 0.40)}

@@ -1,6 +1,6 @@
 """The reproduction part of the device check: BERT-small pre-trained with MLM and with TACO for the
 same number of steps on the carried corpus, validation-loss curves, GLUE fine-tuning of both
-checkpoints with three seeds, a small table with t-based intervals (issue 23).
+checkpoints with three seeds, a small table with t-based intervals.
 
 Three stages, each reusing the package's own code (nothing copied):
 

@@ -1,6 +1,6 @@
 """Shared pytest fixtures. Tests never touch the network: the Hub is switched off here.
 
-No test writes under the checkout's ``results/`` (issue 24.1): dry runs and real runs use scratch
+No test writes under the checkout's ``results/``: dry runs and real runs use scratch
 ``--directory`` folders. The session checks it: :func:`pytest_sessionstart` takes a snapshot (path,
 mtime, size) of the files under the ``results_dir`` of every configuration the tests use
 (``config.yaml``, ``configs/*.yaml``, ``tests/configs/*.yaml``: ``results/smoke``, ``results/local``,

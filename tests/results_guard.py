@@ -1,4 +1,4 @@
-"""Which files under the checkout's ``results/`` the tests could write, and whether they did (issue 24.1).
+"""Which files under the checkout's ``results/`` the tests could write, and whether they did.
 
 No test may depend on or write into the checkout's ``results/``: a user's own results live there (the
 quick start writes ``results/smoke/``), and a long real run may be writing into another subfolder of it

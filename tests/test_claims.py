@@ -206,7 +206,7 @@ def _exact_p_less(a, b, shift):
 
 
 def test_c3_refutation_is_holm_corrected_issue_example():
-    """Issue 21.4: 5 seeds per arm, four keys clean at +0.3, QQP [79.1, ...] against [80.0, ...]:
+    """5 seeds per arm, four keys clean at +0.3, QQP [79.1, ...] against [80.0, ...]:
     p(delta < -0.5) = 0.028 on QQP refuted C3 without a correction; Holm over the 5 keys makes it
     inconclusive."""
     cfg = validate_analysis(CONSTRUCTED_SPEC)
@@ -232,7 +232,7 @@ def test_c3_refutation_is_holm_corrected_issue_example():
 
 
 def test_true_c3_at_the_margin_is_refuted_at_most_alpha():
-    """Issue 21.4: every key's true effect exactly at the margin (-0.5), 5 seeds per arm, 5 keys,
+    """every key's true effect exactly at the margin (-0.5), 5 seeds per arm, 5 keys,
     normal noise. The claim is true, so refuting it is an error: Holm keeps the rate near alpha
     (expected about 0.04 here); the uncorrected rule refutes about 22% of the time. The exact
     permutation p-values are enumerated here (fast), checked against the library's on the first
@@ -400,7 +400,7 @@ def _per_seed_replicated(effects: dict[tuple, float], pretrain_seeds=(0, 1), ft_
 
 
 def test_claims_page_names_the_unit_and_warns_on_two_pretraining_runs():
-    """Issue 21.6: "over fine-tuning seeds" only when that is the unit; two pre-training runs per arm
+    """"over fine-tuning seeds" only when that is the unit; two pre-training runs per arm
     (pretrain.seeds of length 2) can never decide a claim, and the page says so."""
     from taco.report.claims_markdown import render_markdown
 
@@ -425,7 +425,7 @@ def test_claims_page_names_the_unit_and_warns_on_two_pretraining_runs():
 
 
 def test_zero_variance_across_seeds_warns():
-    """Issue 21.6: identical scores across all seeds are decided, but with a warning in the claim's
+    """identical scores across all seeds are decided, but with a warning in the claim's
     reason and at the top of the page."""
     from taco.report.claims_markdown import render_markdown
 

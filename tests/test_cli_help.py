@@ -1,4 +1,4 @@
-"""`--help` of every `taco` command (issue 24.7): every option has a help text, defaults are shown, and
+"""`--help` of every `taco` command: every option has a help text, defaults are shown, and
 `taco gpu-slot --help` is a usage, not the design note (that is the module's docstring)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from taco.cli import COMMANDS, HelpFormatter
 
 # taco/training/pretrain.py is being edited by its owner, who adds its help strings and HelpFormatter
-# (issue 24.7); strict: this marker fails once they are there, and must then be removed.
+#; strict: this marker fails once they are there, and must then be removed.
 _PENDING: dict = {}
 _COMMANDS = [pytest.param(name, marks=_PENDING.get(name, ())) for name in COMMANDS]
 

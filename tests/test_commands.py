@@ -1,5 +1,5 @@
 """The rule-to-command contract: every job of every shipped configuration runs a command that the
-target's own parser accepts, with the configuration's values (issue 11, item 1).
+target's own parser accepts, with the configuration's values (item 1).
 
 For each configuration (``config.yaml``, every ``configs/*.yaml``, and every overlay of
 ``tests/configs/`` on the configuration it names), Snakemake's Python API builds the whole DAG
@@ -235,7 +235,7 @@ def expect_tokenizer(cfg, job):
 
 def expect_pack(cfg, job):
     R, w = cfg["results_dir"], job["wildcards"]
-    # issue 12.2: the data subset is a function of the data seed (top-level `seed`) only; no
+    # the data subset is a function of the data seed (top-level `seed`) only; no
     # pre-training seed or other wildcard reaches a pack job
     assert set(w) == {"fraction"}, w
     return {"max_seq_length": cfg["max_seq_length"], "fraction": float(w["fraction"]), "seed": cfg["seed"],
@@ -269,7 +269,7 @@ def expect_pretrain(cfg, job):
 
 
 def expect_monitoring(cfg, kind, w):
-    """Config ``monitoring`` (issue 24.6): every run logs below <results_dir>/tensorboard/, a pre-training
+    """Config ``monitoring``: every run logs below <results_dir>/tensorboard/, a pre-training
     run in one folder for all its budget segments, a fine-tuning run per checkpoint, task and seed
     (``seed-{seed}`` when one job runs every seed); W&B's files in <results_dir>/wandb."""
     R, m = cfg["results_dir"], cfg["monitoring"]
@@ -337,7 +337,7 @@ def test_tp_weighting_reaches_mlm_tp_only():
 
 
 def test_loss_options_reach_only_the_objectives_that_use_the_loss():
-    """Issue 19.4: pretrain.tc reaches TC objectives only, pretrain.tp MLM+TP only (registry flags), so
+    """pretrain.tc reaches TC objectives only, pretrain.tp MLM+TP only (registry flags), so
     a TC temperature never changes an MLM segment's params; a TC run's params keep their old form."""
     from taco.objectives import OBJECTIVE_SPECS
     from taco.workflow.commands import Commands
@@ -417,7 +417,7 @@ def check_slots(cfg, parsed, need):
     slot = parsed.wrappers.get("gpu-slot")
     if cfg["gpus"] and need:
         assert slot is not None and slot.gpus == cfg["gpus"] and slot.need == need
-        # locks are per machine: the wrapper's own default folder unless gpu_lock_dir names one (issue 19.6)
+        # locks are per machine: the wrapper's own default folder unless gpu_lock_dir names one
         assert slot.lock_dir == cfg.get("gpu_lock_dir") and cfg["results_dir"] not in (slot.lock_dir or "")
     else:
         assert slot is None
@@ -673,7 +673,7 @@ def test_values_with_spaces_stay_one_argument(tmp_path):
 
 
 def test_finetune_gets_the_data_seed_with_caps_and_the_primary_metric_with_rule_best():
-    """Issue 21.3 / 21.6: capped sets are drawn with the top-level seed (--data-seed, only when a
+    """capped sets are drawn with the top-level seed (--data-seed, only when a
     cap is set: params of uncapped runs unchanged); report_rule best chooses the epoch by the
     analysis' primary metric of the task (--primary-metric, only for keys the config sets)."""
     from taco.evaluation.finetune import build_parser, primary_metrics
@@ -699,7 +699,7 @@ def test_finetune_gets_the_data_seed_with_caps_and_the_primary_metric_with_rule_
 
 
 def test_monitoring_follows_the_config_and_changes_no_param():
-    """Issue 24.6: config ``monitoring`` reaches `taco pretrain` as settings and `taco finetune` as paths
+    """config ``monitoring`` reaches `taco pretrain` as settings and `taco finetune` as paths
     (neither is a param, so toggling it re-runs nothing) and is left out of run_config.json."""
     from taco.evaluation.finetune import build_parser as ft_parser
     from taco.training.pretrain import build_parser as pt_parser

@@ -64,7 +64,7 @@ def test_each_change_of_the_configuration_is_a_row():
     conf = _rows(devs, "configuration")
     batch = conf["base: global batch (sequences per step)"]
     assert batch.here.startswith(f"{128 * 4 * 2} (128 x 4 x 2)") and batch.paper.startswith("2048")
-    dev_cap = conf["capped dev sets"]  # issue 21.3: says how the cap is drawn, with the real N
+    dev_cap = conf["capped dev sets"]  # says how the cap is drawn, with the real N
     assert dev_cap.here.startswith("a seeded random sample of 500 dev examples per task")
     assert f"data seed {cfg['seed']}" in dev_cap.here and "not the first rows" in dev_cap.here
     assert "few hundred" not in dev_cap.effect and "500 dev examples" in dev_cap.effect
@@ -102,7 +102,7 @@ def test_statistics_environment_never_imports_torch():
 
 
 # ---------------------------------------------------------------------------------------------
-# every claim about the official code is a fact of docs/paper-facts.md (issue 21.2)
+# every claim about the official code is a fact of docs/paper-facts.md
 # ---------------------------------------------------------------------------------------------
 import os
 import re
@@ -246,7 +246,7 @@ def test_finetuning_hyperparameters_are_those_the_workflow_runs():
 
 
 def test_reimplemented_baselines_list_every_choice_with_its_key():
-    """Issue 22.4: where a configuration trains BERT-NCE or INFOWORD, deviations.md lists the objective
+    """where a configuration trains BERT-NCE or INFOWORD, deviations.md lists the objective
     and each of its options (the details Kong et al.'s text does not give) with the key that sets it."""
     from taco.objectives import OBJECTIVE_SPECS, options_of
 

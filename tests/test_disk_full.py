@@ -1,4 +1,4 @@
-"""A real full disk while saving a state (issue 19.3): a small tmpfs holds the state folder; and
+"""A real full disk while saving a state: a small tmpfs holds the state folder; and
 while `taco corpus` / `taco pack` write their artifact (a real tmpfs, plus a simulated ENOSPC that
 runs everywhere).
 

@@ -1,4 +1,4 @@
-"""The distributed path on the CPU (issue 19.9): `torch.distributed.run --nproc_per_node 2` (gloo), as
+"""The distributed path on the CPU: `torch.distributed.run --nproc_per_node 2` (gloo), as
 `config.yaml` runs both sizes (`num_gpus: 2`).
 
 - kill -9 of the torchrun agent leaves no worker behind (`end_with_launcher`: PR_SET_PDEATHSIG), and a

@@ -1,4 +1,4 @@
-"""Tests for ``taco.evaluation.dynamics`` and ``taco.report.dynamics_figures`` (issue 7: learning dynamics, Figures 2 and 6)."""
+"""Tests for ``taco.evaluation.dynamics`` and ``taco.report.dynamics_figures`` (learning dynamics, Figures 2 and 6)."""
 
 from __future__ import annotations
 

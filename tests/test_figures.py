@@ -1,6 +1,6 @@
 """taco.report.figures: the three figures are written as non-empty PNG and PDF files; every figure of
 the suite (figures 5, 2 and 6, ablation, data efficiency, pre-training curves, efficiency) keeps its
-legends off the data and prints plain tick labels on log axes (issue 24, item 4)."""
+legends off the data and prints plain tick labels on log axes (item 4)."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def test_figure5_draws_the_paper_points_only_beside_the_papers_model(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# readable figures (issue 24.4): no legend over data, plain log tick labels, a style per fraction
+# readable figures: no legend over data, plain log tick labels, a style per fraction
 # ---------------------------------------------------------------------------------------------
 #: objective -> (MLM-loss offset, auxiliary loss it logs)
 CURVE_RUNS = {"mlm": (0.1, None), "taco": (0.0, "tc_loss"), "taco_concentrated": (0.05, "tc_loss"),

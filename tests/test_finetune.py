@@ -179,7 +179,7 @@ def test_several_seeds_in_one_process_equal_separate_runs(ckpt, tmp_path):
 
 
 def test_best_rule_chooses_by_the_configured_primary_metric():
-    """--report-rule best picks the epoch by the primary metric the analysis reports (issue 21.6):
+    """--report-rule best picks the epoch by the primary metric the analysis reports:
     MRPC's default is F1; with --primary-metric mrpc=accuracy the accuracy-best epoch is reported."""
     epochs = [{"epoch": 1, "scores": {"mrpc": {"accuracy": 0.70, "f1": 0.82}}},
               {"epoch": 2, "scores": {"mrpc": {"accuracy": 0.75, "f1": 0.80}}},

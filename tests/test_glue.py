@@ -183,7 +183,7 @@ def test_test_splits_from_hub_local_and_synthetic(tmp_path):
     assert [d["premise"] for d in present.values()] == [d["premise"] for d in again.values()]
 
 
-# ---- capped sets: a seeded random sample (issue 21.3) ----------------------------------------------
+# ---- capped sets: a seeded random sample ----------------------------------------------
 def test_sample_indices_stratified_seeded_not_the_first_rows():
     from collections import Counter
 

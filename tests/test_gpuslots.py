@@ -71,7 +71,7 @@ def test_a_job_that_sees_exactly_its_devices_runs_as_it_is(tmp_path):
     assert not list(tmp_path.iterdir())  # no slot lock taken
 
 
-# ---- inside a SLURM allocation (issue 11, item 5) ------------------------------------------------
+# ---- inside a SLURM allocation (item 5) ------------------------------------------------
 def _slot_cli(tmp_path, gpus, need, env_extra, code="import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))"):
     env = {"PATH": "/usr/bin:/bin", **env_extra}
     return subprocess.run(
@@ -160,7 +160,7 @@ def test_killed_wrapper_leaves_its_slot_held_while_the_child_runs(tmp_path):
     gpuslots.release(got[1])
 
 
-# ---- locks per machine, not per results_dir (issue 19, item 6) ---------------------------------
+# ---- locks per machine, not per results_dir (item 6) ---------------------------------
 def test_default_lock_dir_is_one_per_machine():
     assert gpuslots.default_lock_dir({}) == "/tmp/taco-gpu-slots" == gpuslots.DEFAULT_LOCK_DIR
     assert gpuslots.default_lock_dir({"TACO_GPU_LOCK_DIR": "/shared/locks"}) == "/shared/locks"

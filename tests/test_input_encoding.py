@@ -1,5 +1,5 @@
 """Non-UTF-8 bytes in an input file stop the command before any work, naming the file and line
-(issue 11, item 6): local GLUE TSVs (`taco finetune`), vocab.txt (`taco tokenizer`), the analysis spec."""
+(item 6): local GLUE TSVs (`taco finetune`), vocab.txt (`taco tokenizer`), the analysis spec."""
 
 from __future__ import annotations
 

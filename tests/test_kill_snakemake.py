@@ -1,4 +1,4 @@
-"""`kill -9` of Snakemake in the middle of a pre-training segment loses no compute (issue 11, item 4).
+"""`kill -9` of Snakemake in the middle of a pre-training segment loses no compute (item 4).
 
 The trainer that Snakemake started runs on and finishes (an orphan); the next `snakemake
 --rerun-incomplete` deletes the finished budget as incomplete and reruns `taco pretrain`, which

@@ -228,7 +228,7 @@ def test_mlm_tp_weighting_modes():
 
 
 def test_checkpoint_names_bert_for_masked_lm_and_loads_without_taco(tmp_path):
-    """config.json names BertForMaskedLM (issue 22.6); a fill-mask pipeline and a save_pretrained round
+    """config.json names BertForMaskedLM; a fill-mask pipeline and a save_pretrained round
     trip work in a process that never imports taco."""
     import json
     import subprocess

@@ -1,4 +1,4 @@
-"""Monitoring (issue 24, item 6): TensorBoard event files of pre-training (one curve across a run's
+"""Monitoring (item 6): TensorBoard event files of pre-training (one curve across a run's
 budget segments) and fine-tuning (training loss and every epoch's dev scores) in the folder given,
 the same weights and scores with or without them, and the optional Weights & Biases logger (offline
 mode when ``wandb`` is installed; otherwise the clear error when it is asked for).

@@ -152,7 +152,7 @@ def _adjacent_share(rows):
 
 
 def test_subset_keeps_sentence_neighbours(sentences):
-    """Issue 12.2: drawing the 25% in whole spans keeps neighbouring rows adjacent sentences as
+    """drawing the 25% in whole spans keeps neighbouring rows adjacent sentences as
     often as the full data does; drawing rows (the old way) would make it about 0.25."""
     base, corpus, tok = sentences
     shares = {}
@@ -193,7 +193,7 @@ def test_validation_whole_spans_in_corpus_order(sentences):
 
 
 def test_blocks_identical_for_any_workers(inputs, monkeypatch):
-    """Issue 16: byte-identical blocks with 1 or 2 worker processes and any chunk size."""
+    """byte-identical blocks with 1 or 2 worker processes and any chunk size."""
     from taco.data import packing
 
     base, corpus, tok, _ = inputs
@@ -288,7 +288,7 @@ def test_scaling_benchmark_corpus_reads_the_real_books(shared_data, tmp_path, mo
         f.read_text(encoding="utf-8")  # strict: every file is valid UTF-8
 
 
-# ------------------------------------------------------------------ literal special-token text (issue 19.7)
+# ------------------------------------------------------------------ literal special-token text
 
 SPECIALS_TEXT = ("[MASK]", "[SEP]", "[CLS]", "[PAD]", "[UNK]")
 
@@ -406,7 +406,7 @@ def test_keep_unk_token_corpus_keeps_unk(shared_data, tmp_path):
     assert encode(backend, [mixed])[0] == words(mixed)  # a corpus without the policy: all text
 
 
-# ------------------------------------------------------------------ the official block format (issue 21.1)
+# ------------------------------------------------------------------ the official block format
 
 
 def _official_stream(corpus, tok_dir, doc_ids):

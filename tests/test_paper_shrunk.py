@@ -1,4 +1,4 @@
-"""The paper's configuration end to end, shrunk, with every source from the Hub (issue 11, item 2).
+"""The paper's configuration end to end, shrunk, with every source from the Hub (item 2).
 
 ``config.yaml`` plus ``tests/configs/paper-shrunk.yaml`` (an overlay that only makes it smaller)
 runs the workflow's whole default target, with the paper's data sources: the corpus from

@@ -83,7 +83,7 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     repo = Path(__file__).resolve().parent.parent
     overlay = tmp_path / "seeds.yaml"
     overlay.write_text("pretrain:\n  seeds: [0, 1]\n  control: true\n")
-    work = tmp_path / "work"  # a scratch folder, never the checkout's results/ (issue 24.1)
+    work = tmp_path / "work"  # a scratch folder, never the checkout's results/
     work.mkdir()
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1",
                           "--snakefile", str(repo / "Snakefile"), "--directory", str(work), "--configfile",

@@ -1,4 +1,4 @@
-"""The default profile is in force (issue 11, item 3).
+"""The default profile is in force (item 3).
 
 Snakemake 9 reads a workflow profile only from ``profiles/default/`` beside the Snakefile or in the
 working directory (``workflow/profiles/default`` was never read). These tests show that plain

@@ -1,4 +1,4 @@
-"""The report's HTML pages (issue 24.2): every Markdown page the workflow writes for the report
+"""The report's HTML pages: every Markdown page the workflow writes for the report
 (tables, claims, efficiency, deviations, plan) has an HTML rendering beside it (taco.report.html),
 which ``snakemake --report`` shows inline; the built report itself is checked by
 tests/test_workflow_e2e.py."""

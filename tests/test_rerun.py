@@ -1,4 +1,4 @@
-"""Settings that change no result re-run nothing (issue 11, item 4; issue 19, item 4), over the whole DAG.
+"""Settings that change no result re-run nothing (item 4; item 4), over the whole DAG.
 
 A tiny grid (synthetic data, MLM and TACO with two budget segments each, fine-tuning with two seeds
 in one job, dynamics, every table, figure, claim, submission and report file) is run for real once
@@ -74,7 +74,7 @@ NO_RESULT_SETTINGS = [
     ("gpu_lock_dir", "/tmp/elsewhere"),  # where the slot locks live
     ("data_threads", 2),  # worker processes of corpus, tokenizer and pack
     ("results_dir", "results/tiny/"),  # the same folder, spelt with a trailing slash
-    ("monitoring.tensorboard", False),  # training curves (issue 24.6)
+    ("monitoring.tensorboard", False),  # training curves
     ("monitoring.wandb", True),
     ("fork_server", False),  # every job a fresh process instead of a fork of the run's server
 ]
@@ -165,7 +165,7 @@ def test_another_interpreter_reruns_nothing(finished, tmp_path):
 
 def test_tc_setting_reruns_the_tc_objective_only(finished):
     """The control: the TC temperature is a param of TACO's segments (both run again, and what they
-    feed), but not of MLM's, whose weights it cannot change (issue 19.4)."""
+    feed), but not of MLM's, whose weights it cannot change."""
     jobs = planned(snakemake(finished, changed("pretrain.tc.temperature", 0.1), "-n"))
     # of the 4 segments (2 objectives x 2 budgets) TACO's 2; its 1 fine-tuning job and 2 dynamics jobs
     assert jobs.get("pretrain") == 2 and jobs.get("finetune_seeds") == 1 and jobs.get("dynamics") == 2, jobs

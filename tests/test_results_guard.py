@@ -1,4 +1,4 @@
-"""The session check that no test writes under the checkout's ``results/`` (issue 24.1), on a fake
+"""The session check that no test writes under the checkout's ``results/``, on a fake
 checkout: what it watches, that results already there fail nothing, and that a write is reported."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Resume equals one uninterrupted run, bit for bit, wherever the chain is cut (issue 19.1).
+"""Resume equals one uninterrupted run, bit for bit, wherever the chain is cut.
 
 The Trainer groups an epoch's micro-batches into ceil(m / grad_accum) optimizer steps, the last over
 the remainder; the masking generator's batch index must count that partial step. Cuts inside the

@@ -1,4 +1,4 @@
-"""Errors that name the key (issue 24.5): the project's own schema check (taco.workflow.schema) runs
+"""Errors that name the key: the project's own schema check (taco.workflow.schema) runs
 before Snakemake's validate, in `taco plan` and in the Snakefile, and says the key, the bad value and
 what is allowed in a few lines; `taco plan --config` merges nested sections as Snakemake does."""
 
@@ -129,7 +129,7 @@ def test_snakemake_bad_key_in_a_few_lines(tmp_path):
 
 
 def test_renamed_keys_are_refused_naming_the_new_key(tmp_path):
-    """Issue 22.2: `variants` (an objective list) was renamed `objectives`; an old configuration fails
+    """`variants` (an objective list) was renamed `objectives`; an old configuration fails
     before any work with a line naming the new key, through the Snakefile too."""
     cfg = copy.deepcopy(SMOKE)
     cfg["pretrain"]["runs"][1]["variants"] = cfg["pretrain"]["runs"][1].pop("objectives")

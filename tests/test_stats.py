@@ -337,7 +337,7 @@ def _coverage(n: int, reps: int, rng: np.random.Generator) -> tuple[float, float
 
 @pytest.mark.parametrize("n", [3, 5])
 def test_t_interval_coverage_holds_at_few_seeds(n):
-    """Issue 21.5: the printed 90% CI must cover at least 0.87 at 3 seeds (normal data). 4000
+    """the printed 90% CI must cover at least 0.87 at 3 seeds (normal data). 4000
     replications: the standard error of a coverage near 0.9 is 0.005, so 0.87 is 6 SE below."""
     cov_mean, cov_diff = _coverage(n, 4000, np.random.default_rng(20221))
     assert cov_mean >= 0.87 and cov_diff >= 0.87, (cov_mean, cov_diff)

@@ -1,4 +1,4 @@
-"""The end-of-run summary (issue 24.3): taco.workflow.summary on fixture files, and the Snakefile's
+"""The end-of-run summary: taco.workflow.summary on fixture files, and the Snakefile's
 ``onsuccess`` block that calls it."""
 
 from __future__ import annotations

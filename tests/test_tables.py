@@ -148,10 +148,10 @@ def test_markdown_names_each_columns_metric_and_the_caps(tmp_path):
         assert part in md, part
     assert "training sets capped at 384 examples per task" in md
     assert "dev sets capped at 500 examples per task" in md
-    assert "a seeded random sample (stratified by label" in md and "not the first rows" in md  # issue 21.3
+    assert "a seeded random sample (stratified by label" in md and "not the first rows" in md
     assert "95% CI in the CSV: t interval (Student t for a mean, Welch t for a difference of means)" in md
     assert "bootstrap" not in md
-    # the LaTeX caption names each column's metric too (issue 21.6)
+    # the LaTeX caption names each column's metric too
     tex = (out / "table1.tex").read_text()
     caption = [ln for ln in tex.splitlines() if ln.startswith(r"\caption{")][0]
     for part in ("MRPC = F1", "STS-B = Spearman corr.", "CoLA = Matthews corr.", "SST-2 = accuracy"):
@@ -271,7 +271,7 @@ def test_report_captions_say_synthetic_for_the_smoke_config_only(name):
 
 
 def test_config_schema_describes_the_default_metrics():
-    """Issue 21.6: the schema's analysis.primary_metric description names the registry's defaults
+    """the schema's analysis.primary_metric description names the registry's defaults
     (it used to say "stsb Pearson, others accuracy")."""
     import yaml
 

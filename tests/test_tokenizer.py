@@ -76,7 +76,7 @@ def test_cli_errors(tmp_path, capsys):
 
 
 def test_text_backend_tokenizes_literal_specials_as_text(bert_dir, tmp_path):
-    """Issue 19.7: the packing backend splits a literal "[MASK]" into "[", "mask", "]"; the saved
+    """the packing backend splits a literal "[MASK]" into "[", "mask", "]"; the saved
     tokenizer (and so its hash and the model's special ids) is unchanged."""
     from taco.data.tokenizer import text_backend
 

@@ -247,7 +247,7 @@ def test_second_trainer_of_a_segment_waits_for_the_first(full, tmp_path):
     assert train.main(_args(blocks, out, state)) == 2
 
 
-# ---- no lost compute, bad input named (issue 11, items 4 and 6) ----------------------------------------
+# ---- no lost compute, bad input named (items 4 and 6) ----------------------------------------
 def _train_events(state: Path) -> list[str]:
     return [r["event"] for r in read_log(state / "logs")]
 
@@ -351,7 +351,7 @@ def test_no_space_while_writing_the_budget_keeps_the_final_state(full, tmp_path,
 
     from taco.training import pretrain_state
 
-    monkeypatch.setattr(pretrain_state, "write_manifest", full_disk)  # export_budget lives there (issue 22.5)
+    monkeypatch.setattr(pretrain_state, "write_manifest", full_disk)  # export_budget lives there
     assert train.main(_args(blocks, out, state, until=2)) == EXIT_NO_SPACE
     err = capsys.readouterr().err
     assert "no space left on device" in err and str(out) in err
@@ -416,7 +416,7 @@ def _two_states(blocks, root: Path) -> Path:
 
 
 def test_state_without_optimizer_falls_back_or_is_refused(full, tmp_path, capsys):
-    """Issue 19.2: a state lacking optimizer.pt gave exit 0 with a fresh optimizer (other weights).
+    """a state lacking optimizer.pt gave exit 0 with a fresh optimizer (other weights).
     A state whose marker lists its files falls back to the state before (exact); one with an older
     marker (no file list) is refused, exit 2 naming the file, unless --fresh-optimizer (recorded)."""
     import json
@@ -451,7 +451,7 @@ def test_parent_budget_without_optimizer_is_refused(full, tmp_path, capsys):
 
 
 def test_truncated_newest_state_falls_back_to_the_previous_one(full, tmp_path, capsys):
-    """Issue 19.2: a truncated model.safetensors in the newest state was picked on every rerun and
+    """a truncated model.safetensors in the newest state was picked on every rerun and
     crashed; now the marker's file sizes reject it and the run continues from the state before,
     to the weights of the uninterrupted run."""
     root, blocks, out_full = full
@@ -466,7 +466,7 @@ def test_truncated_newest_state_falls_back_to_the_previous_one(full, tmp_path, c
 
 
 def test_config_hash_ignores_options_of_losses_the_objective_does_not_use(full, tmp_path):
-    """Issue 19.4: TC options must not change an MLM run's config hash (its weights cannot change),
+    """TC options must not change an MLM run's config hash (its weights cannot change),
     and must change TACO's."""
     root, blocks, _ = full
 
@@ -487,7 +487,7 @@ def test_tc_temperature_zero_is_a_usage_error(full, tmp_path, capsys):
 
 
 def test_validation_points_inside_a_segment_change_no_weight(full, tmp_path):
-    """Issue 20.3: --eval-every N adds validation points at steps N, 2N, ... below the budget to
+    """--eval-every N adds validation points at steps N, 2N, ... below the budget to
     eval.json ('points') and the log, and leaves the weights bit-identical; after a resume the
     points are at the same steps, and each equals a fresh evaluation of that state."""
     root, blocks, out_full = full
@@ -509,7 +509,7 @@ def test_validation_points_inside_a_segment_change_no_weight(full, tmp_path):
 
 
 def test_same_taco_segment_twice_gives_bit_identical_weights(full, tmp_path):
-    """Issue 20.6: what reproduces exactly. The same TACO segment run again in a new process (same
+    """what reproduces exactly. The same TACO segment run again in a new process (same
     seed, same thread count, CPU) gives the same bytes; docs/reproducibility.md ('What is bit-for-bit
     reproducible') says under which conditions this holds."""
     import hashlib
@@ -524,7 +524,7 @@ def test_same_taco_segment_twice_gives_bit_identical_weights(full, tmp_path):
 
 
 def test_rerun_finding_the_orphans_output_already_written_waits_and_accepts_it(full, tmp_path):
-    """Issue 19.8: the orphan of a killed Snakemake has written --output but still holds the segment
+    """the orphan of a killed Snakemake has written --output but still holds the segment
     (it is cleaning its states); a rerun started now used to fail its first attempt ('--output
     exists', checked before the lock). It waits for the orphan and accepts the budget, exit 0."""
     import subprocess

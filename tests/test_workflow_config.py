@@ -1,6 +1,6 @@
 """The workflow's config: schema defaults, semantic checks naming the key, the run grid.
 
-Bad configurations must fail before any job runs, with the offending key named (issue 5).
+Bad configurations must fail before any job runs, with the offending key named.
 """
 
 import copy
@@ -83,7 +83,7 @@ def test_semantic_errors_name_the_key(smoke, mutate, key):
 
 def dry_run(configfile, *extra):
     """``snakemake -n`` of the repository's Snakefile in a new scratch folder (``--directory``), so
-    results already in the checkout's ``results/`` (a user's quick start) change nothing (issue 24.1)."""
+    results already in the checkout's ``results/`` (a user's quick start) change nothing."""
     with tempfile.TemporaryDirectory(prefix="taco-dry-run-") as work:
         return subprocess.run(
             [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile", str(REPO / "Snakefile"),
@@ -200,7 +200,7 @@ def test_slurm_profile_sizes_every_gpu_rule(tmp_path):
     assert not missing, f"GPU rules without a set-resources entry in the SLURM profile: {missing}"
 
 
-# ---- issue 19, item 5: cross-key requirements before the first job; results_dir ------------------
+# ---- item 5: cross-key requirements before the first job; results_dir ------------------
 def _full_mlm_only_at_quarter(c):
     c["pretrain"]["runs"] = [{"size": "tiny", "objectives": ["taco"], "fractions": [1.0]},
                              {"size": "tiny", "objectives": ["mlm"], "fractions": [0.25]}]
@@ -299,7 +299,7 @@ def test_trailing_slash_gives_the_same_paths(tmp_path):
 
 
 def test_two_pretraining_seeds_are_noted_before_the_first_job():
-    """Issue 21.6: pretrain.seeds of length 2 can never decide a claim (smallest p 1/6): a note; three
+    """pretrain.seeds of length 2 can never decide a claim (smallest p 1/6): a note; three
     seeds or none give none."""
     cfg = load("configs/smoke.yaml")
     cfg["pretrain"]["seeds"] = [0, 1]

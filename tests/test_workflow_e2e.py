@@ -80,7 +80,7 @@ def test_smoke_config_end_to_end(tmp_path):
     assert out.returncode == 0, out.stderr[-5000:]
     results = tmp_path / "results" / "smoke"
     check_outputs(results)
-    # the end-of-run summary (issue 24.3): the results folder, verdict counts, degenerate runs, the report
+    # the end-of-run summary: the results folder, verdict counts, degenerate runs, the report
     text = out.stdout + out.stderr
     assert "TACO run finished. Results: results/smoke/" in text and "Claims (" in text, text[-3000:]
     assert "Degenerate runs: " in text and "Report: snakemake --report report.html --configfile " in text
@@ -100,7 +100,7 @@ def test_smoke_config_end_to_end(tmp_path):
     check_report(tmp_path, results)
 
 
-#: the HTML pages of the report (issue 24.2) and the category each is shown in
+#: the HTML pages of the report and the category each is shown in
 REPORT_PAGES = {"claims.html": "Claims", "efficiency.html": "Claims", "deviations.html": "Deviations",
                 "plan.html": "Compute plan", **{f"{t}.html": "Tables" for t in TABLES}}
 

@@ -1,4 +1,4 @@
-"""HTML pages beside the Markdown pages of the report (issue 24.2).
+"""HTML pages beside the Markdown pages of the report.
 
 Snakemake's HTML report shows images, HTML and PDF inline and offers everything else (CSV, Markdown)
 as a download. Every Markdown page the workflow writes for the report (``table*.md``, ``ablation.md``,

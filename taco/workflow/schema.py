@@ -1,5 +1,5 @@
 """The project's own check of a configuration against ``workflow/schemas/config.schema.yaml``, run before
-Snakemake's ``validate`` (issue 24.5).
+Snakemake's ``validate``.
 
 Snakemake's ``validate`` reports the first violation with the whole schema around it (about 1,240
 lines for an unknown key) or, through ``taco plan``, only "Error validating config file".
@@ -24,7 +24,7 @@ SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.
 #: At most this many violations are listed (the rest are counted).
 MAX_ERRORS = 8
 
-#: Keys renamed once (issue 22.2: one word per concept), by their place with list indices as ``[]``:
+#: Keys renamed once (one word per concept), by their place with list indices as ``[]``:
 #: an old key is refused with a message naming the new one, never silently ignored or accepted.
 RENAMED_KEYS = {
     "pretrain.runs[].variants": "objectives",

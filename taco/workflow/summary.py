@@ -1,4 +1,4 @@
-"""The summary printed when a workflow run ends (issue 24.3): the Snakefile's ``onsuccess`` block calls
+"""The summary printed when a workflow run ends: the Snakefile's ``onsuccess`` block calls
 :func:`print_summary`.
 
 It says where the results are, the verdict counts of ``<results_dir>/claims.csv`` (supported / not
