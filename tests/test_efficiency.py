@@ -439,3 +439,25 @@ def test_the_efficiency_figure_text_fits(tmp_path):
         assert_text_fits(fig, 150)
     finally:
         plt.close(fig)
+
+
+def test_an_objective_no_paper_table_names_is_compared_with_mlm_as_other(tmp_path):
+    """``taco_unmasked`` (the official code's third TC position, in no table of the paper) gets an E1
+    ``other`` row against MLM: the same per-run speedups and rule, listed on the page and drawn, and
+    never the claim's verdict (E1's primary row stays TACO's)."""
+    ckpts = _e1_checkpoints(tmp_path)
+    for run in range(len(OFFSETS)):  # every run reaches MLM's 4000-step mean (6.0) at step 2000: 2x
+        ckpts.append(_ckpt(tmp_path, "taco_unmasked", run, 2000, 6.0, points=[(1000, 6.5)]))
+        ckpts.append(_ckpt(tmp_path, "taco_unmasked", run, 4000, 5.6))
+    loss, fps, _ = eff.read_checkpoints(ckpts)
+    cfg = _cfg()
+    pairs = eff.build_pairs(loss, None, cfg, fps)
+    df = eff.evaluate(pairs, cfg)
+    other = df[df["kind"] == "other"]
+    assert list(other["b"]) == ["taco_unmasked"] and int(other.iloc[0]["target_step"]) == 4000
+    assert other.iloc[0]["speedup"] == pytest.approx(2.0, rel=1e-6)
+    assert list(df[df["kind"] == "primary"]["b"]) == ["taco"]
+    md = eff.render_markdown(df, cfg)
+    assert "| E1 | other: TACO (unmasked) |" in md
+    fig = eff.figure(pairs, df)
+    assert any("other: TACO (unmasked)" in ax.get_title() for ax in fig.axes)

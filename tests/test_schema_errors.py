@@ -139,10 +139,10 @@ def test_renamed_keys_are_refused_naming_the_new_key(tmp_path):
                for line in lines), lines
     assert any(line.startswith("dynamics.variants: renamed to dynamics.objectives") for line in lines), lines
     # `negatives` was a count under tc and a source under nce
-    cfg = copy.deepcopy(SMOKE)
-    cfg["pretrain"]["tc"]["negatives"] = cfg["pretrain"]["tc"].pop("num_negatives")
-    cfg["pretrain"]["nce"] = {"negatives": "vocabulary"}
-    lines = schema_errors(cfg)
+    words = copy.deepcopy(SMOKE)
+    words["pretrain"]["tc"]["negatives"] = words["pretrain"]["tc"].pop("num_negatives")
+    words["pretrain"]["nce"] = {"negatives": "vocabulary"}
+    lines = schema_errors(words)
     assert any(line.startswith("pretrain.tc.negatives: renamed to pretrain.tc.num_negatives") for line in lines), lines
     assert any(line.startswith("pretrain.nce.negatives: renamed to pretrain.nce.negative_source")
                for line in lines), lines

@@ -23,7 +23,9 @@ Rows of ``efficiency.csv`` (``kind``):
   ``secondary``: each smaller common budget (interval and rule outcome, not the claim's verdict);
   ``curve``: every validation point of A from its first budget to T as the target (descriptive: the
   speedup as a function of the target, with its interval; B may cross after T, so slow-downs are
-  numbers below 1).
+  numbers below 1); ``other``: an objective that no paper table names (``taco.paper.TABLE_OBJECTIVES``),
+  run at the size on all the data, as B against MLM at T (its own largest budget shared with MLM; the
+  rule's outcome is printed, it is no claim of the paper).
 - ``E2`` (BERT-small's role) and ``E3`` (BERT-base's), ``glue_average`` (GLUE points x100, higher is
   better): the per-seed GLUE average of the fine-tuned budgets (``per_seed.csv`` of ``taco
   aggregate``); T = the step that plays the paper's ``250k`` (``500k`` for base), the paper's speedup
@@ -56,10 +58,13 @@ import pandas as pd
 
 from taco.cli import cli_error
 from taco.manifest import read_manifest
+from taco.objectives import OBJECTIVE_SPECS
+from taco.paper import TABLE_OBJECTIVES
 from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 from taco.report.speedup import (COMPARED, GLUE_FORM, HIGHER, INCONCLUSIVE, LOSS_FORM, LOWER, NOT_RUN, NOT_SUPPORTED,
                                  REFERENCE, SUPPORTED, ArmCurves, Pair, arm_curves, evaluate_pair)
 from taco.report.stats import average_keys
+from taco.report.style import objective_label
 from taco.report.validation_points import EvalFileError, read_eval
 
 NAME = "efficiency"
@@ -195,12 +200,38 @@ def _budget_steps(loss: pd.DataFrame, size: str, obj: str) -> set[int]:
     return set(sub["step"].astype(int))
 
 
+def _other_pairs(loss: pd.DataFrame, size: str, cfg: AnalysisConfig,
+                 fps: Mapping[tuple[str, str], float]) -> list[Pair]:
+    """E1's ``other`` rows of ``size``: each objective no paper table names against MLM at their largest
+    common budget (full data)."""
+    full = loss[(loss["size"] == size) & np.isclose(loss["fraction"].astype(float), 1.0)]
+    others = [o for o in OBJECTIVE_SPECS if o in set(full["objective"]) and o not in TABLE_OBJECTIVES]
+    a = _arm(loss, size, REFERENCE, 1.0)
+    out = []
+    for obj in others:
+        b = _arm(loss, size, obj, 1.0)
+        if not a.runs or not b.runs:
+            continue
+        budgets = sorted(_budget_steps(loss, size, REFERENCE) & _budget_steps(loss, size, obj) & set(a.steps.tolist()))
+        t = budgets[-1] if budgets else None
+        out.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats",
+                        target_budget=(cfg.budget_name(size, t) or "") if t is not None else "",
+                        flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, obj), math.nan)),
+                        note="" if budgets else "no budget that both arms reached", kind="other", b_objective=obj,
+                        title=f"{objective_label(obj)} reaches MLM's validation loss in fewer steps (an objective "
+                              "the paper does not have: the rule's outcome, no claim of the paper)"))
+    return out
+
+
 def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConfig,
                 fps: Mapping[tuple[str, str], float]) -> list[Pair]:
     """The comparisons of the run (module docstring): per size with MLM and TACO on all the data, E1's
-    primary, secondary and curve rows; with the aggregate, E2 / E3 for each role that is run."""
+    primary, secondary and curve rows, and an ``other`` row for each objective no paper table names;
+    with the aggregate, E2 / E3 for each role that is run."""
     pairs: list[Pair] = []
     sizes = sorted(set(loss["size"])) if not loss.empty else []
+    for size in sizes:
+        pairs += _other_pairs(loss, size, cfg, fps)
     for size in sizes:
         a, b = _arm(loss, size, REFERENCE, 1.0), _arm(loss, size, COMPARED, 1.0)
         if not a.runs or not b.runs:
@@ -313,14 +344,15 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
              f"| claim | kind | size | curve | T | target | speedup [{lvl}] | k per unit of B | model-FLOPs speedup | "
              "wall-clock speedup | paper | n units (A/B) | mean A / B at T | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in _rows(df, "primary", "secondary").itertuples():
+    for r in _rows(df, "primary", "secondary", "other").itertuples():
         t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
         budget = f" ({md_text(r.target_budget)})" if r.target_budget else ""
+        kind = r.kind if r.kind != "other" else f"other: {md_text(objective_label(r.b))}"
         lines.append(
-            f"| {r.claim_id} | {r.kind} | {md_text(r.size)} | {r.form} ({r.unit_of_value}) | {t}{budget} | "
+            f"| {r.claim_id} | {kind} | {md_text(r.size)} | {r.form} ({r.unit_of_value}) | {t}{budget} | "
             f"{_f(r.target_value, 4)} | {_est(r)} | {r.unit_k or 'n/a'} | {_f(r.model_flops_speedup)} | "
             f"{_f(r.wall_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
-            f"{_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict if r.kind == 'primary' else 'secondary: ' + r.verdict}** |")
+            f"{_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict if r.kind == 'primary' else r.kind + ': ' + r.verdict}** |")
     lines.append("")
     for r in _rows(df, "primary").itertuples():
         lines += [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
@@ -458,9 +490,9 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     from taco.report.plotting import plain_log_axis, step_number
-    from taco.report.style import objective_label, objective_style
+    from taco.report.style import objective_style
 
-    shown = [(p, r) for p, r in zip(pairs, df.itertuples()) if r.kind in ("primary", "secondary")]
+    shown = [(p, r) for p, r in zip(pairs, df.itertuples()) if r.kind in ("primary", "secondary", "other")]
     curves = {}
     for p, r in zip(pairs, df.itertuples()):
         if r.kind == "curve":
@@ -472,13 +504,14 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
                         transform=axes[0, 0].transAxes)
         axes[0, 0].set_axis_off()
     for ax, (pair, row) in zip(axes[:, 0], shown):
-        head = f"{pair.claim_id} ({pair.size}, {row.kind}, T = {row.target_step})"
+        kind = row.kind if row.kind != "other" else f"other: {objective_label(pair.b_objective)}"
+        head = f"{pair.claim_id} ({pair.size}, {kind}, T = {row.target_step})"
         if row.verdict == NOT_RUN:
             ax.text(0.5, 0.5, f"{head}: not run\n{row.reason[:90]}", ha="center", va="center", transform=ax.transAxes,
                     fontsize=9)
             ax.set_axis_off()
             continue
-        for obj, arm in ((REFERENCE, pair.a), (COMPARED, pair.b)):
+        for obj, arm in ((REFERENCE, pair.a), (pair.b_objective, pair.b)):
             st = objective_style(obj)
             units = arm.units()
             lo, hi = units.min(axis=0), units.max(axis=0)
@@ -498,7 +531,7 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
         plain_log_axis(ax.xaxis, step_number)  # 2000, 4000, 250k: not 2x10^3
         ax.set_xlabel("pre-training step (log scale)")
         ax.set_ylabel("validation MLM loss (nats)" if pair.form == LOSS_FORM else "GLUE average (points)")
-        verdict = row.verdict if row.kind == "primary" else f"secondary: {row.verdict}"
+        verdict = row.verdict if row.kind == "primary" else f"{row.kind}: {row.verdict}"
         ax.set_title(f"{head}: speedup {_est(row)}, {verdict}", fontsize=9)
         ax.grid(True, alpha=0.3, which="both")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)

@@ -374,8 +374,9 @@ def _fmt_bound(x: float) -> str:
 class Pair:
     """One comparison: curves of A and B, the target step, the direction, labels.
 
-    ``kind``: ``primary`` (the claim's verdict), ``secondary`` (another budget, verdict reported beside)
-    or ``curve`` (a validation point of A as the target: descriptive, no verdict).
+    ``kind``: ``primary`` (the claim's verdict), ``secondary`` (another budget, verdict reported beside),
+    ``curve`` (a validation point of A as the target: descriptive, no verdict) or ``other`` (an objective
+    that no paper table names, ``b_objective``, against MLM: the rule's outcome, no claim of the paper).
     """
 
     claim_id: str
@@ -393,6 +394,7 @@ class Pair:
     note: str = ""
     kind: str = "primary"
     title: str = ""
+    b_objective: str = COMPARED
 
 
 def _unit_label(a: ArmCurves, b: ArmCurves, form: str) -> str:
@@ -415,7 +417,7 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
     fa, fb = pair.flops_per_step
     row: dict[str, Any] = {c: math.nan for c in columns}
     row.update(claim_id=pair.claim_id, kind=pair.kind, form=pair.form, unit_of_value=pair.unit_of_value,
-               better=pair.better, size=pair.size, fraction=pair.fraction, a=REFERENCE, b=COMPARED, target_step=t,
+               better=pair.better, size=pair.size, fraction=pair.fraction, a=REFERENCE, b=pair.b_objective, target_step=t,
                target_budget=pair.target_budget, paper_speedup=pair.paper_speedup, ci_level=level, margin=margin,
                model_flops_per_step_a=fa, model_flops_per_step_b=fb, n_units_a=a.n_units, n_units_b=b.n_units,
                n_runs_a=a.n_runs, n_runs_b=b.n_runs, unit=_unit_label(a, b, pair.form),
