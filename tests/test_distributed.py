@@ -35,7 +35,7 @@ def _cmd(blocks: Path, out: Path, nproc: int, *extra: str) -> list[str]:
     args = ["--blocks", str(blocks), "--objective", "taco", "--size", "tiny", "--max-steps", str(MAX_STEPS),
             "--warmup-steps", "2", "--until", str(MAX_STEPS), "--output", str(out), "--state-dir",
             str(out) + ".state", "--save-every", "2", "--logging-steps", "2", "--seed", "7", "--device", "cpu",
-            "--no-progress", "--tc-negatives", "8", *extra]
+            "--no-progress", "--tc-negatives", "8", "--per-device-batch-size", "8", *extra]  # extra may override
     if nproc == 1:
         return [sys.executable, "-m", "taco", "pretrain", *args]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),

@@ -157,7 +157,7 @@ class Commands:
             words += [*self.python, "-m", "taco", "gpu-slot", "--gpus", _s(self.config["gpus"]),
                       "--need", _s(need), *(["--lock-dir", lock_dir] if lock_dir else []), "--"]
             return words + self.python
-        if self.config.get("fork_server", True):
+        if self.config["fork_server"]:
             return words + self.python + ["-m", "taco.forkserver"]
         return words + self.python
 
