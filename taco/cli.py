@@ -86,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"taco: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
+    try:
+        module = importlib.import_module(COMMANDS[name][0])
+    except ModuleNotFoundError as exc:  # a base install (torch + transformers) without the suite's libraries
+        print(f"taco {name}: needs {exc.name!r}, one of the suite's libraries: pip install 'taco-repro[suite]' "
+              "(the base install holds the TC loss, its Trainer plug-in and the objectives)", file=sys.stderr)
+        return 2
     return int(module.main(rest) or 0)
 
 

@@ -66,3 +66,38 @@ def test_workflow_code_imports_no_ml_library():
 def test_the_blocker_itself_works(blocked):
     out = _import_without(blocked, [], ["taco.tc.loss"])
     assert out.returncode != 0 and "not in this environment" in out.stderr
+
+
+def test_the_tc_loss_and_the_objectives_need_only_torch_and_transformers():
+    """``pip install taco-repro`` (no extra) gives the TC loss, its Trainer plug-in and the objectives:
+    every other library the suite uses (the ``suite`` extra) is absent here, as Python sees a package
+    that is not installed (``sys.modules[name] = None``: ``find_spec`` gives None, an import fails), so
+    transformers' own availability checks see it missing too. accelerate stays: transformers' Trainer
+    needs it."""
+    suite_only = ["datasets", "scipy", "pandas", "sklearn", "matplotlib", "markdown", "pyarrow", "jsonschema",
+                  "tensorboard", "snakemake"]  # pyyaml comes with transformers
+    code = (f"import sys\nfor n in {suite_only!r}:\n    sys.modules[n] = None\n"
+            "import importlib\n"
+            "for m in ('taco.tc.loss', 'taco.tc.sampling', 'taco.tc.plugin', 'taco.objectives', 'taco.objectives.taco',"
+            " 'taco.objectives.infoword', 'taco.model.modeling', 'taco.model.collator', 'taco.parameters'):\n"
+            "    importlib.import_module(m)\n"
+            "from taco.tc.plugin import TacoTrainer\nprint('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def test_the_base_install_requires_only_torch_and_transformers():
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    names = {d.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip() for d in project["dependencies"]}
+    assert names == {"torch", "transformers", "accelerate", "safetensors", "numpy"}, names
+    dev = " ".join(project["optional-dependencies"]["dev"])
+    assert "workflow" in dev and "suite" in " ".join(project["optional-dependencies"]["workflow"])
+
+
+def test_a_command_without_the_suite_extra_names_the_extra():
+    code = ("import sys\nsys.modules['pandas'] = None\nfrom taco.cli import main\n"
+            "sys.exit(main(['aggregate', '--help']))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "pip install 'taco-repro[suite]'" in out.stderr and "'pandas'" in out.stderr, out.stderr

@@ -1,0 +1,127 @@
+"""The TC loss as a plug-in for any Hugging Face masked-LM encoder: :func:`tc_term` on a model's output,
+and :class:`TacoTrainer`, a ``transformers.Trainer`` whose loss is TACO = the model's MLM loss +
+``tc_weight`` x TC (Fu et al. 2022, Eq. 9-10).
+
+It needs only what every ``AutoModelForMaskedLM`` gives: ``hidden_states[0]`` (the embedding-layer
+output e) and ``hidden_states[-1]`` (the last hidden state h; after ModernBERT's ``final_norm``), both
+(B, L, H), and its MLM loss from ``labels``. No architectural change (the paper's "plug-and-play" claim).
+Defaults are the paper's and the official code's: W = 5, K = 50, tau = 0.07, weight 1.0, every real
+token an anchor. The MLM loss is the model's own (dense prediction; the suite's ``taco pretrain``
+predicts only the selected positions, the same loss). Needs torch and transformers only::
+
+    from transformers import DataCollatorForLanguageModeling, TrainingArguments
+    from taco.tc.plugin import TacoTrainer
+
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+    trainer = TacoTrainer(model=model, args=TrainingArguments("out", per_device_train_batch_size=8),
+                          train_dataset=dataset, data_collator=collator)
+    trainer.train()
+
+Constraints, each refused with a message naming it: at least 2 sequences per device batch (the
+negatives come from the other sequences), an odd window W >= 3, an integer K >= 1, and hidden states of
+shape (B, L, H) (a model that returns unpadded states, such as ModernBERT under FlashAttention 2 in some
+transformers versions, is refused: use ``attn_implementation="sdpa"`` or ``"eager"``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import torch
+from transformers import Trainer
+
+from taco.tc import DEFAULT_TEMPERATURE
+from taco.tc.loss import tc_loss
+from taco.tc.sampling import sample_negative_index, sample_positive_index
+
+__all__ = ["tc_term", "TacoTrainer"]
+
+
+def tc_term(outputs: Any, attention_mask: torch.Tensor, *, window: int = 5, num_negatives: int = 50,
+            temperature: float = DEFAULT_TEMPERATURE, anchors: torch.Tensor | None = None,
+            generator: torch.Generator | None = None) -> torch.Tensor:
+    """The TC loss of one batch from a model output with hidden states (scalar fp32 tensor, nats).
+
+    Args:
+        outputs: a Hugging Face model output called with ``output_hidden_states=True``: its
+            ``hidden_states`` tuple gives e = ``hidden_states[0]`` and h = ``hidden_states[-1]``, (B, L, H).
+        attention_mask: (B, L), 1 at real tokens: positives and negatives are drawn among them.
+        window: positive window W (odd, >= 3): the positive is at offset +-1..+-W//2 in the same sequence.
+        num_negatives: K negatives per anchor, drawn from the other sequences of the batch.
+        temperature: tau of the cosine-similarity score.
+        anchors: bool (B, L) anchor positions; default every real token (the paper's TACO).
+        generator: optional ``torch.Generator`` for the draws.
+
+    Raises:
+        ValueError: no hidden states, a shape that is not (B, L, H) or does not match the mask, fewer
+            than 2 non-empty sequences, a bad W or K.
+    """
+    hidden_states = getattr(outputs, "hidden_states", None)
+    if not hidden_states:
+        raise ValueError("the model output has no hidden_states: call the model with output_hidden_states=True "
+                         "(the TC loss needs the embedding output hidden_states[0] and the last hidden state)")
+    e, h = hidden_states[0], hidden_states[-1]
+    if h.dim() != 3 or e.shape != h.shape:
+        raise ValueError(f"hidden states must be (B, L, H) with equal shapes; got embeddings {tuple(e.shape)} and last "
+                         f"{tuple(h.shape)} (unpadded states, e.g. FlashAttention 2: use attn_implementation='sdpa')")
+    if tuple(attention_mask.shape) != tuple(h.shape[:2]):
+        raise ValueError(f"attention_mask {tuple(attention_mask.shape)} does not match the hidden states' (B, L) "
+                         f"{tuple(h.shape[:2])}")
+    if isinstance(num_negatives, bool) or not isinstance(num_negatives, numbers.Integral):
+        raise ValueError(f"num_negatives K must be an integer, got {num_negatives!r}")
+    mask = attention_mask.to(h.device)
+    positive = sample_positive_index(mask, int(window) if isinstance(window, numbers.Integral) else window, generator)
+    negative = sample_negative_index(mask, int(num_negatives), generator)
+    anchors = mask.bool() if anchors is None else anchors.to(h.device).bool()
+    return tc_loss(h, e, positive, negative, anchors, float(temperature))
+
+
+class TacoTrainer(Trainer):
+    """A ``transformers.Trainer`` that trains TACO: the model's MLM loss + ``tc_weight`` x :func:`tc_term`.
+
+    Args:
+        model: any masked-LM model (``AutoModelForMaskedLM``: BERT, RoBERTa, ModernBERT, ...).
+        tc_weight, tc_window, tc_num_negatives, tc_temperature: the TC options (defaults: the paper's).
+        *args, **kwargs: as ``transformers.Trainer`` (a masking collator such as
+            ``DataCollatorForLanguageModeling`` gives the ``labels``).
+
+    Raises:
+        ValueError: a model without an MLM head (``get_output_embeddings()`` is None), a bad TC option;
+            at the first step, a batch without ``attention_mask`` or a model that returns no loss.
+
+    The last batch's parts are kept in ``self.last_terms`` (``{"mlm": float, "tc": float}``).
+    """
+
+    def __init__(self, *args: Any, tc_weight: float = 1.0, tc_window: int = 5, tc_num_negatives: int = 50,
+                 tc_temperature: float = DEFAULT_TEMPERATURE, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        head = getattr(self.model, "get_output_embeddings", lambda: None)()
+        if head is None:
+            raise ValueError(f"{type(self.model).__name__} has no MLM head (get_output_embeddings() is None): TACO "
+                             "adds the TC loss to a masked-LM loss; load the model with AutoModelForMaskedLM")
+        if tc_weight < 0 or tc_temperature <= 0:
+            raise ValueError(f"tc_weight must be >= 0 and tc_temperature > 0, got {tc_weight} and {tc_temperature}")
+        if not isinstance(tc_window, numbers.Integral) or tc_window < 3 or tc_window % 2 == 0:
+            raise ValueError(f"tc_window W must be an odd integer >= 3, got {tc_window!r}")
+        if isinstance(tc_num_negatives, bool) or not isinstance(tc_num_negatives, numbers.Integral) \
+                or tc_num_negatives < 1:
+            raise ValueError(f"tc_num_negatives K must be an integer >= 1, got {tc_num_negatives!r}")
+        self.tc_weight, self.tc_window = float(tc_weight), int(tc_window)
+        self.tc_num_negatives, self.tc_temperature = int(tc_num_negatives), float(tc_temperature)
+        self.last_terms: dict[str, float] = {}
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """MLM + tc_weight x TC of one batch (the MLM loss is the model's own, from ``labels``)."""
+        if "attention_mask" not in inputs:
+            raise ValueError("the batch has no attention_mask: the TC loss draws its positives and negatives among "
+                             "the real tokens (use a tokenizer/collator that returns it)")
+        outputs = model(**inputs, output_hidden_states=True)
+        if getattr(outputs, "loss", None) is None:
+            raise ValueError("the model returned no loss: give labels (a masking collator such as "
+                             "DataCollatorForLanguageModeling) to a masked-LM model")
+        tc = tc_term(outputs, inputs["attention_mask"], window=self.tc_window, num_negatives=self.tc_num_negatives,
+                     temperature=self.tc_temperature)
+        loss = outputs.loss + self.tc_weight * tc
+        self.last_terms = {"mlm": float(outputs.loss.detach()), "tc": float(tc.detach())}
+        return (loss, outputs) if return_outputs else loss

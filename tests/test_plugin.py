@@ -1,0 +1,112 @@
+"""taco.tc.plugin: the TC loss on any Hugging Face masked-LM model's output, and TacoTrainer. On BERT it
+gives exactly the suite's TACO loss; it trains a tiny RoBERTa and a tiny ModernBERT built from configs
+(examples/tc_trainer.py, run as a user would); what it cannot work with is refused by name."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from transformers import AutoModel, AutoModelForMaskedLM, logging as hf_logging  # noqa: E402
+
+from taco.model.masking import mask_tokens  # noqa: E402
+from taco.model.modeling import PreTrainingModel, bert_config  # noqa: E402
+from taco.tc.plugin import TacoTrainer, tc_term  # noqa: E402
+
+hf_logging.set_verbosity_error()
+REPO = Path(__file__).resolve().parents[1]
+V, B, L = 120, 4, 24
+
+
+def _batch(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, V, (B, L), generator=g)
+    attn = torch.ones(B, L, dtype=torch.long)
+    attn[1, 18:] = 0  # one padded sequence
+    ids[1, 18:] = 0
+    corrupted, labels = mask_tokens(ids, None, attn, 4, V, 0.15, generator=g)
+    return {"input_ids": corrupted, "attention_mask": attn, "labels": labels}
+
+
+def test_on_bert_the_plugin_loss_is_the_suites_taco_loss(tmp_path):
+    """The suite's TACO model and plain BertForMaskedLM with the same weights: MLM + TC agree to float
+    precision when the TC draws use the same generator (the suite draws positives, then negatives)."""
+    torch.manual_seed(0)
+    suite = PreTrainingModel(bert_config("tiny", V, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+                             "taco", tc_num_negatives=7).eval()
+    suite.save_pretrained(tmp_path / "ckpt")
+    plain = AutoModelForMaskedLM.from_pretrained(tmp_path / "ckpt").eval()
+    assert type(plain).__name__ == "BertForMaskedLM"
+    batch = _batch()
+    with torch.no_grad():
+        ours = suite(**batch, generator=torch.Generator().manual_seed(5))
+        out = plain(**batch, output_hidden_states=True)
+        tc = tc_term(out, batch["attention_mask"], num_negatives=7, generator=torch.Generator().manual_seed(5))
+    assert float(out.loss) == pytest.approx(float(ours.mlm_loss), rel=1e-5)
+    assert float(tc) == pytest.approx(float(ours.tc_loss), rel=1e-5)
+    assert float(out.loss + tc) == pytest.approx(float(ours.loss), rel=1e-5)
+
+
+def test_the_example_trains_a_tiny_roberta_and_a_tiny_modernbert_offline():
+    """What a user runs: examples/tc_trainer.py, both families, from a fresh process, no Hub."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, str(REPO / "examples" / "tc_trainer.py"), "--steps", "6"],
+                         capture_output=True, text=True, timeout=300, env=env, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [ln for ln in out.stdout.splitlines() if "nats after 6 steps" in ln]
+    assert [ln.split(":")[0] for ln in lines] == ["roberta", "modernbert"], out.stdout
+    for ln in lines:
+        mlm, tc = (float(x.split()[0]) for x in ln.split(": MLM ")[1].split(" nats, TC "))
+        assert 0 < mlm < 20 and 0 < tc < 10, ln
+
+
+def test_modernbert_and_roberta_give_padded_states_and_take_the_tokenizers_ids():
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        from tc_trainer import tiny_model, toy_corpus, wordpiece_tokenizer
+    finally:
+        sys.path.pop(0)
+    tok = wordpiece_tokenizer(toy_corpus(50))
+    batch = tok(toy_corpus(4, seed=1), padding=True, return_tensors="pt")
+    for family in ("roberta", "modernbert"):
+        model = tiny_model(family, tok, 32).eval()
+        assert model.config.pad_token_id == tok.pad_token_id  # not ModernBERT's default 50283
+        assert model.get_input_embeddings().padding_idx == tok.pad_token_id
+        with torch.no_grad():
+            out = model(**batch, output_hidden_states=True)
+        shape = (*batch["input_ids"].shape, 64)
+        assert tuple(out.hidden_states[0].shape) == shape == tuple(out.hidden_states[-1].shape), family
+        assert torch.isfinite(tc_term(out, batch["attention_mask"], generator=torch.Generator().manual_seed(0)))
+
+
+def test_what_the_plugin_cannot_work_with_is_refused_by_name(tmp_path):
+    torch.manual_seed(0)
+    model = AutoModelForMaskedLM.from_config(bert_config("tiny", V))
+    batch = _batch()
+    out = model(**batch)  # no output_hidden_states
+    with pytest.raises(ValueError, match="output_hidden_states=True"):
+        tc_term(out, batch["attention_mask"])
+    out = model(**batch, output_hidden_states=True)
+    with pytest.raises(ValueError, match="window W must be an odd integer"):
+        tc_term(out, batch["attention_mask"], window=4)
+    with pytest.raises(ValueError, match="num_negatives K must be an integer"):
+        tc_term(out, batch["attention_mask"], num_negatives=2.5)
+    assert torch.isfinite(tc_term(out, batch["attention_mask"], num_negatives=np.int64(5)))  # a numpy K is fine
+    one = model(input_ids=batch["input_ids"][:1], output_hidden_states=True)
+    with pytest.raises(ValueError, match="sequence"):
+        tc_term(one, batch["attention_mask"][:1])
+    with pytest.raises(ValueError, match="does not match"):
+        tc_term(out, batch["attention_mask"][:, :10])
+    from transformers import TrainingArguments
+
+    args = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True)
+    with pytest.raises(ValueError, match="no MLM head"):
+        TacoTrainer(model=AutoModel.from_config(bert_config("tiny", V)), args=args)
+    with pytest.raises(ValueError, match="tc_window"):
+        TacoTrainer(model=model, args=args, tc_window=6)
