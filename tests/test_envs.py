@@ -90,7 +90,8 @@ def parse_conda_spec(spec: str) -> tuple[str, str | None, str | None]:
 
 def project_requirements() -> tuple[dict[str, Requirement], SpecifierSet]:
     meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    reqs = [Requirement(r) for r in meta["dependencies"]]
+    # the base install and the suite's extra (the envs run the suite's commands)
+    reqs = [Requirement(r) for r in meta["dependencies"] + meta["optional-dependencies"]["suite"]]
     return {canonicalize_name(r.name): r for r in reqs}, SpecifierSet(meta["requires-python"])
 
 
