@@ -56,7 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "efficiency": ("taco.report.efficiency",
                    "steps-to-target speedups of TACO over MLM with intervals, and their verdicts"),
     "claims": ("taco.report.claims", "check the paper's claims on the reproduced numbers"),
-    "deviations": ("taco.report.deviations", "every difference of the run configuration from the paper's setup"),
+    "deviations": ("taco.report.deviations_page", "every difference of the run configuration from the paper's setup"),
     "plan": ("taco.workflow.plan", "compute plan of a configuration: jobs, FLOPs, GPU-hours, disk, time limits"),
     "gpu-slot": ("taco.workflow.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),
 }

@@ -704,7 +704,7 @@ def test_monitoring_follows_the_config_and_changes_no_param():
     from taco.evaluation.finetune import build_parser as ft_parser
     from taco.training.pretrain import build_parser as pt_parser
     from taco.workflow.commands import Commands
-    from taco.workflow.config import run_config
+    from taco.workflow.settings import run_config
 
     class W(dict):  # the wildcards of one job
         __getattr__ = dict.__getitem__

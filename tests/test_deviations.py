@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from taco.paper import PAPER_SETUP
-from taco.report.deviations import find_deviations, main
+from taco.report.deviations import find_deviations
+from taco.report.deviations_page import main
 
 REPO = Path(__file__).resolve().parent.parent
 

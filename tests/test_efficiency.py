@@ -22,6 +22,7 @@ import pytest
 
 from taco.report import efficiency as eff
 from taco.report import speedup as sp
+from taco.report.efficiency_markdown import render_markdown
 from taco.report.validation_points import EvalFileError
 from taco.report.analysis_config import validate_analysis
 from taco.flops import pretrain_flops_per_token, shape
@@ -331,7 +332,7 @@ def test_e2_and_e3_are_separate_claims_and_a_missing_role_says_not_run_once():
     df = eff.evaluate(pairs, cfg)
     assert df.iloc[1]["verdict"] == sp.NOT_RUN
     assert df.iloc[1]["reason"].count("not run") == 1 and "500k" in df.iloc[1]["reason"]
-    md = eff.render_markdown(df, cfg)
+    md = render_markdown(df, cfg)
     assert md.count("## E2 ") == 1 and md.count("## E3 ") == 1
 
 
@@ -457,7 +458,7 @@ def test_an_objective_no_paper_table_names_is_compared_with_mlm_as_other(tmp_pat
     assert list(other["b"]) == ["taco_unmasked"] and int(other.iloc[0]["target_step"]) == 4000
     assert other.iloc[0]["speedup"] == pytest.approx(2.0, rel=1e-6)
     assert list(df[df["kind"] == "primary"]["b"]) == ["taco"]
-    md = eff.render_markdown(df, cfg)
+    md = render_markdown(df, cfg)
     assert "| E1 | other: TACO (unmasked) |" in md
     fig = eff.figure(pairs, df)
     assert any("other: TACO (unmasked)" in ax.get_title() for ax in fig.axes)

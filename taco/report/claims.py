@@ -545,7 +545,8 @@ def _write_claims(agg, cfg, args) -> list[Path]:
     atomic_write_text(out / "claims.csv", df.to_csv(index=False, float_format="%.6g"))
     md = render_markdown(df, cfg)
     if getattr(args, "efficiency", None):  # the steps-to-target claims E1 / E2 (taco efficiency)
-        from taco.report.efficiency import claims_section, read_table
+        from taco.report.efficiency_markdown import claims_section
+        from taco.report.efficiency import read_table
 
         eff = read_table(args.efficiency)
         md += claims_section(eff, cfg.alpha, cfg.efficiency_margin)

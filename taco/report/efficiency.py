@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from taco.report.efficiency_markdown import _est, CLAIM_TEXT, _rows, render_markdown
 from taco.cli import cli_error
 from taco.manifest import read_manifest
 from taco.objectives import OBJECTIVE_SPECS
@@ -280,131 +281,6 @@ def evaluate(pairs: Sequence[Pair], cfg: AnalysisConfig, wall_time_ratio: float 
         rows.append(row)
     return pd.DataFrame(rows, columns=CSV_COLUMNS)
 
-
-# ---------------------------------------------------------------------------------------------
-# outputs
-# ---------------------------------------------------------------------------------------------
-def _f(x: Any, nd: int = 3) -> str:
-    if isinstance(x, (int, float)) and x == math.inf:
-        return "inf"
-    return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.{nd}g}"
-
-
-def _est(r: Any) -> str:
-    """The estimate with its interval, e.g. ``2.49 [1.90, 3.27]`` (``<=`` / ``>=`` when censored one way)."""
-    b = f"{r.estimate_bound} " if r.estimate_bound in ("<=", ">=") else ""
-    return f"{b}{_f(r.speedup)} [{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}]"
-
-
-def rule_text(alpha: float, margin: float) -> str:
-    """The decision rule in words (claims page and efficiency page)."""
-    lvl = f"{(1 - 2 * alpha) * 100:g}%"
-    return (f"the speedup is the geometric mean over B's pre-training runs (or fine-tuning seeds, where each arm has "
-            f"one fine-tuned run) of T / k, k the step where the run's own curve reaches A's mean value at T; "
-            f"supported when the lower bound of its {lvl} t interval (on log speedups, A's target uncertainty "
-            f"propagated) exceeds the margin {margin:g}x (analysis.efficiency_margin; equivalently the one-sided "
-            f"t test of speedup <= {margin:g} has p <= {alpha}); not supported when the upper bound is below "
-            f"{margin:g}x; inconclusive otherwise (always with one unit per arm: no interval). One verdict per "
-            "claim, at its primary target (E1: the largest budget both arms reached; E2/E3: the paper's 250k / "
-            "500k); secondary budgets and the speedup curve are descriptive")
-
-
-CLAIM_TEXT = {
-    "E1": "B (TACO) reaches A's (MLM's) validation MLM loss at T in fewer steps",
-}
-
-
-def _rows(df: pd.DataFrame, *kinds: str) -> pd.DataFrame:
-    return df[df["kind"].isin(kinds)]
-
-
-def trend_sentence(curve: pd.DataFrame) -> str:
-    """Whether the speedup grows, holds or shrinks with the target (descriptive): the curve's first
-    and last speedups and their ratio (> 1.1 grows, < 1/1.1 shrinks, else holds)."""
-    c = curve[np.isfinite(curve["speedup"].astype(float))].sort_values("target_step")
-    if len(c) < 2:
-        return "The speedup curve has fewer than two targets."
-    s0, s1 = float(c["speedup"].iloc[0]), float(c["speedup"].iloc[-1])
-    t0, t1 = int(c["target_step"].iloc[0]), int(c["target_step"].iloc[-1])
-    ratio = s1 / s0
-    word = "grows" if ratio > 1.1 else "shrinks" if ratio < 1 / 1.1 else "holds"
-    return (f"The speedup {word} with the target: {s0:.3g}x at T = {t0} and {s1:.3g}x at T = {t1} "
-            f"(descriptive; each point's interval is in efficiency.csv, kind 'curve').")
-
-
-def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence[Mapping[str, Any]] = (),
-                    notes: Sequence[str] = ()) -> str:
-    """efficiency.md: the claims' table, the rule, per claim the verdict, units and notes, the
-    speedup curve's trend, and the simulated coverage and level of the method for this run."""
-    from taco.report.markdown_text import md_text
-
-    lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
-    lines = ["# Steps-to-target speedups (TACO against MLM)", "",
-             f"Rule (alpha = {cfg.alpha}, margin {cfg.efficiency_margin:g}x): " + rule_text(cfg.alpha, cfg.efficiency_margin) + ".", "",
-             f"| claim | kind | size | curve | T | target | speedup [{lvl}] | k per unit of B | model-FLOPs speedup | "
-             "wall-clock speedup | paper | n units (A/B) | mean A / B at T | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in _rows(df, "primary", "secondary", "other").itertuples():
-        t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
-        budget = f" ({md_text(r.target_budget)})" if r.target_budget else ""
-        kind = r.kind if r.kind != "other" else f"other: {md_text(objective_label(r.b))}"
-        lines.append(
-            f"| {r.claim_id} | {kind} | {md_text(r.size)} | {r.form} ({r.unit_of_value}) | {t}{budget} | "
-            f"{_f(r.target_value, 4)} | {_est(r)} | {r.unit_k or 'n/a'} | {_f(r.model_flops_speedup)} | "
-            f"{_f(r.wall_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
-            f"{_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict if r.kind == 'primary' else r.kind + ': ' + r.verdict}** |")
-    lines.append("")
-    for r in _rows(df, "primary").itertuples():
-        lines += [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
-                  f"- Verdict: **{r.verdict}** - {r.reason}",
-                  f"- Per-unit speedups of B: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
-                  "'>' never reaches the target, extrapolated; '<' beats it at the first point, extrapolated)",
-                  f"- Where B's mean curve reaches the target (secondary, not the estimate): "
-                  f"{_f(r.mean_curve_speedup)}x (k = {_f(r.mean_curve_k, 4)})",
-                  f"- Unit: {r.unit}; interval: {r.interval_note or 'n/a'}",
-                  f"- Model FLOPs per step A / B: {_f(r.model_flops_per_step_a)} / {_f(r.model_flops_per_step_b)}; "
-                  f"wall-clock step time A / B: {_f(r.wall_time_ratio)} "
-                  + ("(benchmarks/step_time.py, side by side in one run)" if math.isfinite(r.wall_time_ratio)
-                     else "(not measured: run benchmarks/step_time.py and pass --step-times)"),
-                  ""]
-        curve = df[(df["kind"] == "curve") & (df["claim_id"] == r.claim_id) & (df["size"] == r.size)]
-        if not curve.empty:
-            lines += ["- " + trend_sentence(curve), ""]
-    if calibration:
-        lines += ["## Does the interval cover? The method simulated at this run's counts and spreads", "",
-                  "Curves with a known speedup equal to the margin, drawn with this run's numbers of units and "
-                  "spreads (A's SD at T, the SD of B's log speedups) from the documented curve model "
-                  "(taco.report.speedup_simulation); the rates are over the simulated experiments. "
-                  f"Nominal: coverage {lvl}, false 'supported' {cfg.alpha:g}.", "",
-                  "| claim | size | n units (A/B) | SD of A at T | SD of B's log speedups | coverage | false supported | experiments |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for c in calibration:
-            lines.append(f"| {c['claim_id']} | {md_text(c['size'])} | {c['n_a']}/{c['n_b']} | {_f(c['sd_a'])} | "
-                         f"{_f(c['sd_log_b'])} | {c['coverage']:.3f} | {c['supported']:.3f} | {c['reps']} |")
-        lines += ["", "`taco efficiency --calibrate` prints the suite's checked scenarios and its known limit "
-                  "(strongly skewed A runs).", ""]
-    if notes:
-        lines += ["## Notes on the inputs", ""] + [f"- {md_text(n)}" for n in notes] + [""]
-    return "\n".join(lines)
-
-
-def claims_section(df: pd.DataFrame, alpha: float, margin: float) -> str:
-    """The steps-to-target claims as a section of the claims page (``taco claims --efficiency``): one
-    row per claim at its primary target with the speedup, its interval and the verdict, then the rule."""
-    lvl = f"{(1 - 2 * alpha) * 100:g}%"
-    lines = ["", "## Steps-to-target claims (taco efficiency)", "",
-             f"| Claim | size | curve | T | speedup [{lvl}] | model-FLOPs speedup | paper | n units (A/B) | verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    prim = _rows(df, "primary")
-    for r in prim.itertuples():
-        t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
-        lines.append(f"| {r.claim_id}: {r.title} | {r.size} | {r.form} | {t} | {_est(r)} | "
-                     f"{_f(r.model_flops_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
-                     f"**{r.verdict}** |")
-    lines += ["", f"Rule: {rule_text(alpha, margin)}. Details, secondary budgets, the speedup curve and the "
-              "simulated coverage: efficiency.md / efficiency.png.", ""]
-    lines += [f"- {r.claim_id} ({r.size}): **{r.verdict}** - {r.reason}" for r in prim.itertuples()]
-    return "\n".join(lines) + "\n"
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from taco.workflow import control as wctl
 from taco.workflow.config_source import key_sources
 from taco.workflow.gpuslots import unmanaged_gpus_note
 from taco.workflow.commands import RUN_PATH, Commands, run_path
+from taco.workflow.settings import plan_config, run_config
 from taco.registry import CONTROL, GLUE_TASK_NAMES, OBJECTIVES
 
 USE_CONDA = any(

@@ -25,8 +25,8 @@ rule plan:
         f"{R}/logs/report/plan.log",
     params:
         # what plan.md shows, and only that: a setting it does not show (threads, mem_mb, logging,
-        # data_threads, gpus) re-plans nothing (taco.workflow.config.plan_config)
-        config=wc.plan_config(config),
+        # data_threads, gpus) re-plans nothing (taco.workflow.settings.plan_config)
+        config=plan_config(config),
     run:
         from taco.workflow.plan_costs import build_plan
         from taco.workflow.plan_render import render_markdown

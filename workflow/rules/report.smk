@@ -92,7 +92,7 @@ rule dynamics_figures:
 
 # The run configuration as Snakemake resolved it (files merged, schema defaults filled in), without
 # the settings that change no result (threads, memory, time, logging, GPU slots): what `taco deviations`
-# compares with the paper's setup. Rewritten when a setting it holds changes (taco.workflow.config.run_config).
+# compares with the paper's setup. Rewritten when a setting it holds changes (taco.workflow.settings.run_config).
 localrules:
     run_config,
 
@@ -103,7 +103,7 @@ rule run_config:
     log:
         f"{R}/logs/report/run_config.log",
     params:
-        config=wc.run_config(config),
+        config=run_config(config),
     run:
         write_json(output[0], params.config, log[0])
 
