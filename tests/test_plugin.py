@@ -110,3 +110,24 @@ def test_what_the_plugin_cannot_work_with_is_refused_by_name(tmp_path):
         TacoTrainer(model=AutoModel.from_config(bert_config("tiny", V)), args=args)
     with pytest.raises(ValueError, match="tc_window"):
         TacoTrainer(model=model, args=args, tc_window=6)
+
+
+def test_a_device_batch_of_one_is_refused_before_training(tmp_path):
+    """A batch of 1 gives the TC loss no negatives: refused when the trainer is built, and so is a training
+    set whose last batch would hold 1 sequence (unless dataloader_drop_last)."""
+    from transformers import TrainingArguments
+
+    model = AutoModelForMaskedLM.from_config(bert_config("tiny", V))
+    data = [{"input_ids": [2, 7, 8, 3]}] * 9
+    one = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=1)
+    with pytest.raises(ValueError, match="per_device_train_batch_size 1"):
+        TacoTrainer(model=model, args=one, train_dataset=data)
+    four = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=4)
+    with pytest.raises(ValueError, match="dataloader_drop_last=True"):
+        TacoTrainer(model=model, args=four, train_dataset=data)
+    dropped = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=4,
+                                dataloader_drop_last=True)
+    assert TacoTrainer(model=model, args=dropped, train_dataset=data).tc_window == 5
+    out = model(**_batch(), output_hidden_states=True, return_dict=False)
+    with pytest.raises(ValueError, match="return_dict=True"):
+        tc_term(out, _batch()["attention_mask"])

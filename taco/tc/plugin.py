@@ -57,6 +57,9 @@ def tc_term(outputs: Any, attention_mask: torch.Tensor, *, window: int = 5, num_
         ValueError: no hidden states, a shape that is not (B, L, H) or does not match the mask, fewer
             than 2 non-empty sequences, a bad W or K.
     """
+    if isinstance(outputs, tuple):
+        raise ValueError("the model output is a tuple: call the model with return_dict=True and "
+                         "output_hidden_states=True (the TC loss reads outputs.hidden_states)")
     hidden_states = getattr(outputs, "hidden_states", None)
     if not hidden_states:
         raise ValueError("the model output has no hidden_states: call the model with output_hidden_states=True "
@@ -87,8 +90,10 @@ class TacoTrainer(Trainer):
             ``DataCollatorForLanguageModeling`` gives the ``labels``).
 
     Raises:
-        ValueError: a model without an MLM head (``get_output_embeddings()`` is None), a bad TC option;
-            at the first step, a batch without ``attention_mask`` or a model that returns no loss.
+        ValueError: a model without an MLM head (``get_output_embeddings()`` is None), a bad TC option, a
+            device batch of 1, a training set that leaves a last batch of 1 (without
+            ``dataloader_drop_last``); at the first step, a batch without ``attention_mask`` or a model
+            that returns no loss.
 
     The last batch's parts are kept in ``self.last_terms`` (``{"mlm": float, "tc": float}``).
     """
@@ -107,6 +112,14 @@ class TacoTrainer(Trainer):
         if isinstance(tc_num_negatives, bool) or not isinstance(tc_num_negatives, numbers.Integral) \
                 or tc_num_negatives < 1:
             raise ValueError(f"tc_num_negatives K must be an integer >= 1, got {tc_num_negatives!r}")
+        batch = self.args.per_device_train_batch_size
+        if batch < 2:
+            raise ValueError(f"per_device_train_batch_size {batch}: the TC loss draws its negatives from the other "
+                             "sequences of the device batch; use >= 2")
+        n = len(self.train_dataset) if hasattr(self.train_dataset, "__len__") else None
+        if n is not None and n % batch == 1 and not self.args.dataloader_drop_last and self.args.world_size == 1:
+            raise ValueError(f"{n} training sequences in device batches of {batch} leave a last batch of 1 sequence, "
+                             "which the TC loss cannot use: set dataloader_drop_last=True in TrainingArguments")
         self.tc_weight, self.tc_window = float(tc_weight), int(tc_window)
         self.tc_num_negatives, self.tc_temperature = int(tc_num_negatives), float(tc_temperature)
         self.last_terms: dict[str, float] = {}

@@ -116,7 +116,8 @@ def sample_negative_index(
     if int((n_real > 0).sum()) < 2:
         raise ValueError(
             "the TC loss needs at least two sequences with real tokens in the batch (negatives come "
-            f"from the other sequences); got a batch of {B} sequence(s), {int((n_real > 0).sum())} non-empty"
+            f"from the other sequences); got a batch of {B} sequence(s), {int((n_real > 0).sum())} non-empty: "
+            "use a device batch of >= 2 sequences (and drop a last batch of 1, e.g. dataloader_drop_last=True)"
         )
     flat_real = real.reshape(-1).nonzero().squeeze(1)  # (T,) sorted; row b occupies a contiguous run
     total = flat_real.numel()
