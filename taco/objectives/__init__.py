@@ -27,7 +27,7 @@ from typing import Any
 
 from taco.objectives.base import MLM_PROBABILITY, Objective
 from taco.paper import OBJECTIVE_ORDER
-from taco.parameters import Parameter
+from taco.parameters import Parameter, check_values
 
 #: entry-point group through which another installed package adds objective modules
 ENTRY_POINT_GROUP = "taco.objectives"
@@ -122,13 +122,7 @@ def check_options(values: Mapping[str, Any], where: Mapping[str, str] | None = N
     the default is the model parameter name. Cross-option rules (``check_*`` of the modules) too.
     """
     where = where or {}
-    errors = []
-    for name, value in values.items():
-        opt = OPTIONS.get(name)
-        if opt is not None:
-            msg = opt.check(value, where.get(name, name))
-            if msg:
-                errors.append(msg)
+    errors = check_values(tuple(OPTIONS.values()), dict(values), {name: where.get(name, name) for name in values})
     if not errors:
         errors.extend(msg for check in _CHECKS if (msg := check(dict(values), dict(where))))
     return errors

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.report.efficiency_markdown import _est, CLAIM_TEXT, _rows, render_markdown
+from taco.report.efficiency_markdown import CLAIM_TEXT, estimate_text, render_markdown, rows_of_kind
 from taco.cli import cli_error
 from taco.manifest import read_manifest
 from taco.objectives import OBJECTIVE_SPECS
@@ -408,7 +408,7 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
         ax.set_xlabel("pre-training step (log scale)")
         ax.set_ylabel("validation MLM loss (nats)" if pair.form == LOSS_FORM else "GLUE average (points)")
         verdict = row.verdict if row.kind == "primary" else f"{row.kind}: {row.verdict}"
-        ax.set_title(f"{head}: speedup {_est(row)}, {verdict}", fontsize=9)
+        ax.set_title(f"{head}: speedup {estimate_text(row)}, {verdict}", fontsize=9)
         ax.grid(True, alpha=0.3, which="both")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     for ax, (size, rows) in zip(axes[len(shown):, 0], curves.items()):
@@ -462,8 +462,8 @@ def make(checkpoints: Sequence[str | Path], out_dir: str | Path, cfg: AnalysisCo
     atomic_write_text(out / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"))
     pages = write_markdown_page(out / f"{NAME}.md", render_markdown(df, cfg, calib, notes))  # .md and .html
     paths = save(figure(pairs, df), out, NAME)
-    for r in _rows(df, "primary", "secondary").itertuples():
-        print(f"{r.claim_id} {r.size} {r.form} {r.kind} T={r.target_step}: speedup {_est(r)} -> {r.verdict}")
+    for r in rows_of_kind(df, "primary", "secondary").itertuples():
+        print(f"{r.claim_id} {r.size} {r.form} {r.kind} T={r.target_step}: speedup {estimate_text(r)} -> {r.verdict}")
     return [out / f"{NAME}.csv", *pages, *paths]
 
 

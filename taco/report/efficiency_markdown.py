@@ -25,7 +25,7 @@ def _f(x: Any, nd: int = 3) -> str:
 
 
 
-def _est(r: Any) -> str:
+def estimate_text(r: Any) -> str:
     """The estimate with its interval, e.g. ``2.49 [1.90, 3.27]`` (``<=`` / ``>=`` when censored one way)."""
     b = f"{r.estimate_bound} " if r.estimate_bound in ("<=", ">=") else ""
     return f"{b}{_f(r.speedup)} [{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}]"
@@ -52,7 +52,8 @@ CLAIM_TEXT = {
 
 
 
-def _rows(df: pd.DataFrame, *kinds: str) -> pd.DataFrame:
+def rows_of_kind(df: pd.DataFrame, *kinds: str) -> pd.DataFrame:
+    """The rows of ``efficiency.csv`` of the given ``kind`` values (primary, secondary, curve, other)."""
     return df[df["kind"].isin(kinds)]
 
 
@@ -84,17 +85,17 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
              f"| claim | kind | size | curve | T | target | speedup [{lvl}] | k per unit of B | model-FLOPs speedup | "
              "wall-clock speedup | paper | n units (A/B) | mean A / B at T | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in _rows(df, "primary", "secondary", "other").itertuples():
+    for r in rows_of_kind(df, "primary", "secondary", "other").itertuples():
         t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
         budget = f" ({md_text(r.target_budget)})" if r.target_budget else ""
         kind = r.kind if r.kind != "other" else f"other: {md_text(objective_label(r.b))}"
         lines.append(
             f"| {r.claim_id} | {kind} | {md_text(r.size)} | {r.form} ({r.unit_of_value}) | {t}{budget} | "
-            f"{_f(r.target_value, 4)} | {_est(r)} | {r.unit_k or 'n/a'} | {_f(r.model_flops_speedup)} | "
+            f"{_f(r.target_value, 4)} | {estimate_text(r)} | {r.unit_k or 'n/a'} | {_f(r.model_flops_speedup)} | "
             f"{_f(r.wall_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
             f"{_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict if r.kind == 'primary' else r.kind + ': ' + r.verdict}** |")
     lines.append("")
-    for r in _rows(df, "primary").itertuples():
+    for r in rows_of_kind(df, "primary").itertuples():
         lines += [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
                   f"- Verdict: **{r.verdict}** - {r.reason}",
                   f"- Per-unit speedups of B: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
@@ -136,10 +137,10 @@ def claims_section(df: pd.DataFrame, alpha: float, margin: float) -> str:
     lines = ["", "## Steps-to-target claims (taco efficiency)", "",
              f"| Claim | size | curve | T | speedup [{lvl}] | model-FLOPs speedup | paper | n units (A/B) | verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
-    prim = _rows(df, "primary")
+    prim = rows_of_kind(df, "primary")
     for r in prim.itertuples():
         t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
-        lines.append(f"| {r.claim_id}: {r.title} | {r.size} | {r.form} | {t} | {_est(r)} | "
+        lines.append(f"| {r.claim_id}: {r.title} | {r.size} | {r.form} | {t} | {estimate_text(r)} | "
                      f"{_f(r.model_flops_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
                      f"**{r.verdict}** |")
     lines += ["", f"Rule: {rule_text(alpha, margin)}. Details, secondary budgets, the speedup curve and the "

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from transformers import Trainer
 
+from taco.objectives import OPTIONS, check_options
 from taco.tc import DEFAULT_TEMPERATURE
 from taco.tc.loss import tc_loss
 from taco.tc.sampling import sample_negative_index, sample_positive_index
@@ -38,7 +39,11 @@ from taco.tc.sampling import sample_negative_index, sample_positive_index
 __all__ = ["tc_term", "TacoTrainer"]
 
 
-def tc_term(outputs: Any, attention_mask: torch.Tensor, *, window: int = 5, num_negatives: int = 50,
+#: the TC options' defaults, declared once with the options (``taco.objectives.taco``)
+_W, _K, _WEIGHT = (OPTIONS[n].default for n in ("tc_window", "tc_num_negatives", "tc_weight"))
+
+
+def tc_term(outputs: Any, attention_mask: torch.Tensor, *, window: int = _W, num_negatives: int = _K,
             temperature: float = DEFAULT_TEMPERATURE, anchors: torch.Tensor | None = None,
             generator: torch.Generator | None = None) -> torch.Tensor:
     """The TC loss of one batch from a model output with hidden states (scalar fp32 tensor, nats).
@@ -98,20 +103,19 @@ class TacoTrainer(Trainer):
     The last batch's parts are kept in ``self.last_terms`` (``{"mlm": float, "tc": float}``).
     """
 
-    def __init__(self, *args: Any, tc_weight: float = 1.0, tc_window: int = 5, tc_num_negatives: int = 50,
+    def __init__(self, *args: Any, tc_weight: float = _WEIGHT, tc_window: int = _W, tc_num_negatives: int = _K,
                  tc_temperature: float = DEFAULT_TEMPERATURE, **kwargs: Any):
         super().__init__(*args, **kwargs)
         head = getattr(self.model, "get_output_embeddings", lambda: None)()
         if head is None:
             raise ValueError(f"{type(self.model).__name__} has no MLM head (get_output_embeddings() is None): TACO "
                              "adds the TC loss to a masked-LM loss; load the model with AutoModelForMaskedLM")
-        if tc_weight < 0 or tc_temperature <= 0:
-            raise ValueError(f"tc_weight must be >= 0 and tc_temperature > 0, got {tc_weight} and {tc_temperature}")
-        if not isinstance(tc_window, numbers.Integral) or tc_window < 3 or tc_window % 2 == 0:
-            raise ValueError(f"tc_window W must be an odd integer >= 3, got {tc_window!r}")
-        if isinstance(tc_num_negatives, bool) or not isinstance(tc_num_negatives, numbers.Integral) \
-                or tc_num_negatives < 1:
-            raise ValueError(f"tc_num_negatives K must be an integer >= 1, got {tc_num_negatives!r}")
+        # the checks of the TC options' declarations (as taco pretrain and the config check apply them)
+        values = {"tc_weight": tc_weight, "tc_window": tc_window, "tc_num_negatives": tc_num_negatives,
+                  "tc_temperature": tc_temperature}
+        errors = check_options(values, {name: name for name in values})
+        if errors:
+            raise ValueError("; ".join(errors))
         batch = self.args.per_device_train_batch_size
         if batch < 2:
             raise ValueError(f"per_device_train_batch_size {batch}: the TC loss draws its negatives from the other "
