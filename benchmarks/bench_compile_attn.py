@@ -72,7 +72,8 @@ def measure(device: str, size: str, batch: int, seq_len: int, precision: str, ob
     """
     import torch
 
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
 
     dev = torch.device(device)
     amp = torch.bfloat16 if precision == "bf16" else None

@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 
 from taco.tc.loss import tc_loss
-from taco.model.modeling import SIZES, PreTrainingModel, bert_config
+from taco.model.modeling import PreTrainingModel
+from taco.model.configs import SIZES, bert_config
 from taco.model.masking import mask_tokens
 from taco.registry import OBJECTIVES
 from taco.tc.sampling import sample_negative_index, sample_positive_index

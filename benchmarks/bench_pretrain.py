@@ -70,7 +70,8 @@ def main(argv=None) -> int:
     from transformers import BertForMaskedLM, DataCollatorForLanguageModeling
 
     from taco.model.collator import PreTrainingCollator
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
 
     if a.threads:
         torch.set_num_threads(a.threads)

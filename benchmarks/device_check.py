@@ -416,7 +416,8 @@ def part_mfu(mode: str, res: PartResult, deadline: float, work: Path, peak_tflop
     """Pre-training step throughput and MFU per preset and objective (synthetic batch on the device)."""
     import torch
 
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
     from taco.flops import BERT_VOCAB_SIZE, H200_BF16_DENSE_TFLOPS, mfu, pretrain_flops_per_token
 
     s = SETTINGS[mode]["mfu"]

@@ -323,7 +323,8 @@ def _setup(config: dict[str, Any], size: str, objective: str, blocks: Path, work
     from datasets import load_from_disk
 
     from taco.model.collator import PreTrainingCollator
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
     from taco.training.pretrain import build_parser, make_segment_plan
     from taco.training.pretrain_trainer import _SeededMaskingCollator, _make_trainer_classes, _training_arguments
 

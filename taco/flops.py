@@ -48,7 +48,7 @@ from taco.registry import PRESET_SHAPES
 H200_BF16_DENSE_TFLOPS = 989.0
 #: the BERT vocabulary (bert-base-uncased ``vocab.txt``) used unless a config says otherwise
 BERT_VOCAB_SIZE = 30522
-#: maximum positions of every preset (``taco.model.modeling.bert_config``)
+#: maximum positions of every preset (``taco.model.configs.bert_config``)
 MAX_POSITIONS = 512
 
 

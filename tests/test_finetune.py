@@ -22,7 +22,8 @@ from shared_data import bert_tokenizer as _bert_tokenizer  # noqa: E402
 
 
 def _checkpoint(path: Path, tok, vocab_size: int | None = None) -> Path:
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
 
     torch.manual_seed(0)
     model = PreTrainingModel(bert_config("tiny", vocab_size or len(tok)), objective="taco")

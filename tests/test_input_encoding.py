@@ -57,7 +57,8 @@ def test_finetune_exits_2_naming_the_file_before_training(tmp_path, capsys):
 
     from taco.evaluation import finetune
     from taco.manifest import build_manifest, write_manifest
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
 
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(59)]
     tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)}, do_lower_case=True)

@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 from transformers.utils import logging as hf_logging
 
-from taco.model.modeling import SIZES, PreTrainingModel, bert_config
+from taco.model.modeling import PreTrainingModel
+from taco.model.configs import SIZES, bert_config
 from taco.model.masking import mask_tokens
 from taco.registry import OBJECTIVES
 

@@ -108,7 +108,8 @@ def checkpoint(tmp_path_factory):
 
     from taco.data.synthetic_language import vocabulary
     from taco.manifest import build_manifest, write_manifest
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
 
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + vocabulary()
     tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True)

@@ -13,7 +13,8 @@ import yaml
 from transformers.utils import logging as hf_logging
 
 from taco.model.collator import PreTrainingCollator
-from taco.model.modeling import PreTrainingModel, bert_config
+from taco.model.modeling import PreTrainingModel
+from taco.model.configs import bert_config
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options, schema_sections
 
 hf_logging.set_verbosity_error()

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_parameter_count_equals_the_model():
     pytest.importorskip("torch")
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
 
     for preset, vocab in (("tiny", 1000), ("small", 30522)):
         model = PreTrainingModel(bert_config(preset, vocab))
@@ -33,7 +34,8 @@ def test_pretrain_flops_equal_torch_flop_counter(objective):
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
 
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
     from taco.model.masking import mask_tokens
 
     V, B, L, K = 1000, 2, 64, 16
@@ -57,7 +59,7 @@ def test_finetune_flops_equal_torch_flop_counter():
     from torch.utils.flop_counter import FlopCounterMode
     from transformers import BertForSequenceClassification
 
-    from taco.model.modeling import bert_config
+    from taco.model.configs import bert_config
 
     V, B, L = 1000, 2, 64
     ids = torch.randint(5, V, (B, L), generator=torch.Generator().manual_seed(0))
@@ -114,7 +116,8 @@ def test_nce_flops_are_torch_count_minus_the_no_gradient_diagnostic():
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
 
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
     from taco.model.masking import mask_tokens
 
     V, B, L, H = 200, 2, 64, 128

@@ -16,7 +16,8 @@ torch = pytest.importorskip("torch")
 from transformers import AutoModel, AutoModelForMaskedLM, logging as hf_logging  # noqa: E402
 
 from taco.model.masking import mask_tokens  # noqa: E402
-from taco.model.modeling import PreTrainingModel, bert_config  # noqa: E402
+from taco.model.configs import bert_config  # noqa: E402
+from taco.model.modeling import PreTrainingModel  # noqa: E402
 from taco.tc.plugin import TacoTrainer, tc_term  # noqa: E402
 
 hf_logging.set_verbosity_error()

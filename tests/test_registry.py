@@ -114,7 +114,8 @@ def test_adding_an_objective_is_one_module(tmp_path):
 import json, torch
 from snakemake.utils import validate
 from taco.workflow import config as wc
-from taco.model.modeling import PreTrainingModel, bert_config
+from taco.model.modeling import PreTrainingModel
+from taco.model.configs import bert_config
 from taco.training.pretrain import build_parser
 from taco.report.style import objective_style
 from taco.report.tables import main as tables_main

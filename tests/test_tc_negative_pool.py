@@ -38,7 +38,8 @@ def _inputs():
 
 
 def _model():
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
 
     torch.manual_seed(3)
     config = bert_config("tiny", VOCAB, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,

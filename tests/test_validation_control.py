@@ -49,7 +49,8 @@ def blocks(tmp_path_factory):
 def _model(objective: str, seed: int):
     from transformers import set_seed
 
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.modeling import PreTrainingModel
+    from taco.model.configs import bert_config
 
     set_seed(seed)
     return PreTrainingModel(bert_config("tiny", V), objective=objective, tc_num_negatives=4)

@@ -1,54 +1,37 @@
-"""BERT pre-training model with every objective of the paper (MLM, TACO and its ablations).
+"""The pre-training model of every encoder family with every objective of the paper (MLM, TACO, ablations).
 
-:class:`PreTrainingModel` has exactly the parameters of ``transformers.BertForMaskedLM``
-(``bert.*`` without pooler, ``cls.predictions.*``, decoder tied to the word embeddings), so its
-``save_pretrained`` directory loads as plain BERT with ``AutoModelForMaskedLM`` or
-``AutoModelForSequenceClassification`` (the pooler is then newly initialised, as for any MLM-only
-checkpoint, e.g. the official code's run_mlm -> run_glue path). The objective and its
-hyper-parameters live in the config (``taco_objective``, ``taco_tc_weight``, ...), so
-``PreTrainingModel.from_pretrained(dir)`` restores them.
+One class per family, each a subclass of transformers' own masked-LM class with its modules unchanged:
+:class:`PreTrainingModel` (``BertForMaskedLM``: ``bert.*`` without pooler, ``cls.predictions.*``, decoder
+tied to the word embeddings), :class:`RobertaPreTrainingModel` (``RobertaForMaskedLM``) and
+:class:`ModernBertPreTrainingModel` (``ModernBertForMaskedLM``). Only ``forward`` differs: it computes the
+objective's losses (``taco.objectives``). ``save_pretrained`` names the native class in ``config.json``
+(``architectures``), so the directory loads with ``AutoModelForMaskedLM``,
+``AutoModelForSequenceClassification`` or ``pipeline("fill-mask")`` without this package (the pooler /
+classifier then newly initialised, as for any MLM-only checkpoint, e.g. the official code's run_mlm ->
+run_glue path). The objective and its hyper-parameters live in the config (``taco_objective``,
+``taco_tc_weight``, ...), so :func:`load_pretraining_model` restores them.
 
-Sparse prediction (as in cramming): the vocabulary projection runs only at the positions that need
-a prediction (MLM-selected positions; plus the other real positions for ``mlm_tp``).
+Sparse prediction (as in cramming): the family's MLM head (:meth:`mlm_logits`) runs only at the positions
+that need a prediction (MLM-selected positions; plus the other real positions for ``mlm_tp``).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import field, make_dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import BertConfig
+from transformers import BertForMaskedLM, ModernBertForMaskedLM, PretrainedConfig, RobertaForMaskedLM
 from transformers.modeling_outputs import ModelOutput
-from transformers.models.bert.modeling_bert import BertModel, BertOnlyMLMHead, BertPreTrainedModel
 
-from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, get_objective
-from taco.objectives import LOSS_TERMS, check_options
-from taco.registry import PRESET_SHAPES
+from taco.architectures import ARCHITECTURES, NATIVE_CLASSES
+from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, LOSS_TERMS, check_options, get_objective
 
-__all__ = ["SIZES", "PRESET_SHAPES", "bert_config", "PreTrainingModel", "PreTrainingOutput"]
-
-SIZES: tuple[str, ...] = tuple(PRESET_SHAPES)
-
-
-def bert_config(size: str, vocab_size: int, **overrides: Any) -> BertConfig:
-    """``BertConfig`` of a preset size (``tiny``, ``small``, ``base``), max positions 512.
-
-    ``overrides`` are any ``BertConfig`` fields (e.g. ``hidden_dropout_prob=0.0``,
-    ``attn_implementation="eager"``).
-    """
-    if size not in PRESET_SHAPES:
-        raise ValueError(f"unknown model size {size!r}; valid sizes: {', '.join(SIZES)}")
-    if not isinstance(vocab_size, int) or vocab_size <= 0:
-        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
-    kwargs: dict[str, Any] = dict(PRESET_SHAPES[size], vocab_size=vocab_size, max_position_embeddings=512)
-    kwargs.update(overrides)
-    attn = kwargs.pop("attn_implementation", None)
-    config = BertConfig(**kwargs)
-    if attn is not None:
-        config._attn_implementation = attn
-    return config
+__all__ = ["PreTrainingModel", "RobertaPreTrainingModel", "ModernBertPreTrainingModel", "PreTrainingOutput",
+           "pretraining_model_class", "load_pretraining_model", "architecture_of"]
 
 
 def _output_class() -> type:
@@ -84,26 +67,41 @@ def _config_key(param: str) -> str:
     return f"taco_{param}"
 
 
-class PreTrainingModel(BertPreTrainedModel):
-    """BERT encoder + MLM head, trained with one objective of :data:`taco.registry.OBJECTIVE_SPECS`.
+#: ``config.model_type`` -> family (``taco.architectures.ARCHITECTURES``)
+_MODEL_TYPES = {"bert": "bert", "roberta": "roberta", "modernbert": "modernbert"}
+
+
+def architecture_of(config: PretrainedConfig) -> str:
+    """The encoder family of a model config (its ``model_type``); ValueError for another model type."""
+    family = _MODEL_TYPES.get(getattr(config, "model_type", None))
+    if family is None:
+        raise ValueError(f"model type {getattr(config, 'model_type', None)!r} is no encoder family of this suite "
+                         f"({', '.join(ARCHITECTURES)})")
+    return family
+
+
+class _ObjectiveModel:
+    """The objective half of every family's pre-training model (mixed in before the family's
+    ``*ForMaskedLM``, whose ``__init__`` builds the encoder and the MLM head unchanged).
 
     Args:
-        config: a ``BertConfig`` (e.g. from :func:`bert_config`).
+        config: the family's config (``taco.model.configs.encoder_config``).
         objective: registry name; ``None`` keeps ``config.taco_objective`` (default ``"mlm"``).
         **objective_params: any of ``tc_weight``, ``tc_temperature``, ``tc_window``,
             ``tc_num_negatives``, ``tp_weight``, ``tp_mode`` (``"separate"`` | ``"joint"``, see
             :data:`taco.objectives.DEFAULT_OBJECTIVE_PARAMS`), ``mlm_probability``; stored
             as ``config.taco_<name>``.
+
+    Raises:
+        TypeError: an unknown objective parameter.
+        ValueError: an unknown objective, a bad parameter value, or an objective that does not work on
+            this family (``Objective.architectures``: BERT-NCE and INFOWORD are BERT-only).
     """
 
-    _tied_weights_keys = {
-        "cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
-        "cls.predictions.decoder.bias": "cls.predictions.bias",
-    }
     # The loss is a per-batch mean: the Trainer must not pass num_items_in_batch nor rescale it.
     accepts_loss_kwargs = False
 
-    def __init__(self, config: BertConfig, objective: str | None = None, **objective_params: Any):
+    def __init__(self, config: PretrainedConfig, objective: str | None = None, **objective_params: Any):
         unknown = set(objective_params) - set(DEFAULT_OBJECTIVE_PARAMS)
         if unknown:
             raise TypeError(
@@ -113,19 +111,20 @@ class PreTrainingModel(BertPreTrainedModel):
         config = copy.deepcopy(config)
         if objective is None:
             objective = getattr(config, "taco_objective", "mlm")
-        get_objective(objective)  # validates the name
+        spec = get_objective(objective)  # validates the name
+        family = architecture_of(config)
+        if family not in spec.architectures:
+            raise ValueError(f"objective {objective!r} works on {', '.join(spec.architectures)} only, not on "
+                             f"{family}: it reaches modules of those models (taco.objectives.{objective})")
         config.taco_objective = objective
         for name, default in DEFAULT_OBJECTIVE_PARAMS.items():
             value = objective_params.get(name, getattr(config, _config_key(name), default))
             setattr(config, _config_key(name), type(default)(value))
         self._validate_params(config)
         super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.cls = BertOnlyMLMHead(config)
-        self.post_init()
 
     @staticmethod
-    def _validate_params(config: BertConfig) -> None:
+    def _validate_params(config: PretrainedConfig) -> None:
         """The option checks declared by the objective modules (``taco.objectives``); ValueError."""
         errors = check_options({name: getattr(config, _config_key(name)) for name in DEFAULT_OBJECTIVE_PARAMS
                                 if name != "mlm_probability"},
@@ -146,32 +145,36 @@ class PreTrainingModel(BertPreTrainedModel):
         """Current objective hyper-parameters (``tc_weight``, ``tc_temperature``, ...)."""
         return {name: getattr(self.config, _config_key(name)) for name in DEFAULT_OBJECTIVE_PARAMS}
 
-    # --- export ----------------------------------------------------------------------------------
-    #: what ``config.json`` names as the architecture: the weights are exactly ``BertForMaskedLM``'s
-    #: (encoder without pooler, MLM head, tied decoder), a class every tool that reads ``architectures``
-    #: (the Hub's widgets, ``pipeline`` task inference) knows; ``PreTrainingModel`` is not one
-    EXPORTED_ARCHITECTURE = "BertForMaskedLM"
+    @property
+    def architecture(self) -> str:
+        """The encoder family (``bert``, ``roberta``, ``modernbert``)."""
+        return architecture_of(self.config)
 
+    # --- family hooks -----------------------------------------------------------------------------
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None,
+               output_hidden_states: bool, **kwargs: Any):
+        """The encoder's output (``last_hidden_state`` (B, L, H); ``hidden_states``: a tuple whose first
+        entry is the embedding-layer output, each (B, L, H), when asked)."""
+        raise NotImplementedError
+
+    def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The family's own MLM head on hidden states (..., H) -> logits (..., V)."""
+        raise NotImplementedError
+
+    # --- export ----------------------------------------------------------------------------------
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
-        """``PreTrainedModel.save_pretrained``, then ``config.json`` rewritten with
-        ``architectures: ["BertForMaskedLM"]`` (transformers writes this class's name). The
-        objective's ``taco_*`` keys stay, so ``PreTrainingModel.from_pretrained`` restores it;
-        ``AutoModelForMaskedLM``/``pipeline("fill-mask")`` load plain BERT and ignore them."""
+        """``PreTrainedModel.save_pretrained``, then ``config.json`` rewritten with ``architectures`` the
+        family's native class (``BertForMaskedLM``, ``RobertaForMaskedLM``, ``ModernBertForMaskedLM``:
+        transformers writes this class's name, which no other tool knows). The objective's ``taco_*``
+        keys stay, so :func:`load_pretraining_model` restores it; ``AutoModelForMaskedLM`` /
+        ``pipeline("fill-mask")`` load the native class and ignore them."""
         out = super().save_pretrained(save_directory, *args, **kwargs)
         is_main = kwargs.get("is_main_process", True)
         if is_main:
             config = copy.deepcopy(self.config)
-            config.architectures = [self.EXPORTED_ARCHITECTURE]
+            config.architectures = [NATIVE_CLASSES[self.architecture]]
             config.save_pretrained(save_directory)
         return out
-
-    # --- HF plumbing (same as BertForMaskedLM) ----------------------------------------------------
-    def get_output_embeddings(self):
-        return self.cls.predictions.decoder
-
-    def set_output_embeddings(self, new_embeddings):
-        self.cls.predictions.decoder = new_embeddings
-        self.cls.predictions.bias = new_embeddings.bias
 
     # --- forward ----------------------------------------------------------------------------------
     def forward(
@@ -192,7 +195,8 @@ class PreTrainingModel(BertPreTrainedModel):
         Args:
             input_ids: LongTensor (B, L), the corrupted ids (collator output).
             attention_mask: (B, L), 1 at real tokens (default: all real).
-            token_type_ids: optional (B, L).
+            token_type_ids: optional (B, L) (BERT and RoBERTa; ModernBERT has no segment embedding and
+                refuses a non-zero one).
             labels: LongTensor (B, L), original id at MLM-selected positions, -100 elsewhere. Without
                 labels no loss is computed (and dense logits are returned).
             original_input_ids: LongTensor (B, L), uncorrupted ids (targets of ``mlm_tp``'s token
@@ -202,6 +206,10 @@ class PreTrainingModel(BertPreTrainedModel):
             output_logits: also return the dense (B, L, V) logits.
             output_hidden_states: return all hidden states (``hidden_states[0]`` = embedding output).
             generator: optional ``torch.Generator`` for the TC positive/negative sampling.
+
+        Raises:
+            ValueError: labels of another shape than input_ids; an encoder output that is not (B, L, H)
+                (ModernBERT with FlashAttention has returned unpadded states, transformers#38499).
         """
         kwargs.pop("num_items_in_batch", None)
         kwargs.pop("return_loss", None)
@@ -213,15 +221,13 @@ class PreTrainingModel(BertPreTrainedModel):
         if compute_loss and labels.shape != input_ids.shape:
             raise ValueError(f"labels shape {tuple(labels.shape)} != input_ids shape {tuple(input_ids.shape)}")
 
-        outputs = self.bert(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            output_hidden_states=(compute_loss and obj.needs_hidden_states) or output_hidden_states,
-            return_dict=True,
-            **kwargs,
-        )
+        outputs = self.encode(input_ids, attention_mask, token_type_ids,
+                              (compute_loss and obj.needs_hidden_states) or output_hidden_states, **kwargs)
         sequence = outputs.last_hidden_state  # (B, L, H)
+        if sequence.dim() != 3 or sequence.shape[:2] != input_ids.shape:
+            raise ValueError(f"{type(self).__name__}: the encoder returned hidden states of shape "
+                             f"{tuple(sequence.shape)}, not (B, L, H) with (B, L) = {tuple(input_ids.shape)} "
+                             "(unpadded output of a FlashAttention kernel? use attn_implementation sdpa or eager)")
         loss = logits = None
         terms: dict[str, Any] = {}
         if compute_loss:
@@ -231,7 +237,7 @@ class PreTrainingModel(BertPreTrainedModel):
             loss = terms.pop("loss")
 
         if output_logits or not compute_loss:
-            logits = self.cls(sequence)
+            logits = self.mlm_logits(sequence)
 
         out = PreTrainingOutput(
             loss=loss,
@@ -240,3 +246,69 @@ class PreTrainingModel(BertPreTrainedModel):
             hidden_states=outputs.hidden_states if output_hidden_states else None,
         )
         return out if return_dict else out.to_tuple()
+
+
+class PreTrainingModel(_ObjectiveModel, BertForMaskedLM):
+    """BERT (the paper's encoder) + its MLM head, trained with one objective of
+    :data:`taco.objectives.OBJECTIVE_SPECS` (arguments: :class:`_ObjectiveModel`). Its parameters are
+    exactly ``BertForMaskedLM``'s."""
+
+    def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, **kwargs):
+        return self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                         output_hidden_states=output_hidden_states, return_dict=True, **kwargs)
+
+    def mlm_logits(self, hidden):
+        return self.cls(hidden)
+
+
+class RobertaPreTrainingModel(_ObjectiveModel, RobertaForMaskedLM):
+    """RoBERTa + its MLM head (``lm_head``), trained with an objective of the TACO family; parameters
+    exactly ``RobertaForMaskedLM``'s (position ids from ``padding_idx + 1``, RoBERTa's own rule)."""
+
+    def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, **kwargs):
+        return self.roberta(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            output_hidden_states=output_hidden_states, return_dict=True, **kwargs)
+
+    def mlm_logits(self, hidden):
+        return self.lm_head(hidden)
+
+
+class ModernBertPreTrainingModel(_ObjectiveModel, ModernBertForMaskedLM):
+    """ModernBERT + its MLM head (``head`` then ``decoder``), trained with an objective of the TACO
+    family; parameters exactly ``ModernBertForMaskedLM``'s. ``hidden_states[0]`` is the embedding output
+    and ``last_hidden_state`` comes after ModernBERT's ``final_norm`` (transformers 5.24)."""
+
+    def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, **kwargs):
+        if token_type_ids is not None and bool(token_type_ids.any()):
+            raise ValueError("ModernBERT has no segment (token type) embedding: pass token_type_ids=None")
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          output_hidden_states=output_hidden_states, return_dict=True, **kwargs)
+
+    def mlm_logits(self, hidden):
+        return self.decoder(self.head(hidden))
+
+
+_CLASSES: dict[str, type] = {"bert": PreTrainingModel, "roberta": RobertaPreTrainingModel,
+                             "modernbert": ModernBertPreTrainingModel}
+
+
+def pretraining_model_class(architecture: str) -> type:
+    """The pre-training model class of an encoder family; ValueError naming the valid ones."""
+    if architecture not in _CLASSES:
+        raise ValueError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
+    return _CLASSES[architecture]
+
+
+def load_pretraining_model(path: str | Path, **kwargs: Any):
+    """A saved pre-training model of any family (its ``config.json``'s ``model_type`` picks the class),
+    with its objective restored from the ``taco_*`` keys. ``kwargs`` go to ``from_pretrained``.
+
+    Raises FileNotFoundError without ``config.json``, ValueError for a model type of no family."""
+    config_file = Path(path) / "config.json"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"{config_file}: no model config (is {path} a checkpoint?)")
+    model_type = json.loads(config_file.read_text()).get("model_type")
+    if model_type not in _MODEL_TYPES:
+        raise ValueError(f"{config_file}: model_type {model_type!r} is no encoder family of this suite "
+                         f"({', '.join(ARCHITECTURES)})")
+    return _CLASSES[_MODEL_TYPES[model_type]].from_pretrained(str(path), **kwargs)

@@ -28,6 +28,9 @@ What an objective declares, and who reads it:
 - ``flops_per_token``: ``(shape, seq_len, vocab_size, options) -> FLOPs`` the objective adds to the
   shared encoder count (``taco.flops``): its head (at ``options["mlm_probability"]``) and extra terms,
   forward + backward.
+- ``architectures``: the encoder families it works on (``taco.architectures.ARCHITECTURES``); the TACO family
+  needs only what every encoder gives (embedding output, last hidden state, the model's MLM head), BERT-NCE
+  and INFOWORD reach BERT's own modules and are BERT-only.
 - ``reimplemented_from``: the citation when the objective is this suite's reimplementation of
   another paper's baseline (Table 4's BERT-NCE and INFOWORD), empty for the paper's own objectives.
 """
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taco.parameters import Parameter
+from taco.architectures import ARCHITECTURES
 
 #: BERT's MLM selection probability (Devlin et al. 2019; the official TACO code): the default of
 #: ``--mlm-probability`` / ``pretrain.mlm_probability``, of the validation loss's masks, and of the FLOPs
@@ -78,6 +82,7 @@ class Objective:
         flops_per_token: FLOPs per token it adds to the encoder's (head and extra terms).
         reimplemented_from: citation of the paper whose baseline this reimplements ("" if none).
         needs_hidden_states: the loss reads ``outputs.hidden_states`` (TC: the embedding output).
+        architectures: encoder families it works on (default: every one).
     """
 
     name: str
@@ -93,6 +98,7 @@ class Objective:
     min_device_batch: int = 1
     reimplemented_from: str = ""
     needs_hidden_states: bool = False
+    architectures: tuple[str, ...] = ARCHITECTURES
 
     def __post_init__(self) -> None:
         if not self.terms or self.terms[0] != "mlm":

@@ -115,5 +115,7 @@ DECLARED = (
     Objective("bert_nce", "BERT-NCE", "masked-token prediction with InfoNCE over sampled negatives "
               "(Kong et al. 2020; this suite's reimplementation)", ("mlm", "nce"), nce_terms, nce_flops,
               options=("nce",), style=dict(color="#882255", marker="P", linestyle="--"),
-              reimplemented_from=CITATION),
+              reimplemented_from=CITATION,
+              # reaches BERT's own modules (model.cls.predictions, model.bert)
+              architectures=("bert",)),
 )

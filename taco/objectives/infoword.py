@@ -140,5 +140,7 @@ DECLARED = (
               infoword_terms, infoword_flops, options=("nce", "infoword"),
               style=dict(color="#555555", marker="*", linestyle=(0, (5, 1))), collate=mask_spans,
               batch_keys=("span_input_ids", "span_attention_mask"), min_device_batch=2,
-              reimplemented_from=CITATION),
+              reimplemented_from=CITATION,
+              # reaches BERT's own modules (model.cls.predictions, model.bert)
+              architectures=("bert",)),
 )

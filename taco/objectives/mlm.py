@@ -28,7 +28,7 @@ def predict_tokens(model: Any, sequence: Any, batch: dict[str, Any], predict_uns
     """Cross-entropy of the MLM head at the positions that need a prediction.
 
     Args:
-        model: ``PreTrainingModel`` (its ``cls`` head).
+        model: a pre-training model of ``taco.model.modeling`` (its family's MLM head, ``mlm_logits``).
         sequence: (B, L, H) last hidden states.
         batch: ``labels`` (B, L), original id at MLM-selected positions, -100 elsewhere;
             ``attention_mask`` (B, L); ``original_input_ids``/``input_ids`` (B, L) for the targets of
@@ -55,7 +55,7 @@ def predict_tokens(model: Any, sequence: Any, batch: dict[str, Any], predict_uns
         predict = selected
         targets = labels
     # sparse prediction: vocabulary projection only where a prediction is needed
-    pred_logits = model.cls(sequence[predict])  # (P, V)
+    pred_logits = model.mlm_logits(sequence[predict])  # (P, V)
     pred_targets = targets[predict]  # (P,)
     ce = F.cross_entropy(pred_logits.float(), pred_targets, reduction="none")  # (P,)
     return ce, selected[predict]

@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the model preset (the manifest's size_preset; config pretrain.sizes.<size>.preset)")
     p.add_argument("--size-name", default=None,
                    help="the run's size key, recorded as the manifest's size (a key of config pretrain.sizes; default: --size)")
+    from taco.training.recipe import RECIPE
+
+    next(f for f in RECIPE if f.name == "architecture").add_to(p)
     p.add_argument("--seed", type=int, default=42, help="initialisation seed (the pre-training seed)")
     p.add_argument("--init-objective", default="mlm",
                    help="objective the model is built with (its heads; default mlm)")
@@ -98,14 +101,16 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
     import torch
     from transformers import AutoTokenizer, set_seed
 
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.configs import encoder_config, special_token_ids
+    from taco.model.modeling import pretraining_model_class
     from taco.training.validation import EVAL_NAME, evaluate_validation, write_eval
 
     t0 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(str(facts["blocks"] / "tokenizer"))
     set_seed(args.seed)
-    model = PreTrainingModel(bert_config(args.size, len(tokenizer)), objective=args.init_objective,
-                               mlm_probability=args.mlm_probability)
+    config = encoder_config(args.size, len(tokenizer), args.architecture, special_token_ids(tokenizer))
+    model = pretraining_model_class(args.architecture)(config, objective=args.init_objective,
+                                                       mlm_probability=args.mlm_probability)
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else "cpu"
     with atomic_directory(facts["output"]) as tmp:
         model.save_pretrained(str(tmp))
@@ -120,7 +125,8 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
             KIND, vars(args), {"blocks": str(facts["blocks"]),
                                "blocks_manifest_sha256": facts["blocks_manifest_sha256"]},
             step=0, tokens_seen=0, objective=CONTROL, control=True, init_objective=args.init_objective,
-            size=args.size_name or args.size, size_preset=args.size, fraction=facts["fraction"],
+            size=args.size_name or args.size, size_preset=args.size, architecture=args.architecture,
+            fraction=facts["fraction"],
             seed=args.seed, pretrain_seed=args.seed, seq_len=facts["seq_len"], max_steps=0, parent_checkpoint=None,
             validation=validation, eval_file=EVAL_NAME if "skipped" not in validation else None,
             wall_time_s=round(time.time() - t0, 3), total_wall_time_s=round(time.time() - t0, 3),

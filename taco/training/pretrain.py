@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from taco.architectures import DEFAULT_ARCHITECTURE
 from taco.cli import cli_error
 from taco.errors import UsageError, is_disk_full
 from taco.manifest import MANIFEST_NAME, read_json_record, read_manifest, sha256_file, sha256_json, sha256_tree
@@ -228,6 +229,9 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
                          f"{objective.min_device_batch} sequences per device batch")
     if until > max_steps:
         raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
+    if args.architecture not in objective.architectures:
+        raise UsageError(f"--architecture {args.architecture}: objective {args.objective!r} works on "
+                         f"{', '.join(objective.architectures)} only (it reaches those models' own modules)")
     errors = check_options(_option_values(args), {o.name: o.flag for o in OPTIONS.values()})
     if errors:
         raise UsageError("; ".join(errors))
@@ -323,6 +327,8 @@ def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, 
         "max_grad_norm": args.max_grad_norm, "per_device_batch_size": args.per_device_batch_size,
         "grad_accum": args.grad_accum, "world_size": int(os.environ.get("WORLD_SIZE", "1")), "seed": args.seed,
         "precision": precision, "blocks": info.tree_sha256, "scheduler": "linear", "optimizer": "adamw_torch",
+        # BERT's hashes stay those of the runs made before the families existed
+        **({"architecture": args.architecture} if args.architecture != DEFAULT_ARCHITECTURE else {}),
     }
 
 

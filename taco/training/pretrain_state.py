@@ -401,6 +401,7 @@ def export_budget(plan: SegmentPlan, ckpt: Path, t0: float, wall_before: float) 
             pretrain_seed=a.seed,
             size=plan.size_name,
             size_preset=a.size,
+            architecture=a.architecture,
             fraction=plan.fraction,
             config_hash=plan.config_hash,
             hash_inputs=plan.hash_inputs,

@@ -85,7 +85,7 @@ def _make_trainer_classes():
     import torch
     from transformers import Trainer, TrainerCallback
 
-    from taco.model.modeling import PreTrainingModel
+    from taco.model.modeling import load_pretraining_model
     from taco.training.runlog import LossComponents, check_finite
 
     class PretrainTrainer(Trainer):
@@ -114,7 +114,7 @@ def _make_trainer_classes():
         def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
             # strict: every weight of the model must come from the checkpoint
             model = model if model is not None else self.model
-            loaded = PreTrainingModel.from_pretrained(resume_from_checkpoint)
+            loaded = load_pretraining_model(resume_from_checkpoint)
             model.load_state_dict(loaded.state_dict(), strict=True)
             del loaded
 
@@ -243,7 +243,8 @@ def _run(plan: SegmentPlan, runlog: Any, rank: int, t0: float) -> int:
     from transformers import AutoTokenizer, set_seed
 
     from taco.model.collator import PreTrainingCollator
-    from taco.model.modeling import PreTrainingModel, bert_config
+    from taco.model.configs import encoder_config, special_token_ids
+    from taco.model.modeling import pretraining_model_class
     from taco.training.runlog import NonFiniteLossError, ProgressCallback
 
     a = plan.args
@@ -271,8 +272,9 @@ def _run(plan: SegmentPlan, runlog: Any, rank: int, t0: float) -> int:
             tokenizer = AutoTokenizer.from_pretrained(str(plan.blocks / "tokenizer"))
             train = load_from_disk(str(plan.blocks))["train"].select_columns(["input_ids"])
             set_seed(a.seed)
-            config = bert_config(a.size, plan.vocab_size, attn_implementation=a.attn_implementation)
-            model = PreTrainingModel(config, objective=a.objective, **plan.objective_params)
+            config = encoder_config(a.size, plan.vocab_size, a.architecture, special_token_ids(tokenizer),
+                                    attn_implementation=a.attn_implementation)
+            model = pretraining_model_class(a.architecture)(config, objective=a.objective, **plan.objective_params)
             targs = _training_arguments(plan, state_dir)
             inner = PreTrainingCollator(tokenizer, mlm_probability=a.mlm_probability, objective=a.objective,
                                  objective_params=plan.objective_params)

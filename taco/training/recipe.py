@@ -10,6 +10,7 @@ for the command run by hand and for the workflow alike. Torch-free.
 
 from __future__ import annotations
 
+from taco.architectures import ARCHITECTURES, DEFAULT_ARCHITECTURE
 from taco.objectives.base import MLM_PROBABILITY
 from taco.parameters import SIZE, Parameter
 
@@ -19,6 +20,11 @@ _SIZE = f"pretrain.sizes.{SIZE}"
 
 #: the schedule, batch and optimiser, in the order the workflow writes them (before the objective's options)
 RECIPE: tuple[Parameter, ...] = (
+    # added after runs existed: written (and hashed) only when not BERT, so BERT's commands stay the same
+    Parameter("--architecture", f"{_SIZE}.architecture", "architecture", DEFAULT_ARCHITECTURE,
+              "encoder family built from transformers' own classes (taco.architectures): bert (the paper's), "
+              "roberta or modernbert; BERT-tiny's recipe and the run's WordPiece for all",
+              choices=ARCHITECTURES, pass_default=False),
     Parameter("--max-steps", f"{_SIZE}.max_steps", "max_steps", None,
               "steps of the FULL run (defines the LR schedule); default: the preset's (250k small, 500k base)",
               type=int, minimum=1),

@@ -90,7 +90,7 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
                 tc_gen = torch.Generator(device=device).manual_seed(mask_seed + 1_000_003 + i)
             out = model(**batch, output_hidden_states=True, generator=tc_gen)
             selected = batch["labels"] != -100  # (B, L)
-            logits = model.cls(out.hidden_states[-1][selected]).float()  # (P, V)
+            logits = model.mlm_logits(out.hidden_states[-1][selected]).float()  # (P, V)
             targets = batch["labels"][selected]  # (P,)
             ce_sum += float(F.cross_entropy(logits, targets, reduction="sum"))
             n_correct += int((logits.argmax(-1) == targets).sum())
@@ -118,10 +118,10 @@ def evaluate_checkpoint_dir(checkpoint: str | Path, blocks: str | Path, *, mlm_p
     """Load a pre-training checkpoint directory (weights + tokenizer) and evaluate it (see above)."""
     from transformers import AutoTokenizer
 
-    from taco.model.modeling import PreTrainingModel
+    from taco.model.modeling import load_pretraining_model
 
     checkpoint = Path(checkpoint)
-    model = PreTrainingModel.from_pretrained(str(checkpoint)).to(device)
+    model = load_pretraining_model(checkpoint).to(device)
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     return evaluate_validation(model, blocks, tokenizer, mlm_probability=mlm_probability, **kwargs)
 

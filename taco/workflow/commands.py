@@ -256,8 +256,10 @@ class Commands:
     def _recipe_args(self, flags: Sequence[Parameter], wildcards: Any) -> list[str]:
         """``--max-steps 150 --warmup-steps 15 ...``: the recipe parameters (``taco.training.recipe``)
         from the configuration, in declaration order; a parameter the configuration leaves at a ``None``
-        default (the preset's) is not written, and ``taco pretrain`` applies the same default."""
-        return [w for f in flags if (v := f.value(self.config, wildcards.size)) is not None for w in (f.flag, _s(v))]
+        default (the preset's), or a ``pass_default=False`` one at its default (``--architecture bert``), is
+        not written, and ``taco pretrain`` applies the same default."""
+        return [w for f in flags if (v := f.value(self.config, wildcards.size)) is not None
+                and (f.pass_default or not _same(v, f.default)) for w in (f.flag, _s(v))]
 
     def _objective_args(self, wildcards: Any) -> list[str]:
         """The option flags of the run's objective (``taco.objectives``: its option groups, from

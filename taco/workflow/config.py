@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from taco.architectures import DEFAULT_ARCHITECTURE
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options
 from taco import registry
 from taco.registry import GLUE_TASK_NAMES, MNLI_START_TASKS, OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE, budget_name
@@ -92,14 +93,31 @@ def substitute_root(value: str | None, config: dict[str, Any]) -> str | None:
     return value.replace("{data_root}", str(root))
 
 
+def entry_seeds(config: dict[str, Any], entry: dict[str, Any]) -> list[int | None]:
+    """The pre-training seeds of one ``pretrain.runs`` entry as Run.pretrain_seed values: its own
+    ``seeds`` where given (e.g. more replicates for one arm of a comparison), else ``pretrain.seeds``."""
+    if not entry.get("seeds"):
+        return pretrain_seeds(config)
+    return [None if int(s) == int(config["seed"]) else int(s) for s in entry["seeds"]]
+
+
+def size_seeds(config: dict[str, Any], size: str) -> list[int | None]:
+    """The pre-training seeds of ``size``'s full-data runs (its controls' seeds), in run order."""
+    out: list[int | None] = []
+    for r in runs(config):
+        if r.size == size and r.fraction == 1.0 and r.pretrain_seed not in out:
+            out.append(r.pretrain_seed)
+    return out
+
+
 def runs(config: dict[str, Any]) -> list[Run]:
-    """Every (size, objective, fraction, pre-training seed) run of ``pretrain.runs`` x ``pretrain.seeds``,
-    in config order (seeds innermost)."""
+    """Every (size, objective, fraction, pre-training seed) run of ``pretrain.runs`` x its seeds
+    (:func:`entry_seeds`), in config order (seeds innermost)."""
     out: list[Run] = []
     for entry in config["pretrain"]["runs"]:
         for objective in entry["objectives"]:
             for fraction in entry.get("fractions", [1.0]):
-                for pseed in pretrain_seeds(config):
+                for pseed in entry_seeds(config, entry):
                     run = Run(entry["size"], objective, float(fraction), pseed)
                     if run not in out:
                         out.append(run)
@@ -116,9 +134,11 @@ def dynamics_checkpoints(config: dict[str, Any]) -> list[tuple["Run", int]]:
     d = config["dynamics"]
     if not d["enabled"]:
         return []
-    first = pretrain_seeds(config)[0]
+    first: dict[tuple[str, str], int | None] = {}
+    for r in runs(config):  # each (size, objective)'s first seed (pretrain.seeds' first unless a run sets its own)
+        first.setdefault((r.size, r.objective), r.pretrain_seed)
     return [(r, s) for r in runs(config)
-            if r.objective in d["objectives"] and r.fraction == 1.0 and r.pretrain_seed == first
+            if r.objective in d["objectives"] and r.fraction == 1.0 and r.pretrain_seed == first[(r.size, r.objective)]
             for s in budgets(config, r.size)]
 
 
@@ -298,7 +318,8 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
                 raise ConfigError(f"pretrain.runs[{i}].fractions: {f} is outside (0, 1]")
     sel = (config.get("finetune") or {}).get("pretrain_seeds", "all")
     if sel != "all":
-        known = {int(x) for x in (pre.get("seeds") or [config["seed"]])}
+        known = {int(x) for x in (pre.get("seeds") or [config["seed"]])} | {
+            int(x) for e in pre["runs"] for x in (e.get("seeds") or [])}
         unknown = sorted({int(x) for x in sel} - known)
         if unknown:
             raise ConfigError(f"finetune.pretrain_seeds: {unknown} not among pretrain.seeds {sorted(known)}")
@@ -329,6 +350,13 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"pretrain.sizes.{entry['size']}.per_device_batch_size: {batch}, but "
                               f"pretrain.runs[{i}] trains {', '.join(short)}, whose negatives come from the "
                               f"other sequences of the device batch: it needs >= {need}")
+        arch = sizes[entry["size"]].get("architecture", DEFAULT_ARCHITECTURE)
+        other = [v for v in entry["objectives"] if v in OBJECTIVE_SPECS and arch not in OBJECTIVE_SPECS[v].architectures]
+        if other:
+            raise ConfigError(f"pretrain.runs[{i}]: {', '.join(other)} on size {entry['size']!r}, whose "
+                              f"pretrain.sizes.{entry['size']}.architecture is {arch}: "
+                              + "; ".join(f"{v} works on {', '.join(OBJECTIVE_SPECS[v].architectures)} only"
+                                          for v in other) + " (it reaches those models' own modules)")
     values, where = {}, {}
     for opt in OPTIONS.values():  # the option checks declared by the objective modules
         values[opt.name] = (pre.get(opt.group) or {}).get(opt.key, opt.default)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from taco.architectures import DEFAULT_ARCHITECTURE
 from taco.registry import CONTROL
 from taco.workflow import config as wc
 
@@ -38,16 +39,16 @@ def checkpoints(config: dict[str, Any]) -> list[str]:
     """Every control checkpoint the config asks for (empty when ``pretrain.control`` is false):
     one per size and pre-training seed."""
     return [checkpoint(config["results_dir"], s, wc.pseed_part(p))
-            for s in wc.control_sizes(config) for p in wc.pretrain_seeds(config)]
+            for s in wc.control_sizes(config) for p in wc.size_seeds(config, s)]
 
 
 def finetuned_checkpoints(config: dict[str, Any]) -> list[tuple[str, str]]:
     """``(size, checkpoint path)`` of every control that is fine-tuned: one per size and pre-training
     seed kept by ``finetune.pretrain_seeds``."""
     sel = config["finetune"].get("pretrain_seeds", "all")
-    keep = [wc.pseed_part(p) for p in wc.pretrain_seeds(config)
-            if sel == "all" or (int(config["seed"]) if p is None else p) in {int(x) for x in sel}]
-    return [(size, checkpoint(config["results_dir"], size, ps)) for size in wc.control_sizes(config) for ps in keep]
+    keep = lambda p: sel == "all" or (int(config["seed"]) if p is None else p) in {int(x) for x in sel}  # noqa: E731
+    return [(size, checkpoint(config["results_dir"], size, wc.pseed_part(p)))
+            for size in wc.control_sizes(config) for p in wc.size_seeds(config, size) if keep(p)]
 
 
 def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
@@ -60,6 +61,8 @@ def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
 def init_args(config: dict[str, Any], size: str, pseed: str = "") -> list[str]:
     """``taco init`` options for the control of ``size`` with the pre-training seed of ``pseed``."""
     s = config["pretrain"]["sizes"][size]
+    arch = s.get("architecture", DEFAULT_ARCHITECTURE)  # written only when not BERT (BERT's command unchanged)
     return ["-m", "taco", "init", "--size", s["preset"], "--size-name", size,
+            *(["--architecture", arch] if arch != DEFAULT_ARCHITECTURE else []),
             "--seed", str(wc.pretrain_seed_of(config, pseed)),
             "--mlm-probability", str(config["pretrain"]["mlm_probability"])]
