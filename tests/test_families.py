@@ -1,0 +1,274 @@
+"""Encoder families (taco.architectures, taco.model.configs, taco.model.modeling): RoBERTa and ModernBERT
+built from transformers' own classes, their known traps, the TACO family on each, BERT-only objectives
+refused by name, and checkpoints that plain transformers loads as the native class."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from transformers import (AutoModelForMaskedLM, BertTokenizerFast, ModernBertForMaskedLM,  # noqa: E402
+                          RobertaForMaskedLM, logging as hf_logging)
+
+from taco.architectures import ARCHITECTURES, MODERNBERT_INTERMEDIATE, NATIVE_CLASSES  # noqa: E402
+from taco.model.configs import bert_config, encoder_config, special_token_ids  # noqa: E402
+from taco.model.masking import mask_tokens  # noqa: E402
+from taco.model.modeling import (ModernBertPreTrainingModel, PreTrainingModel, RobertaPreTrainingModel,  # noqa: E402
+                                 load_pretraining_model, pretraining_model_class)
+from taco.registry import PRESET_SHAPES  # noqa: E402
+
+hf_logging.set_verbosity_error()
+V, B, L = 120, 4, 24
+#: the suite's WordPiece order: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4
+IDS = {"pad": 0, "cls": 2, "sep": 3}
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]
+
+
+def _tokenizer():
+    return BertTokenizerFast(vocab={t: i for i, t in enumerate(VOCAB)})
+
+
+def _batch(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, V, (B, L), generator=g)
+    attn = torch.ones(B, L, dtype=torch.long)
+    attn[1, 18:] = 0  # one padded sequence
+    ids[1, 18:] = 0
+    corrupted, labels = mask_tokens(ids, None, attn, 4, V, 0.15, generator=g)
+    return {"input_ids": corrupted, "attention_mask": attn, "labels": labels, "original_input_ids": ids}
+
+
+def _model(family, objective="taco", seed=0, **kw):
+    torch.manual_seed(seed)
+    return pretraining_model_class(family)(encoder_config("tiny", V, family, IDS), objective=objective, **kw)
+
+
+def test_modernbert_special_ids_come_from_the_tokenizer_not_its_defaults():
+    """ModernBertConfig's defaults are its own tokenizer's ids (pad 50283, cls/bos 50281, sep/eos 50282);
+    pad_token_id is the embedding's padding_idx, so it must be the run's [PAD]."""
+    ids = special_token_ids(_tokenizer())
+    assert ids == IDS
+    config = encoder_config("tiny", V, "modernbert", ids)
+    assert (config.pad_token_id, config.cls_token_id, config.sep_token_id, config.bos_token_id,
+            config.eos_token_id) == (0, 2, 3, 2, 3)
+    model = ModernBertForMaskedLM(config)
+    assert model.model.embeddings.tok_embeddings.padding_idx == 0
+    with pytest.raises(ValueError, match="needs special_ids with pad, cls and sep"):
+        encoder_config("tiny", V, "modernbert")
+
+
+@pytest.mark.parametrize("size", list(PRESET_SHAPES))
+def test_modernbert_shapes_set_layer_types_and_local_attention(size):
+    """Every third layer global from the first (ModernBERT's global_attn_every_n_layers=3), a local window
+    of 128; layers, H and heads are the BERT preset's, the GeGLU FFN 2/3 of BERT's width."""
+    shape = PRESET_SHAPES[size]
+    c = encoder_config(size, V, "modernbert", IDS)
+    n = shape["num_hidden_layers"]
+    assert c.layer_types == ["full_attention" if i % 3 == 0 else "sliding_attention" for i in range(n)]
+    assert c.local_attention == 128 and c.sliding_window == 64
+    assert (c.num_hidden_layers, c.hidden_size, c.num_attention_heads) == (
+        n, shape["hidden_size"], shape["num_attention_heads"])
+    assert c.intermediate_size == MODERNBERT_INTERMEDIATE[size]
+    assert abs(3 * c.intermediate_size - 2 * shape["intermediate_size"]) <= 3 * 8  # FFN weights within 8 rows
+
+
+def test_roberta_positions_start_after_the_padding_index():
+    """RoBERTa numbers positions from padding_idx + 1: a 512-token input needs 512 + pad + 1 positions."""
+    c = encoder_config("tiny", V, "roberta", IDS)
+    assert c.max_position_embeddings == 512 + 0 + 1 and c.pad_token_id == 0 and c.type_vocab_size == 2
+    model = RobertaForMaskedLM(c).eval()
+    ids = torch.randint(5, V, (1, 512))
+    with torch.no_grad():
+        assert model(input_ids=ids).logits.shape == (1, 512, V)  # the longest input fits
+    pad_one = encoder_config("tiny", V, "roberta", {"pad": 1, "cls": 0, "sep": 2})
+    assert pad_one.max_position_embeddings == 514  # RoBERTa's own 514 with its pad id 1
+
+
+@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+def test_hidden_states_first_is_the_embedding_output_last_the_encoder_output(family):
+    """hidden_states[0] is the embedding layer's output (the TC loss's e) and the last entry equals
+    last_hidden_state (for ModernBERT: after final_norm), each (B, L, H) with padding kept."""
+    model = _model(family, "mlm").eval()
+    b = _batch()
+    with torch.no_grad():
+        out = model.encode(b["input_ids"], b["attention_mask"], None, True)
+        emb = model.get_input_embeddings()(b["input_ids"])
+        if family == "modernbert":
+            expected0 = model.model.embeddings(input_ids=b["input_ids"])
+            final = model.model.final_norm
+            assert torch.equal(out.last_hidden_state, out.hidden_states[-1])
+            assert final is not None
+        else:
+            expected0 = model.roberta.embeddings(input_ids=b["input_ids"])
+        assert torch.allclose(out.hidden_states[0], expected0)
+        assert not torch.allclose(out.hidden_states[0], emb)  # a normed (and, for RoBERTa, positioned) output
+    assert out.last_hidden_state.shape == (B, L, 128)
+    assert all(h.shape == (B, L, 128) for h in out.hidden_states)
+
+
+def test_unpadded_encoder_output_is_refused_by_name(monkeypatch):
+    """A FlashAttention ModernBERT has returned unpadded (total_tokens, H) states (transformers#38499):
+    the model says so instead of computing a wrong loss."""
+    model = _model("modernbert")
+    b = _batch()
+    real = model.encode
+
+    def unpadded(*a, **kw):
+        out = real(*a, **kw)
+        out.last_hidden_state = out.last_hidden_state[b["attention_mask"].bool()]
+        return out
+
+    monkeypatch.setattr(model, "encode", unpadded)
+    with pytest.raises(ValueError, match=r"not \(B, L, H\)"):
+        model(**b)
+
+
+@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+@pytest.mark.parametrize("objective", ["mlm", "taco", "mlm_tp", "taco_concentrated", "taco_unmasked"])
+def test_the_taco_family_trains_every_encoder(family, objective):
+    """Finite losses, the logged terms, and gradient reaching the embeddings; TACO's loss is MLM + TC with
+    the family's own sparse head (its MLM term equals the native class's dense loss at the selected
+    positions)."""
+    model = _model(family, objective)
+    b = _batch()
+    out = model(**b, generator=torch.Generator().manual_seed(1))
+    assert torch.isfinite(out.loss)
+    out.loss.backward()
+    assert model.get_input_embeddings().weight.grad.abs().sum() > 0
+    if objective != "mlm_tp":
+        with torch.no_grad():
+            native = AutoModelForMaskedLM.from_config(model.config)
+            native.load_state_dict(model.state_dict())
+            native.eval(), model.eval()
+            dense = native(input_ids=b["input_ids"], attention_mask=b["attention_mask"], labels=b["labels"]).loss
+            ours = model(**b, generator=torch.Generator().manual_seed(1)).mlm_loss
+        assert torch.allclose(ours, dense, rtol=1e-5, atol=1e-6)
+    if "tc" in model.objective.terms:
+        assert torch.allclose(out.loss, out.mlm_loss + out.tc_loss)
+
+
+@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+@pytest.mark.parametrize("objective", ["bert_nce", "infoword"])
+def test_bert_only_objectives_are_refused_for_other_families(family, objective):
+    with pytest.raises(ValueError, match=f"objective '{objective}' works on bert only, not on {family}"):
+        _model(family, objective)
+
+
+def test_bert_only_objectives_are_refused_by_the_config_check_and_the_cli(tmp_path):
+    """Before any job: the workflow's config check names pretrain.runs[i] and the size's architecture key;
+    taco pretrain names --architecture."""
+    from taco.errors import UsageError
+    from taco.training.pretrain import _check_schedule, build_parser
+    from taco.workflow.plan import load_config
+    from taco.workflow.plan_costs import PlanError
+
+    with pytest.raises(PlanError, match=r"pretrain.runs\[1\]: bert_nce on size 'mb'.*pretrain.sizes.mb.architecture "
+                                          r"is modernbert"):
+        load_config(["configs/smoke.yaml"], {"pretrain": {
+            "runs": [{"size": "tiny", "objectives": ["mlm"]}, {"size": "mb", "objectives": ["mlm", "bert_nce"]}],
+            "sizes": {"mb": {"architecture": "modernbert", "preset": "tiny", "max_steps": 100, "budgets": [100]}}}})
+    args = build_parser().parse_args(["--blocks", "b", "--objective", "infoword", "--size", "tiny",
+                                      "--architecture", "roberta", "--output", str(tmp_path / "o")])
+    with pytest.raises(UsageError, match="--architecture roberta: objective 'infoword' works on bert only"):
+        _check_schedule(args)
+
+
+@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+def test_checkpoint_is_the_native_class_and_loads_without_taco(tmp_path, family):
+    """config.json names RobertaForMaskedLM / ModernBertForMaskedLM; AutoModelForMaskedLM,
+    AutoModelForSequenceClassification and a fill-mask pipeline load it in a process that never imports
+    taco (AutoTokenizer gives ModernBERT no token_type_ids: it has no segment embedding);
+    load_pretraining_model restores the objective and the weights."""
+    model = _model(family, "taco", tc_temperature=0.05)
+    ckpt = tmp_path / "ckpt"
+    model.save_pretrained(ckpt)
+    _tokenizer().save_pretrained(ckpt)
+    cfg = json.loads((ckpt / "config.json").read_text())
+    assert cfg["architectures"] == [NATIVE_CLASSES[family]] and cfg["taco_objective"] == "taco"
+    back = load_pretraining_model(ckpt)
+    assert type(back) is pretraining_model_class(family) and back.config.taco_tc_temperature == 0.05
+    assert all(torch.equal(back.state_dict()[k], v) for k, v in model.state_dict().items())
+    code = f"""
+import json, sys, torch
+from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer, pipeline
+path = {str(ckpt)!r}
+fill = pipeline("fill-mask", model=path, top_k=3)
+preds = fill("w1 w2 [MASK] w4")
+m = AutoModelForMaskedLM.from_pretrained(path)
+clf = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2)
+tok = AutoTokenizer.from_pretrained(path)
+enc = tok(["w1 w2 w3", "w4"], ["w5", "w6 w7"], padding=True, return_tensors="pt")
+logits = clf(**enc).logits
+print(json.dumps({{"n": len(preds), "mlm": type(m).__name__, "clf": type(clf).__name__,
+                  "shape": list(logits.shape), "types": "token_type_ids" in enc, "taco": "taco" in sys.modules}}))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    res = json.loads(run.stdout.strip().splitlines()[-1])
+    prefix = NATIVE_CLASSES[family].replace("ForMaskedLM", "")
+    assert res == {"n": 3, "mlm": NATIVE_CLASSES[family], "clf": f"{prefix}ForSequenceClassification",
+                   "shape": [2, 2], "types": family != "modernbert", "taco": False}
+
+
+def test_bert_stays_the_suites_bert():
+    """The BERT family is bert_config and PreTrainingModel (BertForMaskedLM's modules), unchanged."""
+    assert ARCHITECTURES[0] == "bert"
+    assert encoder_config("tiny", V, "bert").to_dict() == bert_config("tiny", V).to_dict()
+    assert pretraining_model_class("bert") is PreTrainingModel
+    assert set(_model("bert").state_dict()) == set(AutoModelForMaskedLM.from_config(bert_config("tiny", V)).state_dict())
+    assert issubclass(RobertaPreTrainingModel, RobertaForMaskedLM)
+    assert issubclass(ModernBertPreTrainingModel, ModernBertForMaskedLM)
+    with pytest.raises(ValueError, match="unknown architecture 'electra'"):
+        encoder_config("tiny", V, "electra", IDS)
+
+
+def _hash_inputs(architecture):
+    from taco.training.pretrain import _BlocksInfo, _hash_inputs, _Schedule, build_parser
+
+    args = build_parser().parse_args(["--blocks", "b", "--objective", "taco", "--size", "tiny", "--output", "o",
+                                      "--architecture", architecture])
+    return _hash_inputs(args, _Schedule(100, 10, 100), _BlocksInfo(128, V, 1.0, None, "tree"), "fp32")
+
+
+def test_the_family_is_in_the_config_hash_only_when_not_bert():
+    """BERT's config hash is that of the runs made before the families existed (no architecture key);
+    RoBERTa's and ModernBERT's differ from it and from each other."""
+    bert = _hash_inputs("bert")
+    assert "architecture" not in bert
+    assert _hash_inputs("roberta")["architecture"] == "roberta"
+    assert {json.dumps(_hash_inputs(a), sort_keys=True) for a in ARCHITECTURES}.__len__() == 3
+
+
+def test_the_workflow_writes_the_family_only_for_other_families(shared_data):
+    """configs/cpu-real-families.yaml: --architecture on the ModernBERT and RoBERTa sizes' pretrain and init
+    commands, never on BERT's (their commands, hence their finished runs, stay the same); a run's own
+    seeds (pretrain.runs[].seeds) give its replicates and its controls."""
+    from taco.workflow import config as wc
+    from taco.workflow.commands import Commands
+    from taco.workflow.control import checkpoints, init_args
+    from taco.workflow.plan import load_config
+
+    class W:  # the wildcards of one pretrain job
+        def __init__(self, size):
+            self.size, self.objective, self.fraction, self.step, self.pseed = size, "taco", "1.0", "2000", ""
+
+    cfg = load_config(["configs/cpu-real.yaml", "configs/cpu-real-families.yaml"], {"data_root": str(shared_data)})
+    cmd = Commands(cfg)
+    for size, family in (("tiny", None), ("modernbert_tiny", "modernbert"), ("roberta_tiny", "roberta")):
+        for words in (cmd.pretrain_args(W(size)), init_args(cfg, size)):
+            if family is None:
+                assert "--architecture" not in words
+            else:
+                assert words[words.index("--architecture") + 1] == family
+    seeds = {(r.size, r.objective): [] for r in wc.runs(cfg)}
+    for r in wc.runs(cfg):
+        seeds[(r.size, r.objective)].append(r.pretrain_seed)
+    assert seeds[("tiny", "taco")] == [None, 1, 2, 3, 4]
+    assert seeds[("modernbert_tiny", "mlm")] == [None, 1, 2] and seeds[("roberta_tiny", "taco")] == [None]
+    controls = checkpoints(cfg)
+    assert sum("/modernbert_tiny/" in c for c in controls) == 3 and sum("/roberta_tiny/" in c for c in controls) == 1
