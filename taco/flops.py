@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from taco.architectures import ARCHITECTURES, MODERNBERT_INTERMEDIATE
 from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, OBJECTIVE_SPECS
 from taco.registry import PRESET_SHAPES
 
@@ -59,10 +60,17 @@ def shape(preset: str) -> dict[str, int]:
     return PRESET_SHAPES[preset]
 
 
-def encoder_matmul_params(preset: str) -> int:
-    """Weights of the encoder layers' matrix products: ``n_layers * (4 H^2 + 2 H I)`` (no biases)."""
+def encoder_matmul_params(preset: str, architecture: str = "bert") -> int:
+    """Weights of the encoder layers' matrix products: ``n_layers * (4 H^2 + 2 H I)`` (no biases) for BERT
+    and RoBERTa; ``n_layers * (4 H^2 + 3 H I')`` for ModernBERT (GeGLU: ``Wi`` H x 2I', ``Wo`` I' x H, I' =
+    :data:`taco.architectures.MODERNBERT_INTERMEDIATE`). ModernBERT's local layers are counted as global in
+    the attention term (an upper bound: at L <= 128 its +-64 window spans most of the sequence)."""
     s = shape(preset)
     h, i = s["hidden_size"], s["intermediate_size"]
+    if architecture == "modernbert":
+        return s["num_hidden_layers"] * (4 * h * h + 3 * h * MODERNBERT_INTERMEDIATE[preset])
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
     return s["num_hidden_layers"] * (4 * h * h + 2 * h * i)
 
 
@@ -84,9 +92,9 @@ def parameter_count(preset: str, vocab_size: int = BERT_VOCAB_SIZE) -> int:
 
 def pretrain_flops_per_token(preset: str, seq_len: int, objective: str = "mlm",
                              vocab_size: int = BERT_VOCAB_SIZE,
-                             options: Mapping[str, Any] | None = None) -> float:
+                             options: Mapping[str, Any] | None = None, architecture: str = "bert") -> float:
     """Model FLOPs per token of one pre-training step, forward + backward of what has gradient
-    (module docstring formula).
+    (module docstring formula; the encoder family's FFN, :func:`encoder_matmul_params`).
 
     Args:
         preset: ``tiny``, ``small`` or ``base``.
@@ -106,7 +114,7 @@ def pretrain_flops_per_token(preset: str, seq_len: int, objective: str = "mlm",
     s = shape(preset)
     h, n = s["hidden_size"], s["num_hidden_layers"]
     obj = OBJECTIVE_SPECS[objective]
-    flops = 6.0 * encoder_matmul_params(preset)
+    flops = 6.0 * encoder_matmul_params(preset, architecture)
     flops += 12.0 * n * h * seq_len
     return flops + obj.flops_per_token(s, seq_len, vocab_size, {**DEFAULT_OBJECTIVE_PARAMS, **(options or {})})
 

@@ -272,3 +272,19 @@ def test_the_workflow_writes_the_family_only_for_other_families(shared_data):
     assert seeds[("modernbert_tiny", "mlm")] == [None, 1, 2] and seeds[("roberta_tiny", "taco")] == [None]
     controls = checkpoints(cfg)
     assert sum("/modernbert_tiny/" in c for c in controls) == 3 and sum("/roberta_tiny/" in c for c in controls) == 1
+
+
+def test_modernbert_flops_count_its_geglu_ffn():
+    """taco.flops: ModernBERT's encoder weights are 4 H^2 + 3 H I' per layer, which equals the model's own
+    matrix weights (the Linear layers of its encoder, biases off), like BERT's 4 H^2 + 2 H I."""
+    from taco.flops import encoder_matmul_params, pretrain_flops_per_token
+
+    for family in ARCHITECTURES:
+        model = _model(family, "mlm")
+        encoder = model.base_model
+        layers = encoder.layers if family == "modernbert" else encoder.encoder.layer
+        weights = sum(m.weight.numel() for m in layers.modules() if isinstance(m, torch.nn.Linear))
+        assert weights == encoder_matmul_params("tiny", family), family
+    mb = pretrain_flops_per_token("tiny", 128, "mlm", vocab_size=V, architecture="modernbert")
+    bert = pretrain_flops_per_token("tiny", 128, "mlm", vocab_size=V)
+    assert mb == pytest.approx(bert, rel=0.01) and mb != bert

@@ -157,11 +157,36 @@ def ci_data_root(shared_data: Path, root: Path) -> Path:
     return root
 
 
+def check_families(results: Path) -> None:
+    """The encoder families of configs/cpu-real-families.yaml through the whole DAG: native-class
+    checkpoints, every task fine-tuned, learning dynamics measured, one E1 row per family on the
+    efficiency page, the family in the deviations; BERT's paths are those of a run without families."""
+    for size, family, cls, seeds in (("modernbert_tiny", "modernbert", "ModernBertForMaskedLM", 2),
+                                     ("roberta_tiny", "roberta", "RobertaForMaskedLM", 1)):
+        run = results / "pretrain" / size / "taco" / "data-1.0" / "step-16"
+        assert json.loads((run / "config.json").read_text())["architectures"] == [cls]
+        assert json.loads((run / "manifest.json").read_text())["architecture"] == family
+        assert len(list((results / "pretrain" / size / "mlm").rglob("step-16"))) == seeds
+        assert len(list((results / "finetune" / size / "taco").rglob("metrics.json"))) == 2 * 4 * 2  # budgets x tasks x seeds
+        assert (results / "dynamics" / size / "taco" / "data-1.0" / "step-16").is_dir()
+    bert = results / "pretrain" / "tiny" / "taco" / "data-1.0" / "step-16"
+    assert json.loads((bert / "manifest.json").read_text())["architecture"] == "bert"
+    assert "architecture" not in json.loads((bert / "manifest.json").read_text())["hash_inputs"]
+    rows = [r for r in read_csv(results / "efficiency.csv") if r["kind"] == "primary" and r["claim_id"] == "E1"]
+    assert sorted(r["size"] for r in rows) == ["modernbert_tiny", "roberta_tiny", "tiny"]
+    page = (results / "efficiency.md").read_text()
+    assert "carry over to other encoders" in page and "| ModernBERT | modernbert\\_tiny |" in page
+    assert "modernbert\\_tiny: encoder family" in (results / "deviations.md").read_text()
+
+
 def test_local_config_end_to_end(tmp_path, shared_data):
     """configs/cpu-real.yaml (WikiText-2 + Gutenberg books, control, pre-training replicates) shortened
-    by the CI overlay tests/configs/cpu-real-ci.yaml: same code paths, a few steps, small subsets."""
+    by the CI overlay tests/configs/cpu-real-ci.yaml: same code paths, a few steps, small subsets; with the
+    encoder-families overlay configs/cpu-real-families.yaml (shrunk by tests/configs/cpu-real-families-ci.yaml)
+    in the same run: ModernBERT and RoBERTa pre-trained, fine-tuned, measured and analysed beside BERT."""
     data_root = ci_data_root(shared_data, tmp_path / "data")
-    out = snakemake(tmp_path, ("configs/cpu-real.yaml", "tests/configs/cpu-real-ci.yaml"),
+    out = snakemake(tmp_path, ("configs/cpu-real.yaml", "tests/configs/cpu-real-ci.yaml",
+                               "configs/cpu-real-families.yaml", "tests/configs/cpu-real-families-ci.yaml"),
                     "--config", f"data_root={data_root}")
     assert out.returncode == 0, out.stderr[-5000:]
     results = tmp_path / "results" / "cpu-real-ci"
@@ -186,8 +211,10 @@ def test_local_config_end_to_end(tmp_path, shared_data):
                             .read_text())
             assert ev["step"] == step and ev["mlm_loss"] > 0 and (ev["tc_loss"] is None) == (objective == "mlm")
     curves = read_csv(results / "pretrain_curves.csv")
-    assert {(r["objective"], r["step"]) for r in curves} == {("control", "0"), ("mlm", "8"), ("mlm", "16"),
-                                                          ("taco", "8"), ("taco", "16")}
+    for size in ("tiny", "modernbert_tiny", "roberta_tiny"):
+        assert {(r["objective"], r["step"]) for r in curves if r["size"] == size} == {
+            ("control", "0"), ("mlm", "8"), ("mlm", "16"), ("taco", "8"), ("taco", "16")}, size
+    check_families(results)
     assert (results / "pretrain_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # job logs carry readable progress lines
     log = (results / "logs" / "pretrain" / "tiny" / "taco" / "data-1.0" / "step-16.log").read_text()

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from taco.architectures import ARCHITECTURE_LABELS, DEFAULT_ARCHITECTURE, NATIVE_CLASSES
 from taco.objectives.base import MLM_PROBABILITY
 from taco.objectives import OBJECTIVE_SPECS, options_of
 from taco.report.markdown_text import md_text
@@ -251,6 +252,15 @@ def _differs(a: Any, b: Any) -> bool:
     return a != b
 
 
+#: each encoder family's own pre-training recipe, from its paper (the suite uses BERT-tiny's for all)
+FAMILY_RECIPES = {
+    "roberta": "RoBERTa (Liu et al. 2019): byte-level BPE of 50k, lr 6e-4 (base), batch 8k, Adam beta2 0.98, "
+               "dynamic masking, 512-token sequences",
+    "modernbert": "ModernBERT (Warner et al. 2024): its BPE of 50,368, lr 8e-4 (base), StableAdamW, "
+                  "warmup-stable-decay schedule, 30% masking, 8,192-token context",
+}
+
+
 def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
     """Differences of one ``pretrain.sizes.<name>`` recipe from the paper's size it plays
     (``analysis.roles``; a size that plays no paper size is compared with nothing but its shape)."""
@@ -260,6 +270,19 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
     preset = s["preset"]
     role = _role_of(config, name)
     out: list[Deviation] = []
+    family = s.get("architecture", DEFAULT_ARCHITECTURE)
+    if family != DEFAULT_ARCHITECTURE:
+        out.append(Deviation(
+            f"{shown}: encoder family", "BERT (the paper trains BERT only)",
+            f"{ARCHITECTURE_LABELS[family]} (transformers' {NATIVE_CLASSES[family]}; the preset's layers, H and "
+            "heads)", "tests the paper's plug-and-play claim on another encoder (docs/families.md)",
+            "a result about this family, not the paper's BERT", key=f"{key}.architecture"))
+        out.append(Deviation(
+            f"{shown}: the family's own recipe", FAMILY_RECIPES[family], "BERT-tiny's: AdamW, linear warmup and "
+            "decay, this size's learning rate and batch, 15% masking, the run's WordPiece",
+            "isolates the architecture: only the encoder differs from the BERT run", "each family may train "
+            "better with its own recipe; the comparison MLM vs TACO within a family is like for like",
+            key=f"{key}.architecture"))
     if preset != role:
         shape = PRESET_SHAPES.get(preset, {})
         paper_shape = "BERT-small L4/H512/A8" if role == "small" else "BERT-base L12/H768/A12" if role == "base" \

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from taco.architectures import DEFAULT_ARCHITECTURE
 from taco.report.efficiency_markdown import CLAIM_TEXT, estimate_text, render_markdown, rows_of_kind
 from taco.cli import cli_error
 from taco.manifest import read_manifest
@@ -112,16 +113,19 @@ def flops_per_step(manifest: Mapping[str, Any]) -> float:
         seq_len = int(manifest["seq_len"])
         per_token = pretrain_flops_per_token(
             str(manifest["size_preset"]), seq_len, str(manifest["objective"]),
-            vocab_size=int(hi["vocab_size"]), options=op)
+            vocab_size=int(hi["vocab_size"]), options=op,
+            architecture=str(manifest.get("architecture") or DEFAULT_ARCHITECTURE))
         return per_token * seq_len * int(manifest["global_batch_size"])
     except (KeyError, TypeError, ValueError):
         return math.nan
 
 
 def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[tuple[str, str], float], list[str]]:
-    """Validation-loss rows ``size, objective, fraction, pretrain_seed, seed, step, value, budget`` (value
-    in nats; pretrain_seed from the manifest, seed = :data:`NO_FINETUNE`, budget: the checkpoint's own step,
-    not an in-segment point), FLOPs per step by (size, objective), and notes (points left out).
+    """Validation-loss rows ``size, objective, fraction, pretrain_seed, seed, step, value, budget,
+    architecture`` (value in nats; pretrain_seed from the manifest, seed = :data:`NO_FINETUNE`, budget: the
+    checkpoint's own step, not an in-segment point; architecture: the encoder family, ``bert`` for
+    manifests written before the families existed), FLOPs per step by (size, objective), and notes (points
+    left out).
 
     The control (step 0) is skipped. A step measured twice in one run (a rerun) keeps the last.
     FileNotFoundError names a directory without a manifest; :class:`EvalFileError` a damaged eval.json.
@@ -147,8 +151,9 @@ def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, d
         notes += why
         for s, v in points:
             rows[(size, obj, frac, run, s)] = {"size": size, "objective": obj, "fraction": frac, "pretrain_seed": run,
-                                                "seed": NO_FINETUNE, "step": s, "value": v, "budget": s == step}
-    cols = ["size", "objective", "fraction", "pretrain_seed", "seed", "step", "value", "budget"]
+                                                "seed": NO_FINETUNE, "step": s, "value": v, "budget": s == step,
+                                                "architecture": str(m.get("architecture") or DEFAULT_ARCHITECTURE)}
+    cols = ["size", "objective", "fraction", "pretrain_seed", "seed", "step", "value", "budget", "architecture"]
     return pd.DataFrame(list(rows.values()), columns=cols), fps, notes
 
 
@@ -460,7 +465,8 @@ def make(checkpoints: Sequence[str | Path], out_dir: str | Path, cfg: AnalysisCo
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"))
-    pages = write_markdown_page(out / f"{NAME}.md", render_markdown(df, cfg, calib, notes))  # .md and .html
+    families = dict(zip(loss["size"], loss["architecture"])) if not loss.empty else {}
+    pages = write_markdown_page(out / f"{NAME}.md", render_markdown(df, cfg, calib, notes, families))  # .md and .html
     paths = save(figure(pairs, df), out, NAME)
     for r in rows_of_kind(df, "primary", "secondary").itertuples():
         print(f"{r.claim_id} {r.size} {r.form} {r.kind} T={r.target_step}: speedup {estimate_text(r)} -> {r.verdict}")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from taco.architectures import ARCHITECTURE_LABELS, ARCHITECTURES, DEFAULT_ARCHITECTURE
 from taco.report.analysis_config import AnalysisConfig
 from taco.report.style import objective_label
 
@@ -73,10 +74,34 @@ def trend_sentence(curve: pd.DataFrame) -> str:
 
 
 
+def family_section(df: pd.DataFrame, families: Mapping[str, str]) -> list[str]:
+    """Lines of "Does TACO's speedup carry over to other encoders?": E1's primary row of every size, with its
+    encoder family (``families``: size -> architecture), when the run has more than one family; else none."""
+    from taco.report.markdown_text import md_text
+
+    prim = rows_of_kind(df, "primary")
+    prim = prim[prim["claim_id"] == "E1"]
+    if len({families.get(s, DEFAULT_ARCHITECTURE) for s in prim["size"]}) < 2:
+        return []
+    lines = ["## Does TACO's speedup carry over to other encoders? (E1 per encoder family)", "",
+             "The same preset, corpus, tokenizer, steps, batch and recipe; only the encoder family differs "
+             "(docs/families.md). One verdict per family, by the same rule.", "",
+             "| family | size | T | speedup | n runs (MLM/TACO) | mean MLM / TACO loss at T | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    order = {a: i for i, a in enumerate(ARCHITECTURES)}
+    for r in sorted(prim.itertuples(), key=lambda r: order.get(families.get(r.size, DEFAULT_ARCHITECTURE), 99)):
+        fam = families.get(r.size, DEFAULT_ARCHITECTURE)
+        t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
+        lines.append(f"| {ARCHITECTURE_LABELS.get(fam, fam)} | {md_text(r.size)} | {t} | {estimate_text(r)} | "
+                     f"{r.n_units_a}/{r.n_units_b} | {_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict}** |")
+    return lines + [""]
+
+
 def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence[Mapping[str, Any]] = (),
-                    notes: Sequence[str] = ()) -> str:
+                    notes: Sequence[str] = (), families: Mapping[str, str] | None = None) -> str:
     """efficiency.md: the claims' table, the rule, per claim the verdict, units and notes, the
-    speedup curve's trend, and the simulated coverage and level of the method for this run."""
+    speedup curve's trend, E1 per encoder family (``families``: size -> architecture, when the run has
+    several), and the simulated coverage and level of the method for this run."""
     from taco.report.markdown_text import md_text
 
     lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
@@ -95,6 +120,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
             f"{_f(r.wall_speedup)} | {_f(r.paper_speedup)} | {r.n_units_a}/{r.n_units_b} | "
             f"{_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict if r.kind == 'primary' else r.kind + ': ' + r.verdict}** |")
     lines.append("")
+    lines += family_section(df, families or {})
     for r in rows_of_kind(df, "primary").itertuples():
         lines += [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
                   f"- Verdict: **{r.verdict}** - {r.reason}",

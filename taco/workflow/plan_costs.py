@@ -33,6 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from taco.architectures import DEFAULT_ARCHITECTURE
 from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE4_OBJECTIVES
 from taco.registry import GLUE_TASK_SPECS, TC_OBJECTIVES, budget_name
 from taco.registry import CONTROL
@@ -271,7 +272,8 @@ def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]
     for r in wc.runs(config):
         s = config["pretrain"]["sizes"][r.size]
         preset, steps = s["preset"], wc.budgets(config, r.size)
-        fpt = pretrain_flops_per_token(preset, L, r.objective, vocab_size=V, options=options)
+        fpt = pretrain_flops_per_token(preset, L, r.objective, vocab_size=V, options=options,
+                                       architecture=s.get("architecture", DEFAULT_ARCHITECTURE))
         per_step = _global_batch(s) * L * fpt
         rate, source = rates.pretrain(preset, r.objective)
         gpus = max(1, int(s["num_gpus"]))
