@@ -46,8 +46,9 @@ def test_control_is_off_by_default_and_one_per_full_data_size_when_asked():
     assert spec["controls"] == ["tiny"] and validate_analysis(spec).has_control("tiny")
     assert wctl.init_args(cfg, "tiny") == ["-m", "taco", "init", "--size", "tiny", "--size-name", "tiny",
                                           "--seed", "0", "--mlm-probability", "0.15"]
-    cfg["pretrain"]["seeds"] = [3, 4]  # room for several pre-training seeds
-    assert wctl.control_seeds(cfg) == [3, 4]
+    cfg["pretrain"]["seeds"] = [0, 4]  # several pre-training seeds: one control each
+    assert wctl.checkpoints(cfg) == ["results/smoke/pretrain/tiny/control/data-1.0/step-0",
+                                     "results/smoke/pretrain/tiny/control/data-1.0/pretrain-seed-4/step-0"]
 
 
 def test_cpu_real_config_asks_for_the_control_and_three_seeds():

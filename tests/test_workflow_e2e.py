@@ -169,6 +169,7 @@ def check_families(results: Path) -> None:
         assert len(list((results / "pretrain" / size / "mlm").rglob("step-16"))) == seeds
         assert len(list((results / "finetune" / size / "taco").rglob("metrics.json"))) == 2 * 4 * 2  # budgets x tasks x seeds
         assert (results / "dynamics" / size / "taco" / "data-1.0" / "step-16").is_dir()
+        assert (results / "glue_submission" / size / "taco" / "data-1.0" / "step-16" / "seed-1.zip").is_file()
     bert = results / "pretrain" / "tiny" / "taco" / "data-1.0" / "step-16"
     assert json.loads((bert / "manifest.json").read_text())["architecture"] == "bert"
     assert "architecture" not in json.loads((bert / "manifest.json").read_text())["hash_inputs"]

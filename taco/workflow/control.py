@@ -7,8 +7,9 @@ step-0 model), fine-tunes it on every task and seed like a budget checkpoint, an
 analysis spec (``controls``), so that Table 1 shows it, Figure 5 draws it at step 0 and the claim
 "pre-training helps" (final MLM checkpoint against the control) is evaluated.
 
-Pre-training seeds: the config has one (``seed``); where a config lists several
-(``pretrain.seeds``), :func:`control_seeds` gives one control per seed.
+Pre-training seeds: the config has one (``seed``); where a config lists several (``pretrain.seeds``,
+or a run entry's own ``pretrain.runs[].seeds``), a size gets one control per seed of its full-data runs
+(:func:`taco.workflow.config.size_seeds`).
 Pure Python on plain dicts (no Snakemake, no torch).
 """
 
@@ -24,10 +25,6 @@ from taco.workflow import config as wc
 CONTROL_STEP = 0
 CONTROL_FRACTION = "1.0"
 
-
-def control_seeds(config: dict[str, Any]) -> list[int]:
-    """Pre-training seeds that get a control: ``pretrain.seeds`` where given, else ``[seed]``."""
-    return [int(s) for s in (config["pretrain"].get("seeds") or [config["seed"]])]
 
 
 def checkpoint(results_dir: str, size: str, pseed: str = "") -> str:
