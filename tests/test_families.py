@@ -288,3 +288,21 @@ def test_modernbert_flops_count_its_geglu_ffn():
     mb = pretrain_flops_per_token("tiny", 128, "mlm", vocab_size=V, architecture="modernbert")
     bert = pretrain_flops_per_token("tiny", 128, "mlm", vocab_size=V)
     assert mb == pytest.approx(bert, rel=0.01) and mb != bert
+
+
+def test_the_curves_figure_tells_the_families_apart():
+    """pretrain_curves: with several sizes on one data fraction each size gets its own line style (the
+    objective keeps its colour and marker) and the legend says so; with several fractions the fraction's
+    style stays."""
+    from taco.report.pretrain_curves import SIZE_LINESTYLES, legend_title, run_styles
+
+    runs = [("modernbert_tiny", "mlm", 1.0), ("modernbert_tiny", "taco", 1.0), ("tiny", "mlm", 1.0),
+            ("tiny", "taco", 1.0)]
+    st = run_styles(runs)
+    assert st[runs[0]]["linestyle"] == st[runs[1]]["linestyle"] == SIZE_LINESTYLES[0]
+    assert st[runs[2]]["linestyle"] == SIZE_LINESTYLES[1]
+    assert st[runs[0]]["color"] == st[runs[2]]["color"] != st[runs[1]]["color"]
+    assert "line: size" in legend_title(runs)
+    mixed = [("tiny", "mlm", 1.0), ("tiny", "mlm", 0.25), ("modernbert_tiny", "mlm", 1.0)]
+    assert "data fraction" in legend_title(mixed)
+    assert run_styles(mixed)[mixed[0]]["linestyle"] != run_styles(mixed)[mixed[1]]["linestyle"]

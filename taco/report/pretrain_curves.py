@@ -132,14 +132,30 @@ def run_styles(runs: list[tuple[str, str, float]]) -> dict[tuple[str, str, float
     """(size, objective, fraction) -> line style: the objective's colour and marker
     (:data:`taco.report.style.OBJECTIVE_STYLE`), the fraction's line style and marker fill
     (:func:`taco.report.style.fraction_styles`), so two runs of one objective on different data
-    fractions never look alike."""
+    fractions never look alike. With one fraction and several sizes (e.g. encoder families,
+    ``docs/families.md``) the line style tells the sizes apart instead (:data:`SIZE_LINESTYLES`, in size order)."""
     by_fraction = fraction_styles([r[2] for r in runs])
+    sizes = sorted({r[0] for r in runs})
+    by_size = len(sizes) > 1 and len({r[2] for r in runs}) == 1
     out = {}
     for run in runs:
         st = objective_style(run[1])
         st.update(by_fraction[run[2]])
+        if by_size:
+            st["linestyle"] = SIZE_LINESTYLES[sizes.index(run[0]) % len(SIZE_LINESTYLES)]
         out[run] = st
     return out
+
+
+#: line styles of the sizes when one figure draws several sizes on one data fraction
+SIZE_LINESTYLES = ("-", "--", ":", "-.")
+
+
+def legend_title(runs: list[tuple[str, str, float]]) -> str:
+    """What the legend's styles mean: the fraction's line and fill, or the size's line (:func:`run_styles`)."""
+    if len({r[0] for r in runs}) > 1 and len({r[2] for r in runs}) == 1:
+        return "run (colour, marker: objective;\nline: size)"
+    return "run (colour, marker: objective;\nline, fill: data fraction)"
 
 
 def _panel_empty(ax, text: str) -> None:
@@ -234,7 +250,7 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
         ax.grid(True, alpha=0.3, which="both")
     if handles:
         fig.legend(list(handles.values()), list(handles.keys()), loc="outside right upper", fontsize=8,
-                   title="run (colour, marker: objective;\nline, fill: data fraction)", title_fontsize=8)
+                   title=legend_title(runs), title_fontsize=8)
     return fig
 
 
