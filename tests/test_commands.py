@@ -26,25 +26,14 @@ import pytest
 import yaml
 
 from dag_jobs import list_jobs
+from shipped_configs import config_sets
 from taco.cli import COMMANDS
 from taco.data.glue import local_files
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
-OVERLAYS = sorted((REPO / "tests" / "configs").glob("*.yaml"))
-
-
-def overlay_base(overlay: Path) -> str:
-    """The configuration an overlay of tests/configs/ applies to, from its usage line
-    (``snakemake ... --configfile <base> tests/configs/<overlay>``)."""
-    m = re.search(r"--configfile\s+(\S+)\s+tests/configs/" + re.escape(overlay.name), overlay.read_text())
-    assert m, f"{overlay}: no usage line `--configfile <base> tests/configs/{overlay.name}` names its base"
-    return m.group(1)
-
-
-#: every shipped configuration, as the lists of config files Snakemake is given
-CONFIGS = ([["config.yaml"]] + [[f"configs/{p.name}"] for p in sorted((REPO / "configs").glob("*.yaml"))]
-           + [[overlay_base(p), f"tests/configs/{p.name}"] for p in OVERLAYS])
+#: every shipped configuration, as the lists of config files Snakemake is given (overlays after their bases)
+CONFIGS = config_sets()
 #: Linux limit for one argument of `bash -c <command>` (MAX_ARG_STRLEN, 32 pages)
 MAX_ARG_STRLEN = 131072
 
@@ -265,6 +254,7 @@ def expect_pretrain(cfg, job):
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
         "eval_every": int(s.get("eval_every", 0) or 0),  # the parser's default 0 when not configured
         **expect_tc(cfg, w), **expect_tp(cfg, w), **expect_baselines(cfg, w), **expect_monitoring(cfg, "pretrain", w),
+        **expect_architecture(s),
     }
 
 
@@ -547,12 +537,20 @@ def expect_pretrain_control(cfg, job):
     pseed = w.get("pseed", "")  # one control per pre-training replicate, with that replicate's seed
     return {"size": s["preset"], "size_name": w["size"], "seed": pretrain_seed_of(cfg, pseed),
             "mlm_probability": cfg["pretrain"]["mlm_probability"], "blocks": f"{R}/data/blocks/data-1.0",
-            "output": f"{R}/pretrain/{w['size']}/control/data-1.0{pseed}/step-0"}
+            "output": f"{R}/pretrain/{w['size']}/control/data-1.0{pseed}/step-0", **expect_architecture(s)}
 
 
-def _pseed_parts(cfg):
-    """The run-path parts of the pre-training replicates ("" for the top-level seed)."""
-    seeds = cfg["pretrain"].get("seeds") or [cfg["seed"]]
+def expect_architecture(size: dict) -> dict:
+    """pretrain.sizes.<size>.architecture: written (--architecture) only when not BERT, so BERT's commands
+    are those of the runs made before the encoder families existed."""
+    family = size.get("architecture", "bert")
+    return {} if family == "bert" else {"architecture": family}
+
+
+def _pseed_parts(cfg, entry):
+    """The run-path parts of a pretrain.runs entry's replicates ("" for the top-level seed): its own
+    ``seeds``, else pretrain.seeds, else the top-level seed."""
+    seeds = entry.get("seeds") or cfg["pretrain"].get("seeds") or [cfg["seed"]]
     return ["" if int(s) == int(cfg["seed"]) else f"/pretrain-seed-{s}" for s in seeds]
 
 
@@ -561,21 +559,19 @@ def expect_pretrain_curves(cfg, job):
     ckpts = [f"{R}/pretrain/{entry['size']}/{v}/data-{float(f)!r}{p}/step-{s}"
              for entry in cfg["pretrain"]["runs"] for v in entry["objectives"]
              for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]
-             for p in _pseed_parts(cfg)]
+             for p in _pseed_parts(cfg, entry)]
     if cfg["pretrain"].get("control"):
         ckpts += [f"{R}/pretrain/{entry['size']}/control/data-1.0{p}/step-0" for entry in cfg["pretrain"]["runs"]
-                  if 1.0 in [float(f) for f in entry.get("fractions", [1.0])] for p in _pseed_parts(cfg)]
+                  if 1.0 in [float(f) for f in entry.get("fractions", [1.0])] for p in _pseed_parts(cfg, entry)]
     return {"checkpoints": sorted(set(ckpts)), "output_dir": R}
 
 
 def expect_efficiency(cfg, job):
     R = cfg["results_dir"]
-    seeds = cfg["pretrain"].get("seeds") or [cfg["seed"]]
-    pseeds = ["" if int(s) == int(cfg["seed"]) else f"/pretrain-seed-{s}" for s in seeds]
     ckpts = [f"{R}/pretrain/{entry['size']}/{v}/data-{float(f)!r}{p}/step-{s}"
              for entry in cfg["pretrain"]["runs"] for v in entry["objectives"]
              for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]
-             for p in pseeds]
+             for p in _pseed_parts(cfg, entry)]
     return {"checkpoints": sorted(set(ckpts)), "aggregate_dir": f"{R}/aggregate",
             "analysis": f"{R}/analysis.json", "output_dir": R}
 

@@ -13,16 +13,20 @@ from pathlib import Path
 import pytest
 import yaml
 
+from shipped_configs import config_sets
 from taco.workflow import config as wc
 from taco.registry import budget_name
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def load(name):
-    from snakemake.utils import validate
+def load(*names):
+    """The validated configuration of config files merged in order (Snakemake's ``update_config``)."""
+    from snakemake.utils import update_config, validate
 
-    cfg = yaml.safe_load((REPO / name).read_text())
+    cfg: dict = {}
+    for name in names:
+        update_config(cfg, yaml.safe_load((REPO / name).read_text()))
     validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
     return cfg
 
@@ -243,8 +247,8 @@ def test_configs_whose_report_steps_can_run_pass(smoke, mutate):
 
 
 def test_every_shipped_configuration_passes_the_cross_key_checks():
-    for name in ["config.yaml", *(f"configs/{p.name}" for p in sorted((REPO / "configs").glob("*.yaml")))]:
-        cfg = load(name)
+    for names in config_sets():
+        cfg = load(*names)
         cfg["corpus"]["source"], cfg["glue"]["source"] = "synthetic", "synthetic"  # no local files needed
         cfg["tokenizer"]["kind"] = "train"
         wc.check_config(cfg)
