@@ -283,7 +283,8 @@ def measure(configfiles: list[str], size: str | None = None, objectives: list[st
     plan0 = runs[REFERENCE]["plan"]
     cuda = runs[REFERENCE]["cuda"]
     fpt = {o: pretrain_flops_per_token(s["preset"], r["plan"].seq_len, o, vocab_size=r["plan"].vocab_size,
-                                       options=r["plan"].objective_params) for o, r in runs.items()}
+                                       options=r["plan"].objective_params,
+                                       architecture=s.get("architecture", "bert")) for o, r in runs.items()}
     stats = {o: {"step_s_median": float(np.median(t)), "step_s_q25": float(np.percentile(t, 25)),
                  "step_s_q75": float(np.percentile(t, 75)), "n_steps": len(t)} for o, t in times.items()}
     ref = stats[REFERENCE]["step_s_median"]
@@ -291,6 +292,7 @@ def measure(configfiles: list[str], size: str | None = None, objectives: list[st
     return {
         "config": ",".join(str(c) for c in configfiles),
         "size": size,
+        "architecture": s.get("architecture", "bert"),
         "device": (f"cuda ({torch.cuda.get_device_name(0)})" if cuda
                    else f"cpu ({cpu_name()}, {os.cpu_count()} cores)"),
         "threads": used_threads,
@@ -323,8 +325,8 @@ def _setup(config: dict[str, Any], size: str, objective: str, blocks: Path, work
     from datasets import load_from_disk
 
     from taco.model.collator import PreTrainingCollator
-    from taco.model.modeling import PreTrainingModel
-    from taco.model.configs import bert_config
+    from taco.model.configs import encoder_config, special_token_ids
+    from taco.model.modeling import pretraining_model_class
     from taco.training.pretrain import build_parser, make_segment_plan
     from taco.training.pretrain_trainer import _SeededMaskingCollator, _make_trainer_classes, _training_arguments
 
@@ -333,8 +335,9 @@ def _setup(config: dict[str, Any], size: str, objective: str, blocks: Path, work
     tokenizer = AutoTokenizer.from_pretrained(str(plan.blocks / "tokenizer"))
     train = load_from_disk(str(plan.blocks))["train"].select_columns(["input_ids"])
     set_seed(args.seed)
-    model = PreTrainingModel(bert_config(args.size, plan.vocab_size, attn_implementation=args.attn_implementation),
-                               objective=args.objective, **plan.objective_params)
+    config = encoder_config(args.size, plan.vocab_size, args.architecture, special_token_ids(tokenizer),
+                            attn_implementation=args.attn_implementation)  # the size's encoder family
+    model = pretraining_model_class(args.architecture)(config, objective=args.objective, **plan.objective_params)
     targs = _training_arguments(plan, plan.state_dir)
     inner = PreTrainingCollator(tokenizer, mlm_probability=args.mlm_probability, objective=args.objective,
                          objective_params=plan.objective_params)
