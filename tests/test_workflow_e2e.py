@@ -193,7 +193,7 @@ def test_local_config_end_to_end(tmp_path, shared_data):
     results = tmp_path / "results" / "cpu-real-ci"
     check_outputs(results)
     spec = json.loads((results / "analysis.json").read_text())
-    assert spec["controls"] == ["tiny"] and spec["tasks"] == ["cola", "sst2", "mrpc", "stsb"]
+    assert spec["controls"] == ["tiny", "modernbert_tiny", "roberta_tiny"] and spec["tasks"] == ["cola", "sst2", "mrpc", "stsb"]
     # the corpus mixes encyclopedia and books
     corpus = json.loads((results / "data" / "corpus" / "manifest.json").read_text())
     assert "valid.txt" in corpus["parameters"]["input_order"]
