@@ -306,3 +306,16 @@ def test_the_curves_figure_tells_the_families_apart():
     mixed = [("tiny", "mlm", 1.0), ("tiny", "mlm", 0.25), ("modernbert_tiny", "mlm", 1.0)]
     assert "data fraction" in legend_title(mixed)
     assert run_styles(mixed)[mixed[0]]["linestyle"] != run_styles(mixed)[mixed[1]]["linestyle"]
+
+
+def test_the_families_overlay_given_alone_names_its_base():
+    """configs/cpu-real-families.yaml is an overlay of configs/cpu-real.yaml (its usage line): given alone,
+    the workflow's configuration error says which file to give before it."""
+    from pathlib import Path
+
+    from taco.workflow.config_source import missing_bases_note, overlay_bases
+
+    assert overlay_bases(Path("configs/cpu-real-families.yaml")) == ["configs/cpu-real.yaml"]
+    assert overlay_bases(Path("configs/cpu-real.yaml")) == []
+    assert "give configs/cpu-real.yaml before it" in missing_bases_note(["configs/cpu-real-families.yaml"])
+    assert missing_bases_note(["configs/cpu-real.yaml", "configs/cpu-real-families.yaml"]) == ""

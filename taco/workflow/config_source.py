@@ -198,3 +198,27 @@ def key_sources(configfiles: list[str | os.PathLike], overrides: dict[str, Any] 
         sources.add_file(f, data, where)
     sources.add_overrides(dict(overrides or {}))
     return sources
+
+
+def overlay_bases(path: str | os.PathLike) -> list[str]:
+    """The configuration files an overlay applies to, from the usage line in its header comment
+    (``--configfile <base> ... <this file>``, possibly continued with ``\\``); ``[]`` when no usage line
+    names other files first (a standalone configuration). ``configs/cpu-real-families.yaml`` ->
+    ``["configs/cpu-real.yaml"]``."""
+    p = Path(path)
+    try:
+        text = re.sub(r"\\\s*\n\s*#?", " ", p.read_text())  # join continued comment lines
+    except OSError:
+        return []
+    m = re.search(r"--configfile((?:\s+\S+\.yaml)*?)\s+\S*" + re.escape(p.name) + r"(?=\s|$)", text)
+    return m.group(1).split() if m else []
+
+
+def missing_bases_note(configfiles: list[str | os.PathLike]) -> str:
+    """`` (configs/X.yaml is an overlay: give configs/Y.yaml before it)`` for each given file whose usage
+    line names a base that is not among ``configfiles``; ``""`` when none (a hint for the error of an
+    overlay given alone)."""
+    given = {Path(f).name for f in configfiles}
+    notes = [f"{f} is an overlay: give {' '.join(missing)} before it (its usage line)"
+             for f in configfiles if (missing := [b for b in overlay_bases(f) if Path(b).name not in given])]
+    return f" ({'; '.join(notes)})" if notes else ""

@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 from taco.workflow import config as wc
 from taco.workflow import control as wctl
-from taco.workflow.config_source import key_sources
+from taco.workflow.config_source import key_sources, missing_bases_note
 from taco.workflow.gpuslots import unmanaged_gpus_note
 from taco.workflow.commands import RUN_PATH, Commands, run_path
 from taco.workflow.settings import plan_config, run_config
@@ -34,7 +34,8 @@ try:
     wc.check_config(config, GLUE_AVAILABILITY)
 except wc.ConfigError as err:  # FILE:LINE: of the key first (taco.workflow.config_source)
     _where = key_sources(workflow.configfiles, workflow.config_settings.config)
-    raise WorkflowError(f"Invalid configuration: {_where.annotate(str(err))}") from None
+    raise WorkflowError(f"Invalid configuration: {_where.annotate(str(err))}"
+                        + missing_bases_note(workflow.configfiles)) from None
 
 R = config["results_dir"]
 CMD = Commands(config, python=PYTHON)
