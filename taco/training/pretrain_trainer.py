@@ -325,9 +325,10 @@ def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
     MLM loss on the fixed blocks and masks (:func:`taco.training.validation.evaluate_validation`, own
     generators, dropout off, train mode restored) inside ``torch.random.fork_rng``, so no training
     random generator moves and the weights are those of a run without it; writes the log event
-    ``validation`` (step, mlm_loss, mlm_accuracy, tc_loss). Blocks without a validation split: no-op."""
+    ``validation`` (step, mlm_loss, mlm_accuracy, tc_loss and the context probe's keys). Blocks without a validation split: no-op."""
     import torch
 
+    from taco.training.context_probe import PROBE_KEYS
     from taco.training.validation import evaluate_validation
 
     def evaluate(step: int, model: Any) -> None:
@@ -337,7 +338,7 @@ def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
                 result = evaluate_validation(model, plan.blocks, tokenizer, mlm_probability=plan.args.mlm_probability)
             except ValueError:
                 return
-        runlog.write_event({"event": "validation", "step": int(step), **{k: result[k] for k in
-                            ("mlm_loss", "mlm_accuracy", "tc_loss", "n_blocks", "mask_seed")}})
+        keys = ("mlm_loss", "mlm_accuracy", "tc_loss", "n_blocks", "mask_seed", *PROBE_KEYS)
+        runlog.write_event({"event": "validation", "step": int(step), **{k: result[k] for k in keys if k in result}})
 
     return evaluate

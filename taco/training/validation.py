@@ -37,7 +37,7 @@ VALIDATION_SPLIT = "validation"
 
 def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_probability: float = MLM_PROBABILITY,
                         batch_size: int = 16, mask_seed: int = MASK_SEED,
-                        max_blocks: int | None = None) -> dict[str, Any]:
+                        max_blocks: int | None = None, probe: bool = True) -> dict[str, Any]:
     """MLM loss and accuracy (and TC loss for TC objectives) of ``model`` on the validation blocks.
 
     Args:
@@ -50,10 +50,13 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
             keep it fixed to compare checkpoints; recorded in the result).
         mask_seed: seed of the mask and TC-sampling generators (recorded).
         max_blocks: evaluate only the first N validation blocks (None: all).
+        probe: also run the context-use probe (:func:`taco.training.context_probe.context_probe`: the
+            loss with the block intact, its context shuffled, no context, and the unigram line).
 
     Returns a JSON-serialisable dict: ``mlm_loss`` (nats), ``mlm_accuracy`` (0-1), ``tc_loss`` (nats
     or None), ``n_blocks``, ``n_masked_tokens``, ``seq_len``, ``batch_size``, ``mask_seed``,
-    ``mlm_probability``, ``objective``.
+    ``mlm_probability``, ``objective`` and, with ``probe``, the probe's keys
+    (:data:`taco.training.context_probe.PROBE_KEYS`).
 
     Raises ValueError if the blocks have no non-empty ``validation`` split (``taco pack
     --validation-blocks 0``), naming the directory.
@@ -97,9 +100,14 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
             n_sel += int(selected.sum())
             if uses_tc and out.tc_loss is not None:
                 tc_values.append(float(out.tc_loss))
+    probed = {}
+    if probe:
+        from taco.training.context_probe import context_probe
+
+        probed = context_probe(model, blocks, tokenizer, mlm_probability=mlm_probability, mask_seed=mask_seed)
     if was_training:
         model.train()
-    return {
+    return {**probed,
         "mlm_loss": ce_sum / n_sel if n_sel else math.nan,
         "mlm_accuracy": n_correct / n_sel if n_sel else math.nan,
         "tc_loss": (sum(tc_values) / len(tc_values)) if tc_values else None,
