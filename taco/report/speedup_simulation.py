@@ -68,6 +68,9 @@ class CurveModel:
     #: an empirical mean curve instead of the formula: (steps, values), linear in ln-step between them and
     #: extrapolated along the end segments (:func:`model_like`: A's observed mean curve)
     curve: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    #: B's own mean curve (steps, values), placed so that it crosses A's level mu(T) at T / speedup (a TACO
+    #: curve steep where it crosses); None: B is A's mean curve run faster
+    b_curve: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     @property
     def sign(self) -> float:
@@ -106,7 +109,19 @@ class CurveModel:
         """B's unit curves on the grid, shape (reps, n, S)."""
         r = np.exp(math.log(self.speedup) + self.sd_log_b * rng.standard_normal((reps, n, 1)))
         s = np.asarray(self.steps, dtype=float)
-        return self.mu(s * r) + self.sd_point * rng.standard_normal((reps, n, s.size))
+        if self.b_curve is None:
+            mean = self.mu(s * r)
+        else:
+            own = replace(self, curve=self.b_curve, b_curve=None)
+            mu_t = float(self.mu(np.array(self.target_step, dtype=float)))
+            fine = np.exp(np.linspace(math.log(min(self.b_curve[0])) - 3, math.log(max(self.b_curve[0])) + 3, 4001))
+            vals = own.mu(fine)
+            hit = np.flatnonzero(self.sign * (mu_t - vals) >= 0)
+            if not hit.size:
+                raise ValueError("b_curve never reaches A's level at T")
+            k0 = float(fine[hit[0]])  # b_curve's crossing of A's level
+            mean = own.mu(s * r * k0 / self.target_step)  # r holds the speedup: unit i crosses at T / r_i
+        return mean + self.sd_point * rng.standard_normal((reps, n, s.size))
 
 
 def _median_log_width(low: np.ndarray, high: np.ndarray) -> float:
@@ -136,6 +151,10 @@ def simulate(model: CurveModel, n_a: int, n_b: int, *, reps: int, level: float =
 
 
 LOSS_GRID = tuple(range(250, 4001, 250))
+#: A's mean curve falling to 5.90 nats at T/m = 3,333 and flat beyond it (0.01 nats per ln-step)
+FLAT_A = ((250.0, 3333.0, 4000.0, 8000.0), (7.0, 5.90, 5.90 - 0.01 * math.log(1.2), 5.90 - 0.01 * math.log(2.4)))
+#: a TACO-like curve, steep where it crosses
+STEEP_B = ((250.0, 1000.0, 2000.0, 4000.0), (7.0, 6.3, 5.3, 4.6))
 #: the checked scenarios: name -> model (validation loss on cpu-real's grid; GLUE on two budgets / five)
 SCENARIOS: dict[str, CurveModel] = {
     # MLM on its plateau at T (runs' SD 0.0024 nats), TACO's runs leaving it at different steps (SD ~0.3)
@@ -156,6 +175,10 @@ SCENARIOS: dict[str, CurveModel] = {
     # GLUE average, one run per arm: units = fine-tuning seeds, two budgets (cpu-real's 2,000 and 4,000)
     "glue: seeds as units, 2 budgets": CurveModel((2000, 4000), 4000, better=HIGHER, level=43.0, drift=1.5,
                                                   depth=0.0, sd_log_b=0.0, sd_a=0.5, sd_point=0.5, speedup=1.5),
+    # MLM on a plateau from T/m to T (0.01 nats per ln-step, cpu-real's drift), TACO steep where it crosses
+    # (its own curve: ~1.4 nats per ln-step, as cpu-real's TACO runs between steps 1,000 and 2,000)
+    "loss: A flat beyond T/m, B steep": CurveModel(LOSS_GRID, 4000, curve=FLAT_A, b_curve=STEEP_B, sd_a=0.0024,
+                                                   sd_log_b=0.3, sd_point=0.002),
 }
 
 
@@ -164,6 +187,11 @@ LIMITS: dict[str, CurveModel] = {
     f"loss: skewed A ({k:+g}), constant B": replace(SCENARIOS["loss: mildly skewed A (+0.3), constant B"], skew_a=k)
     for k in (-2.0, -1.0, 1.0, 2.0)
 }
+#: B as flat as A where it crosses (B = A's curve run faster, both on the plateau): a unit's crossing is
+#: set by 0.002-nat point noise on a 0.01 nats/ln-step slope; the calibrated test's false "supported" is
+#: ~0.08 at 5 runs per arm (taco.report.speedup_calibration, "Known limits")
+LIMITS["loss: A and B flat where B crosses"] = CurveModel(LOSS_GRID, 4000, curve=FLAT_A, sd_a=0.0024, sd_log_b=0.3,
+                                                          sd_point=0.002)
 
 
 def calibration_table(models: dict[str, CurveModel], run_counts=((3, 3), (5, 5)), *, reps: int = 2000,
