@@ -11,7 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 
-from taco.training.context_probe import PLATEAU_EXIT_GAP, context_probe  # noqa: E402
+from taco.report.validation_points import PLATEAU_EXIT_GAP  # noqa: E402
+from taco.training.context_probe import context_probe  # noqa: E402
 
 V = 64
 CLS, SEP, MASK, PAD = 2, 3, 4, 0

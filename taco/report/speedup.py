@@ -243,6 +243,8 @@ class ArmCurves:
     steps: np.ndarray
     runs: list[np.ndarray]
     run_ids: list[int] = field(default_factory=list)
+    #: the fine-tuning seeds (rows) of the runs' arrays; -1 for the validation loss
+    seed_ids: list[int] = field(default_factory=list)
 
     @property
     def n_runs(self) -> int:
@@ -261,11 +263,24 @@ class ArmCurves:
             return np.stack([r.mean(axis=0) for r in self.runs])
         return self.runs[0]
 
+    def unit_names(self) -> list[str]:
+        """One name per unit: ``run <pretrain seed>`` when nested, else ``seed <fine-tuning seed>`` (``run``
+        for the validation loss of a single run)."""
+        if self.nested or not self.runs:
+            return [f"run {i}" for i in self.run_ids]
+        return [f"run {self.run_ids[0]}" if s < 0 else f"seed {s}" for s in self.seed_ids]
+
+    def complete(self) -> np.ndarray:
+        """Bool (n_units,): the units with a finite value at every step of the grid."""
+        return np.isfinite(self.units()).all(axis=1) if self.runs else np.zeros(0, dtype=bool)
+
     def mean_curve(self) -> np.ndarray:
-        """Mean over runs of the runs' seed means (``nan`` where empty)."""
-        if not self.runs:
+        """Mean over the complete units (:meth:`complete`) of their curves (``nan`` where none)."""
+        units = self.units()
+        ok = self.complete()
+        if not ok.any():
             return np.full(len(self.steps), np.nan)
-        return np.mean([r.mean(axis=0) for r in self.runs], axis=0)
+        return units[ok].mean(axis=0)
 
     def at(self, step: int) -> np.ndarray:
         """Per-unit values at ``step`` (empty if the step is not on the grid)."""
@@ -275,7 +290,7 @@ class ArmCurves:
     def until(self, step: int) -> "ArmCurves":
         """The same arm on the grid's steps <= ``step``."""
         keep = self.steps <= step
-        return ArmCurves(self.steps[keep], [r[:, keep] for r in self.runs], list(self.run_ids))
+        return ArmCurves(self.steps[keep], [r[:, keep] for r in self.runs], list(self.run_ids), list(self.seed_ids))
 
     @property
     def n_units(self) -> int:
@@ -284,20 +299,28 @@ class ArmCurves:
 
 def arm_curves(df: pd.DataFrame) -> ArmCurves:
     """:class:`ArmCurves` from rows ``pretrain_seed, seed, step, value`` of one arm (``seed`` = fine-tuning
-    seed, ``-1`` for the validation loss; one pre-training run per ``pretrain_seed``). The grid is the steps
-    (> 0) every (pretrain_seed, seed) has."""
-    df = df[(df["step"] > 0) & np.isfinite(df["value"].astype(float))]
+    seed, ``-1`` for the validation loss; one pre-training run per ``pretrain_seed``).
+
+    The grid is the steps (> 0) at which more than half of the (pretrain_seed, seed) curves have a finite
+    value; a curve without a finite value at a grid step carries nan there, so one damaged or short run is
+    judged on its own (:func:`evaluate_pair` leaves it out and says so) instead of removing a step from
+    every run."""
+    df = df[df["step"] > 0]
     if df.empty:
-        return ArmCurves(np.empty(0, dtype=int), [], [])
-    groups = list(df.groupby(["pretrain_seed", "seed"]))
-    common = set.intersection(*(set(g["step"].astype(int)) for _, g in groups))
-    steps = np.array(sorted(common), dtype=int)
-    runs, ids = [], []
-    for run, g in df[df["step"].isin(steps)].groupby("pretrain_seed", sort=True):
-        wide = g.pivot_table(index="seed", columns="step", values="value", aggfunc="mean")
-        runs.append(wide[steps].to_numpy(dtype=float))
+        return ArmCurves(np.empty(0, dtype=int), [], [], [])
+    df = df.assign(value=df["value"].astype(float))
+    n_curves = len(df[["pretrain_seed", "seed"]].drop_duplicates())
+    finite = df[np.isfinite(df["value"])].drop_duplicates(["pretrain_seed", "seed", "step"], keep="last")
+    held = finite.groupby("step").size()
+    steps = np.array(sorted(int(s) for s, c in held.items() if 2 * c > n_curves), dtype=int)
+    runs, ids, seeds = [], [], []
+    for run, g in df.groupby("pretrain_seed", sort=True):
+        wide = g.pivot_table(index="seed", columns="step", values="value", aggfunc="last", dropna=False)
+        wide = wide.reindex(columns=steps)
+        runs.append(wide.to_numpy(dtype=float))
         ids.append(int(run))
-    return ArmCurves(steps, runs, ids)
+        seeds = [int(x) for x in wide.index]
+    return ArmCurves(steps, runs, ids, seeds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,7 +337,10 @@ def variance_components(arm: ArmCurves, step: int) -> tuple[float, float]:
     idx = np.flatnonzero(arm.steps == step)
     if not idx.size or not arm.runs:
         return math.nan, math.nan
-    groups = [r[:, idx[0]] for r in arm.runs]
+    groups = [g[np.isfinite(g)] for g in (r[:, idx[0]] for r in arm.runs)]
+    groups = [g for g in groups if g.size]
+    if not groups:
+        return math.nan, math.nan
     k, n = len(groups), np.array([g.size for g in groups])
     if (n <= 1).all():
         vals = np.array([g.mean() for g in groups])
@@ -395,6 +421,10 @@ class Pair:
     kind: str = "primary"
     title: str = ""
     b_objective: str = COMPARED
+    #: each run's plateau-exit step (pre-training seed -> step; inf: never within its points; absent: no
+    #: context probe) of A and of B (``taco.report.validation_points.PLATEAU_EXIT_GAP``)
+    exit_a: dict[int, float] = field(default_factory=dict)
+    exit_b: dict[int, float] = field(default_factory=dict)
 
 
 def _unit_label(a: ArmCurves, b: ArmCurves, form: str) -> str:
@@ -406,11 +436,40 @@ def _unit_label(a: ArmCurves, b: ArmCurves, form: str) -> str:
     return ua if ua == ub else f"A: {ua}, B: {ub}"
 
 
-def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[str]) -> dict[str, Any]:
+def _exits_text(exits: dict[int, float], ids: Sequence[int]) -> str:
+    if not exits:
+        return ""
+    return ";".join(f"{i}:" + ("never" if exits[i] == math.inf else f"{exits[i]:.0f}") for i in ids if i in exits)
+
+
+def _regime(pair: Pair, t: int, b_ids: Sequence[int], b_k: np.ndarray) -> str:
+    """Per arm, whether its runs are on the bag-of-words plateau or past it where the comparison reads them:
+    A at T, each B run at its crossing step (plateau exit from the context probe)."""
+    parts = []
+    for arm, exits, ids, at in (("A", pair.exit_a, pair.a.run_ids, [t] * len(pair.a.run_ids)),
+                                ("B", pair.exit_b, b_ids, list(b_k))):
+        known = [(i, x) for i, x in zip(ids, at) if i in exits]
+        if not known:
+            parts.append(f"{arm}: no context probe")
+            continue
+        past = sum(exits[i] <= x for i, x in known)
+        where = "at T" if arm == "A" else "at its crossing"
+        word = "past the plateau" if past == len(known) else "on the plateau" if past == 0 else "mixed"
+        parts.append(f"{arm} {where}: {word} ({past} of {len(known)} runs past it)")
+    return "; ".join(parts)
+
+
+def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[str],
+                  calibration_reps: int = 0, seed: int = 0) -> dict[str, Any]:
     """The table row of one comparison (``columns``): per-unit speedups, estimate, interval, verdict.
 
-    ``alpha``: one-sided level (the interval is 1 - 2 alpha); ``margin``: the minimum speedup of a
-    supported claim. A ``curve`` pair gets no verdict (``descriptive``).
+    ``alpha``: one-sided level (the t interval is 1 - 2 alpha); ``margin``: the minimum speedup of a
+    supported claim. A unit of A without a finite value at T, or of B without a finite value at every step
+    of its arm's grid, is left out and named in ``left_out``; the row rests on the rest (``n_units_*``).
+    With ``calibration_reps`` > 0 the verdict of a primary, secondary or other row is the calibrated test's
+    (:func:`taco.report.speedup_calibration.calibrated_test`, ``seed`` its generator; the t rule's outcome
+    stays in ``t_rule_verdict``); without it (or with fewer than 2 units in an arm) the t rule's. A
+    ``curve`` pair gets no verdict (``descriptive``).
     """
     a, b, t = pair.a, pair.b, pair.target_step
     level = round(1.0 - 2.0 * alpha, 12)
@@ -422,7 +481,9 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
                model_flops_per_step_a=fa, model_flops_per_step_b=fb, n_units_a=a.n_units, n_units_b=b.n_units,
                n_runs_a=a.n_runs, n_runs_b=b.n_runs, unit=_unit_label(a, b, pair.form),
                curve_steps=";".join(str(int(s)) for s in b.steps), interval_note="", reason="", unit_k="",
-               unit_speedups="", estimate_bound="", title=pair.title, n_right_censored=0, n_left_censored=0)
+               unit_speedups="", estimate_bound="", title=pair.title, n_right_censored=0, n_left_censored=0,
+               t_rule_verdict="", left_out="", plateau_exit_a=_exits_text(pair.exit_a, a.run_ids),
+               plateau_exit_b=_exits_text(pair.exit_b, b.run_ids), regime="")
     if t is None or not a.runs or not b.runs or t not in set(a.steps.tolist()) or b.steps.size == 0:
         why = pair.note or ("no target step" if t is None else
                             f"A has no value at T = {t}" if a.runs else "A has no curve")
@@ -430,7 +491,21 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
             why = pair.note or "B has no curve"
         row.update(status=NO_CURVE, verdict=NOT_RUN, reason="not run: " + why)
         return row
-    va, units_b = a.at(t), b.units()
+    va_all, units_all = a.at(t), b.units()
+    ok_a, ok_b = np.isfinite(va_all), b.complete()
+    left = []
+    if not ok_a.all():
+        left.append(f"A: {', '.join(n for n, ok in zip(a.unit_names(), ok_a) if not ok)} without a value at T = {t}")
+    if not ok_b.all():
+        left.append(f"B: {', '.join(n for n, ok in zip(b.unit_names(), ok_b) if not ok)} without a finite value at "
+                    f"every step of the grid ({b.steps.size} points)")
+    va, units_b = va_all[ok_a], units_all[ok_b]
+    b_ids = [i for i, ok in zip(b.run_ids if b.nested or len(b.run_ids) == len(ok_b) else [], ok_b) if ok]
+    row.update(n_units_a=int(va.size), n_units_b=int(units_b.shape[0]), left_out="; ".join(left))
+    if not va.size or not units_b.shape[0]:
+        row.update(status=NO_CURVE, verdict=NOT_RUN, reason="not run: no unit left in " +
+                   ("A" if not va.size else "B") + " (" + "; ".join(left) + ")")
+        return row
     iv = speedup_interval(b.steps, va, units_b, t, pair.better, level)
     status = iv.status
     n_right, n_left = int((status == CODE_RIGHT).sum()), int((status == CODE_LEFT).sum())
@@ -445,39 +520,74 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
                ("censored both ways" if n_left and n_right else ""))
     row["status"] = REACHED if not (n_left or n_right) else (NEVER if n_right == len(status) else
                                                              ALREADY if n_left == len(status) else "partly censored")
-    mc = crossing_step(b.steps, b.mean_curve(), float(iv.target), pair.better)
+    mc = crossing_step(b.steps, units_b.mean(axis=0), float(iv.target), pair.better)
     row["mean_curve_k"] = mc.step if mc.step is not None else math.nan
     row["mean_curve_speedup"] = mc.speedup(t) if mc.status == REACHED else math.nan
     ratio = fa / fb if math.isfinite(fa) and math.isfinite(fb) and fb > 0 else math.nan
     row["model_flops_speedup"] = row["speedup"] * ratio
     row["model_flops_ci_low"] = row["speedup_ci_low"] * ratio
     row["model_flops_ci_high"] = row["speedup_ci_high"] * ratio
-    vb = b.at(t)
+    vb_all = b.at(t)
+    vb = vb_all[ok_b & np.isfinite(vb_all)] if vb_all.size else vb_all
     row.update(mean_a_at_t=float(va.mean()), mean_b_at_t=float(vb.mean()) if vb.size else math.nan,
                welch_p_b_better=welch_p_b_better(va, vb, pair.better) if vb.size else math.nan)
     if math.isfinite(row["log_speedup_se"]):
         row["p_at_least_margin"] = float(iv.p_at_least(margin))
     row["sd_run_a"], row["sd_seed_a"] = variance_components(a, t)
     row["sd_run_b"], row["sd_seed_b"] = variance_components(b, t) if vb.size else (math.nan, math.nan)
+    if pair.exit_a or pair.exit_b:
+        row["regime"] = _regime(pair, t, b_ids, np.exp(log_k))
     notes = []
-    if a.n_units < 2 or b.n_units < 2:
-        notes.append("no interval: one pre-training run per arm (the interval is over pre-training runs; run "
-                     "pretrain.seeds >= 3)" if pair.form == LOSS_FORM else "no interval: fewer than 2 units in an arm")
+    n_a, n_b = int(va.size), int(units_b.shape[0])
+    if n_a < 2 or n_b < 2:
+        notes.append(f"no interval: {n_a}/{n_b} units (A/B)" + (" (the interval is over pre-training runs; run "
+                     "pretrain.seeds >= 3)" if pair.form == LOSS_FORM else ""))
     else:
-        notes.append(f"{level * 100:g}% t interval on log speedups over {a.n_units}/{b.n_units} units (A/B), "
-                     f"A's target level propagated, df {row['df']:.3g}")
+        notes.append(f"{level * 100:g}% t interval on log speedups over {n_a}/{n_b} units (A/B), "
+                     f"A's target level propagated, df {row['df']:.3g} (descriptive)")
         if pair.form == GLUE_FORM and not (a.nested and b.nested):
             notes.append("one fine-tuned pre-training run per arm: the units are fine-tuning seeds, so the "
                          "interval covers fine-tuning variance only, not the pre-training variance")
+    if left:
+        notes.append(f"rests on {n_a}/{n_b} units (A/B): " + "; ".join(left) + ", left out")
     row["interval_note"] = "; ".join(notes)
     if pair.kind == "curve":
         row.update(verdict="descriptive", reason="a point of the speedup curve (no verdict)")
         return row
-    verdict, reason = decide(row["speedup_ci_low"], row["speedup_ci_high"], margin, n_right=n_right, n_left=n_left)
+    t_verdict, t_reason = decide(row["speedup_ci_low"], row["speedup_ci_high"], margin, n_right=n_right, n_left=n_left)
+    row["t_rule_verdict"] = t_verdict
+    verdict, reason = t_verdict, t_reason
+    if calibration_reps > 0 and n_a >= 2 and n_b >= 2:
+        from taco.report.speedup_calibration import calibrated_test
+
+        ct = calibrated_test(b.steps, va, units_b, t, pair.better, margin, alpha, reps=calibration_reps, seed=seed)
+        row.update(calibrated_p_supported=ct.p_supported, calibrated_p_not_supported=ct.p_not_supported,
+                   critical_value=ct.critical_value, calibration_mc_error=ct.mc_error, calibration_reps=ct.reps,
+                   berger_boos=int(ct.berger_boos), calibrated_ci_low=ct.low, calibrated_ci_high=ct.high,
+                   t_statistic=ct.t_obs)
+        verdict, reason = calibrated_verdict(ct, alpha, margin)
+        cens = t_reason.split("; ", 1)[1] if "; " in t_reason else ""
+        reason += ("; " + cens if cens else "") + f"; the t rule alone: {t_verdict}"
     extra = [reason]
     if not vb.size:
         extra.append(f"B has no value at T = {t}")
     if pair.note:
         extra.append(pair.note)
+    if left:
+        extra.append(f"rests on {n_a}/{n_b} units (A/B)")
     row.update(verdict=verdict, reason="; ".join(extra))
     return row
+
+
+def calibrated_verdict(ct: Any, alpha: float, margin: float) -> tuple[str, str]:
+    """Verdict and reason from a :class:`taco.report.speedup_calibration.CalibratedTest` at the margin:
+    supported when p(speedup <= margin) <= alpha, not supported when p(speedup >= margin) <= alpha,
+    inconclusive otherwise."""
+    how = (f"calibrated test, {ct.reps:,} simulated experiments at the margin (MC error {ct.mc_error:.1g})"
+           + ("; Berger-Boos over A's run SD (+0.01)" if ct.berger_boos else ""))
+    if ct.p_supported <= alpha:
+        return SUPPORTED, f"p(speedup <= {margin:g}) = {ct.p_supported:.2g} <= {alpha:g} ({how})"
+    if ct.p_not_supported <= alpha:
+        return NOT_SUPPORTED, f"p(speedup >= {margin:g}) = {ct.p_not_supported:.2g} <= {alpha:g} ({how})"
+    return INCONCLUSIVE, (f"p(speedup <= {margin:g}) = {ct.p_supported:.2g} and p(speedup >= {margin:g}) = "
+                          f"{ct.p_not_supported:.2g}, both > {alpha:g} ({how})")

@@ -143,7 +143,8 @@ def draw_standard(rng: np.random.Generator, lead: tuple[int, ...], reps: int, n_
 def null_statistic(parts: NullParts, draws: NullDraws, steps: np.ndarray, target_step: float, better: str,
                    log_s: np.ndarray) -> np.ndarray:
     """t* = (est* - ln s) / se* of the null at the hypothesised ln speedups ``log_s`` (...): shape (..., K, R)
-    (K: the A SD values of :class:`NullParts`). A draw without a finite t* (no spread) counts as nan."""
+    (K: the A SD values of :class:`NullParts`). A draw with no spread (se* = 0) gives +-inf by the sign of
+    est* - ln s, one with an infinite se* gives 0; nan only from nan inputs."""
     steps = np.asarray(steps, float)
     ls = np.log(steps)
     log_s = np.asarray(log_s, float)
@@ -155,9 +156,12 @@ def null_statistic(parts: NullParts, draws: NullDraws, steps: np.ndarray, target
     # A at T for every SD value: (..., K, R, n_A)
     a = parts.target[..., None, None, None] + parts.sd_a[..., :, None, None] * draws.z_a[..., None, :, :]
     iv = speedup_interval(steps, a, b, target_step, better, 0.9)
+    diff = iv.log_speedup - log_s[..., None, None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = (iv.log_speedup - log_s[..., None, None]) / iv.se
-    return np.where(np.isfinite(iv.se) & (iv.se > 0), t, np.nan)
+        t = diff / iv.se
+    # no spread at all: the sign of the difference at infinite size; an infinite se: no information (0)
+    t = np.where(iv.se == 0, np.sign(diff) * np.inf, t)
+    return np.where(np.isinf(iv.se), 0.0, t)
 
 
 def calibrated_p(parts: NullParts, t_star: np.ndarray, log_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -194,23 +198,39 @@ class CalibratedTest:
 
 
 def calibrated_bounds(parts: NullParts, draws: NullDraws, steps, target_step: float, better: str, alpha: float,
-                      *, iterations: int = 24) -> tuple[np.ndarray, np.ndarray]:
-    """The calibrated interval (module docstring) by bisection in ln s: (low, high), each (...)."""
-    est, se = parts.t_obs_est, parts.t_obs_se
-    width = np.where(np.isfinite(se) & (se > 0), 12.0 * se + 1.0, 1.0)
+                      *, scan: int = 40, iterations: int = 12) -> tuple[float, float]:
+    """The calibrated bounds (module docstring) of one comparison (no leading dims): from the estimate
+    outward in steps of half a standard error (at least 0.01 in ln s) to the first hypothesised speedup the
+    test rejects, then bisection in ln s between it and the last one it keeps. Scanning from the inside
+    keeps the bounds off the region where every simulated unit is censored (there the simulated statistic
+    is degenerate). A side with no rejection within ``scan`` steps gives 0 (low) or inf (high)."""
+    est = float(parts.t_obs_est)
+    se = float(parts.t_obs_se)
+    step = max(0.5 * se, 0.01) if math.isfinite(se) else 0.05
+
+    def p_at(log_s: float, side: int) -> float:
+        ls = np.asarray(log_s)
+        return float(calibrated_p(parts, null_statistic(parts, draws, steps, target_step, better, ls), ls)[side])
+
     out = []
-    for side in (0, 1):
-        # low: p_sup(s) <= alpha for s below it; high: p_not(s) <= alpha for s above it
-        inner, outer = est.copy(), (est - width if side == 0 else est + width)
-        p_far = calibrated_p(parts, null_statistic(parts, draws, steps, target_step, better, outer), outer)[side]
+    for side, sign in ((0, -1.0), (1, 1.0)):
+        keep, reject = est, None
+        for j in range(1, scan + 1):
+            x = est + sign * j * step
+            if p_at(x, side) <= alpha:
+                reject = x
+                break
+            keep = x
+        if reject is None:
+            out.append(0.0 if side == 0 else math.inf)
+            continue
         for _ in range(iterations):
-            mid = 0.5 * (inner + outer)
-            p = calibrated_p(parts, null_statistic(parts, draws, steps, target_step, better, mid), mid)[side]
-            rejected = p <= alpha
-            outer = np.where(rejected, mid, outer)
-            inner = np.where(rejected, inner, mid)
-        bound = np.exp(outer)
-        out.append(np.where(p_far <= alpha, bound, 0.0 if side == 0 else np.inf))
+            mid = 0.5 * (keep + reject)
+            if p_at(mid, side) <= alpha:
+                reject = mid
+            else:
+                keep = mid
+        out.append(math.exp(reject))
     return out[0], out[1]
 
 
@@ -242,7 +262,7 @@ def calibrated_test(steps, a_at_t, b_units, target_step: float, better: str, mar
     p_raw = max(float(p_sup), float(p_not)) - parts.beta
     return CalibratedTest(t_obs, float(p_sup), float(p_not), crit, math.sqrt(max(p_raw * (1 - p_raw), 0.0) / reps),
                           float(low), float(high), reps, parts.beta > 0, float(parts.sd_a[..., min(1, parts.sd_a.shape[-1] - 1)]),
-                          float(parts.sd_log_b), float(parts.sd_point))
+                          float(parts.sd_log_b[..., 0]), float(parts.sd_point))
 
 
 def simulate_calibrated(model, n_a: int, n_b: int, *, reps: int, inner: int, alpha: float = 0.05,

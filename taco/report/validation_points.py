@@ -88,3 +88,26 @@ def load_eval(path: str | Path) -> Mapping[str, Any]:
 def read_eval(path: str | Path, manifest_step: int | None = None) -> tuple[list[tuple[int, float]], list[str]]:
     """:func:`parse_eval` of the file ``path`` (:func:`load_eval`: errors name the file)."""
     return parse_eval(load_eval(path), str(Path(path)), manifest_step)
+
+
+#: the order gap (nats: probe_shuffled_loss - probe_intact_loss) above which a run has left the bag-of-words
+#: plateau (taco.training.context_probe); the plateau-exit step is the first validation point beyond it
+PLATEAU_EXIT_GAP = 0.1
+#: the context probe's per-point keys (taco.training.context_probe.PROBE_KEYS, the losses in nats)
+PROBE_COLUMNS = ("probe_intact_loss", "probe_shuffled_loss", "probe_no_context_loss", "probe_unigram_loss",
+                 "probe_order_gap")
+
+
+def probe_points(ev: Mapping[str, Any], manifest_step: int | None = None) -> dict[int, dict[str, float]]:
+    """The context probe's losses (:data:`PROBE_COLUMNS`, nats) per step of one ``eval.json`` object: the
+    in-segment ``points`` and the checkpoint's own point; a point without the probe (written before it
+    existed) or with a non-number is left out. Never raises on a well-formed file (:func:`parse_eval`
+    checks the shape)."""
+    out: dict[int, dict[str, float]] = {}
+    pts = [p for p in (ev.get("points") or []) if isinstance(p, Mapping)]
+    own = ev.get("step") if ev.get("step") is not None else manifest_step
+    for p, s in [(p, p.get("step")) for p in pts] + [(ev, own)]:
+        if not (_number(s) and all(_number(p.get(k)) for k in PROBE_COLUMNS)):
+            continue
+        out[int(s)] = {k: float(p[k]) for k in PROBE_COLUMNS}
+    return out

@@ -24,7 +24,7 @@ visible at every validation point (``eval.json``), beside the plain validation l
 
 ``probe_order_gap = probe_shuffled_loss - probe_intact_loss`` is how much word order the model uses. A
 run has left the plateau at the first validation point where the gap exceeds
-:data:`PLATEAU_EXIT_GAP` (0.1 nats; :func:`taco.report.efficiency` reads it). Source: this suite (the
+:data:`taco.report.validation_points.PLATEAU_EXIT_GAP` (0.1 nats; ``taco efficiency`` reports the step). Source: this suite (the
 audit of issue 40); the shuffle control is the standard word-order ablation of probing work (e.g.
 Sinha et al. 2021, "Masked language modeling and the distributional hypothesis").
 """
@@ -41,8 +41,6 @@ PROBE_BLOCKS = 128
 PROBE_BATCH = 16
 #: seed offset of the per-block shuffles (added to the validation mask seed)
 SHUFFLE_SEED_OFFSET = 2_000_003
-#: the order gap (nats) above which a run has left the bag-of-words plateau
-PLATEAU_EXIT_GAP = 0.1
 #: the keys the probe adds to a validation result
 PROBE_KEYS = ("probe_intact_loss", "probe_shuffled_loss", "probe_no_context_loss", "probe_unigram_loss",
               "probe_order_gap", "probe_n_blocks", "probe_n_masked_tokens")

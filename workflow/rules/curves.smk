@@ -31,6 +31,7 @@ rule efficiency:
         spec=f"{R}/analysis.json",
     output:
         csv=report_csv("efficiency", "Claims"),
+        curves=f"{R}/efficiency_curves.csv",
         md=f"{R}/efficiency.md",
         html=report_page("efficiency", "Claims", "Steps-to-target speedups (E1, E2)"),
         png=report_figure("efficiency", "Figures"),
