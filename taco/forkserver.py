@@ -22,9 +22,21 @@ that the child applies itself: ``OMP_NUM_THREADS`` through ``torch.set_num_threa
 folder). Imported modules read some variables once (``HF_HUB_OFFLINE``, ``HF_HOME``, ...), so any other
 difference is a refusal, not a guess.
 
+**Who may ask.** Only a process of the server's own user (``SO_PEERCRED``; another user's request is
+refused before anything about the server's environment is said), and only the ``taco`` commands the
+workflow's rules run (:data:`RULE_COMMANDS`; ``gpu-slot``, which runs any command, is not one). A request
+that is not the expected JSON object is refused and the server lives on; requests are read without
+blocking the accept loop, each within :data:`REQUEST_DEADLINE` seconds, so a silent client delays no other
+job. If the server dies while a job runs, the client ends the job's process group (SIGKILL) and waits for
+it before it exits 1: a retry never runs beside an orphan.
+
 **Same numbers.** The child seeds every generator from its arguments as a fresh process does (the
 commands call ``transformers.set_seed``); the server imports but computes nothing, so no thread pool,
-CUDA context or random draw is inherited (the server never initializes CUDA, so a forked job may; jobs
+CUDA context or random draw is inherited. *Threads at fork time:* the imports leave 2-4 native threads
+in the server (numpy's OpenBLAS workers and allocator threads, waiting on a condition, holding no lock
+the child takes: the server runs no numeric code); Python >= 3.12 warns that forking a multi-threaded
+process may deadlock, which needs a lock held by another thread at the fork. The child re-creates its
+pools (``torch.set_num_threads``, threadpoolctl) before any work (the server never initializes CUDA, so a forked job may; jobs
 under the GPU-slot wrapper of config ``gpus`` stay fresh processes,
 :meth:`taco.workflow.commands.Commands.launch_words`). A pre-training
 segment and a fine-tuning run through the server write the same bytes as a fresh process
@@ -68,6 +80,15 @@ PRELOAD = ("numpy", "torch", "transformers", "transformers.trainer", "transforme
            "datasets", "tokenizers", "safetensors.torch", "accelerate", "pandas", "scipy.stats",
            "torch.utils.tensorboard", "taco.training.pretrain", "taco.evaluation.finetune",
            "taco.evaluation.dynamics", "taco.evaluation.submission", "taco.training.control")
+#: the ``taco`` commands the workflow's rules run (taco.workflow.commands; ``tests/test_forkserver.py``
+#: keeps the list equal to theirs): no other command is forked
+RULE_COMMANDS = frozenset({"corpus", "tokenizer", "pack", "pretrain", "init", "finetune", "dynamics",
+                           "glue-submission", "aggregate", "tables", "figures", "claims", "deviations", "efficiency",
+                           "pretrain-curves", "dynamics-figures"})
+#: seconds a client has to send its whole request
+REQUEST_DEADLINE = 10.0
+#: the longest Unix socket path (sockaddr_un.sun_path, 108 bytes with its NUL on Linux)
+MAX_SOCKET_PATH = 107
 #: signals the client forwards to the job's process group
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _HEADER = struct.Struct("!I")
@@ -121,11 +142,16 @@ def refusal(request: dict[str, Any], server_env: dict[str, str], executable: str
     from ``server_env`` outside :data:`JOB_ENV` (module docstring), or ``OMP_NUM_THREADS`` set in the
     server but not in the job (the server's OpenMP read it at import).
     """
+    shape = request_shape_error(request)
+    if shape:
+        return shape
     if os.path.realpath(request.get("executable", "")) != os.path.realpath(executable):
         return f"another interpreter ({request.get('executable')!r}, the server runs {executable!r})"
     argv = request.get("argv", [])
     if argv[:2] != ["-m", "taco"] or len(argv) < 3:
         return f"not a `-m taco <command>` command line ({' '.join(argv[:3])!r})"
+    if argv[2] not in RULE_COMMANDS and argv[2:] != ["--version"]:
+        return f"`taco {argv[2]}` is not a command of the workflow's rules"
     env = request.get("env", {})
     differ = sorted(k for k in set(env) | set(server_env) if env.get(k) != server_env.get(k) and k not in JOB_ENV)
     if differ:
@@ -134,6 +160,30 @@ def refusal(request: dict[str, Any], server_env: dict[str, str], executable: str
     if "OMP_NUM_THREADS" in server_env and "OMP_NUM_THREADS" not in env:
         return "OMP_NUM_THREADS is set in the server but not in the job"
     return None
+
+
+def request_shape_error(request: Any) -> str | None:
+    """What is wrong with a request's shape, or None: a JSON object with ``argv`` (a list of str), ``env`` (str
+    -> str), ``cwd`` and ``executable`` (str)."""
+    if not isinstance(request, dict):
+        return f"a malformed request (a JSON {type(request).__name__}, not an object)"
+    for key, kind in (("argv", list), ("env", dict), ("cwd", str), ("executable", str)):
+        if not isinstance(request.get(key), kind):
+            return f"a malformed request ({key!r} missing or not a {kind.__name__})"
+    if not all(isinstance(a, str) for a in request["argv"]):
+        return "a malformed request ('argv' holds a non-string)"
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items()):
+        return "a malformed request ('env' holds a non-string)"
+    return None
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The user id of the process at the other end of a Unix socket (``SO_PEERCRED``), None where unknown."""
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    return struct.unpack("3i", raw)[1]
 
 
 def _count(value: str | None) -> int | None:
@@ -180,7 +230,12 @@ def _run_child(request: dict[str, Any], fds: list[int]) -> int:
     for fd in fds:
         if fd > 2:
             os.close(fd)
-    os.chdir(request["cwd"])
+    try:
+        os.chdir(request["cwd"])
+    except OSError as exc:
+        print(f"forkserver: the job's working folder {request['cwd']!r} cannot be entered ({exc.strerror})",
+              file=sys.stderr, flush=True)
+        return 1
     os.environ.clear()
     os.environ.update(request["env"])
     tempfile.tempdir = None  # read TMPDIR again
@@ -223,6 +278,8 @@ class Server:
         self.env = dict(os.environ)
         self.sel = selectors.DefaultSelector()
         self.jobs: dict[int, dict[str, Any]] = {}  # pid -> {"conn", "pidfd"}
+        self.pending: dict[int, dict[str, Any]] = {}  # fd -> a request being read {"conn", "buf", "fds", "deadline"}
+        self.listener: socket.socket | None = None
         self.stopping = False
 
     def serve(self, preload: tuple[str, ...] = PRELOAD) -> None:
@@ -230,6 +287,7 @@ class Server:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.path)
         listener.listen(64)
+        self.listener = listener
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         for name in preload:
@@ -253,10 +311,13 @@ class Server:
                     kind, pid = key.data
                     if kind == "listen":
                         self._accept(listener)
+                    elif kind == "request":
+                        self._read_request(pid)
                     elif kind == "child":
                         self._reap(pid)
                     elif kind == "client":
                         self._client_gone(pid)
+                self._expire_pending()
                 if self.parent is not None and not _alive(self.parent):
                     self.stopping = True
         finally:
@@ -273,24 +334,101 @@ class Server:
         self.stopping = True
 
     def _accept(self, listener: socket.socket) -> None:
-        conn, _ = listener.accept()
-        fds: list[int] = []
+        """Take a connection: another user's is refused at once; the rest are read without blocking
+        (:meth:`_read_request`, whole request within :data:`REQUEST_DEADLINE`)."""
         try:
-            conn.settimeout(30)
-            request, fds = _recv(conn, with_fds=True)
-            why = refusal(request, self.env, sys.executable)
-            if why is None and len(fds) != 3:
-                why = f"expected the client's 3 standard streams, got {len(fds)} descriptors"
-            if why is not None:
-                _send(conn, {"refused": why})
-                conn.close()
-                return
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        uid = peer_uid(conn)
+        if uid is not None and uid != os.getuid():
+            self._refuse(conn, "the server takes jobs of its own user only")
+            return
+        conn.setblocking(False)
+        self.pending[conn.fileno()] = {"conn": conn, "buf": b"", "fds": [],
+                                       "deadline": time.monotonic() + REQUEST_DEADLINE}
+        self.sel.register(conn, selectors.EVENT_READ, ("request", conn.fileno()))
+
+    def _refuse(self, conn: socket.socket, why: str, fds: list[int] | None = None) -> None:
+        try:
+            conn.setblocking(True)
+            conn.settimeout(5)
+            _send(conn, {"refused": why})
+        except OSError:
+            pass
+        conn.close()
+        for fd in fds or []:
+            os.close(fd)
+
+    def _drop_pending(self, key: int, why: str | None = None) -> None:
+        p = self.pending.pop(key, None)
+        if p is None:
+            return
+        try:
+            self.sel.unregister(p["conn"])
+        except (KeyError, ValueError):
+            pass
+        if why is None:
+            p["conn"].close()
+            for fd in p["fds"]:
+                os.close(fd)
+        else:
+            self._refuse(p["conn"], why, p["fds"])
+
+    def _expire_pending(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, p in self.pending.items() if p["deadline"] < now]:
+            self._drop_pending(key, f"no whole request within {REQUEST_DEADLINE:g} s")
+
+    def _read_request(self, key: int) -> None:
+        p = self.pending.get(key)
+        if p is None:
+            return
+        try:
+            data, fds, _, _ = socket.recv_fds(p["conn"], 65536, 3)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._drop_pending(key)
+            return
+        p["fds"] += list(fds)
+        if not data:  # the client went away before its request was whole
+            self._drop_pending(key)
+            return
+        p["buf"] += data
+        if len(p["buf"]) < _HEADER.size:
+            return
+        (n,) = _HEADER.unpack(p["buf"][:_HEADER.size])
+        if len(p["buf"]) < _HEADER.size + n:
+            return
+        self.pending.pop(key)
+        self.sel.unregister(p["conn"])
+        try:
+            request = json.loads(p["buf"][_HEADER.size:_HEADER.size + n])
+        except (ValueError, UnicodeDecodeError):
+            self._refuse(p["conn"], "a malformed request (not JSON)", p["fds"])
+            return
+        self._start_job(p["conn"], request, p["fds"])
+
+    def _start_job(self, conn: socket.socket, request: Any, fds: list[int]) -> None:
+        """Refuse (:func:`refusal`) or fork the job of a whole request."""
+        conn.setblocking(True)
+        conn.settimeout(30)
+        why = refusal(request, self.env, sys.executable)
+        if why is None and len(fds) != 3:
+            why = f"expected the client's 3 standard streams, got {len(fds)} descriptors"
+        if why is not None:
+            self._refuse(conn, why, fds)
+            return
+        listener = self.listener
+        try:
             pid = os.fork()
             if pid == 0:  # the child never returns to the server loop
                 code = 1
                 try:
                     self.sel.close()
-                    for obj in (listener, conn, *(j["conn"] for j in self.jobs.values())):
+                    for obj in (listener, conn, *(j["conn"] for j in self.jobs.values()),
+                                *(q["conn"] for q in self.pending.values())):
                         obj.close()
                     for job in self.jobs.values():
                         os.close(job["pidfd"])
@@ -389,6 +527,10 @@ def client(argv: list[str]) -> int:
         sock.close()
         _fresh(argv, reply["refused"])
     pid = int(reply["pid"])
+    try:  # a handle on the job that survives the server (no pid reuse between now and a kill)
+        pidfd: int | None = os.pidfd_open(pid)
+    except OSError:
+        pidfd = None
 
     def forward(sig: int, _frame: Any) -> None:
         _killpg(pid, sig)
@@ -398,14 +540,37 @@ def client(argv: list[str]) -> int:
     try:
         result, _ = _recv(sock)
     except (OSError, ConnectionError, ValueError):
-        print(f"forkserver: the server at {path} went away while job {pid} ran", file=sys.stderr)
+        end_orphan(pid, pidfd)
+        print(f"forkserver: the server at {path} went away while job {pid} ran; the job's process group was "
+              "ended (SIGKILL), so a retry does not run beside it", file=sys.stderr)
         return 1
     code = int(result["exitcode"])
-    if code < 0:  # killed by a signal: die of it too
-        signal.signal(-code, signal.SIG_DFL)
+    if code < 0:  # killed by a signal: die of it too (SIGKILL and SIGSTOP take no handler)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
         return 128 - code
     return code
+
+
+def end_orphan(pid: int, pidfd: int | None, timeout: float = 60.0) -> bool:
+    """End a job whose server went away: SIGKILL its process group, then wait (``pidfd``, polled: the client
+    is not its parent) until it is gone or ``timeout`` s pass; True when it is gone."""
+    _killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    if pidfd is not None:
+        sel = selectors.DefaultSelector()
+        sel.register(pidfd, selectors.EVENT_READ)
+        try:
+            return bool(sel.select(timeout=max(deadline - time.monotonic(), 0)))
+        finally:
+            sel.close()
+            os.close(pidfd)
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,6 +585,15 @@ def start(log_path: str | None = None, timeout: float = 30.0) -> subprocess.Pope
         return None
     folder = tempfile.mkdtemp(prefix="taco-fs-")
     path = os.path.join(folder, "socket")
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:  # a long $TMPDIR: the socket goes where its path fits
+        os.rmdir(folder)
+        folder = tempfile.mkdtemp(prefix="taco-fs-", dir="/tmp")
+        path = os.path.join(folder, "socket")
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            os.rmdir(folder)
+            print("taco: no fork server (no folder where a Unix socket path fits); every job runs as a fresh "
+                  "process (set fork_server: false to say so)", file=sys.stderr)
+            return None
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     env = {k: v for k, v in os.environ.items() if k != ENV_SOCKET}
     proc = subprocess.Popen([sys.executable, "-m", "taco.forkserver", "serve", "--socket", path,

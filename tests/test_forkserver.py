@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not fs.supported(), reason="the fork server needs Linux (os.pidfd_open, send_fds)")
 
 
+SERVERS: dict[str, subprocess.Popen] = {}
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A server with the full preload, as the workflow starts it; yields its socket path."""
@@ -37,6 +40,7 @@ def server(tmp_path_factory):
     os.environ.pop("PYTEST_CURRENT_TEST", None)  # pytest's per-test variable: not the server's (see _env)
     proc = fs.start(str(log))
     path = os.environ[fs.ENV_SOCKET]
+    SERVERS[path] = proc
     try:
         yield path
     finally:
@@ -126,19 +130,195 @@ def _wait_started(pattern: str, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+def _long_pretrain(tmp_path: Path, steps: int = 100000) -> list[str]:
+    """A forkable job that runs until stopped (a rule's command: ``taco pretrain`` on tiny blocks)."""
+    blocks = write_blocks(tmp_path)
+    return ["-m", "taco", "pretrain", "--blocks", str(blocks), "--objective", "mlm", "--size", "tiny",
+            "--max-steps", str(steps), "--warmup-steps", "1", "--until", str(steps), "--output", str(tmp_path / "out"),
+            "--state-dir", str(tmp_path / "state"), "--per-device-batch-size", "4", "--save-every", "100000",
+            "--logging-steps", "1000", "--seed", "1", "--device", "cpu", "--no-progress", "--report-to", "none"]
+
+
+def _children(server_pid: int, timeout: float = 60.0) -> list[int]:
+    """The server's forked jobs (its child processes), waiting until there is one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(["pgrep", "-P", str(server_pid)], capture_output=True, text=True)
+        pids = [int(x) for x in out.stdout.split()]
+        if pids:
+            return pids
+        assert time.monotonic() < deadline, "no job was forked"
+        time.sleep(0.05)
+
+
+def _gone(pid: int, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split(") ")[-1].startswith("Z"):
+                    return True  # a zombie waiting for its reaper has ended
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_signals_reach_the_job_and_a_killed_clients_job_dies(server, tmp_path, how):
     """SIGTERM to the client (Snakemake stopping a job) reaches the job's process group and the client exits
     as the job did; SIGKILL of the client (no handler runs) makes the server kill the job's group."""
-    mark = f"{time.time_ns() % 10**9 + 100}"
-    p = _client(["-m", "taco", "gpu-slot", "--gpus", "1", "--lock-dir", str(tmp_path / "locks"), "--",
-                 "sleep", mark], server, tmp_path)
-    _wait_started(f"sleep {mark}")
+    p = _client(_long_pretrain(tmp_path), server, tmp_path, env={"OMP_NUM_THREADS": "1"})
+    (job,) = _children(SERVERS[server].pid)
     p.send_signal(getattr(signal, how))
-    p.wait(timeout=30)
-    assert _wait_gone(f"sleep {mark}"), f"the job's sleep survived the client's {how}"
+    p.wait(timeout=60)
+    assert _gone(job), f"the job survived the client's {how}"
     if how == "SIGTERM":
         assert p.returncode != 0
+
+
+def test_a_job_killed_by_sigkill_exits_as_a_fresh_process_would(server, tmp_path):
+    """An OOM kill of the forked job: the client dies of SIGKILL too (a shell sees 137), no traceback."""
+    p = _client(_long_pretrain(tmp_path), server, tmp_path, env={"OMP_NUM_THREADS": "1"})
+    (job,) = _children(SERVERS[server].pid)
+    os.kill(job, signal.SIGKILL)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL, err[-2000:]
+    assert "Traceback" not in err
+
+
+def test_the_servers_death_leaves_no_orphan(tmp_path):
+    """kill -9 of the server mid-job: the client ends the job's process group and waits for it before it
+    exits 1, saying so; a retry never runs beside a survivor."""
+    sock = tmp_path / "s"
+    srv = subprocess.Popen([sys.executable, "-m", "taco.forkserver", "serve", "--socket", str(sock), "--preload"],
+                           env=_env(None))
+    deadline = time.monotonic() + 30
+    while not sock.exists():
+        assert time.monotonic() < deadline and srv.poll() is None
+        time.sleep(0.05)
+    p = _client(_long_pretrain(tmp_path), str(sock), tmp_path)
+    (job,) = _children(srv.pid)
+    srv.kill()
+    srv.wait()
+    _, err = p.communicate(timeout=90)
+    assert p.returncode == 1 and "went away while job" in err and "ended" in err, err[-2000:]
+    assert _gone(job, timeout=1.0), "the orphaned job still runs after its client exited"
+
+
+def _raw_request(path: str, payload: bytes, fds: list[int] | None = None):
+    """Send ``payload`` (already framed) over a fresh connection; return the reply object or None."""
+    import socket as socketlib
+
+    sock = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+    sock.settimeout(30)
+    sock.connect(path)
+    if fds:
+        socketlib.send_fds(sock, [payload[:4]], fds)
+        sock.sendall(payload[4:])
+    else:
+        sock.sendall(payload)
+    try:
+        reply, _ = fs._recv(sock)
+    except (ConnectionError, OSError):
+        reply = None
+    return sock, reply
+
+
+def _frame(obj) -> bytes:
+    import json
+
+    data = json.dumps(obj).encode()
+    return fs._HEADER.pack(len(data)) + data
+
+
+def test_a_malformed_request_is_refused_and_the_server_lives(server, tmp_path):
+    for bad in ([], {"argv": "taco"}, {"argv": [1], "env": {}, "cwd": "/", "executable": sys.executable}, "x"):
+        sock, reply = _raw_request(server, _frame(bad))
+        sock.close()
+        assert reply is not None and "malformed request" in reply["refused"], (bad, reply)
+    sock, reply = _raw_request(server, fs._HEADER.pack(5) + b"{[}]x")
+    sock.close()
+    assert reply == {"refused": "a malformed request (not JSON)"}
+    p = _client(["-m", "taco", "--version"], server, tmp_path)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "forkserver: pid" in err  # the server still forks jobs
+
+
+def test_a_silent_client_blocks_no_other_job(server, tmp_path):
+    """One client sends a byte and stays silent: another job starts and ends while that request is still
+    being waited for (the accept loop reads requests without blocking)."""
+    import socket as socketlib
+
+    silent = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+    silent.connect(server)
+    silent.sendall(b"\x00")
+    p = _client(["-m", "taco", "--version"], server, tmp_path)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "forkserver: pid" in err
+    silent.setblocking(False)
+    with pytest.raises(BlockingIOError):  # still open: the server has not answered or dropped it yet
+        silent.recv(1)
+    silent.close()
+
+
+def test_a_missing_working_folder_is_named(server, tmp_path):
+    r, w = os.pipe()
+    request = {"argv": ["-m", "taco", "aggregate"], "env": _env(None), "cwd": str(tmp_path / "gone"),
+               "executable": sys.executable}
+    request["env"].pop(fs.ENV_SOCKET, None)
+    sock, reply = _raw_request(server, _frame(request), fds=[0, w, w])
+    os.close(w)
+    assert "pid" in reply, reply
+    result, _ = fs._recv(sock)
+    sock.close()
+    with os.fdopen(r) as fh:
+        text = fh.read()
+    assert result["exitcode"] == 1 and "working folder" in text and "gone" in text
+
+
+def test_a_long_tmpdir_still_gets_a_server(tmp_path, monkeypatch):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(fs.tempfile, "tempdir", None)
+    monkeypatch.delenv(fs.ENV_SOCKET, raising=False)
+    proc = fs.start(None)
+    try:
+        path = os.environ[fs.ENV_SOCKET]
+        assert len(os.fsencode(path)) <= fs.MAX_SOCKET_PATH and os.path.exists(path)
+    finally:
+        fs.stop(proc)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user (setuid)")
+def test_another_users_request_is_refused_before_anything_is_said(server, tmp_path):
+    """With the socket's folder opened up, a process of another uid connects: refused, naming no variable."""
+    folder = os.path.dirname(server)
+    mode = os.stat(folder).st_mode
+    os.chmod(folder, 0o755)
+    os.chmod(server, 0o777)
+    code = ("import os, sys, json; from taco import forkserver as fs; import socket\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+            "print(json.dumps(fs._recv(s)[0]))\n")  # refused on connection, before any request is read
+    try:
+        out = subprocess.run([sys.executable, "-c", code, server], capture_output=True, text=True, timeout=60,
+                             cwd=REPO, env=_env(None))
+    finally:
+        os.chmod(folder, mode)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '"refused": "the server takes jobs of its own user only"' in out.stdout
+    assert "PATH" not in out.stdout and "HF_" not in out.stdout
+
+
+def test_rule_commands_are_the_commands_the_rules_run():
+    import re
+
+    text = (REPO / "taco" / "workflow" / "commands.py").read_text()
+    used = set(re.findall(r'_taco\("([a-z-]+)"\)', text)) | set(re.findall(r'_report_args\("([a-z-]+)"\)', text))
+    used |= set(re.findall(r'"-m", "taco", "([a-z-]+)"', (REPO / "taco" / "workflow" / "control.py").read_text()))
+    assert used == set(fs.RULE_COMMANDS), used ^ set(fs.RULE_COMMANDS)
 
 
 def test_refusals_fall_back_to_a_fresh_process(server, tmp_path):
@@ -164,11 +344,14 @@ def test_refusals_fall_back_to_a_fresh_process(server, tmp_path):
 def test_refusal_rules():
     env = {"PATH": "/bin", "HF_HUB_OFFLINE": "1"}
     ok = {"argv": ["-m", "taco", "pretrain"], "env": dict(env, OMP_NUM_THREADS="2", TMPDIR="/x"),
-          "executable": sys.executable}
+          "executable": sys.executable, "cwd": "/"}
     assert fs.refusal(ok, env, sys.executable) is None
     assert "another interpreter" in fs.refusal(dict(ok, executable="/usr/bin/python9"), env, sys.executable)
     assert "HF_HUB_OFFLINE" in fs.refusal(dict(ok, env={"PATH": "/bin"}), env, sys.executable)
     assert "not a `-m taco" in fs.refusal(dict(ok, argv=["-m", "torch.distributed.run"]), env, sys.executable)
+    assert "not a command of the workflow's rules" in fs.refusal(dict(ok, argv=["-m", "taco", "gpu-slot"]), env,
+                                                                 sys.executable)
+    assert "malformed" in fs.refusal([], env, sys.executable)
     # the server's OpenMP read OMP_NUM_THREADS at import: a job without it would not get a fresh default
     assert "OMP_NUM_THREADS" in fs.refusal(dict(ok, env=env), dict(env, OMP_NUM_THREADS="4"), sys.executable)
 
@@ -184,9 +367,8 @@ def test_the_server_stops_when_its_parent_dies_and_its_running_job_runs_on(tmp_p
     while not sock.exists():
         assert time.monotonic() < deadline and srv.poll() is None
         time.sleep(0.05)
-    job = _client(["-m", "taco", "gpu-slot", "--gpus", "1", "--lock-dir", str(tmp_path / "locks"), "--",
-                   "sh", "-c", "sleep 3; echo done"], str(sock), tmp_path)
-    time.sleep(1.0)
+    job = _client(_long_pretrain(tmp_path, steps=12), str(sock), tmp_path)
+    _children(srv.pid)  # the job runs
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 10
@@ -194,8 +376,8 @@ def test_the_server_stops_when_its_parent_dies_and_its_running_job_runs_on(tmp_p
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert srv.poll() is None  # ... but the server waits for its running job
-    out, err = job.communicate(timeout=30)
-    assert job.returncode == 0 and out.strip() == "done", err
+    out, err = job.communicate(timeout=300)
+    assert job.returncode == 0 and (tmp_path / "out" / "model.safetensors").is_file(), err[-2000:]
     assert "a fresh process" not in err
     assert srv.wait(timeout=10) == 0
 

@@ -515,10 +515,13 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
 
 
 def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: float,
-                      user: Mapping[str, float] | None = None) -> None:
-    """``taco efficiency --calibrate``: the checked scenarios, the known limits and (with ``user``) a
-    scenario of the user's spreads, each at the given run counts, as a table on stdout."""
-    from taco.report.speedup_simulation import LIMITS, SCENARIOS, calibration_table
+                      user: Mapping[str, float] | None = None, inner: int = 200) -> None:
+    """``taco efficiency --calibrate``: the checked scenarios, the edge, the known limits and (with ``user``) a
+    scenario of the user's spreads, each at the given run counts, as a table on stdout: the calibrated
+    test's coverage and false verdicts (the verdict users get; ``reps`` // 10 experiments of ``inner`` null
+    draws) beside the descriptive t interval's (``reps`` experiments)."""
+    from taco.report.speedup_calibration import simulate_calibrated
+    from taco.report.speedup_simulation import EDGES, LIMITS, SCENARIOS, calibration_table
 
     models = {**SCENARIOS}
     if user:
@@ -527,14 +530,19 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
         models["yours: " + ", ".join(f"{k} {v:g}" for k, v in user.items())] = replace(
             SCENARIOS["loss: cpu-real T=4000 spreads"], sd_a=user["sd_a"], sd_log_b=user["sd_log_b"],
             speedup=user["margin"])
-    print(f"nominal: coverage {level:.0%}, false 'supported' at the margin {(1 - level) / 2:.3g}; {reps} "
-          "simulated experiments per row (taco.report.speedup_simulation)")
-    print(f"{'scenario':44s} {'A/B':>5s} {'coverage':>9s} {'supported':>10s} {'not supp.':>10s} {'censored':>9s}")
-    for name, table in (("checked", models), ("known limit (not met)", LIMITS)):
+    outer = max(reps // 10, 100)
+    alpha = (1 - level) / 2
+    print(f"nominal: coverage {level:.0%}, false verdicts at the margin {alpha:.3g}; calibrated test: {outer} "
+          f"experiments x {inner} null draws per row; t interval (descriptive): {reps} experiments "
+          "(taco.report.speedup_calibration, taco.report.speedup_simulation)")
+    print(f"{'scenario':44s} {'A/B':>5s} | {'calibrated: coverage':>20s} {'supported':>10s} {'not supp.':>10s} | "
+          f"{'t: coverage':>11s} {'supported':>10s}")
+    for name, table in (("checked", models), ("edge (near the level)", EDGES), ("known limit (not met)", LIMITS)):
         print(f"-- {name}")
         for r in calibration_table(table, run_counts, reps=reps, level=level):
-            print(f"{r['scenario']:44s} {r['n_a']}/{r['n_b']:<3d} {r['coverage']:9.3f} {r['supported']:10.3f} "
-                  f"{r['not_supported']:10.3f} {r['censored']:9.2f}")
+            c = simulate_calibrated(table[r["scenario"]], r["n_a"], r["n_b"], reps=outer, inner=inner, alpha=alpha)
+            print(f"{r['scenario']:44s} {r['n_a']}/{r['n_b']:<3d} | {c['coverage']:20.3f} {c['supported']:10.3f} "
+                  f"{c['not_supported']:10.3f} | {r['coverage']:11.3f} {r['supported']:10.3f}")
 
 
 def build_parser() -> argparse.ArgumentParser:
