@@ -154,15 +154,49 @@ def write_manifest(directory: str | os.PathLike, manifest: Mapping[str, Any]) ->
     return atomic_write_json(Path(directory) / MANIFEST_NAME, manifest, sort_keys=True)
 
 
+class ManifestError(ValueError):
+    """A damaged ``manifest.json`` (not JSON, not an object) or weights that are not those it recorded; the
+    message names the file."""
+
+
 def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
-    """Read ``<directory>/manifest.json``; FileNotFoundError names the directory if it is missing."""
+    """Read ``<directory>/manifest.json``: the one reader of manifests (every command uses it).
+
+    FileNotFoundError names the directory if it is missing; :class:`ManifestError` names the file when it
+    is not valid JSON, not text, or not a JSON object.
+    """
     path = Path(directory) / MANIFEST_NAME
     if not path.is_file():
         raise FileNotFoundError(
             f"{directory}: no {MANIFEST_NAME}; the artifact is missing or incomplete "
             "(was it written by an interrupted run?)"
         )
-    return json.loads(path.read_text())
+    try:
+        record = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{path}: not valid JSON ({exc}); rerun the step that wrote it") from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not a text file ({exc})") from None
+    if not isinstance(record, dict):
+        raise ManifestError(f"{path}: expected a JSON object, got a {type(record).__name__}")
+    return record
+
+
+def check_model_sha256(directory: str | os.PathLike, manifest: dict[str, Any]) -> None:
+    """Check a checkpoint's ``model.safetensors`` against the ``model_sha256`` its manifest recorded (a
+    flipped bit, a truncated or swapped file) before the weights are used; :class:`ManifestError` naming
+    the file. A manifest without ``model_sha256`` (older checkpoints, the control) is not checked."""
+    recorded = manifest.get("model_sha256")
+    if not recorded:
+        return
+    model = Path(directory) / "model.safetensors"
+    if not model.is_file():
+        raise ManifestError(f"{model}: missing, but {Path(directory) / MANIFEST_NAME} records model_sha256")
+    found = sha256_file(model)
+    if found != recorded:
+        raise ManifestError(f"{model}: sha256 {found[:12]}..., its manifest recorded model_sha256 "
+                            f"{str(recorded)[:12]}... (damaged or swapped since it was written); rerun the "
+                            "pre-training segment that wrote it")
 
 
 def read_json_record(path: str | os.PathLike, required: tuple[str, ...] | list[str],

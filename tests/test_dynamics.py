@@ -274,3 +274,24 @@ def test_figures_errors(tmp_path, capsys):
     q.write_text(json.dumps(_fake_record("taco", 100, 0.4, 0.2)))
     assert dynamics_plots.main(["--inputs", str(p), str(q), "--output-dir", str(tmp_path / "o")]) == 2
     assert "dup.json" in capsys.readouterr().err
+
+
+def test_weights_not_those_of_the_manifest_are_refused(tiny, tmp_path, capsys):
+    """taco dynamics on a checkpoint whose model.safetensors is not the one its manifest recorded: exit 2
+    naming the file, no output."""
+    import shutil
+
+    from taco.manifest import sha256_file
+
+    ck, blocks, _ = tiny
+    bad = tmp_path / "step-100"
+    shutil.copytree(ck, bad)
+    m = json.loads((bad / "manifest.json").read_text())
+    m["model_sha256"] = sha256_file(bad / "model.safetensors")
+    data = bytearray((bad / "model.safetensors").read_bytes())
+    data[-1] ^= 0x01
+    (bad / "model.safetensors").write_bytes(bytes(data))
+    (bad / "manifest.json").write_text(json.dumps(m))
+    out = tmp_path / "d.json"
+    assert _run(bad, blocks, out) == 2
+    assert str(bad / "model.safetensors") in capsys.readouterr().err and not out.exists()

@@ -544,3 +544,35 @@ def test_an_objective_no_paper_table_names_is_compared_with_mlm_as_other(tmp_pat
     assert "| E1 | other: TACO (unmasked) |" in md
     fig = eff.figure(pairs, df)
     assert any("other: TACO (unmasked)" in ax.get_title() for ax in fig.axes)
+
+
+@pytest.mark.parametrize("content", ["claim_id,form,speedup,verdict\nE1,validation_mlm_loss,2.49,supported\n",
+                                     "format_version,claim_id\n2,E1\n3,E1\n", "format_version,claim_id\n3,E1\n"])
+def test_claims_on_an_old_or_mixed_efficiency_table_says_so_and_writes_nothing(tmp_path, capsys, content):
+    """taco claims --efficiency on a format-1, mixed-format or incomplete table: its own message naming the file,
+    exit 2, no claims.csv written (no traceback)."""
+    from taco.report.claims import main as claims_main
+    from tests.fixtures_stats import build_aggregate, smoke_spec
+
+    agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(n_resamples=99), seeds=[1, 2])
+    bad = tmp_path / "efficiency.csv"
+    bad.write_text(content)
+    out = tmp_path / "out"
+    assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out),
+                        "--efficiency", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "Traceback" not in err
+    assert not (out / "claims.csv").exists()
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "{bad json"])
+def test_a_damaged_manifest_is_named_by_efficiency_and_pretrain_curves(tmp_path, capsys, text):
+    from taco.report import pretrain_curves
+
+    ckpts = _e1_checkpoints(tmp_path / "pretrain")
+    (ckpts[1] / "manifest.json").write_text(text)
+    assert eff.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert str(ckpts[1] / "manifest.json") in err and "Traceback" not in err
+    assert pretrain_curves.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(tmp_path / "o2")]) == 2
+    assert str(ckpts[1] / "manifest.json") in capsys.readouterr().err

@@ -243,3 +243,34 @@ def test_several_tasks_and_seeds_in_one_process_equal_separate_runs(ckpt, tmp_pa
             assert a["scores"] == b["scores"] and a["epochs"][-1]["scores"] == b["epochs"][-1]["scores"]
             assert (alone / "predictions.tsv").read_text() == (together / task / f"seed-{seed}" / "predictions.tsv").read_text()
     assert finetune.main([*base, "--task", "sst2", "stsb", "--seed", "3", "--output", str(tmp_path / "x")]) == 2
+
+
+def test_damaged_weights_or_manifest_are_named_before_any_work(tmp_path, capsys):
+    """A bit-flipped or swapped model.safetensors (its sha256 is not the manifest's model_sha256) and a
+    manifest that is not a JSON object: exit 2 naming the file, no metrics.json."""
+    import shutil
+
+    from taco.manifest import read_manifest
+
+    ck = _checkpoint(tmp_path / "ck", _bert_tokenizer())
+    m = read_manifest(ck)
+    m["model_sha256"] = sha256_file(ck / "model.safetensors")
+    (ck / "manifest.json").write_text(json.dumps(m))
+    flipped = tmp_path / "flipped"
+    shutil.copytree(ck, flipped)
+    data = bytearray((flipped / "model.safetensors").read_bytes())
+    data[-1] ^= 0x01
+    (flipped / "model.safetensors").write_bytes(bytes(data))
+    out = tmp_path / "o"
+    assert _ft(flipped, out) == 2
+    err = capsys.readouterr().err
+    assert str(flipped / "model.safetensors") in err and "model_sha256" in err
+    assert not (out / "metrics.json").exists()
+    listed = tmp_path / "listed"
+    shutil.copytree(ck, listed)
+    (listed / "manifest.json").write_text("[1, 2]")
+    assert _ft(listed, out) == 2
+    assert str(listed / "manifest.json") in capsys.readouterr().err
+    (listed / "manifest.json").write_text("{not json")
+    assert _ft(listed, out) == 2
+    assert "not valid JSON" in capsys.readouterr().err

@@ -613,3 +613,23 @@ def test_more_tc_negatives_than_tokens_in_a_device_batch_trains(full, tmp_path):
     assert train.main(args) == 0
     losses = [r["tc_loss"] for r in read_log(tmp_path / "st" / "logs") if "tc_loss" in r]
     assert losses and all(math.isfinite(x) for x in losses)
+
+
+def test_blocks_longer_than_the_positions_are_refused_before_training(tmp_path, capsys):
+    """taco pretrain by hand on 600-token blocks (every family has 512 positions): exit 2 naming the blocks."""
+    import datasets
+
+    blocks = write_blocks(tmp_path)
+    long = tmp_path / "long"
+    rows = {"input_ids": [[2] + [5 + (i % 200) for i in range(598)] + [3] for _ in range(8)]}
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows),
+                          "validation": datasets.Dataset.from_dict(rows)}).save_to_disk(str(long))
+    import shutil
+
+    shutil.copytree(blocks / "tokenizer", long / "tokenizer")
+    rc = train.main(["--blocks", str(long), "--objective", "mlm", "--size", "tiny", "--max-steps", "2",
+                     "--until", "2", "--output", str(tmp_path / "out"), "--state-dir", str(tmp_path / "st"),
+                     "--per-device-batch-size", "2", "--device", "cpu", "--no-progress", "--report-to", "none"])
+    err = capsys.readouterr().err
+    assert rc == 2 and str(long) in err and "600 tokens" in err and "512" in err
+    assert not (tmp_path / "out").exists()

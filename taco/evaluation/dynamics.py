@@ -140,6 +140,12 @@ def validate_inputs(checkpoint: str | os.PathLike, blocks: str | os.PathLike, sp
     mpath = ck / "manifest.json"
     manifest = read_json_record(mpath, REQUIRED_MANIFEST_KEYS, DynamicsInputError,
                                 "checkpoint manifest (incomplete checkpoint?)")
+    from taco.manifest import ManifestError, check_model_sha256
+
+    try:
+        check_model_sha256(ck, manifest)
+    except ManifestError as exc:
+        raise DynamicsInputError(str(exc)) from None
     if not (ck / "config.json").is_file():
         raise DynamicsInputError(f"{ck / 'config.json'}: missing; not a save_pretrained directory")
     if not bl.is_dir():

@@ -57,7 +57,8 @@ from taco.evaluation.finetune_trainer import (
     load_task_data,
     predict_tests,
 )
-from taco.manifest import MANIFEST_NAME, atomic_directory, finite_or_null, read_manifest, sha256_file
+from taco.manifest import (MANIFEST_NAME, ManifestError, atomic_directory, check_model_sha256, finite_or_null,
+                           read_manifest, sha256_file)
 from taco.registry import FINETUNE_HYPERPARAMETERS, finetune_hyperparameters
 
 
@@ -141,10 +142,11 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
     ckpt = Path(args.checkpoint)
     if not ckpt.is_dir():
         raise FileNotFoundError(f"--checkpoint {ckpt}: no such directory")
-    manifest = read_manifest(ckpt)  # names the directory when the manifest is missing
+    manifest = read_manifest(ckpt)  # names the directory when the manifest is missing or damaged
     if not (ckpt / "config.json").is_file() or not (any(ckpt.glob("model*.safetensors"))
                                                     or any(ckpt.glob("pytorch_model*.bin"))):
         raise FileNotFoundError(f"--checkpoint {ckpt}: incomplete (config.json or model weights missing)")
+    check_model_sha256(ckpt, manifest)  # the weights the manifest claims, before they are used
     out = Path(args.output)
     if (out / "metrics.json").exists():
         raise FileExistsError(f"--output {out} already holds metrics.json; refusing to overwrite a result")
@@ -482,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
             if status:
                 return status
         return 0
-    except (UsageError, FileNotFoundError, FileExistsError, GlueFormatError) as exc:
+    except (UsageError, FileNotFoundError, FileExistsError, GlueFormatError, ManifestError) as exc:
         return cli_error("finetune", exc)
 
 

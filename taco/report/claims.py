@@ -540,15 +540,18 @@ def evaluate_claims(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
 
 
 def _write_claims(agg, cfg, args) -> list[Path]:
+    eff = None
+    if getattr(args, "efficiency", None):  # the steps-to-target claims E1 / E2, read before anything is written
+        from taco.report.efficiency import read_table
+
+        eff = read_table(args.efficiency)
     df = evaluate_claims(agg, cfg)
     out = Path(args.output_dir)
     atomic_write_text(out / "claims.csv", df.to_csv(index=False, float_format="%.6g"))
     md = render_markdown(df, cfg)
-    if getattr(args, "efficiency", None):  # the steps-to-target claims E1 / E2 (taco efficiency)
+    if eff is not None:
         from taco.report.efficiency_markdown import claims_section
-        from taco.report.efficiency import read_table
 
-        eff = read_table(args.efficiency)
         md += claims_section(eff, cfg.alpha, cfg.efficiency_margin)
         for r in eff.itertuples():
             print(f"{r.claim_id} ({r.size}): {r.verdict}")

@@ -58,7 +58,10 @@ def report_main(
         return cli_error(name, exc)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = list(produce(agg, cfg, args))
+    try:  # an extra input a command reads itself (taco claims --efficiency) is named as the rest
+        written = list(produce(agg, cfg, args))
+    except (AnalysisConfigError, FileNotFoundError, ValueError) as exc:
+        return cli_error(name, exc)
     agg_dir = Path(args.aggregate_dir)
     inputs: dict[str, Any] = {str(agg_dir / f): sha256_file(agg_dir / f) for f in AGGREGATE_FILES}
     man = build_manifest(name, {"analysis": cfg.to_dict()}, inputs=inputs,

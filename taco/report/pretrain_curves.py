@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         paths = make(args.checkpoints, args.output_dir)
-    except (FileNotFoundError, EvalFileError) as exc:
+    except (FileNotFoundError, EvalFileError, ValueError) as exc:
         return cli_error("pretrain-curves", exc)
     print(f"taco pretrain-curves: {len(paths)} files -> {args.output_dir}")
     return 0

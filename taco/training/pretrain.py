@@ -69,7 +69,8 @@ from typing import Any
 from taco.architectures import DEFAULT_ARCHITECTURE
 from taco.cli import cli_error
 from taco.errors import UsageError, is_disk_full
-from taco.manifest import MANIFEST_NAME, read_json_record, read_manifest, sha256_file, sha256_json, sha256_tree
+from taco.manifest import (MANIFEST_NAME, ManifestError, read_json_record, read_manifest, sha256_file, sha256_json,
+                           sha256_tree)
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.parameters import check_values
@@ -265,6 +266,11 @@ def _inspect_blocks(args: argparse.Namespace) -> _BlocksInfo:
     if len(train) == 0:
         raise UsageError(f"--blocks {blocks}: the train split is empty")
     seq_len = len(train[0]["input_ids"])
+    from taco.model.configs import MAX_POSITIONS
+
+    if seq_len > MAX_POSITIONS:
+        raise UsageError(f"--blocks {blocks}: blocks of {seq_len} tokens, longer than the {MAX_POSITIONS} positions "
+                         "every encoder family has (pack with --max-seq-length <= 512)")
     tokenizer = AutoTokenizer.from_pretrained(str(blocks / "tokenizer"))
     vocab_size = len(tokenizer)
     max_id = max(max(row) for row in train.select(range(min(len(train), 64)))["input_ids"])
@@ -455,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         _lock_handle, waited = acquire_segment_lock(args)
         if waited and _finished_budget(args):
             return 0
-    except (UsageError, FileNotFoundError, FileExistsError) as exc:
+    except (UsageError, FileNotFoundError, FileExistsError, ManifestError) as exc:
         return cli_error("pretrain", exc)
     try:
         return run(plan)

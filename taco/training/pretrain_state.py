@@ -150,15 +150,13 @@ def budget_model_damage(budget: Path, manifest: dict[str, Any]) -> str | None:
     budgets, sharded weights) only has the headers of its ``model*.safetensors`` files parsed.
     Returns a sentence naming the file.
     """
-    recorded = manifest.get("model_sha256")
-    if recorded:
-        model = budget / "model.safetensors"
-        if not model.is_file():
-            return f"{model} is missing"
-        found = sha256_file(model)
-        if found != recorded:
-            return (f"{model} has sha256 {found[:12]}..., its manifest recorded model_sha256 {str(recorded)[:12]}... "
-                    "(damaged or changed since it was written)")
+    if manifest.get("model_sha256"):
+        from taco.manifest import ManifestError, check_model_sha256
+
+        try:
+            check_model_sha256(budget, manifest)
+        except ManifestError as exc:
+            return str(exc)
         return None
     from safetensors import SafetensorError, safe_open
 
