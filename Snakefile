@@ -20,9 +20,11 @@ if not config:
 # (Snakemake's validate prints the whole schema around the first one); validate then fills the defaults.
 # Each line naming a key starts with the file and line that set it (taco.workflow.config_source).
 from snakemake.exceptions import WorkflowError
-from taco.workflow.config_source import key_sources
+from taco.workflow.config_source import config_file_errors, key_sources
 from taco.workflow.schema import SchemaError, check_schema
 
+if config_file_errors(workflow.configfiles):
+    raise WorkflowError("Invalid configuration files:\n  " + "\n  ".join(config_file_errors(workflow.configfiles)))
 try:
     check_schema(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except SchemaError as _schema_err:

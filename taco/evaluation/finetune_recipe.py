@@ -14,7 +14,8 @@ __all__ = ["FINETUNE_RECIPE", "FINETUNE_PARAMETERS"]
 FINETUNE_RECIPE: tuple[Parameter, ...] = (
     Parameter("--max-length", "finetune.max_length", "max_length", 128,
               "tokens per example (longer ones are truncated)", minimum=8),
-    Parameter("--batch-size", "finetune.batch_size", "batch_size", 32, "training batch size", minimum=1),
+    Parameter("--batch-size", "finetune.batch_size", "batch_size", 32, "training batch size", minimum=1,
+              maximum=65536),
     Parameter("--warmup-steps", "finetune.warmup_steps", "warmup_steps", 100,
               "linear warm-up steps of the learning rate", minimum=0),
     Parameter("--report-rule", "finetune.report_rule", "report_rule", "last",

@@ -43,7 +43,7 @@ OPTIONS = (
     option("tc", "window", "tc_window", 5, "positive window W: positives at offset +-1..+-floor(W/2) (odd, >= 3)",
            minimum=3, odd=True, hash_always=True),
     option("tc", "num_negatives", "tc_num_negatives", 50, "negatives K per anchor, from the other sequences (>= 1)",
-           minimum=1, hash_always=True, flag="--tc-negatives"),
+           minimum=1, maximum=65536, hash_always=True, flag="--tc-negatives"),
     # added after runs existed: at its default neither in the config hash nor on the command line
     option("tc", "negative_pool", "tc_negative_pool", "rank",
            "where the negatives' sequences come from with several processes: rank = this process's device "

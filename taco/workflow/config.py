@@ -236,20 +236,24 @@ def _check_results_dir(results_dir: str | None) -> None:
 
 
 def _undecidable_pretrain_seeds_note(config: dict[str, Any]) -> str | None:
-    """The note for ``pretrain.seeds`` with two or more entries, so that the pre-training run is the
-    statistical unit, but too few for any claim to be decided: with n runs per arm the smallest
-    one-sided p of the exact permutation test is 1 / C(2n, n) (two runs: 1/6 > alpha 0.05). None
-    when it does not apply."""
-    seeds = config["pretrain"].get("seeds") or []
+    """The note for pre-training seeds (``pretrain.seeds``, or an entry's ``pretrain.runs[i].seeds``) with two
+    or more entries, so that the pre-training run is the statistical unit, but too few for any claim to be
+    decided: with n runs per arm the smallest one-sided p of the exact permutation test is 1 / C(2n, n)
+    (two runs: 1/6 > alpha 0.05). None when it applies nowhere."""
     alpha = round(1.0 - float(config.get("analysis", {}).get("confidence_level", 0.95)), 12)
-    n = len(seeds)
-    if n < 2 or 1.0 / math.comb(2 * n, n) <= alpha:
-        return None
-    need = next(k for k in range(n, 50) if 1.0 / math.comb(2 * k, k) <= alpha)
-    return (f"pretrain.seeds: {n} pre-training runs per arm make the pre-training run the statistical "
-            f"unit, and with {n} the smallest attainable p is 1 / C({2 * n}, {n}) = "
-            f"{1.0 / math.comb(2 * n, n):.3g} > alpha {alpha:g}: no claim can be decided. Give at least "
-            f"{need} seeds, or none (one run; fine-tuning seeds as the unit).")
+    sources = [("pretrain.seeds", config["pretrain"].get("seeds") or [])]
+    sources += [(f"pretrain.runs[{i}].seeds", r["seeds"]) for i, r in enumerate(config["pretrain"].get("runs") or [])
+                if r.get("seeds")]
+    for key, seeds in sources:
+        n = len(seeds)
+        if n < 2 or 1.0 / math.comb(2 * n, n) <= alpha:
+            continue
+        need = next(k for k in range(n, 50) if 1.0 / math.comb(2 * k, k) <= alpha)
+        return (f"{key}: {n} pre-training runs per arm make the pre-training run the statistical "
+                f"unit, and with {n} the smallest attainable p is 1 / C({2 * n}, {n}) = "
+                f"{1.0 / math.comb(2 * n, n):.3g} > alpha {alpha:g}: no claim can be decided. Give at least "
+                f"{need} seeds, or none (one run; fine-tuning seeds as the unit).")
+    return None
 
 
 def config_notes(config: dict[str, Any]) -> list[str]:

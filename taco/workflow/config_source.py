@@ -69,10 +69,17 @@ def _missing_file_line(path: str) -> str:
 def _locations(node: yaml.Node, path: tuple, out: dict[tuple, tuple[int, int]]) -> None:
     """Record the (line, column) of every key (mapping) and item (sequence) below ``node``."""
     if isinstance(node, yaml.MappingNode):
+        own: dict[Any, int] = {}  # keys written in this mapping itself (a merge key's `<<: *x` keys are not)
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode):
                 key = key_node.value if key_node.tag == "tag:yaml.org,2002:str" else yaml.safe_load(key_node.value)
                 here = (*path, key)
+                inside = node.start_mark.index <= key_node.start_mark.index <= node.end_mark.index
+                if inside:
+                    line, _ = _mark(key_node.start_mark)
+                    if key in own:  # YAML keeps the last of two equal keys without a word: refuse it
+                        raise DuplicateKeyError(key, line, own[key])
+                    own[key] = line
                 out[here] = _mark(key_node.start_mark)
                 _locations(value_node, here, out)
     elif isinstance(node, yaml.SequenceNode):
@@ -82,12 +89,20 @@ def _locations(node: yaml.Node, path: tuple, out: dict[tuple, tuple[int, int]]) 
             _locations(item, here, out)
 
 
+class DuplicateKeyError(Exception):
+    """A key given twice in one mapping of a configuration file (raised by :func:`_locations`)."""
+
+    def __init__(self, key: Any, line: int, first: int):
+        super().__init__(key, line, first)
+        self.key, self.line, self.first = key, line, first
+
+
 def read_config_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[tuple, tuple[int, int]]]:
     """A YAML configuration file as a mapping, and the 1-based (line, column) of each of its keys by
     key path (``("pretrain", "runs", 0, "size")``).
 
     Raises ConfigFileError (one line) when the file is missing or unreadable, not valid YAML (with
-    line and column), or not a mapping.
+    line and column), not a mapping, or gives a key twice in one mapping (with both lines).
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -109,7 +124,11 @@ def read_config_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[tupl
         raise ConfigFileError(f"{path}: not a mapping of configuration keys (a YAML {type(data).__name__})")
     where: dict[tuple, tuple[int, int]] = {}
     if node is not None:
-        _locations(node, (), where)
+        try:
+            _locations(node, (), where)
+        except DuplicateKeyError as dup:
+            raise ConfigFileError(f"{path}:{dup.line}: key {dup.key!r} is given twice in one mapping (first at line "
+                                  f"{dup.first}); YAML would keep the last silently: keep one") from None
     return data, where
 
 
@@ -222,3 +241,23 @@ def missing_bases_note(configfiles: list[str | os.PathLike]) -> str:
     notes = [f"{f} is an overlay: give {' '.join(missing)} before it (its usage line)"
              for f in configfiles if (missing := [b for b in overlay_bases(f) if Path(b).name not in given])]
     return f" ({'; '.join(notes)})" if notes else ""
+
+
+def config_file_errors(configfiles: list[str | os.PathLike]) -> list[str]:
+    """What is wrong with the configuration files as given, before the merged configuration is checked, one
+    line each: a file that gives a key twice (:func:`read_config_file`), and an overlay given before its base
+    (its usage line names the base: ``configs/cpu-real-families.yaml`` after ``configs/cpu-real.yaml``; the
+    other order lets the base replace the overlay's runs without a word). Empty when all is well."""
+    errors: list[str] = []
+    names = [Path(f).name for f in configfiles]
+    for i, f in enumerate(configfiles):
+        try:
+            read_config_file(f)
+        except ConfigFileError as exc:
+            if "given twice" in str(exc):
+                errors.append(str(exc))
+        late = [b for b in overlay_bases(f) if Path(b).name in names[i + 1:]]
+        if late:
+            errors.append(f"{f} is an overlay of {' '.join(late)}: give {' '.join(late)} before it (--configfile "
+                          f"{' '.join(late)} {f}); in this order the base replaces what the overlay sets")
+    return errors

@@ -58,8 +58,11 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
     that sets it (or ``--config``) before each line naming a key
     (:meth:`taco.workflow.config_source.KeySources.annotate`).
     """
-    from taco.workflow.config_source import ConfigFileError, KeySources, read_config_file
+    from taco.workflow.config_source import ConfigFileError, KeySources, config_file_errors, read_config_file
 
+    order = [e for e in config_file_errors(configfiles) if "is an overlay of" in e]
+    if order:
+        raise PlanError("; ".join(order))
     config: dict[str, Any] = {}
     sources = KeySources()
     for f in configfiles:

@@ -165,12 +165,27 @@ def schema_errors(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> l
     validator = _fill_defaults_validator(schema)
     instance = copy.deepcopy(config)
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
-    lines: list[str] = []
+    lines: list[str] = [f"{key}: {value!r} is not a finite number (YAML's .nan / .inf)"
+                        for key, value in _non_finite(config)]
     for err in errors:
         for line in filter(None, _describe(err).splitlines()):
             if line not in lines:
                 lines.append(line)
     return lines
+
+
+def _non_finite(node: Any, key: str = "") -> list[tuple[str, float]]:
+    """(dotted key, value) of every NaN or infinite float below ``node`` (JSON Schema's bounds let them pass:
+    every comparison with NaN is false)."""
+    import math
+
+    if isinstance(node, float) and not math.isfinite(node):
+        return [(key, node)]
+    if isinstance(node, dict):
+        return [x for k, v in node.items() for x in _non_finite(v, f"{key}.{k}" if key else str(k))]
+    if isinstance(node, list):
+        return [x for i, v in enumerate(node) for x in _non_finite(v, f"{key}[{i}]")]
+    return []
 
 
 def check_schema(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> None:

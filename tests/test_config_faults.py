@@ -1,0 +1,66 @@
+"""Configuration faults refused before any job, each naming the file, line or key (the third fault sweep):
+duplicate YAML keys, an overlay given before its base, NaN / infinite numbers, unbounded integers, bad
+per-entry pre-training seeds, and the too-few-seeds note for an entry's own seeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from taco.workflow.config_source import ConfigFileError, config_file_errors, read_config_file
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_a_key_given_twice_is_named_with_both_lines(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("seed: 0\npretrain:\n  logging_steps: 5\n  logging_steps: 6\n")
+    with pytest.raises(ConfigFileError, match=r"c.yaml:4: key 'logging_steps' is given twice .*first at line 3"):
+        read_config_file(f)
+    assert any("given twice" in e for e in config_file_errors([f]))
+
+
+def test_a_merge_key_override_is_not_a_duplicate():
+    """configs/cpu-real-families.yaml: `<<: *tiny` then `architecture: roberta` overrides, as YAML means."""
+    data, _ = read_config_file(REPO / "configs" / "cpu-real-families.yaml")
+    assert data["pretrain"]["sizes"]["roberta_tiny"]["architecture"] == "roberta"
+    assert config_file_errors([REPO / "configs" / "cpu-real.yaml", REPO / "configs" / "cpu-real-families.yaml"]) == []
+
+
+def test_an_overlay_before_its_base_names_both():
+    errors = config_file_errors(["configs/cpu-real-families.yaml", "configs/cpu-real.yaml"])
+    assert len(errors) == 1
+    assert "configs/cpu-real-families.yaml is an overlay of configs/cpu-real.yaml" in errors[0]
+
+
+@pytest.mark.parametrize("text, key", [
+    ("pretrain:\n  sizes:\n    tiny: {learning_rate: .nan}\n", "pretrain.sizes.tiny.learning_rate"),
+    ("finetune:\n  hyperparameters:\n    tiny: {learning_rate: .inf, epochs: 1}\n", "finetune.hyperparameters.tiny.learning_rate"),
+    ("finetune:\n  batch_size: 1000000000\n", "finetune.batch_size"),
+    ("pretrain:\n  tc: {num_negatives: 100000000}\n", "pretrain.tc.num_negatives"),
+    ("finetune:\n  mem_mb: 1000000000000000\n", "finetune.mem_mb"),
+    ("corpus:\n  num_documents: 1000000000000\n", "corpus.num_documents"),
+    ("pretrain:\n  runs:\n    - {size: tiny, objectives: [mlm], seeds: [-1]}\n", "pretrain.runs[0].seeds[0]"),
+    ("pretrain:\n  runs:\n    - {size: tiny, objectives: [mlm], seeds: [1, 1]}\n", "pretrain.runs[0].seeds"),
+])
+def test_bad_values_are_refused_before_any_job(tmp_path, text, key):
+    from taco.workflow.plan import PlanError, load_config
+
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(PlanError) as err:
+        load_config([str(REPO / "configs" / "smoke.yaml"), str(f)])
+    assert key in str(err.value) and "bad.yaml:" in str(err.value), str(err.value)
+
+
+def test_an_entrys_own_seeds_get_the_too_few_to_decide_note(tmp_path):
+    from taco.workflow.config import config_notes
+    from taco.workflow.plan import load_config
+
+    f = tmp_path / "two.yaml"
+    f.write_text("pretrain:\n  runs:\n    - {size: tiny, objectives: [mlm, taco], seeds: [0, 1]}\n")
+    cfg = load_config([str(REPO / "configs" / "smoke.yaml"), str(f)])
+    notes = config_notes(cfg)
+    assert any(n.startswith("pretrain.runs[0].seeds: 2 pre-training runs") and "no claim can be decided" in n
+               for n in notes), notes
