@@ -113,22 +113,78 @@ def test_what_the_plugin_cannot_work_with_is_refused_by_name(tmp_path):
         TacoTrainer(model=model, args=args, tc_window=6)
 
 
-def test_a_device_batch_of_one_is_refused_before_training(tmp_path):
-    """A batch of 1 gives the TC loss no negatives: refused when the trainer is built, and so is a training
-    set whose last batch would hold 1 sequence (unless dataloader_drop_last)."""
+def _mlm_data(n: int, seed: int = 0) -> list[dict]:
+    g = np.random.default_rng(seed)
+    return [{"input_ids": [2, *g.integers(5, V, size=14).tolist(), 3]} for _ in range(n)]
+
+
+def _collator():
+    from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(words)})
+    return DataCollatorForLanguageModeling(tok, mlm_probability=0.3)
+
+
+def test_a_device_batch_of_one_is_refused_and_a_last_batch_of_one_is_dropped(tmp_path):
+    """A device batch of 1 gives the TC loss no negatives: refused when the trainer is built (training and
+    evaluation). A data set that leaves a last batch of 1 trains, evaluates and predicts with that one
+    sequence left out, and says so; a run whose max_steps never reaches it is not refused."""
+    import warnings
+
     from transformers import TrainingArguments
 
     model = AutoModelForMaskedLM.from_config(bert_config("tiny", V))
-    data = [{"input_ids": [2, 7, 8, 3]}] * 9
     one = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=1)
     with pytest.raises(ValueError, match="per_device_train_batch_size 1"):
-        TacoTrainer(model=model, args=one, train_dataset=data)
-    four = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=4)
-    with pytest.raises(ValueError, match="dataloader_drop_last=True"):
-        TacoTrainer(model=model, args=four, train_dataset=data)
-    dropped = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=4,
-                                dataloader_drop_last=True)
-    assert TacoTrainer(model=model, args=dropped, train_dataset=data).tc_window == 5
+        TacoTrainer(model=model, args=one, train_dataset=_mlm_data(9))
+    one_eval = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_eval_batch_size=1)
+    with pytest.raises(ValueError, match="per_device_eval_batch_size 1"):
+        TacoTrainer(model=model, args=one_eval)
+    args = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=4,
+                             per_device_eval_batch_size=4, max_steps=3, logging_steps=1, eval_strategy="steps",
+                             eval_steps=2, save_strategy="no")
+    trainer = TacoTrainer(model=model, args=args, train_dataset=_mlm_data(9), eval_dataset=_mlm_data(5, 1),
+                          data_collator=_collator())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.train()  # periodic evaluation on 5 sequences (4 + 1): the 1 is dropped, no crash
+        metrics = trainer.evaluate()
+        pred = trainer.predict(_mlm_data(9, 2))
+    said = " ".join(str(w.message) for w in caught)
+    assert "9 training sequences" in said and "5 evaluation sequences" in said and "9 prediction sequences" in said
+    assert np.isfinite(metrics["eval_loss"])
+    assert pred.predictions.shape[0] == 8  # the last single sequence left out; logits only, no hidden states
+    assert not isinstance(pred.predictions, tuple)
+
+
+def test_mlm_and_tc_are_logged_and_accumulation_keeps_the_scale(tmp_path):
+    """mlm_loss and tc_loss reach the Trainer's log (so TensorBoard / W&B draw them); with gradient
+    accumulation the logged loss and gradient norm are those of the mean over the accumulated micro-batches:
+    1 x 8 and 4 x 2 agree within sampling noise instead of growing 4x (transformers' loss_is_scaled_for_ga)."""
+    from transformers import TrainingArguments
+
+    runs = {}
+    for accum, batch in ((1, 8), (4, 2)):
+        torch.manual_seed(0)
+        model = AutoModelForMaskedLM.from_config(bert_config("tiny", V, hidden_dropout_prob=0.0,
+                                                             attention_probs_dropout_prob=0.0))
+        args = TrainingArguments(str(tmp_path / f"a{accum}"), report_to=[], use_cpu=True,
+                                 per_device_train_batch_size=batch, gradient_accumulation_steps=accum, max_steps=3,
+                                 logging_steps=1, learning_rate=1e-9, save_strategy="no", seed=0)
+        trainer = TacoTrainer(model=model, args=args, train_dataset=_mlm_data(64), data_collator=_collator())
+        trainer.train()
+        logs = [h for h in trainer.state.log_history if "loss" in h]
+        assert all({"mlm_loss", "tc_loss"} <= set(h) for h in logs)
+        runs[accum] = logs
+    for a, b in zip(runs[1], runs[4]):
+        assert b["loss"] == pytest.approx(a["loss"], rel=0.25), (a, b)
+        assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=0.35), (a, b)
+        assert a["loss"] == pytest.approx(a["mlm_loss"] + a["tc_loss"], rel=0.02)
+
+
+def test_tuple_outputs_are_refused_by_name():
+    model = AutoModelForMaskedLM.from_config(bert_config("tiny", V))
     out = model(**_batch(), output_hidden_states=True, return_dict=False)
     with pytest.raises(ValueError, match="return_dict=True"):
         tc_term(out, _batch()["attention_mask"])

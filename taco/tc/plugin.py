@@ -96,16 +96,30 @@ class TacoTrainer(Trainer):
 
     Raises:
         ValueError: a model without an MLM head (``get_output_embeddings()`` is None), a bad TC option, a
-            device batch of 1, a training set that leaves a last batch of 1 (without
-            ``dataloader_drop_last``); at the first step, a batch without ``attention_mask`` or a model
-            that returns no loss.
+            device batch of 1 (``per_device_train_batch_size`` or ``per_device_eval_batch_size``); at the first
+            step, a batch without ``attention_mask`` or a model that returns no loss.
 
-    The last batch's parts are kept in ``self.last_terms`` (``{"mlm": float, "tc": float}``).
+    **A last batch of 1 sequence** (a data set of n = k B + 1 sequences) has no other sequence to draw
+    negatives from. One policy for training, evaluation and prediction: that last batch is dropped (the
+    dataloader's ``drop_last``), with a warning naming how many sequences were left out; a run that never
+    reaches it (``max_steps``) loses nothing.
+
+    **Logging.** The MLM and TC parts are logged through the Trainer's own logging on every logging step
+    (``mlm_loss``, ``tc_loss``: means over the optimizer steps since the last log, so TensorBoard and W&B
+    draw them beside ``loss``); ``self.last_terms`` keeps the last batch's ``{"mlm": float, "tc": float}``.
+
+    **Gradient accumulation.** The loss is a mean over one micro-batch (the model's MLM mean and the TC mean
+    over anchors), so the Trainer divides it by the accumulation steps (``loss_is_scaled_for_ga = False``):
+    the logged loss and the gradient are those of the mean over the accumulated micro-batches.
     """
+
+    #: transformers' flag: compute_loss returns a per-micro-batch mean, not a sum scaled by num_items_in_batch
+    loss_is_scaled_for_ga = False
 
     def __init__(self, *args: Any, tc_weight: float = _WEIGHT, tc_window: int = _W, tc_num_negatives: int = _K,
                  tc_temperature: float = DEFAULT_TEMPERATURE, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.model_accepts_loss_kwargs = False  # versions without loss_is_scaled_for_ga read this instead
         head = getattr(self.model, "get_output_embeddings", lambda: None)()
         if head is None:
             raise ValueError(f"{type(self.model).__name__} has no MLM head (get_output_embeddings() is None): TACO "
@@ -116,20 +130,58 @@ class TacoTrainer(Trainer):
         errors = check_options(values, {name: name for name in values})
         if errors:
             raise ValueError("; ".join(errors))
-        batch = self.args.per_device_train_batch_size
-        if batch < 2:
-            raise ValueError(f"per_device_train_batch_size {batch}: the TC loss draws its negatives from the other "
-                             "sequences of the device batch; use >= 2")
-        n = len(self.train_dataset) if hasattr(self.train_dataset, "__len__") else None
-        if n is not None and n % batch == 1 and not self.args.dataloader_drop_last and self.args.world_size == 1:
-            raise ValueError(f"{n} training sequences in device batches of {batch} leave a last batch of 1 sequence, "
-                             "which the TC loss cannot use: set dataloader_drop_last=True in TrainingArguments")
+        for name in ("per_device_train_batch_size", "per_device_eval_batch_size"):
+            batch = getattr(self.args, name)
+            if batch < 2:
+                raise ValueError(f"{name} {batch}: the TC loss draws its negatives from the other sequences of the "
+                                 "device batch; use >= 2")
         self.tc_weight, self.tc_window = float(tc_weight), int(tc_window)
         self.tc_num_negatives, self.tc_temperature = int(tc_num_negatives), float(tc_temperature)
         self.last_terms: dict[str, float] = {}
+        self._term_sums: dict[str, float] = {"mlm": 0.0, "tc": 0.0}
+        self._term_count = 0
 
+    # --- a last batch of 1 --------------------------------------------------------------------------
+    def _drop_a_last_single(self, dataset: Any, batch: int, what: str):
+        """Whether ``dataset`` leaves a last device batch of 1 (one process): then warn once and say drop it."""
+        n = len(dataset) if dataset is not None and hasattr(dataset, "__len__") else None
+        if n is None or n % batch != 1 or self.args.dataloader_drop_last or self.args.world_size != 1:
+            return False
+        import warnings
+
+        warnings.warn(f"TacoTrainer: {n} {what} sequences in device batches of {batch} leave a last batch of 1, "
+                      "which the TC loss cannot use: that sequence is left out (dataloader drop_last)", stacklevel=3)
+        return True
+
+    def _with_drop_last(self, drop: bool, make: Any):
+        if not drop:
+            return make()
+        old = self.args.dataloader_drop_last
+        self.args.dataloader_drop_last = True
+        try:
+            return make()
+        finally:
+            self.args.dataloader_drop_last = old
+
+    def get_train_dataloader(self):
+        drop = self._drop_a_last_single(self.train_dataset, self.args.per_device_train_batch_size, "training")
+        return self._with_drop_last(drop, super().get_train_dataloader)
+
+    def get_eval_dataloader(self, eval_dataset=None):
+        ds = eval_dataset if eval_dataset is not None else self.eval_dataset
+        if isinstance(ds, dict):  # several named eval sets: each gets its own dataloader call
+            return super().get_eval_dataloader(eval_dataset)
+        drop = self._drop_a_last_single(ds, self.args.per_device_eval_batch_size, "evaluation")
+        return self._with_drop_last(drop, lambda: super(TacoTrainer, self).get_eval_dataloader(eval_dataset))
+
+    def get_test_dataloader(self, test_dataset):
+        drop = self._drop_a_last_single(test_dataset, self.args.per_device_eval_batch_size, "prediction")
+        return self._with_drop_last(drop, lambda: super(TacoTrainer, self).get_test_dataloader(test_dataset))
+
+    # --- the loss -----------------------------------------------------------------------------------
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """MLM + tc_weight x TC of one batch (the MLM loss is the model's own, from ``labels``)."""
+        """MLM + tc_weight x TC of one batch (the MLM loss is the model's own, from ``labels``); the outputs
+        returned for evaluation carry no hidden states (``predict`` keeps the logits, not every layer)."""
         if "attention_mask" not in inputs:
             raise ValueError("the batch has no attention_mask: the TC loss draws its positives and negatives among "
                              "the real tokens (use a tokenizer/collator that returns it)")
@@ -141,4 +193,20 @@ class TacoTrainer(Trainer):
                      temperature=self.tc_temperature)
         loss = outputs.loss + self.tc_weight * tc
         self.last_terms = {"mlm": float(outputs.loss.detach()), "tc": float(tc.detach())}
-        return (loss, outputs) if return_outputs else loss
+        if model.training:
+            for k, v in self.last_terms.items():
+                self._term_sums[k] += v
+            self._term_count += 1
+        if not return_outputs:
+            return loss
+        kept = {k: v for k, v in outputs.items() if k not in ("hidden_states", "attentions")}
+        return loss, type(outputs)(**kept)
+
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        """The Trainer's log, with ``mlm_loss`` and ``tc_loss`` (means of the micro-batches since the last
+        training log) added to every training log."""
+        if "loss" in logs and self._term_count:
+            logs = {**logs, **{f"{k}_loss": round(v / self._term_count, 4) for k, v in self._term_sums.items()}}
+            self._term_sums = {"mlm": 0.0, "tc": 0.0}
+            self._term_count = 0
+        super().log(logs, *args, **kwargs)
