@@ -176,3 +176,26 @@ def test_a_setting_run_config_shows_rewrites_it_and_the_deviations(finished):
     every fine-tuning job), so run_config and deviations are planned again."""
     jobs = planned(snakemake(finished, changed("finetune.batch_size", 4), "-n"))
     assert jobs.get("run_config") == 1 and jobs.get("deviations") == 1 and jobs.get("finetune_seeds") == 2, jobs
+
+
+def test_a_deleted_middle_budget_is_named_and_nothing_else_moves(finished):
+    """Snakemake 9 plans nothing for a deleted middle budget (its later budget and results stay): the
+    workflow says which budget is missing and how to rebuild it (docs/reruns.md); the named target rebuilds
+    it alone. The budget is moved aside and back, so the module's finished run is left as it was."""
+    import shutil
+
+    runs = sorted((finished / "results/tiny/pretrain").glob("*/*/data-1.0"))
+    chain = sorted(runs[0].glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    assert len(chain) >= 2
+    middle = chain[0]
+    aside = finished / "aside"
+    shutil.move(str(middle), str(aside))
+    try:
+        out = snakemake(finished, TINY, "-n")
+        assert planned(out) == {}
+        text = out.stdout + out.stderr
+        rel = str(middle.relative_to(finished))
+        assert f"NOTE: {rel} is missing while the later budget" in text and f"`snakemake {rel}`" in text
+    finally:
+        shutil.move(str(aside), str(middle))
+    assert "is missing while" not in (lambda o: o.stdout + o.stderr)(snakemake(finished, TINY, "-n"))

@@ -120,3 +120,14 @@ def test_snakefile_onsuccess_prints_the_summary(tmp_path):
     assert "TACO run finished. Results: res/" in out
     assert "Claims: res/claims.csv absent" in out
     assert "Report: snakemake --report report.html --configfile cfg.yaml --config seed=3" in out
+
+
+def test_a_missing_middle_budget_is_named(tmp_path):
+    from taco.workflow.summary import missing_budget_notes
+
+    chain = [str(tmp_path / f"step-{s}") for s in (2, 4, 6)]
+    (tmp_path / "step-4").mkdir()
+    notes = missing_budget_notes([chain])
+    assert len(notes) == 1 and notes[0].startswith(f"{chain[0]} is missing while the later budget {chain[1]}")
+    (tmp_path / "step-2").mkdir()
+    assert missing_budget_notes([chain]) == []  # step-6 missing at the end: not yet run, not a note

@@ -124,3 +124,20 @@ def print_summary(results_dir: str | os.PathLike, configfiles: Iterable[str | os
     except Exception as err:  # noqa: BLE001 - the run has succeeded; the summary is advice
         text = f"run summary unavailable: {type(err).__name__}: {err}"
     print(text, file=out, flush=True)
+
+
+def missing_budget_notes(budget_chains: Iterable[list[str]]) -> list[str]:
+    """One note per budget checkpoint that is missing while a later budget of the same run exists (a deleted
+    middle budget): Snakemake 9 keeps what was made from it and plans nothing ("Nothing to be done"), so
+    the workflow says which budget is missing and how to rebuild it (docs/reruns.md). ``budget_chains``: per
+    pre-training run, its budget directories in step order."""
+    notes = []
+    for chain in budget_chains:
+        present = [os.path.isdir(p) for p in chain]
+        for i, p in enumerate(chain):
+            later = [q for q, ok in zip(chain[i + 1:], present[i + 1:]) if ok]
+            if not present[i] and later:
+                notes.append(f"{p} is missing while the later budget {later[0]} exists: Snakemake keeps what was "
+                             f"made from it and will not rebuild it by itself; rebuild it with `snakemake {p}` "
+                             "(docs/reruns.md)")
+    return notes

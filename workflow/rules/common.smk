@@ -123,6 +123,15 @@ def pretrain_targets():
     ]
 
 
+# a budget deleted in the middle of a run: Snakemake plans nothing for it, so say which one is missing
+if workflow.is_main_process:
+    from taco.workflow.summary import missing_budget_notes
+
+    for _note in missing_budget_notes([[ckpt_dir(r.size, r.objective, r.fraction_str, s, r.pseed)
+                                        for s in wc.budgets(config, r.size)] for r in RUNS]):
+        print(f"NOTE: {_note}", file=sys.stderr)
+
+
 # finetune.mnli_start (default off): RTE, MRPC and STS-B start from the MNLI model of the same checkpoint
 # and seed, which the MNLI jobs (rules finetune_mnli / finetune_mnli_seeds, finetune.smk) then also save.
 FT_FROM_MNLI = wc.mnli_start_tasks(config, TASKS)
