@@ -576,3 +576,30 @@ def test_a_damaged_manifest_is_named_by_efficiency_and_pretrain_curves(tmp_path,
     assert str(ckpts[1] / "manifest.json") in err and "Traceback" not in err
     assert pretrain_curves.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(tmp_path / "o2")]) == 2
     assert str(ckpts[1] / "manifest.json") in capsys.readouterr().err
+
+
+def test_the_probe_panel_is_drawn_and_its_text_fits(tmp_path):
+    """With probe points the figure has a context-probe panel (intact, shuffled, no context, unigram line)."""
+    import matplotlib.pyplot as plt
+
+    from figure_text import assert_text_fits
+
+    ckpts = _e1_checkpoints(tmp_path)
+    for c in ckpts:
+        ev = json.loads((c / "eval.json").read_text())
+        for p in [ev, *ev.get("points", [])]:
+            p.update({"probe_intact_loss": 5.9, "probe_shuffled_loss": 6.0, "probe_no_context_loss": 7.0,
+                      "probe_unigram_loss": 6.5, "probe_order_gap": 0.1 + 0.01 * ("taco" in str(c))})
+        (c / "eval.json").write_text(json.dumps(ev))
+    loss, fps, _ = eff.read_checkpoints(ckpts)
+    pairs = eff.build_pairs(loss, None, _cfg(), fps)
+    df = eff.evaluate(pairs, _cfg(), calibration_reps=0)
+    fig = eff.figure(pairs, df, loss)
+    try:
+        titles = [ax.get_title() for ax in fig.axes]
+        assert any("context probe" in t for t in titles)
+        probe_ax = [ax for ax in fig.axes if "context probe" in ax.get_title()][0]
+        assert any("unigram" in t.get_text() for t in probe_ax.get_legend().get_texts())
+        assert_text_fits(fig, 150)
+    finally:
+        plt.close(fig)

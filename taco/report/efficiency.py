@@ -398,10 +398,52 @@ def record_diagnostic(df: pd.DataFrame, calibration: Sequence[Mapping[str, Any]]
     return df
 
 
-def figure(pairs: Sequence[Pair], df: pd.DataFrame):
+def _probe_sizes(loss: pd.DataFrame | None) -> list[str]:
+    if loss is None or loss.empty or "probe_order_gap" not in loss.columns:
+        return []
+    has = loss[np.isfinite(loss["probe_order_gap"].astype(float))
+               & loss["objective"].isin((REFERENCE, COMPARED)) & np.isclose(loss["fraction"].astype(float), 1.0)]
+    return sorted(set(has["size"]))
+
+
+def _probe_panel(ax, loss: pd.DataFrame, size: str) -> None:
+    """The context probe of ``size``'s MLM and TACO runs against the step (means over runs): the block
+    intact, shuffled, without context, and the unigram line of the same targets."""
+    from taco.report.plotting import plain_log_axis, step_number
+    from taco.report.style import objective_style
+
+    sub = loss[(loss["size"] == size) & np.isclose(loss["fraction"].astype(float), 1.0)
+               & np.isfinite(loss["probe_order_gap"].astype(float))]
+    for obj in (REFERENCE, COMPARED):
+        g = sub[sub["objective"] == obj].groupby("step")[["probe_intact_loss", "probe_shuffled_loss",
+                                                          "probe_no_context_loss"]].mean()
+        if g.empty:
+            continue
+        st = objective_style(obj)
+        for col, ls, what in (("probe_intact_loss", "-", "block intact"), ("probe_shuffled_loss", "--",
+                                                                            "context shuffled"),
+                              ("probe_no_context_loss", ":", "no context")):
+            ax.plot(g.index, g[col], color=st["color"], linestyle=ls, linewidth=1.2,
+                    label=f"{objective_label(obj)}: {what}")
+    uni = float(sub["probe_unigram_loss"].astype(float).mean())
+    ax.axhline(uni, color="grey", linewidth=1, linestyle="-.", label=f"unigram of the training tokens ({uni:.2f})")
+    ax.set_xscale("log")
+    plain_log_axis(ax.xaxis, step_number)
+    ax.set_xlabel("pre-training step (log scale)")
+    ax.set_ylabel("probe loss (nats)")
+    ax.set_title(f"E1 ({size}): context probe, 128 validation blocks, targets all [MASK] (means over runs)\n"
+                 f"a run has left the bag-of-words plateau once shuffled - intact > {PLATEAU_EXIT_GAP:g} nats",
+                 fontsize=9)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
+def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = None):
     """Per primary/secondary pair a panel of the curves (mean over units, the range over units as a band,
-    the target line, T and the mean curve's k* marked), and per E1 size the speedup against the target
-    (geometric mean with its interval band, each run's own speedup as a thin line); log-step axes."""
+    the target line, T and the mean curve's k* marked), per E1 size the speedup against the target
+    (geometric mean with its interval band, each run's own speedup as a thin line), and, where the
+    checkpoints carry it, the context probe of each E1 size (``loss``: the validation-point frame of
+    :func:`read_checkpoints`); log-step axes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -415,7 +457,8 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
     for p, r in zip(pairs, df.itertuples()):
         if r.kind == "curve":
             curves.setdefault(p.size, []).append(r)
-    n = max(1, len(shown) + len(curves))
+    probed = _probe_sizes(loss)
+    n = max(1, len(shown) + len(curves) + len(probed))
     fig, axes = plt.subplots(n, 1, figsize=(8.5, 3.6 * n), squeeze=False)
     if not shown:
         axes[0, 0].text(0.5, 0.5, "no pair of MLM and TACO curves found", ha="center", va="center",
@@ -475,6 +518,8 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame):
         ax.set_title(f"E1 ({size}): the speedup as a function of the target (descriptive)", fontsize=9)
         ax.grid(True, alpha=0.3, which="both")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    for ax, size in zip(axes[len(shown) + len(curves):, 0], probed):
+        _probe_panel(ax, loss, size)
     fig.tight_layout()
     return fig
 
@@ -508,7 +553,7 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     atomic_write_text(out / f"{NAME}_curves.csv", loss.to_csv(index=False))  # full precision: a rerun decides alike
     families = dict(zip(loss["size"], loss["architecture"])) if not loss.empty else {}
     pages = write_markdown_page(out / f"{NAME}.md", render_markdown(df, cfg, calib, notes, families))  # .md and .html
-    paths = save(figure(pairs, df), out, NAME)
+    paths = save(figure(pairs, df, loss), out, NAME)
     for r in rows_of_kind(df, "primary", "secondary").itertuples():
         print(f"{r.claim_id} {r.size} {r.form} {r.kind} T={r.target_step}: speedup {estimate_text(r)} -> {r.verdict}")
     return [out / f"{NAME}.csv", out / f"{NAME}_curves.csv", *pages, *paths]
