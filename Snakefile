@@ -36,6 +36,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/pretrain.smk"
+include: "workflow/rules/tuning.smk"
 include: "workflow/rules/control.smk"
 include: "workflow/rules/finetune.smk"
 include: "workflow/rules/analysis.smk"

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pack": ("taco.data.packing", "tokenize and pack documents into [CLS] ... [SEP] blocks"),
     "pretrain": ("taco.training.pretrain", "pre-train one segment up to a budget (resumable)"),
     "init": ("taco.training.control", "write the no-pre-training control (random init, step 0)"),
+    "tuning-choice": ("taco.training.tuning", "the best of an arm's tuning trials (pretrain.tuning) as choice.json"),
     "finetune": ("taco.evaluation.finetune", "fine-tune one checkpoint on one GLUE task with one seed"),
     "glue-submission": ("taco.evaluation.submission",
                         "zip one checkpoint's GLUE test predictions (one seed) for the GLUE server"),

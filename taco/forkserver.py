@@ -82,7 +82,7 @@ PRELOAD = ("numpy", "torch", "transformers", "transformers.trainer", "transforme
            "taco.evaluation.dynamics", "taco.evaluation.submission", "taco.training.control")
 #: the ``taco`` commands the workflow's rules run (taco.workflow.commands; ``tests/test_forkserver.py``
 #: keeps the list equal to theirs): no other command is forked
-RULE_COMMANDS = frozenset({"corpus", "tokenizer", "pack", "pretrain", "init", "finetune", "dynamics",
+RULE_COMMANDS = frozenset({"corpus", "tokenizer", "pack", "pretrain", "init", "tuning-choice", "finetune", "dynamics",
                            "glue-submission", "aggregate", "tables", "figures", "claims", "deviations", "efficiency",
                            "pretrain-curves", "dynamics-figures"})
 #: seconds a client has to send its whole request

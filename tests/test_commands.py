@@ -254,8 +254,59 @@ def expect_pretrain(cfg, job):
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
         "eval_every": int(s.get("eval_every", 0) or 0),  # the parser's default 0 when not configured
         **expect_tc(cfg, w), **expect_tp(cfg, w), **expect_baselines(cfg, w), **expect_monitoring(cfg, "pretrain", w),
-        **expect_architecture(s),
+        **expect_architecture(s), **expect_tuned(cfg, w, s),
     }
+
+
+def expect_tuned(cfg, w, s):
+    """pretrain.tuning: a tuned arm's replicates leave out --lr, --warmup-steps and --dropout (the parser's
+    defaults then) and read them from the arm's choice.json; otherwise the size's values, and no file."""
+    from taco.workflow.config import tuned_arm
+
+    if tuned_arm(cfg, w["size"], w["objective"]):
+        return {"lr": 1e-4, "warmup_steps": None, "dropout": None,
+                "tuned_recipe": f"{cfg['results_dir']}/tuning/{w['size']}/{w['objective']}/choice.json"}
+    return {"dropout": s.get("dropout"), "tuned_recipe": None}
+
+
+def expect_pretrain_trial(cfg, job):
+    """A tuning trial: the size's recipe with the trial's setting, its own schedule to the horizon, the
+    tuning seed, no parent, its own state and TensorBoard folders."""
+    from taco.workflow.config import tuning_trials
+
+    R, w = cfg["results_dir"], job["wildcards"]
+    pre, t = cfg["pretrain"], cfg["pretrain"]["tuning"]
+    s = pre["sizes"][w["size"]]
+    setting = tuning_trials(cfg)[int(w["trial"])]
+    horizon = int(t["horizon"])
+    arm = f"{w['size']}/{w['objective']}/trial-{w['trial']}"
+    every = int(s.get("eval_every", 0) or 0)
+    m = cfg["monitoring"]
+    return {
+        "size": s["preset"], "size_name": w["size"], "objective": w["objective"], "max_steps": horizon,
+        "warmup_steps": setting.get("warmup_steps", s["warmup_steps"]),
+        "per_device_batch_size": s["per_device_batch_size"], "grad_accum": s["grad_accum"],
+        "lr": setting.get("learning_rate", s["learning_rate"]), "weight_decay": s["weight_decay"],
+        "dropout": setting.get("dropout", s.get("dropout")), "mlm_probability": pre["mlm_probability"],
+        "precision": s["precision"], "seed": t["seed"], "until": horizon, "save_every": s["save_every"],
+        "logging_steps": pre["logging_steps"], "no_progress": True, "resume_from": None, "tuned_recipe": None,
+        "blocks": f"{R}/data/blocks/data-1.0", "output": f"{R}/tuning/{arm}/step-{horizon}",
+        "state_dir": f"{R}/.state/tuning/{arm}", "eval_every": every if every < horizon else 0,
+        "report_to": tuple(n for n in ("tensorboard", "wandb") if m[n]),
+        **({"tensorboard_dir": f"{R}/tensorboard/tuning/{arm}"} if m["tensorboard"] else {}),
+        **({"wandb_project": m["wandb_project"], "wandb_dir": f"{R}/wandb"} if m["wandb"] else {}),
+        **expect_tc(cfg, w), **expect_tp(cfg, w), **expect_baselines(cfg, w), **expect_architecture(s),
+    }
+
+
+def expect_tuning_choice(cfg, job):
+    R, w = cfg["results_dir"], job["wildcards"]
+    t = cfg["pretrain"]["tuning"]
+    from taco.workflow.config import tuning_trials
+
+    return {"trials": [f"{R}/tuning/{w['size']}/{w['objective']}/trial-{i}/step-{t['horizon']}"
+                       for i in range(len(tuning_trials(cfg)))],
+            "output": f"{R}/tuning/{w['size']}/{w['objective']}/choice.json"}
 
 
 def expect_monitoring(cfg, kind, w):
@@ -572,8 +623,11 @@ def expect_efficiency(cfg, job):
              for entry in cfg["pretrain"]["runs"] for v in entry["objectives"]
              for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]
              for p in _pseed_parts(cfg, entry)]
+    from taco.workflow.config import tuning_arms
+
+    tuning = [f"{R}/tuning/{size}/{obj}/choice.json" for size, obj in tuning_arms(cfg)]
     return {"checkpoints": sorted(set(ckpts)), "aggregate_dir": f"{R}/aggregate",
-            "analysis": f"{R}/analysis.json", "output_dir": R}
+            "analysis": f"{R}/analysis.json", "output_dir": R, "tuning": tuning or None}
 
 
 #: rule -> (the taco command it runs, expected values, extra checks)
@@ -598,6 +652,8 @@ CONTRACT = {
     "pretrain_control": ("init", expect_pretrain_control, None),
     "pretrain_curves": ("pretrain-curves", expect_pretrain_curves, None),
     "efficiency": ("efficiency", expect_efficiency, None),
+    "pretrain_trial": ("pretrain", expect_pretrain_trial, None),
+    "tuning_choice": ("tuning-choice", expect_tuning_choice, None),
 }
 #: rules that run Python inside Snakemake (no command line)
 LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs", "run_config", "plan"}

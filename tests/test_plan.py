@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from taco import flops
+from taco.workflow import config as wc
 from taco.workflow import plan, plan_costs, plan_render
 
 REPO = Path(__file__).resolve().parent.parent
@@ -194,9 +195,32 @@ def test_compute_jobs_equal_snakemakes_dag(smoke, tmp_path):
     assert stats, "snakemake -n failed"
     finetune = stats.get("finetune", 0) + stats.get("finetune_seeds", 0) + stats.get("finetune_checkpoint", 0)
     got = {"pack": stats["pack"], "pretrain": stats["pretrain"], "pretrain_control": stats.get("pretrain_control", 0),
-           "finetune": finetune, "dynamics": stats["dynamics"]}
+           "pretrain_trial": stats.get("pretrain_trial", 0), "finetune": finetune, "dynamics": stats["dynamics"]}
     assert got == plan_costs.compute_jobs(smoke)
     assert stats["plan"] == 1
+
+
+@pytest.mark.slow
+def test_tuning_trials_are_counted_and_priced_as_snakemake_plans_them(smoke, tmp_path):
+    """pretrain.tuning: the same trials for every arm, one choice per arm; the plan counts them as `snakemake
+    -n` does and adds their FLOPs to the totals."""
+    import copy
+
+    overlay = tmp_path / "tuning.yaml"
+    overlay.write_text("pretrain: {tuning: {enabled: true, trials: 3, horizon: 20}}\n")
+    stats = plan.snakemake_job_stats([str(REPO / "configs" / "smoke.yaml"), str(overlay)], cwd=tmp_path)
+    assert stats, "snakemake -n failed"
+    cfg = copy.deepcopy(smoke)
+    cfg["pretrain"]["tuning"] = {"enabled": True, "trials": 3, "horizon": 20, "seed": 0,
+                                 "space": {"learning_rate": {"log_uniform": [3e-4, 3e-3]}, "warmup_steps": [2, 4]}}
+    jobs = plan_costs.compute_jobs(cfg)
+    arms = {(r.size, r.objective) for r in wc.runs(cfg) if r.fraction == 1.0}
+    assert jobs["pretrain_trial"] == stats["pretrain_trial"] == 3 * len(arms)
+    assert stats["tuning_choice"] == len(arms)
+    p = plan_costs.build_plan(cfg, device_check=None, profile=None, with_targets=False)
+    assert len(p["tuning"]) == len(arms) and all(t["steps"] == 60 for t in p["tuning"])
+    off = plan_costs.build_plan(smoke, device_check=None, profile=None, with_targets=False)
+    assert p["totals"]["flops"] == pytest.approx(off["totals"]["flops"] + sum(t["flops"] for t in p["tuning"]))
 
 
 @pytest.mark.slow

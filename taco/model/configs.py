@@ -119,3 +119,15 @@ def encoder_config(size: str, vocab_size: int, architecture: str = "bert",
     if attn is not None:
         config._attn_implementation = attn
     return config
+
+
+def dropout_overrides(architecture: str, dropout: float) -> dict[str, float]:
+    """The config fields that set an encoder family's dropout to ``dropout`` (``pretrain.sizes.<size>.dropout``):
+    BERT and RoBERTa ``hidden_dropout_prob`` and ``attention_probs_dropout_prob``; ModernBERT
+    ``embedding_dropout``, ``attention_dropout`` and ``mlp_dropout`` (transformers' field names). ValueError for
+    an unknown family."""
+    if architecture in ("bert", "roberta"):
+        return {"hidden_dropout_prob": float(dropout), "attention_probs_dropout_prob": float(dropout)}
+    if architecture == "modernbert":
+        return {"embedding_dropout": float(dropout), "attention_dropout": float(dropout), "mlp_dropout": float(dropout)}
+    raise ValueError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")

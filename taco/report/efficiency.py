@@ -189,6 +189,49 @@ def read_curves(path: str | Path) -> tuple[pd.DataFrame, dict[tuple[str, str], f
     return df[CURVE_COLUMNS], fps, []
 
 
+def read_choices(paths: Sequence[str | Path]) -> list[tuple[str, dict[str, Any]]]:
+    """(``<size>/<objective>``, choice) of each choice.json of ``taco tuning-choice`` (its folder names the
+    arm); ValueError naming a file that is missing or not a choice."""
+    out = []
+    for p in map(Path, paths):
+        try:
+            rec = json.loads(p.read_text())
+            rec["chosen"]["setting"], rec["trials"]
+        except FileNotFoundError:
+            raise ValueError(f"{p}: no such tuning choice (taco tuning-choice writes it)") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{p}: not a choice of `taco tuning-choice` ({exc!r})") from None
+        out.append((f"{p.parent.parent.name}/{p.parent.name}", rec))
+    return out
+
+
+def tuning_section(choices: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """The page's "Equal tuning budgets" section: per arm every trial (setting, validation MLM loss at the
+    horizon) and the chosen one; "" without choices."""
+    if not choices:
+        return ""
+    from taco.report.markdown_text import md_text
+
+    lines = ["", "## Equal tuning budgets (pretrain.tuning)", "",
+             "Every arm ran the same trials (the same settings, quasi-random search, taco.training.tuning); the "
+             "trial with the lowest validation MLM loss at the horizon set the arm's learning rate, warmup and "
+             "dropout for its replicates. E1 above compares tuned against tuned.", "",
+             "| arm (size/objective) | trial | learning rate | warmup | dropout | validation MLM loss at the horizon |",
+             "|---|---|---|---|---|---|"]
+    for arm, rec in choices:
+        chosen = rec["chosen"]["path"]
+        for t in rec["trials"]:
+            s = t["setting"]
+            mark = " **(chosen)**" if t["path"] == chosen else ""
+            loss = t["mlm_loss"]
+            lines.append(f"| {md_text(arm)} | {md_text(t['trial'])}{mark} | {s.get('learning_rate')} | "
+                         f"{s.get('warmup_steps')} | {s.get('dropout') if s.get('dropout') is not None else 'family default'} | "
+                         f"{loss:.4f} |" if isinstance(loss, (int, float)) and math.isfinite(loss) else
+                         f"| {md_text(arm)} | {md_text(t['trial'])} | {s.get('learning_rate')} | {s.get('warmup_steps')} | "
+                         f"{s.get('dropout')} | not finite (never chosen) |")
+    return "\n".join(lines) + "\n"
+
+
 def plateau_exits(loss: pd.DataFrame, size: str, obj: str, frac: float) -> dict[int, float]:
     """Per pre-training run of (size, objective, fraction): the first validation step whose context-probe
     order gap exceeds :data:`PLATEAU_EXIT_GAP` (inf when none of its probed points does); runs without a
@@ -526,7 +569,8 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
 
 def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: AnalysisConfig,
          aggregate_dir: str | Path | None = None, step_times: str | Path | None = None, *,
-         curves: str | Path | None = None, calibration_reps: int = CALIBRATION_REPS) -> list[Path]:
+         curves: str | Path | None = None, calibration_reps: int = CALIBRATION_REPS,
+         tuning: Sequence[str | Path] | None = None) -> list[Path]:
     """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}`` and ``efficiency_curves.csv`` into
     ``out_dir``; returns the paths. The validation curves come from ``checkpoints`` or, to rerun the check
     from a results folder, from ``curves`` (an ``efficiency_curves.csv``). Every input is read and checked
@@ -536,6 +580,7 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     from taco.report.html import write_markdown_page
 
     loss, fps, notes = read_curves(curves) if curves is not None else read_checkpoints(checkpoints or [])
+    choices = read_choices(tuning or [])
     wall = read_step_times(step_times) if step_times else math.nan
     glue = None
     if aggregate_dir is not None:
@@ -552,7 +597,8 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     atomic_write_text(out / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"))
     atomic_write_text(out / f"{NAME}_curves.csv", loss.to_csv(index=False))  # full precision: a rerun decides alike
     families = dict(zip(loss["size"], loss["architecture"])) if not loss.empty else {}
-    pages = write_markdown_page(out / f"{NAME}.md", render_markdown(df, cfg, calib, notes, families))  # .md and .html
+    page = render_markdown(df, cfg, calib, notes, families) + tuning_section(choices)
+    pages = write_markdown_page(out / f"{NAME}.md", page)  # .md and .html
     paths = save(figure(pairs, df, loss), out, NAME)
     for r in rows_of_kind(df, "primary", "secondary").itertuples():
         print(f"{r.claim_id} {r.size} {r.form} {r.kind} T={r.target_step}: speedup {estimate_text(r)} -> {r.verdict}")
@@ -600,6 +646,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "--checkpoints: the check rerun from a results folder")
     ap.add_argument("--calibration-reps", type=int, default=CALIBRATION_REPS, help="simulated experiments of "
                     "each row's calibrated test (0: decide by the t rule alone)")
+    ap.add_argument("--tuning", nargs="+", default=None, help="choice.json files of `taco tuning-choice` (config "
+                    "pretrain.tuning): the page lists every arm's trials and chosen setting")
     ap.add_argument("--aggregate-dir", help="output folder of `taco aggregate` (adds the GLUE-average form)")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
     ap.add_argument("--step-times", help="JSON of benchmarks/step_time.py (one step of each objective measured side "
@@ -640,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.calibration_reps < 0:
             raise ValueError(f"--calibration-reps must be >= 0, got {args.calibration_reps}")
         paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir, args.step_times,
-                     curves=args.curves, calibration_reps=args.calibration_reps)
+                     curves=args.curves, calibration_reps=args.calibration_reps, tuning=args.tuning)
     except (AnalysisConfigError, FileNotFoundError, EvalFileError, ValueError) as exc:
         return cli_error("efficiency", exc)
     man = build_manifest(NAME, {"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir,

@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="resumable scratch state, outside declared outputs (default: <output>.state)")
     p.add_argument("--resume-from", default=None, help="previous budget checkpoint directory")
     p.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0: none)")
+    p.add_argument("--tuned-recipe", default=None,
+                   help="choice.json of `taco tuning-choice` (config pretrain.tuning): its learning_rate, "
+                        "warmup_steps and dropout replace --lr, --warmup-steps and --dropout (the arm's best trial)")
     recipe = p.add_argument_group("recipe (config pretrain.sizes.<size>.*, pretrain.mlm_probability; "
                                   "taco.training.recipe)")
     for f in (*RECIPE, *RECIPE_AFTER_OBJECTIVE):
@@ -202,8 +205,13 @@ class _Parent:
 
 
 def _check_schedule(args: argparse.Namespace) -> _Schedule:
-    """Step 1: objective, schedule and batch settings (no file is read)."""
+    """Step 1: objective, schedule and batch settings (no file is read but --tuned-recipe's, applied first)."""
     from taco.objectives import get_objective
+
+    if args.tuned_recipe:
+        from taco.training.tuning import apply_choice
+
+        apply_choice(args, args.tuned_recipe)
 
     try:
         objective = get_objective(args.objective)
@@ -335,6 +343,8 @@ def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, 
         "precision": precision, "blocks": info.tree_sha256, "scheduler": "linear", "optimizer": "adamw_torch",
         # BERT's hashes stay those of the runs made before the families existed
         **({"architecture": args.architecture} if args.architecture != DEFAULT_ARCHITECTURE else {}),
+        # and every run's stays that of the runs made before dropout was settable
+        **({"dropout": args.dropout} if args.dropout is not None else {}),
     }
 
 

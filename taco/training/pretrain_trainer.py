@@ -272,8 +272,11 @@ def _run(plan: SegmentPlan, runlog: Any, rank: int, t0: float) -> int:
             tokenizer = AutoTokenizer.from_pretrained(str(plan.blocks / "tokenizer"))
             train = load_from_disk(str(plan.blocks))["train"].select_columns(["input_ids"])
             set_seed(a.seed)
+            from taco.model.configs import dropout_overrides
+
+            extra = dropout_overrides(a.architecture, a.dropout) if a.dropout is not None else {}
             config = encoder_config(a.size, plan.vocab_size, a.architecture, special_token_ids(tokenizer),
-                                    attn_implementation=a.attn_implementation)
+                                    attn_implementation=a.attn_implementation, **extra)
             model = pretraining_model_class(a.architecture)(config, objective=a.objective, **plan.objective_params)
             targs = _training_arguments(plan, state_dir)
             inner = PreTrainingCollator(tokenizer, mlm_probability=a.mlm_probability, objective=a.objective,

@@ -39,6 +39,11 @@ RECIPE: tuple[Parameter, ...] = (
     Parameter("--weight-decay", f"{_SIZE}.weight_decay", "weight_decay", 0.01, "AdamW weight decay", minimum=0),
     Parameter("--mlm-probability", "pretrain.mlm_probability", "mlm_probability", MLM_PROBABILITY,
               "share of real tokens selected for MLM (80/10/10 corruption)", exclusive_minimum=0, exclusive_maximum=1),
+    # added after runs existed: default None (the family's own: 0.1 for BERT and RoBERTa, 0 for ModernBERT),
+    # written and hashed only when set, so every finished run keeps its command and hash
+    Parameter("--dropout", f"{_SIZE}.dropout", "dropout", None,
+              "dropout of the encoder (BERT/RoBERTa: hidden and attention; ModernBERT: embedding, attention and "
+              "MLP); default: the family's own", type=float, minimum=0, exclusive_maximum=1),
 )
 
 #: written after the objective's options

@@ -58,6 +58,7 @@ from taco.objectives import OBJECTIVE_SPECS, OPTIONS
 from taco.evaluation.finetune_recipe import FINETUNE_PARAMETERS
 from taco.parameters import Parameter
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
+from taco.training.tuning import TUNABLE
 from taco.workflow import config as wc
 
 #: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
@@ -137,7 +138,7 @@ class Commands:
         """GPUs one job of ``rule`` takes from the local GPU slots (0: none, or no ``gpus`` set)."""
         if not self.config["gpus"]:
             return 0
-        if rule == "pretrain":
+        if rule in ("pretrain", "pretrain_trial"):
             return int(self.config["pretrain"]["sizes"][wildcards.size]["num_gpus"])
         if rule == "finetune":
             return int(self.config["finetune"]["num_gpus"])
@@ -253,13 +254,26 @@ class Commands:
             "--until", wildcards.step] + (
             ["--eval-every", _s(s["eval_every"])] if int(s.get("eval_every", 0) or 0) > 0 else [])
 
-    def _recipe_args(self, flags: Sequence[Parameter], wildcards: Any) -> list[str]:
+    def _recipe_args(self, flags: Sequence[Parameter], wildcards: Any,
+                     overrides: dict[str, Any] | None = None) -> list[str]:
         """``--max-steps 150 --warmup-steps 15 ...``: the recipe parameters (``taco.training.recipe``)
         from the configuration, in declaration order; a parameter the configuration leaves at a ``None``
         default (the preset's), or a ``pass_default=False`` one at its default (``--architecture bert``), is
-        not written, and ``taco pretrain`` applies the same default."""
-        return [w for f in flags if (v := f.value(self.config, wildcards.size)) is not None
-                and (f.pass_default or not _same(v, f.default)) for w in (f.flag, _s(v))]
+        not written, and ``taco pretrain`` applies the same default. ``overrides`` (parameter name ->
+        value) replace the configuration's values (a tuning trial's); a tuned arm's replicates leave out
+        the tuned parameters, which ``--tuned-recipe`` sets (:mod:`taco.training.tuning`)."""
+        overrides = overrides or {}
+        objective = getattr(wildcards, "objective", None)
+        skip = (set(TUNABLE.values()) if not overrides and objective is not None
+                and wc.tuned_arm(self.config, wildcards.size, objective) else set())
+        words = []
+        for f in flags:
+            if f.name in skip:
+                continue
+            v = overrides[f.name] if f.name in overrides else f.value(self.config, wildcards.size)
+            if v is not None and (f.pass_default or not _same(v, f.default)):
+                words += [f.flag, _s(v)]
+        return words
 
     def _objective_args(self, wildcards: Any) -> list[str]:
         """The option flags of the run's objective (``taco.objectives``: its option groups, from
@@ -298,6 +312,8 @@ class Commands:
         segments, so they draw one curve) or a fine-tuning run's (``finetune/<run path>/<task>/seed-<s>``;
         ``seed-{seed}`` when one job runs every seed: ``taco finetune`` fills it in)."""
         pseed = getattr(wildcards, "pseed", "")
+        if rule == "pretrain_trial":
+            return f"{self.results}/tensorboard/tuning/{wildcards.size}/{wildcards.objective}/trial-{wildcards.trial}"
         if rule == "pretrain":
             return f"{self.results}/tensorboard/pretrain/{wildcards.size}/{wildcards.objective}/data-{wildcards.fraction}{pseed}"
         seed = wildcards.seed if "seed" in wildcards.keys() else "{seed}"
@@ -325,8 +341,45 @@ class Commands:
 
     def pretrain_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         parent = _files(input.parent) if input.parent else []
+        recipe = _files(input.recipe) if getattr(input, "recipe", None) else []
         return (["--blocks", input.blocks] + (["--resume-from", parent[0]] if parent else [])
+                + (["--tuned-recipe", recipe[0]] if recipe else [])
                 + ["--state-dir", self.state_dir(wildcards), "--output", _files(output)[0]])
+
+    # ------------------------------------------------------------------ tuning (pretrain.tuning)
+    def trial_args(self, wildcards: Any) -> list[str]:
+        """``taco pretrain`` of tuning trial ``wildcards.trial`` of an arm: the size's recipe with the trial's
+        setting (:func:`taco.workflow.config.tuning_trials`), its own schedule to the horizon (max_steps =
+        until = horizon), the tuning seed, validation points as the size's."""
+        s = self.config["pretrain"]["sizes"][wildcards.size]
+        t = self.config["pretrain"]["tuning"]
+        setting = wc.tuning_trials(self.config)[int(wildcards.trial)]
+        horizon = int(t["horizon"])
+        over = {"max_steps": horizon, **{TUNABLE[k]: v for k, v in setting.items()}}
+        n = int(s["num_gpus"])
+        module = (["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", _s(n)] if n > 1 else [])
+        every = int(s.get("eval_every", 0) or 0)
+        return module + self._taco("pretrain") + [
+            "--size", s["preset"], "--size-name", wildcards.size, "--objective", wildcards.objective,
+            *self._recipe_args(RECIPE, wildcards, over), *self._objective_args(wildcards),
+            *self._recipe_args(RECIPE_AFTER_OBJECTIVE, wildcards, over),
+            "--seed", _s(t["seed"]), "--until", _s(horizon)] + (
+            ["--eval-every", _s(every)] if 0 < every < horizon else [])
+
+    def trial_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        state = f"{self.results}/.state/tuning/{wildcards.size}/{wildcards.objective}/trial-{wildcards.trial}"
+        return ["--blocks", input.blocks, "--state-dir", state, "--output", _files(output)[0]]
+
+    def trial_settings(self, wildcards: Any, threads: int = 1) -> list[str]:
+        s = self.config["pretrain"]["sizes"][wildcards.size]
+        return ["--save-every", _s(s["save_every"]), "--logging-steps", _s(self.config["pretrain"]["logging_steps"]),
+                "--no-progress", *self.monitoring_words("pretrain_trial", wildcards)]
+
+    def tuning_choice_args(self, wildcards: Any = None) -> list[str]:
+        return self._taco("tuning-choice")
+
+    def tuning_choice_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        return ["--trials", *_files(input.trials), "--output", _files(output)[0]]
 
     def pretrain_control_args(self, wildcards: Any) -> list[str]:
         """``taco init``: the no-pre-training control of a size (``taco.workflow.control``)."""
@@ -468,8 +521,10 @@ class Commands:
         return self._taco("efficiency")
 
     def efficiency_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        tuning = _files(input.tuning) if getattr(input, "tuning", None) else []
         return ["--checkpoints", *_files(input.checkpoints), "--aggregate-dir", os.path.dirname(input.per_seed),
-                "--analysis", input.spec, "--output-dir", os.path.dirname(output.csv)]
+                "--analysis", input.spec, *(["--tuning", *tuning] if tuning else []),
+                "--output-dir", os.path.dirname(output.csv)]
 
     def dynamics_figures_args(self, wildcards: Any = None) -> list[str]:
         return self._taco("dynamics-figures")

@@ -213,6 +213,7 @@ def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict
     return {
         "pack": len({r.fraction_str for r in runs}),
         "pretrain": sum(len(wc.budgets(config, r.size)) for r in runs),
+        "pretrain_trial": len(wc.tuning_arms(config)) * len(wc.tuning_trials(config)),
         "pretrain_control": len(wctl.checkpoints(config)),
         "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs
                          if wc.finetuned(config, r)) * per_ckpt + control_runs,
@@ -287,6 +288,29 @@ def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]
             "longest_segment_hours": max(segments) * per_step / (rate * gpus) / 3600,
             "flops_per_step": per_step, "rate": rate,
         })
+    return out
+
+
+def tuning_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
+    """Per tuned arm (``pretrain.tuning``): its trials' steps, FLOPs and GPU-hours (each trial a run of
+    ``horizon`` steps at the size's batch); [] when tuning is off."""
+    arms = wc.tuning_arms(config)
+    if not arms:
+        return []
+    n, horizon = len(wc.tuning_trials(config)), int(config["pretrain"]["tuning"]["horizon"])
+    V, L = vocab_size(config), int(config["max_seq_length"])
+    options = {"tc_num_negatives": int(config["pretrain"]["tc"]["num_negatives"]),
+               "mlm_probability": float(config["pretrain"]["mlm_probability"])}
+    out = []
+    for size, objective in arms:
+        s = config["pretrain"]["sizes"][size]
+        fpt = pretrain_flops_per_token(s["preset"], L, objective, vocab_size=V, options=options,
+                                       architecture=s.get("architecture", DEFAULT_ARCHITECTURE))
+        per_step = _global_batch(s) * L * fpt
+        rate, source = rates.pretrain(s["preset"], objective)
+        out.append({"size": size, "objective": objective, "trials": n, "steps": n * horizon,
+                    "flops": n * horizon * per_step, "gpu_hours": n * horizon * per_step / rate / 3600,
+                    "rate_source": source})
     return out
 
 
@@ -538,6 +562,7 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
     rates = Rates(measured, peak_tflops, pretrain_utilization, finetune_utilization, job_overhead_s)
     tasks = tasks_of(config)
     pre = pretrain_costs(config, rates)
+    tuning = tuning_costs(config, rates)
     ft = finetune_costs(config, tasks, rates)
     limits = profile_limits(profile)
     longest_pre = max(pre, key=lambda p: p["longest_segment_hours"])
@@ -569,8 +594,9 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
         "finetune": {k: v for k, v in ft.items() if k != "rows"} | {"rows": [
             {k: v for k, v in r.items() if k != "per_task"} for r in ft["rows"]]},
         "dynamics_jobs": len(wc.dynamics_checkpoints(config)),
-        "totals": {"flops": sum(p["flops"] for p in pre) + ft["flops"],
-                   "pretrain_gpu_hours": sum(p["gpu_hours"] * 1 for p in pre),
+        "tuning": tuning,
+        "totals": {"flops": sum(p["flops"] for p in (*pre, *tuning)) + ft["flops"],
+                   "pretrain_gpu_hours": sum(p["gpu_hours"] * 1 for p in (*pre, *tuning)),
                    "finetune_gpu_hours": ft["gpu_hours"]},
         "disk": disk_costs(config),
         "time_limits": checks,

@@ -59,6 +59,12 @@ def render_markdown(plan: dict[str, Any]) -> str:
         lines.append(f"| {md_text(p['size'])}/{p['objective']}/data-{p['fraction']:g} | {p['steps']:,} | {p['global_batch']} | "
                      f"{p['tokens']:.3g} | {p['flops']:.3g} | {_h(p['gpu_hours'])} | "
                      f"{_h(p['longest_segment_hours'])} | {md_text(p['rate_source'])} |")
+    if plan.get("tuning"):
+        lines += ["", "Tuning trials (pretrain.tuning; in the pre-training total):", "",
+                  "| arm | trials | steps | model FLOPs | GPU-h |", "|---|---:|---:|---:|---:|"]
+        for t in plan["tuning"]:
+            lines.append(f"| {md_text(t['size'])}/{t['objective']} | {t['trials']} | {t['steps']:,} | {t['flops']:.3g} | "
+                         f"{_h(t['gpu_hours'])} |")
     f = plan["finetune"]
     lines += ["", "## Fine-tuning", "", "| run | checkpoints | runs (ckpt x task x seed) | model FLOPs | GPU-h |",
               "|---|---:|---:|---:|---:|"]

@@ -115,6 +115,24 @@ def parent_checkpoint(wildcards):
     return ckpt_dir(wildcards.size, wildcards.objective, wildcards.fraction, prev, wildcards.pseed)
 
 
+def tuning_trial_dirs(wildcards):
+    """The trial checkpoints of one arm (pretrain.tuning): trial-<i>/step-<horizon>."""
+    h = config["pretrain"]["tuning"]["horizon"]
+    n = len(wc.tuning_trials(config))
+    return [f"{R}/tuning/{wildcards.size}/{wildcards.objective}/trial-{i}/step-{h}" for i in range(n)]
+
+
+def tuned_recipe(wildcards):
+    """The arm's choice.json for a tuned arm's replicates ([] when pretrain.tuning is off)."""
+    if not wc.tuned_arm(config, wildcards.size, wildcards.objective):
+        return []
+    return f"{R}/tuning/{wildcards.size}/{wildcards.objective}/choice.json"
+
+
+def tuning_choices():
+    return [f"{R}/tuning/{size}/{objective}/choice.json" for size, objective in wc.tuning_arms(config)]
+
+
 def pretrain_targets():
     return [
         ckpt_dir(r.size, r.objective, r.fraction_str, s, r.pseed)

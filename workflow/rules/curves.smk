@@ -29,6 +29,7 @@ rule efficiency:
         checkpoints=pretrain_targets(),
         per_seed=f"{R}/aggregate/per_seed.csv",
         spec=f"{R}/analysis.json",
+        tuning=tuning_choices(),
     output:
         csv=report_csv("efficiency", "Claims"),
         curves=f"{R}/efficiency_curves.csv",

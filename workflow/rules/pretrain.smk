@@ -11,6 +11,7 @@ rule pretrain:
     input:
         blocks=path_data("blocks", "data-{fraction}"),
         parent=parent_checkpoint,
+        recipe=tuned_recipe,
     output:
         directory(f"{R}/pretrain/{RUN}"),
     log:

@@ -1,0 +1,133 @@
+"""Equal tuning budgets (taco.training.tuning): the trials' settings, the choice, its use by taco pretrain,
+and the workflow's two stages (trials, then the arms' replicates reading the choice)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from taco.training.tuning import TuningError, apply_choice, check_space, choose, trial_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+REPO = Path(__file__).resolve().parent.parent
+SPACE = {"learning_rate": {"log_uniform": [3e-4, 3e-3]}, "warmup_steps": [200, 400], "dropout": [0.0, 0.1]}
+
+
+def test_trials_are_deterministic_inside_the_space_and_spread_over_it():
+    a = trial_settings(SPACE, 8, seed=0)
+    assert a == trial_settings(SPACE, 8, seed=0) and a != trial_settings(SPACE, 8, seed=1)
+    assert all(3e-4 <= t["learning_rate"] <= 3e-3 and t["warmup_steps"] in (200, 400) and t["dropout"] in (0.0, 0.1)
+               for t in a)
+    assert all(isinstance(t["warmup_steps"], int) for t in a)
+    # a low-discrepancy sequence: 8 points cover every quarter of the log-lr range, both warmups, both dropouts
+    quarters = {min(int(4 * math.log(t["learning_rate"] / 3e-4) / math.log(10)), 3) for t in a}
+    assert quarters == {0, 1, 2, 3}
+    assert {t["warmup_steps"] for t in a} == {200, 400} and {t["dropout"] for t in a} == {0.0, 0.1}
+    # the first n trials are those of a longer search: adding trials keeps the earlier ones
+    assert trial_settings(SPACE, 4, seed=0) == a[:4]
+
+
+@pytest.mark.parametrize("space, word", [
+    ({}, "empty"), ({"momentum": [0.9]}, "not a tunable"), ({"learning_rate": {"log_uniform": [0, 1]}}, "low > 0"),
+    ({"learning_rate": {"uniform": [2, 1]}}, "low < high"), ({"dropout": []}, "finite numbers"),
+    ({"dropout": "0.1"}, "a list of values")])
+def test_a_bad_space_is_named(space, word):
+    errors = check_space(space)
+    assert errors and word in " ".join(errors)
+    with pytest.raises(TuningError):
+        trial_settings(space, 2, 0)
+
+
+def test_the_choice_is_the_lowest_finite_loss_and_names_the_rest():
+    recs = [{"trial": "trial-0", "path": "a", "setting": {}, "mlm_loss": 6.1},
+            {"trial": "trial-1", "path": "b", "setting": {}, "mlm_loss": float("nan")},
+            {"trial": "trial-2", "path": "c", "setting": {}, "mlm_loss": 5.9},
+            {"trial": "trial-3", "path": "d", "setting": {}, "mlm_loss": 5.9}]
+    out = choose(recs)
+    assert out["chosen"]["path"] == "c" and out["left_out"] == ["b"] and len(out["trials"]) == 4
+    with pytest.raises(TuningError, match="no trial has a finite"):
+        choose([recs[1]])
+
+
+def test_apply_choice_sets_the_recipe_and_names_a_bad_file(tmp_path):
+    from taco.errors import UsageError
+
+    f = tmp_path / "choice.json"
+    f.write_text(json.dumps({"chosen": {"setting": {"learning_rate": 2e-3, "warmup_steps": 400, "dropout": 0.0}}}))
+    args = argparse.Namespace(lr=1e-3, warmup_steps=200, dropout=None)
+    apply_choice(args, f)
+    assert (args.lr, args.warmup_steps, args.dropout) == (2e-3, 400, 0.0)
+    f.write_text("[]")
+    with pytest.raises(UsageError, match="choice.json"):
+        apply_choice(args, f)
+    with pytest.raises(UsageError, match="no such file"):
+        apply_choice(args, tmp_path / "none.json")
+
+
+def test_trials_choice_and_a_tuned_segment_through_taco(tmp_path, capsys):
+    """Two trials of taco pretrain (their own schedule), taco tuning-choice, then a replicate with
+    --tuned-recipe: it trains with the chosen setting (its manifest's hash inputs), and --dropout enters the
+    hash only when set (a run without it keeps the hash it had before the flag existed)."""
+    pytest.importorskip("torch")
+    from tiny_blocks import write_blocks
+
+    from taco.manifest import read_manifest
+    from taco.training import pretrain
+    from taco.training.tuning import main as choice_main
+
+    blocks = write_blocks(tmp_path)
+
+    def run(out, *extra):
+        return pretrain.main(["--blocks", str(blocks), "--objective", "mlm", "--size", "tiny", "--max-steps", "4",
+                              "--until", "4", "--per-device-batch-size", "4", "--device", "cpu", "--no-progress",
+                              "--report-to", "none", "--save-every", "0", "--seed", "3", "--output", str(out),
+                              "--state-dir", str(out) + ".state", *extra])
+
+    trials = []
+    for i, (lr, warm, drop) in enumerate(((1e-3, 1, 0.0), (3e-3, 2, 0.1))):
+        out = tmp_path / "tuning" / f"trial-{i}" / "step-4"
+        assert run(out, "--lr", str(lr), "--warmup-steps", str(warm), "--dropout", str(drop)) == 0
+        trials.append(out)
+    choice = tmp_path / "choice.json"
+    assert choice_main(["--trials", *map(str, trials), "--output", str(choice)]) == 0
+    rec = json.loads(choice.read_text())
+    losses = [json.loads((t / "eval.json").read_text())["mlm_loss"] for t in trials]
+    best = int(min(range(2), key=lambda i: losses[i]))
+    assert rec["chosen"]["path"] == str(trials[best]) and [t["mlm_loss"] for t in rec["trials"]] == losses
+    assert rec["chosen"]["setting"]["dropout"] == (0.0, 0.1)[best]
+    rep = tmp_path / "replicate"
+    assert run(rep, "--tuned-recipe", str(choice)) == 0
+    hi = read_manifest(rep)["hash_inputs"]
+    assert (hi["lr"], hi["warmup_steps"], hi["dropout"]) == ((1e-3, 3e-3)[best], (1, 2)[best], (0.0, 0.1)[best])
+    plain = tmp_path / "plain"
+    assert run(plain) == 0
+    assert "dropout" not in read_manifest(plain)["hash_inputs"]
+    (tmp_path / "bad.json").write_text("{}")
+    assert run(tmp_path / "x", "--tuned-recipe", str(tmp_path / "bad.json")) == 2
+    assert "bad.json" in capsys.readouterr().err
+
+
+def test_the_workflow_runs_trials_then_the_tuned_replicates(tmp_path):
+    """pretrain.tuning on the smoke configuration: the same trials for every arm, one choice per arm, and
+    every full- and reduced-data run of an arm reads its arm's choice (a dry run: the DAG is whole)."""
+    from taco.workflow import config as wc
+    from taco.workflow.plan import load_config
+
+    overlay = tmp_path / "t.yaml"
+    overlay.write_text("pretrain: {tuning: {enabled: true, trials: 3, horizon: 10, space: {warmup_steps: [1, 2]}}}\n")
+    cfg = load_config([str(REPO / "configs" / "smoke.yaml"), str(overlay)])
+    arms = wc.tuning_arms(cfg)
+    assert ("tiny", "mlm") in arms and ("tiny", "taco") in arms and len(arms) == len(set(arms))
+    assert [t["warmup_steps"] for t in wc.tuning_trials(cfg)] == [t["warmup_steps"] for t in
+                                                                   trial_settings({"warmup_steps": [1, 2]}, 3, 0)]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pretrain: {tuning: {enabled: true, space: {momentum: [0.9]}}}\n")
+    from taco.workflow.plan import PlanError
+
+    with pytest.raises(PlanError, match="pretrain.tuning.space.momentum"):
+        load_config([str(REPO / "configs" / "smoke.yaml"), str(bad)])
