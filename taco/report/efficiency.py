@@ -481,6 +481,10 @@ def _probe_panel(ax, loss: pd.DataFrame, size: str) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
+def _is_step(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and math.isfinite(float(x))
+
+
 def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = None):
     """Per primary/secondary pair a panel of the curves (mean over units, the range over units as a band,
     the target line, T and the mean curve's k* marked), per E1 size the speedup against the target
@@ -509,7 +513,8 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
         axes[0, 0].set_axis_off()
     for ax, (pair, row) in zip(axes[:, 0], shown):
         kind = row.kind if row.kind != "other" else f"other: {objective_label(pair.b_objective)}"
-        head = f"{pair.claim_id} ({pair.size}, {kind}, T = {row.target_step})"
+        t_text = f"T = {int(row.target_step)}" if _is_step(row.target_step) else "no target step"
+        head = f"{pair.claim_id} ({pair.size}, {kind}, {t_text})"
         if row.verdict == NOT_RUN:
             ax.text(0.5, 0.5, f"{head}: not run\n{row.reason[:90]}", ha="center", va="center", transform=ax.transAxes,
                     fontsize=9)
@@ -518,9 +523,14 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
         for obj, arm in ((REFERENCE, pair.a), (pair.b_objective, pair.b)):
             st = objective_style(obj)
             units = arm.units()
+            units = units[np.isfinite(units).all(axis=1)] if units.size else units
+            if units.shape[0] == 0:
+                continue
             lo, hi = units.min(axis=0), units.max(axis=0)
             band = f"{objective_label(obj)}: range over {units.shape[0]} units"
-            if arm.steps.size == 1:  # one step: the range as an error bar (a band would be invisible)
+            if units.shape[0] < 2:  # one unit: no range to draw, only its curve
+                pass
+            elif arm.steps.size == 1:  # one step: the range as an error bar (a band would be invisible)
                 ax.errorbar(arm.steps, arm.mean_curve(), yerr=[arm.mean_curve() - lo, hi - arm.mean_curve()],
                             color=st["color"], alpha=0.5, capsize=4, linestyle="none", label=band)
             else:

@@ -68,16 +68,29 @@ def _steps_frame(long: pd.DataFrame, column: str) -> pd.DataFrame:
     return d.sort_values("step")
 
 
+#: the range of a GLUE score in points (x100): MCC and Spearman reach -100, the rest 0; a band or bar is
+#: clipped to it, and with fewer than MIN_BAND_SEEDS seeds none is drawn (the per-seed points show them)
+SCORE_RANGE = (-100.0, 100.0)
+MIN_BAND_SEEDS = 3
+
+
 def _plot_series(ax, d: pd.DataFrame, label: str, style: Mapping[str, Any], band: bool = True,
                  xoffset: float = 0.0) -> bool:
-    """Mean line with CI band (or error bars when ``band`` is False). Returns whether anything was drawn."""
+    """Mean line with CI band (or error bars when ``band`` is False), the band clipped to
+    :data:`SCORE_RANGE` and left out where a point rests on fewer than :data:`MIN_BAND_SEEDS` seeds (a t
+    interval of 2 seeds spans most of the score range). Returns whether anything was drawn."""
     d = d[np.isfinite(d["mean"].astype(float))]
     if d.empty:
         return False
     x = d["step"].to_numpy(float) + xoffset
     y = d["mean"].to_numpy(float)
-    lo, hi = d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float)
+    lo = np.clip(d["ci_low"].to_numpy(float), *SCORE_RANGE)
+    hi = np.clip(d["ci_high"].to_numpy(float), *SCORE_RANGE)
     ok = np.isfinite(lo) & np.isfinite(hi)
+    for col in ("n_seeds", "n"):
+        if col in d.columns:
+            ok &= d[col].to_numpy(float) >= MIN_BAND_SEEDS
+            break
     if band:
         ax.plot(x, y, label=label, markersize=6, **style)
         if ok.any():
