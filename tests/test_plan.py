@@ -445,3 +445,14 @@ def test_the_dry_run_returns_the_workflows_notes(tmp_path):
     assert jobs["all"] == 1 and jobs["pretrain"] > 0
     assert notes == ['Snakemake\'s "Provided resources: gpu=8" is a limit from the profile\'s resources (or '
                      '--resources), not GPUs found on this machine; with gpus: 0 no job requests a gpu'], notes
+
+
+def test_a_cpu_only_configuration_is_priced_in_cpu_hours(smoke):
+    """configs/smoke.yaml runs on CPU: its plan and start line give CPU-hours at the measured per-core rate,
+    the reference GPU's hours beside them."""
+    p = plan_costs.build_plan(smoke, device_check=None, profile=None, with_targets=False)
+    assert p["cpu_only"]
+    assert p["totals"]["cpu_hours"] == pytest.approx(p["totals"]["flops"] / plan_costs.CPU_MODEL_FLOPS_PER_CORE_S / 3600)
+    line = plan_render.summary_line(p)
+    assert "CPU-h on one core per job (on the reference GPU" in line
+    assert "CPU-hours" in plan_render.render_markdown(p)

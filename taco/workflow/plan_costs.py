@@ -551,6 +551,13 @@ def target_costs(config: dict[str, Any], pre: list[dict[str, Any]], tasks: list[
 # ------------------------------------------------------------------------------------------------
 # the plan
 # ------------------------------------------------------------------------------------------------
+#: MEASURED model FLOP/s of one CPU core (one thread): BERT-tiny's MLM step (V 8,192, batch 32 x 128, 1.52e10
+#: model FLOPs) took 0.26 CPU-s on the 2-core development VM (docs/cpu-experiment.md); a CPU-only configuration
+#: (num_gpus 0 everywhere) is priced in CPU-hours at this rate, the reference GPU's hours beside it
+CPU_MODEL_FLOPS_PER_CORE_S = 5.85e10
+CPU_RATE_SOURCE = "BERT-tiny MLM step, 0.26 CPU-s on the 2-core development VM (docs/cpu-experiment.md)"
+
+
 def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = DEVICE_CHECK,
                peak_tflops: float = H200_BF16_DENSE_TFLOPS,
                pretrain_utilization: float = DEFAULT_PRETRAIN_UTILIZATION,
@@ -604,6 +611,9 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
     plan["totals"]["gpu_hours"] = plan["totals"]["pretrain_gpu_hours"] + plan["totals"]["finetune_gpu_hours"]
     plan["cpu_only"] = (all(int(s["num_gpus"]) == 0 for s in config["pretrain"]["sizes"].values())
                         and int(config["finetune"]["num_gpus"]) == 0)
+    if plan["cpu_only"]:
+        plan["totals"]["cpu_hours"] = plan["totals"]["flops"] / CPU_MODEL_FLOPS_PER_CORE_S / 3600
+        plan["totals"]["cpu_rate_source"] = CPU_RATE_SOURCE
     if with_targets:
         plan["targets"] = target_costs(config, pre, tasks, rates)
     return plan

@@ -35,8 +35,9 @@ def render_markdown(plan: dict[str, Any]) -> str:
              + f"assumed {t['pretrain_utilization']:.0%} (pre-training) / {t['finetune_utilization']:.0%} "
                f"(fine-tuning) of {t['peak_tflops']:g} TFLOP/s; {t['job_overhead_s']:.0f} s per fine-tuning "
                f"process ({t['job_overhead_source']}). Several GPUs per job: linear scaling assumed."
-             + (" This configuration runs on CPU (`num_gpus: 0`): its GPU-hours are what it would take on "
-                "the reference GPU, not its CPU time." if plan.get("cpu_only") else ""), "",
+             + (f" This configuration runs on CPU (`num_gpus: 0`): **{_h(plan['totals']['cpu_hours'])} CPU-hours** "
+                f"(one core per job, at the measured {md_text(plan['totals']['cpu_rate_source'])}); the GPU-h "
+                "columns below are what it would take on the reference GPU." if plan.get("cpu_only") else ""), "",
              "## Jobs by rule", "", "Compute-carrying rules, complete run from nothing (the config's grid):", "",
              "| rule | jobs |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in plan["compute_jobs"].items()]
@@ -106,9 +107,11 @@ def summary_line(plan: dict[str, Any]) -> str:
     tot = plan["totals"]
     warn = [c for c in plan["time_limits"] if c["fits_profile"] is False]
     jobs = ", ".join(f"{k} {v}" for k, v in plan["compute_jobs"].items())
-    s = (f"compute plan ({jobs} jobs): {tot['flops']:.3g} model FLOPs, "
-         f"{_h(tot['gpu_hours'])} GPU-h ({_h(tot['pretrain_gpu_hours'])} pre-training, "
-         f"{_h(tot['finetune_gpu_hours'])} fine-tuning), disk {_gb(plan['disk']['total'])} GB")
+    cost = (f"{_h(tot['cpu_hours'])} CPU-h on one core per job (on the reference GPU {_h(tot['gpu_hours'])} GPU-h)"
+            if plan.get("cpu_only") else
+            f"{_h(tot['gpu_hours'])} GPU-h ({_h(tot['pretrain_gpu_hours'])} pre-training, "
+            f"{_h(tot['finetune_gpu_hours'])} fine-tuning)")
+    s = f"compute plan ({jobs} jobs): {tot['flops']:.3g} model FLOPs, {cost}, disk {_gb(plan['disk']['total'])} GB"
     for c in warn:
         s += f"; WARNING: {c['rule']} {c['job']} needs {_h(c['hours'])} h > profile runtime {c['profile_runtime_min']} min"
     return s
