@@ -188,3 +188,26 @@ def test_tuple_outputs_are_refused_by_name():
     out = model(**_batch(), output_hidden_states=True, return_dict=False)
     with pytest.raises(ValueError, match="return_dict=True"):
         tc_term(out, _batch()["attention_mask"])
+
+
+def test_a_config_from_the_tokenizer_and_a_pad_id_that_disagrees(tmp_path):
+    """config_from_tokenizer gives each family the tokenizer's special ids (RoBERTa's default pad 1 and a bare
+    ModernBertConfig are the traps); TacoTrainer warns when the model's pad id is not the tokenizer's."""
+    import warnings
+
+    from transformers import AutoModelForMaskedLM, RobertaConfig, TrainingArguments
+
+    from taco.model.configs import config_from_tokenizer
+
+    tok = _collator().tokenizer
+    for family in ("bert", "roberta", "modernbert"):
+        cfg = config_from_tokenizer(tok, family)
+        assert cfg.pad_token_id == tok.pad_token_id == 0 and cfg.vocab_size == len(tok)
+        AutoModelForMaskedLM.from_config(cfg)  # builds (a bare ModernBertConfig(vocab_size=V) does not)
+    model = AutoModelForMaskedLM.from_config(RobertaConfig(vocab_size=V, num_hidden_layers=1, hidden_size=32,
+                                                           num_attention_heads=2, intermediate_size=64))
+    args = TrainingArguments(str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        TacoTrainer(model=model, args=args, processing_class=tok)
+    assert any("pad_token_id 1 differs from the tokenizer's 0" in str(w.message) for w in caught)

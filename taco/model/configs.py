@@ -131,3 +131,14 @@ def dropout_overrides(architecture: str, dropout: float) -> dict[str, float]:
     if architecture == "modernbert":
         return {"embedding_dropout": float(dropout), "attention_dropout": float(dropout), "mlp_dropout": float(dropout)}
     raise ValueError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
+
+
+def config_from_tokenizer(tokenizer: Any, architecture: str = "bert", size: str = "tiny", **overrides: Any):
+    """A family's configuration for a tokenizer: the preset ``size``'s shape, ``vocab_size`` = len(tokenizer)
+    and the tokenizer's own pad / cls / sep ids (:func:`encoder_config` with :func:`special_token_ids`).
+
+    What it spares a user: ``RobertaConfig``'s default ``pad_token_id=1`` silently disagreeing with a
+    tokenizer whose ``[PAD]`` is 0, and a bare ``ModernBertConfig(vocab_size=...)`` failing inside
+    transformers ("Padding_idx must be within num_embeddings"). ``overrides``: any config field.
+    ValueError for an unknown family or size, or a tokenizer without pad, cls or sep."""
+    return encoder_config(size, len(tokenizer), architecture, special_token_ids(tokenizer), **overrides)

@@ -135,6 +135,14 @@ class TacoTrainer(Trainer):
             if batch < 2:
                 raise ValueError(f"{name} {batch}: the TC loss draws its negatives from the other sequences of the "
                                  "device batch; use >= 2")
+        tok = getattr(self, "processing_class", None)
+        pad_model, pad_tok = getattr(self.model.config, "pad_token_id", None), getattr(tok, "pad_token_id", None)
+        if pad_model is not None and pad_tok is not None and int(pad_model) != int(pad_tok):
+            import warnings
+
+            warnings.warn(f"TacoTrainer: the model's pad_token_id {pad_model} differs from the tokenizer's {pad_tok} "
+                          "(RobertaConfig's default is 1): padding is then embedded as a word. Build the config from "
+                          "the tokenizer (taco.model.configs.config_from_tokenizer)", stacklevel=2)
         self.tc_weight, self.tc_window = float(tc_weight), int(tc_window)
         self.tc_num_negatives, self.tc_temperature = int(tc_num_negatives), float(tc_temperature)
         self.last_terms: dict[str, float] = {}
