@@ -456,3 +456,24 @@ def test_a_cpu_only_configuration_is_priced_in_cpu_hours(smoke):
     line = plan_render.summary_line(p)
     assert "CPU-h on one core per job (on the reference GPU" in line
     assert "CPU-hours" in plan_render.render_markdown(p)
+
+
+def test_a_large_synthetic_corpus_is_estimated_not_generated(smoke, monkeypatch):
+    """corpus.num_documents 10^7 (the schema's maximum): the plan estimates the corpus from its first
+    documents instead of generating all of them; small corpora are still counted exactly."""
+    import copy
+
+    from taco.data import synthetic
+
+    calls = []
+    real = synthetic.generate_documents
+    monkeypatch.setattr(synthetic, "generate_documents", lambda n, seed, *a, **k: calls.append(n) or real(n, seed, *a, **k))
+    cfg = copy.deepcopy(smoke)
+    cfg["corpus"]["num_documents"] = 10_000_000
+    words, how = plan_costs._corpus_words(cfg)
+    assert calls == [plan_costs.SYNTHETIC_SAMPLE] and "estimated" in how
+    small = copy.deepcopy(smoke)
+    small["corpus"]["num_documents"] = 200
+    exact, how_small = plan_costs._corpus_words(small)
+    assert how_small.startswith("counted") and exact == sum(len(d.split()) for d in real(200, int(small["seed"])))
+    assert words == pytest.approx(exact / 200 * 10_000_000, rel=0.1)

@@ -367,6 +367,11 @@ def checkpoint_bytes(preset: str, vocab: int) -> float:
     return 12.0 * parameter_count(preset, vocab)
 
 
+#: synthetic documents generated to estimate a synthetic corpus's size (a larger corpus extends them: document
+#: i does not depend on num_documents), so a plan or dry run never generates the whole corpus
+SYNTHETIC_SAMPLE = 500
+
+
 def _corpus_words(config: dict[str, Any]) -> tuple[float, str]:
     c = config["corpus"]
     from taco.data import disk
@@ -374,8 +379,13 @@ def _corpus_words(config: dict[str, Any]) -> tuple[float, str]:
     if c["source"] == "synthetic":
         from taco.data.synthetic import generate_documents
 
-        docs = generate_documents(int(c["num_documents"]), int(config["seed"]))
-        return float(sum(len(d.split()) for d in docs)), "counted (synthetic documents generated)"
+        n = int(c["num_documents"])
+        sample = generate_documents(min(n, SYNTHETIC_SAMPLE), int(config["seed"]))  # a prefix of the corpus
+        words = sum(len(d.split()) for d in sample)
+        if n <= SYNTHETIC_SAMPLE:
+            return float(words), "counted (synthetic documents generated)"
+        return words / len(sample) * n, (f"estimated: the first {SYNTHETIC_SAMPLE} synthetic documents' words x "
+                                         f"{n:,} documents (none generated beyond them)")
     if c["source"] == "local":
         total = 0
         for p in c["paths"]:
