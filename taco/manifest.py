@@ -171,14 +171,22 @@ def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
             f"{directory}: no {MANIFEST_NAME}; the artifact is missing or incomplete "
             "(was it written by an interrupted run?)"
         )
+    return read_json_object(path, ManifestError, "rerun the step that wrote it")
+
+
+def read_json_object(path: str | os.PathLike, error: type[Exception], remedy: str = "") -> dict[str, Any]:
+    """The JSON object in the file ``path``; ``error`` (a ValueError subclass of the caller's) names the file
+    when it is not valid JSON, not text, or another JSON type than an object (``remedy`` ends the message)."""
+    path = Path(path)
+    tail = f"; {remedy}" if remedy else ""
     try:
         record = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ManifestError(f"{path}: not valid JSON ({exc}); rerun the step that wrote it") from None
+        raise error(f"{path}: not valid JSON ({exc}){tail}") from None
     except UnicodeDecodeError as exc:
-        raise ManifestError(f"{path}: not a text file ({exc})") from None
+        raise error(f"{path}: not a text file ({exc})") from None
     if not isinstance(record, dict):
-        raise ManifestError(f"{path}: expected a JSON object, got a {type(record).__name__}")
+        raise error(f"{path}: expected a JSON object, got a {type(record).__name__}")
     return record
 
 

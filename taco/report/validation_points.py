@@ -8,7 +8,6 @@ loss of the checkpoint (``step``, ``mlm_loss``, ``mlm_accuracy``, ``tc_loss``) a
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,16 +72,9 @@ def parse_eval(ev: Any, source: str, manifest_step: int | None = None) -> tuple[
 def load_eval(path: str | Path) -> Mapping[str, Any]:
     """The JSON object of the file ``path`` (``eval.json``); invalid JSON, a non-text file or another
     JSON type than an object is an :class:`EvalFileError` naming it."""
-    p = Path(path)
-    try:
-        ev = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise EvalFileError(f"{p}: not valid JSON ({exc}); rerun the segment or restore the file") from None
-    except UnicodeDecodeError as exc:
-        raise EvalFileError(f"{p}: not a text file ({exc})") from None
-    if not isinstance(ev, Mapping):
-        raise EvalFileError(f"{p}: expected a JSON object, got {type(ev).__name__}")
-    return ev
+    from taco.manifest import read_json_object
+
+    return read_json_object(path, EvalFileError, "rerun the segment or restore the file")
 
 
 def read_eval(path: str | Path, manifest_step: int | None = None) -> tuple[list[tuple[int, float]], list[str]]:
