@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -20,11 +19,9 @@ for _t, _topic in enumerate(TOPICS):
             NOUN_TOPIC[_w] = NOUN_TOPIC[_w + "s"] = _t
 
 
-def test_corpus_deterministic_small_and_fast():
-    t0 = time.perf_counter()
+def test_corpus_deterministic_and_small():
+    """Deterministic and small (speed lives in benchmarks, not in a timed test)."""
     docs = S.generate_documents(1000, seed=3)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 10, f"generation took {elapsed:.1f}s"
     assert docs == S.generate_documents(1000, seed=3)
     assert docs != S.generate_documents(1000, seed=4)
     assert S.generate_documents(10, seed=3) == docs[:10]  # a larger corpus extends a smaller one
