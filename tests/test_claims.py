@@ -463,3 +463,13 @@ def test_both_arms_with_replicated_pretraining_do_not_differ_in_units_when_a_run
     assert "arms differ" not in note
     assert note.startswith("A: unit: pre-training run (3 runs, 2 fine-tuning seeds")
     assert "B: unit: pre-training run (3 runs, 1/2 fine-tuning seeds" in note
+
+
+def test_the_claims_sentence_says_which_steps_play_the_papers_budgets():
+    from taco.report.claims import CLAIMS, claim_sentence
+
+    c1 = next(c for c in CLAIMS if c.id == "C1")
+    text = claim_sentence(c1, ("tiny", "taco", 1.0, 100), ("tiny", "mlm", 1.0, 150))
+    assert text.startswith(c1.text) and "(here: step 100 plays TACO's 50k, step 150 plays MLM's 250k)" in text
+    assert claim_sentence(c1, ("s", "taco", 1.0, 50000), ("s", "mlm", 1.0, 250000)) == c1.text  # the paper's own
+    assert claim_sentence(c1, None, None) == c1.text

@@ -298,9 +298,21 @@ def compare_samples(claim: Claim, a: Sample, b: Sample, cfg: AnalysisConfig, sco
     return cmp, (lo, hi)
 
 
+def claim_sentence(claim: Claim, ca: tuple | None, cb: tuple | None) -> str:
+    """The claim's sentence with the steps that play the paper's budgets in this run, where they are not the
+    paper's own: ``TACO-50k matches MLM-250k (...) (here: step 100 plays TACO's 50k, step 150 MLM's 250k)``."""
+    from taco.report.style import objective_label
+
+    played = []
+    for arm, cell in ((claim.a, ca), (claim.b, cb)):
+        if cell and f"{int(cell[3]) / 1000:g}k" != str(arm.budget):
+            played.append(f"step {cell[3]} plays {objective_label(arm.objective)}'s {arm.budget}")
+    return claim.text + (f" (here: {', '.join(played)})" if played else "")
+
+
 def _row(claim: Claim, level: str, scope: str, arm_a: ArmCell, arm_b: ArmCell, cfg: AnalysisConfig) -> dict[str, Any]:
     ca, cb = arm_a.cell, arm_b.cell
-    return {"claim_id": claim.id, "level": level, "claim": claim.text, "source": claim.source,
+    return {"claim_id": claim.id, "level": level, "claim": claim_sentence(claim, ca, cb), "source": claim.source,
             "kind": claim.kind, "role": claim.role, "size": cfg.roles.get(claim.role) or "",
             "a": arm_a.label, "b": arm_b.label, "step_a": ca[3] if ca else "", "step_b": cb[3] if cb else "",
             "scope": scope, "unit": "GLUE points (x100)", "margin": cfg.equivalence_margin,
