@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from taco.report import efficiency as eff
+from taco.report import efficiency_figure
 from taco.report import speedup as sp
 from taco.report.efficiency_markdown import render_markdown
 from taco.report.validation_points import EvalFileError
@@ -517,7 +518,7 @@ def test_the_efficiency_figure_text_fits(tmp_path):
     pairs = eff.build_pairs(loss, eff.glue_rows(ps, ("sst2",)), cfg, fps)
     df = eff.evaluate(pairs, cfg)
     assert "not run" in set(df["verdict"])
-    fig = eff.figure(pairs, df)
+    fig = efficiency_figure.figure(pairs, df)
     try:
         assert_text_fits(fig, 150)
     finally:
@@ -542,7 +543,7 @@ def test_an_objective_no_paper_table_names_is_compared_with_mlm_as_other(tmp_pat
     assert list(df[df["kind"] == "primary"]["b"]) == ["taco"]
     md = render_markdown(df, cfg)
     assert "| E1 | other: TACO (unmasked) |" in md
-    fig = eff.figure(pairs, df)
+    fig = efficiency_figure.figure(pairs, df)
     assert any("other: TACO (unmasked)" in ax.get_title() for ax in fig.axes)
 
 
@@ -594,7 +595,7 @@ def test_the_probe_panel_is_drawn_and_its_text_fits(tmp_path):
     loss, fps, _ = eff.read_checkpoints(ckpts)
     pairs = eff.build_pairs(loss, None, _cfg(), fps)
     df = eff.evaluate(pairs, _cfg(), calibration_reps=0)
-    fig = eff.figure(pairs, df, loss)
+    fig = efficiency_figure.figure(pairs, df, loss)
     try:
         titles = [ax.get_title() for ax in fig.axes]
         assert any("context probe" in t for t in titles)

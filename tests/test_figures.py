@@ -292,11 +292,12 @@ def _efficiency_figure(tmp: Path):
     from test_efficiency import _cfg, _e1_checkpoints
 
     from taco.report import efficiency as eff
+    from taco.report.efficiency_figure import figure
 
     loss, fps, _ = eff.read_checkpoints(_e1_checkpoints(tmp))
     cfg = _cfg()
     pairs = eff.build_pairs(loss, None, cfg, fps)
-    return eff.figure(pairs, eff.evaluate(pairs, cfg))
+    return figure(pairs, eff.evaluate(pairs, cfg))
 
 
 def _figure(name: str, tmp: Path):

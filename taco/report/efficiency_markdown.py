@@ -230,3 +230,30 @@ def claims_section(df: pd.DataFrame, alpha: float, margin: float) -> str:
               "simulated coverage: efficiency.md / efficiency.png.", ""]
     lines += [f"- {r.claim_id} ({r.size}): **{r.verdict}** - {r.reason}" for r in prim.itertuples()]
     return "\n".join(lines) + "\n"
+
+
+def tuning_section(choices: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """The page's "Equal tuning budgets" section: per arm every trial (setting, validation MLM loss at the
+    horizon) and the chosen one; "" without choices."""
+    if not choices:
+        return ""
+    from taco.report.markdown_text import md_text
+
+    lines = ["", "## Equal tuning budgets (pretrain.tuning)", "",
+             "Every arm ran the same trials (the same settings, quasi-random search, taco.training.tuning); the "
+             "trial with the lowest validation MLM loss at the horizon set the arm's learning rate, warmup and "
+             "dropout for its replicates. E1 above compares tuned against tuned.", "",
+             "| arm (size/objective) | trial | learning rate | warmup | dropout | validation MLM loss at the horizon |",
+             "|---|---|---|---|---|---|"]
+    for arm, rec in choices:
+        chosen = rec["chosen"]["path"]
+        for t in rec["trials"]:
+            s = t["setting"]
+            mark = " **(chosen)**" if t["path"] == chosen else ""
+            loss = t["mlm_loss"]
+            lines.append(f"| {md_text(arm)} | {md_text(t['trial'])}{mark} | {s.get('learning_rate')} | "
+                         f"{s.get('warmup_steps')} | {s.get('dropout') if s.get('dropout') is not None else 'family default'} | "
+                         f"{loss:.4f} |" if isinstance(loss, (int, float)) and math.isfinite(loss) else
+                         f"| {md_text(arm)} | {md_text(t['trial'])} | {s.get('learning_rate')} | {s.get('warmup_steps')} | "
+                         f"{s.get('dropout')} | not finite (never chosen) |")
+    return "\n".join(lines) + "\n"
