@@ -261,7 +261,7 @@ def expect_pretrain(cfg, job):
 def expect_tuned(cfg, w, s):
     """pretrain.tuning: a tuned arm's replicates leave out --lr, --warmup-steps and --dropout (the parser's
     defaults then) and read them from the arm's choice.json; otherwise the size's values, and no file."""
-    from taco.workflow.config import tuned_arm
+    from taco.workflow.tuning_grid import tuned_arm
 
     if tuned_arm(cfg, w["size"], w["objective"]):
         return {"lr": 1e-4, "warmup_steps": None, "dropout": None,
@@ -272,7 +272,7 @@ def expect_tuned(cfg, w, s):
 def expect_pretrain_trial(cfg, job):
     """A tuning trial: the size's recipe with the trial's setting, its own schedule to the horizon, the
     tuning seed, no parent, its own state and TensorBoard folders."""
-    from taco.workflow.config import tuning_trials
+    from taco.workflow.tuning_grid import tuning_trials
 
     R, w = cfg["results_dir"], job["wildcards"]
     pre, t = cfg["pretrain"], cfg["pretrain"]["tuning"]
@@ -302,7 +302,7 @@ def expect_pretrain_trial(cfg, job):
 def expect_tuning_choice(cfg, job):
     R, w = cfg["results_dir"], job["wildcards"]
     t = cfg["pretrain"]["tuning"]
-    from taco.workflow.config import tuning_trials
+    from taco.workflow.tuning_grid import tuning_trials
 
     return {"trials": [f"{R}/tuning/{w['size']}/{w['objective']}/trial-{i}/step-{t['horizon']}"
                        for i in range(len(tuning_trials(cfg)))],
@@ -623,7 +623,7 @@ def expect_efficiency(cfg, job):
              for entry in cfg["pretrain"]["runs"] for v in entry["objectives"]
              for f in entry.get("fractions", [1.0]) for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]
              for p in _pseed_parts(cfg, entry)]
-    from taco.workflow.config import tuning_arms
+    from taco.workflow.tuning_grid import tuning_arms
 
     tuning = [f"{R}/tuning/{size}/{obj}/choice.json" for size, obj in tuning_arms(cfg)]
     return {"checkpoints": sorted(set(ckpts)), "aggregate_dir": f"{R}/aggregate",

@@ -115,15 +115,15 @@ def test_trials_choice_and_a_tuned_segment_through_taco(tmp_path, capsys):
 def test_the_workflow_runs_trials_then_the_tuned_replicates(tmp_path):
     """pretrain.tuning on the smoke configuration: the same trials for every arm, one choice per arm, and
     every full- and reduced-data run of an arm reads its arm's choice (a dry run: the DAG is whole)."""
-    from taco.workflow import config as wc
+    from taco.workflow import tuning_grid as tg
     from taco.workflow.plan import load_config
 
     overlay = tmp_path / "t.yaml"
     overlay.write_text("pretrain: {tuning: {enabled: true, trials: 3, horizon: 10, space: {warmup_steps: [1, 2]}}}\n")
     cfg = load_config([str(REPO / "configs" / "smoke.yaml"), str(overlay)])
-    arms = wc.tuning_arms(cfg)
+    arms = tg.tuning_arms(cfg)
     assert ("tiny", "mlm") in arms and ("tiny", "taco") in arms and len(arms) == len(set(arms))
-    assert [t["warmup_steps"] for t in wc.tuning_trials(cfg)] == [t["warmup_steps"] for t in
+    assert [t["warmup_steps"] for t in tg.tuning_trials(cfg)] == [t["warmup_steps"] for t in
                                                                    trial_settings({"warmup_steps": [1, 2]}, 3, 0)]
     bad = tmp_path / "bad.yaml"
     bad.write_text("pretrain: {tuning: {enabled: true, space: {momentum: [0.9]}}}\n")

@@ -60,6 +60,7 @@ from taco.parameters import Parameter
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.training.tuning import TUNABLE
 from taco.workflow import config as wc
+from taco.workflow import tuning_grid as tg
 
 #: The path of one budget checkpoint of one run below ``pretrain/``, ``finetune/``, ``dynamics/``,
 #: ``logs/...`` and ``benchmarks/...`` (Snakemake wildcards).
@@ -265,7 +266,7 @@ class Commands:
         overrides = overrides or {}
         objective = getattr(wildcards, "objective", None)
         skip = (set(TUNABLE.values()) if not overrides and objective is not None
-                and wc.tuned_arm(self.config, wildcards.size, objective) else set())
+                and tg.tuned_arm(self.config, wildcards.size, objective) else set())
         words = []
         for f in flags:
             if f.name in skip:
@@ -353,7 +354,7 @@ class Commands:
         until = horizon), the tuning seed, validation points as the size's."""
         s = self.config["pretrain"]["sizes"][wildcards.size]
         t = self.config["pretrain"]["tuning"]
-        setting = wc.tuning_trials(self.config)[int(wildcards.trial)]
+        setting = tg.tuning_trials(self.config)[int(wildcards.trial)]
         horizon = int(t["horizon"])
         over = {"max_steps": horizon, **{TUNABLE[k]: v for k, v in setting.items()}}
         n = int(s["num_gpus"])

@@ -38,6 +38,7 @@ from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE4_OBJECTIVES
 from taco.registry import GLUE_TASK_SPECS, TC_OBJECTIVES, budget_name
 from taco.registry import CONTROL
 from taco.workflow import config as wc
+from taco.workflow import tuning_grid as tg
 from taco.workflow import control as wctl
 from taco.flops import (
     BERT_VOCAB_SIZE,
@@ -213,7 +214,7 @@ def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict
     return {
         "pack": len({r.fraction_str for r in runs}),
         "pretrain": sum(len(wc.budgets(config, r.size)) for r in runs),
-        "pretrain_trial": len(wc.tuning_arms(config)) * len(wc.tuning_trials(config)),
+        "pretrain_trial": len(tg.tuning_arms(config)) * len(tg.tuning_trials(config)),
         "pretrain_control": len(wctl.checkpoints(config)),
         "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs
                          if wc.finetuned(config, r)) * per_ckpt + control_runs,
@@ -294,10 +295,10 @@ def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]
 def tuning_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
     """Per tuned arm (``pretrain.tuning``): its trials' steps, FLOPs and GPU-hours (each trial a run of
     ``horizon`` steps at the size's batch); [] when tuning is off."""
-    arms = wc.tuning_arms(config)
+    arms = tg.tuning_arms(config)
     if not arms:
         return []
-    n, horizon = len(wc.tuning_trials(config)), int(config["pretrain"]["tuning"]["horizon"])
+    n, horizon = len(tg.tuning_trials(config)), int(config["pretrain"]["tuning"]["horizon"])
     V, L = vocab_size(config), int(config["max_seq_length"])
     options = {"tc_num_negatives": int(config["pretrain"]["tc"]["num_negatives"]),
                "mlm_probability": float(config["pretrain"]["mlm_probability"])}

@@ -7,6 +7,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 from taco.workflow import config as wc
+from taco.workflow import tuning_grid as tg
 from taco.workflow import control as wctl
 from taco.workflow.config_source import key_sources, missing_bases_note
 from taco.workflow.gpuslots import unmanaged_gpus_note
@@ -118,19 +119,19 @@ def parent_checkpoint(wildcards):
 def tuning_trial_dirs(wildcards):
     """The trial checkpoints of one arm (pretrain.tuning): trial-<i>/step-<horizon>."""
     h = config["pretrain"]["tuning"]["horizon"]
-    n = len(wc.tuning_trials(config))
+    n = len(tg.tuning_trials(config))
     return [f"{R}/tuning/{wildcards.size}/{wildcards.objective}/trial-{i}/step-{h}" for i in range(n)]
 
 
 def tuned_recipe(wildcards):
     """The arm's choice.json for a tuned arm's replicates ([] when pretrain.tuning is off)."""
-    if not wc.tuned_arm(config, wildcards.size, wildcards.objective):
+    if not tg.tuned_arm(config, wildcards.size, wildcards.objective):
         return []
     return f"{R}/tuning/{wildcards.size}/{wildcards.objective}/choice.json"
 
 
 def tuning_choices():
-    return [f"{R}/tuning/{size}/{objective}/choice.json" for size, objective in wc.tuning_arms(config)]
+    return [f"{R}/tuning/{size}/{objective}/choice.json" for size, objective in tg.tuning_arms(config)]
 
 
 def pretrain_targets():
