@@ -537,20 +537,8 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
     row["sd_run_b"], row["sd_seed_b"] = variance_components(b, t) if vb.size else (math.nan, math.nan)
     if pair.exit_a or pair.exit_b:
         row["regime"] = _regime(pair, t, b_ids, np.exp(log_k))
-    notes = []
     n_a, n_b = int(va.size), int(units_b.shape[0])
-    if n_a < 2 or n_b < 2:
-        notes.append(f"no interval: {n_a}/{n_b} units (A/B)" + (" (the interval is over pre-training runs; run "
-                     "pretrain.seeds >= 3)" if pair.form == LOSS_FORM else ""))
-    else:
-        notes.append(f"{level * 100:g}% t interval on log speedups over {n_a}/{n_b} units (A/B), "
-                     f"A's target level propagated, df {row['df']:.3g} (descriptive)")
-        if pair.form == GLUE_FORM and not (a.nested and b.nested):
-            notes.append("one fine-tuned pre-training run per arm: the units are fine-tuning seeds, so the "
-                         "interval covers fine-tuning variance only, not the pre-training variance")
-    if left:
-        notes.append(f"rests on {n_a}/{n_b} units (A/B): " + "; ".join(left) + ", left out")
-    row["interval_note"] = "; ".join(notes)
+    row["interval_note"] = _interval_note(pair, level, row["df"], n_a, n_b, left)
     if pair.kind == "curve":
         row.update(verdict="descriptive", reason="a point of the speedup curve (no verdict)")
         return row
@@ -558,16 +546,8 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
     row["t_rule_verdict"] = t_verdict
     verdict, reason = t_verdict, t_reason
     if calibration_reps > 0 and n_a >= 2 and n_b >= 2:
-        from taco.report.speedup_calibration import calibrated_test
-
-        ct = calibrated_test(b.steps, va, units_b, t, pair.better, margin, alpha, reps=calibration_reps, seed=seed)
-        row.update(calibrated_p_supported=ct.p_supported, calibrated_p_not_supported=ct.p_not_supported,
-                   critical_value=ct.critical_value, calibration_mc_error=ct.mc_error, calibration_reps=ct.reps,
-                   berger_boos=int(ct.berger_boos), calibrated_ci_low=ct.low, calibrated_ci_high=ct.high,
-                   t_statistic=ct.t_obs)
-        verdict, reason = calibrated_verdict(ct, alpha, margin)
-        cens = t_reason.split("; ", 1)[1] if "; " in t_reason else ""
-        reason += ("; " + cens if cens else "") + f"; the t rule alone: {t_verdict}"
+        verdict, reason = _calibrated(row, (b.steps, va, units_b, t, pair.better), margin, alpha,
+                                      calibration_reps, seed, t_verdict, t_reason)
     extra = [reason]
     if not vb.size:
         extra.append(f"B has no value at T = {t}")
@@ -577,6 +557,41 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
         extra.append(f"rests on {n_a}/{n_b} units (A/B)")
     row.update(verdict=verdict, reason="; ".join(extra))
     return row
+
+
+def _interval_note(pair: Pair, level: float, df: float, n_a: int, n_b: int, left: Sequence[str]) -> str:
+    """What a row's t interval rests on: the units, the level and df, a GLUE row's fine-tuning-only caveat,
+    and the units left out."""
+    notes = []
+    if n_a < 2 or n_b < 2:
+        notes.append(f"no interval: {n_a}/{n_b} units (A/B)" + (" (the interval is over pre-training runs; run "
+                     "pretrain.seeds >= 3)" if pair.form == LOSS_FORM else ""))
+    else:
+        notes.append(f"{level * 100:g}% t interval on log speedups over {n_a}/{n_b} units (A/B), "
+                     f"A's target level propagated, df {df:.3g} (descriptive)")
+        if pair.form == GLUE_FORM and not (pair.a.nested and pair.b.nested):
+            notes.append("one fine-tuned pre-training run per arm: the units are fine-tuning seeds, so the "
+                         "interval covers fine-tuning variance only, not the pre-training variance")
+    if left:
+        notes.append(f"rests on {n_a}/{n_b} units (A/B): " + "; ".join(left) + ", left out")
+    return "; ".join(notes)
+
+
+def _calibrated(row: dict[str, Any], data: tuple, margin: float, alpha: float, reps: int, seed: int,
+                t_verdict: str, t_reason: str) -> tuple[str, str]:
+    """The calibrated test of a row (``data``: steps, A's values at T, B's unit curves, T, better): its
+    columns written into ``row``; returns (verdict, reason), the reason keeping the censoring note and the t
+    rule's outcome."""
+    from taco.report.speedup_calibration import calibrated_test
+
+    ct = calibrated_test(*data, margin, alpha, reps=reps, seed=seed)
+    row.update(calibrated_p_supported=ct.p_supported, calibrated_p_not_supported=ct.p_not_supported,
+               critical_value=ct.critical_value, calibration_mc_error=ct.mc_error, calibration_reps=ct.reps,
+               berger_boos=int(ct.berger_boos), calibrated_ci_low=ct.low, calibrated_ci_high=ct.high,
+               t_statistic=ct.t_obs)
+    verdict, reason = calibrated_verdict(ct, alpha, margin)
+    cens = t_reason.split("; ", 1)[1] if "; " in t_reason else ""
+    return verdict, reason + ("; " + cens if cens else "") + f"; the t rule alone: {t_verdict}"
 
 
 def calibrated_verdict(ct: Any, alpha: float, margin: float) -> tuple[str, str]:

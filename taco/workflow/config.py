@@ -291,24 +291,8 @@ def gpu_resource_note(provided_gpu: int | None, gpus: int) -> str | None:
             f"taco gpu-slot runs them on the {gpus} slots, the rest waiting; keep them equal (--resources gpu={gpus})")
 
 
-def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] | None = None) -> None:
-    """Semantic checks after JSON-schema validation. Raises ConfigError naming the key.
-
-    First normalises the config in place (:func:`normalise_config`: ``results_dir`` in one spelling).
-    Besides each key's own checks, the requirements that span keys are checked here, before the first
-    job: those of the report steps too (:func:`_check_report_steps`), so that no valid configuration
-    fails after the compute.
-
-    ``tasks_available`` (task -> None if present, else the reason it is absent) comes from
-    :func:`local_glue_availability` for a local GLUE folder; all-absent is an error. What stops
-    nothing is not checked here: :func:`config_notes`.
-    """
-    normalise_config(config)
-    _check_results_dir(config.get("results_dir"))
-    from taco.workflow.tuning_grid import check_tuning
-
-    check_tuning(config)
-    pre = config["pretrain"]
+def _check_runs(pre: dict[str, Any]) -> None:
+    """``pretrain.runs``: at least one entry, each with a known size, known objectives and fractions in (0, 1]."""
     sizes = pre["sizes"]
     if not pre["runs"]:
         raise ConfigError("pretrain.runs: no runs configured")
@@ -323,6 +307,28 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
         for f in entry.get("fractions", [1.0]):
             if not 0 < float(f) <= 1:
                 raise ConfigError(f"pretrain.runs[{i}].fractions: {f} is outside (0, 1]")
+
+
+def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] | None = None) -> None:
+    """Semantic checks after JSON-schema validation. Raises ConfigError naming the key.
+
+    First normalises the config in place (:func:`normalise_config`: ``results_dir`` in one spelling).
+    Besides each key's own checks, the requirements that span keys are checked here, before the first
+    job: those of the report steps too (:func:`_check_report_steps`), so that no valid configuration
+    fails after the compute.
+
+    ``tasks_available`` (task -> None if present, else the reason it is absent) comes from
+    :func:`local_glue_availability` for a local GLUE folder; all-absent is an error. What stops
+    nothing is not checked here: :func:`config_notes`.
+    """
+    normalise_config(config)
+    _check_results_dir(config.get("results_dir"))
+    pre = config["pretrain"]
+    sizes = pre["sizes"]
+    _check_runs(pre)
+    from taco.workflow.tuning_grid import check_tuning
+
+    check_tuning(config)
     sel = (config.get("finetune") or {}).get("pretrain_seeds", "all")
     if sel != "all":
         known = {int(x) for x in (pre.get("seeds") or [config["seed"]])} | {
