@@ -114,7 +114,7 @@ def test_pretrain_curves_names_a_damaged_eval_json(tmp_path, capsys):
     assert not (out / "pretrain_curves.csv").exists()
     (ck / "eval.json").write_text("[1, 2]")
     assert main(["--checkpoints", str(ck), "--output-dir", str(out)]) == 2
-    assert "expected a JSON object, got list" in capsys.readouterr().err
+    assert "expected a JSON object, got a list" in capsys.readouterr().err
 
 
 def test_stats_environment_reads_curves_without_torch():

@@ -237,5 +237,7 @@ def test_adding_a_claim_is_one_entry_in_claims_py(tmp_path):
 
     df = pd.read_csv(out / "claims.csv")
     row = df[(df.level == "claim") & (df.claim_id == "X1")]
-    assert len(row) == 1 and row.iloc[0]["claim"] == "TACO-150k beats MLM-150k"
+    # the smoke spec's step 40 plays the claim's 150k for both arms: the sentence says so (claim_sentence)
+    assert len(row) == 1 and row.iloc[0]["claim"] == (
+        "TACO-150k beats MLM-150k (here: step 40 plays TACO's 150k, step 40 plays MLM's 150k)")
     assert "X1" in (out / "claims.md").read_text()
