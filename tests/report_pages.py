@@ -48,6 +48,14 @@ def report_items(report_html: str | Path) -> tuple[dict[str, dict], dict[str, di
     return results, var("categories", "categories")
 
 
+def workflow_description(report_html: str | Path) -> str:
+    """The HTML of a Snakemake report's front page (``workflow/report/workflow.rst`` as rendered)."""
+    text = Path(report_html).read_text()
+    m = re.search(r'var workflow_desc = (.*?);\s*</script>', text, re.S)
+    assert m, f"{report_html}: no workflow_desc"
+    return json.loads(m.group(1))
+
+
 def find_browser() -> str | None:
     """The headless browser to use: $TACO_CHROMIUM, else the first of :data:`BROWSERS` on PATH."""
     env = os.environ.get("TACO_CHROMIUM")

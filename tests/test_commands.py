@@ -577,7 +577,7 @@ def expect_dynamics_figures(cfg, job):
                 for s in cfg["pretrain"]["sizes"][entry["size"]]["budgets"]:
                     # the run of the top-level seed only (figures draw one run per objective and budget)
                     inputs.append(f"{R}/dynamics/{entry['size']}/{v}/data-1.0/step-{s}/dynamics.json")
-    return {"inputs": sorted(set(inputs)), "output_dir": R}
+    return {"inputs": sorted(set(inputs)), "analysis": f"{R}/analysis.json", "output_dir": R}
 
 
 def expect_pretrain_control(cfg, job):
@@ -614,7 +614,7 @@ def expect_pretrain_curves(cfg, job):
     if cfg["pretrain"].get("control"):
         ckpts += [f"{R}/pretrain/{entry['size']}/control/data-1.0{p}/step-0" for entry in cfg["pretrain"]["runs"]
                   if 1.0 in [float(f) for f in entry.get("fractions", [1.0])] for p in _pseed_parts(cfg, entry)]
-    return {"checkpoints": sorted(set(ckpts)), "output_dir": R}
+    return {"checkpoints": sorted(set(ckpts)), "analysis": f"{R}/analysis.json", "output_dir": R}
 
 
 def expect_efficiency(cfg, job):

@@ -406,7 +406,9 @@ TEXT_FIGURES = ["pretrain_curves", "figure5", "ablation", "data_efficiency", "fi
                 "pretrain_curves without control", "pretrain_curves without data",
                 "figure5 nothing run", "ablation nothing run", "data_efficiency nothing run",
                 "figure5 base runs only", "data_efficiency base runs only",
-                "figure6 quick start", "figure2 quick start"]
+                "figure6 quick start", "figure2 quick start", "pretrain_curves quick start"]
+#: the title line of a figure of the smoke run's corpus (taco.report.tables.synthetic_corpus_label)
+SYNTHETIC_CORPUS = "SYNTHETIC corpus (smoke test; not comparable with the paper)"
 
 
 def _text_figure(variant: str, tmp: Path):
@@ -426,7 +428,11 @@ def _text_figure(variant: str, tmp: Path):
 
         steps = {10_000: 50, 50_000: 100, 250_000: 150}
         recs = [dict(r, size="tiny", step=steps[r["step"]]) for r in _dynamics_records() if r["objective"] != "mlm_tp"]
-        return getattr(dynamics_figures, f"draw_{name}")(recs), dpi
+        return getattr(dynamics_figures, f"draw_{name}")(recs, label=SYNTHETIC_CORPUS), dpi
+    if how == "quick start" and name == "pretrain_curves":  # the smoke run's nine runs, with its label
+        return pretrain_curves.figure(*pretrain_curves.collect(curve_checkpoints(tmp, budgets=(50, 100, 150),
+                                                                                 every=10)),
+                                      label=SYNTHETIC_CORPUS), dpi
     if how == "quick start":
         return makers[name](*crossing_frames(tmp, **QUICK_START)), dpi
     if how == "without control":
@@ -500,3 +506,52 @@ def test_pretrain_curves_name_the_control_only_when_there_is_one(tmp_path):
         fig = pretrain_curves.figure(*pretrain_curves.collect(given))
         assert ("control at step 0" in fig.axes[2].get_title().replace("\n", " ")) is named
         plt.close(fig)
+
+
+def test_a_synthetic_corpus_labels_the_corpus_figures(tmp_path):
+    """The pre-training curves and Figures 2 and 6 of a run on the synthetic corpus carry the synthetic
+    label in their title, through the commands' ``--analysis``; a real corpus gives none."""
+    import json
+
+    import matplotlib.pyplot as plt
+
+    from fixtures_stats import smoke_spec
+    from taco.report import dynamics_figures, pretrain_curves
+    from taco.report.analysis_config import load_analysis
+    from taco.report.tables import synthetic_corpus_label
+
+    titles = []
+    real = _orig_figure = pretrain_curves.figure
+
+    def spy(*args, **kw):  # the drawn figure's title, whatever the command passes on
+        fig = real(*args, **kw)
+        titles.append(fig._suptitle.get_text() if fig._suptitle else "")
+        return fig
+
+    for source, want in (("synthetic", SYNTHETIC_CORPUS), ("local", "")):
+        spec = tmp_path / f"{source}.json"
+        spec.write_text(json.dumps(smoke_spec(corpus_source=source)))
+        assert synthetic_corpus_label(load_analysis(spec)) == want
+        pretrain_curves.figure = spy
+        try:
+            ck = curve_checkpoints(tmp_path / source, budgets=(50, 100), every=10)
+            assert pretrain_curves.main(["--checkpoints", *map(str, ck), "--analysis", str(spec),
+                                         "--output-dir", str(tmp_path / source / "out")]) == 0
+        finally:
+            pretrain_curves.figure = _orig_figure
+        assert titles.pop() == want
+        for draw in (dynamics_figures.draw_figure6, dynamics_figures.draw_figure2):
+            fig = draw(_dynamics_records(), label=synthetic_corpus_label(load_analysis(spec)))
+            assert fig._suptitle.get_text().endswith(f"\n{want}" if want else "blocks)")
+            plt.close(fig)
+    spec = tmp_path / "synthetic.json"
+    dyn = tmp_path / "dyn"
+    inputs = []
+    for i, rec in enumerate(_dynamics_records()):
+        (dyn / str(i)).mkdir(parents=True)
+        (dyn / str(i) / "dynamics.json").write_text(json.dumps(rec))
+        inputs.append(str(dyn / str(i) / "dynamics.json"))
+    assert dynamics_figures.main(["--inputs", *inputs, "--analysis", str(spec), "--output-dir", str(dyn)]) == 0
+    assert dynamics_figures.main(["--inputs", *inputs, "--analysis", str(tmp_path / "none.json"),
+                                  "--output-dir", str(tmp_path / "x")]) == 2
+    assert not (tmp_path / "x").exists()

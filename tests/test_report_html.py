@@ -211,3 +211,29 @@ def test_code_spans_hold_any_value():
         page = markdown_to_html(f"| c |\n|---|\n| {md_code(value)} |\n")
         assert html_tables(page) == [[["c"], [value]]], value
     assert md_text("line\none") == "line one"  # never a new row, item or heading
+
+
+@pytest.mark.parametrize("configfile, synthetic", [("configs/smoke.yaml", True), ("configs/cpu-real.yaml", False),
+                                                   ("config.yaml", False)])
+def test_report_front_page_says_synthetic_first(configfile, synthetic):
+    """``workflow/report/workflow.rst`` rendered as ``snakemake --report`` renders it (Jinja2 with
+    ``snakemake.config``, then docutils; snakemake/report/__init__.py): the smoke configuration's front
+    page opens with the synthetic-data warning, a real-data one carries none."""
+    import yaml
+    from docutils.core import publish_parts
+    from jinja2 import Environment
+
+    root = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((root / configfile).read_text())
+
+    class Snakemake:  # the object Snakemake hands the template
+        pass
+
+    Snakemake.config = config
+    rst = Environment().from_string((root / "workflow/report/workflow.rst").read_text()).render(snakemake=Snakemake)
+    body = publish_parts(rst, writer="html", settings_overrides={"halt_level": 2})["html_body"]
+    text = re.sub(r"<[^>]+>", "", body)
+    assert ("SYNTHETIC DATA" in text) is synthetic
+    if synthetic:
+        assert text.strip().startswith("SYNTHETIC DATA") and "synthetic language" in text
+    assert "Reproduction of Fu et al." in text

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from report_pages import blank_reason, browser_missing_reason, find_browser, report_items, screenshot, verdict_table
+from report_pages import (blank_reason, browser_missing_reason, find_browser, report_items, screenshot, verdict_table,
+                          workflow_description)
 
 REPO = Path(__file__).resolve().parent.parent
 TABLES = ("table1", "table2", "table3", "table4", "ablation")
@@ -127,6 +128,7 @@ def check_report(workdir: Path, results: Path) -> None:
     header, rows = verdict_table(by_name["claims.html"]["content"])
     assert {r[0].split(":")[0] for r in rows} == {"C1", "C2", "C3", "C4", "C4b", "C5", "C6", "C7", "S1"}
     assert "SYNTHETIC GLUE-format tasks" in by_name["claims.html"]["caption"]
+    assert "SYNTHETIC DATA" in workflow_description(report)  # the report's front page says so first
     csvs = {Path(p).name for paths in categories["Data (CSV)"].values() for p in paths}
     assert csvs == {f"{t}.csv" for t in TABLES} | {"claims.csv", "efficiency.csv"}
     assert not any(n.endswith(".md") for n in by_name), "Markdown pages are shown as HTML, not as downloads"

@@ -127,7 +127,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
              f"the {cl}% CI is in claims.csv. Margin "
              f"{cfg.equivalence_margin} points; \"matches\" decided by {cfg.match_rule.replace('_', '-')}; "
              f"min_seeds = {cfg.min_seeds}; seed = {cfg.seed}.", "",
-             f"| Claim | A vs B | scope | n (A/B) | effect | {dl} CI | p for / against | fewest seeds (80% power) | verdict |",
+             f"| Claim | A vs B | scope | n (A/B) | effect | {dl} CI | p for / against | seeds per arm: least (80% power) | verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
     warns = page_warnings(df, cfg)
     if warns:
@@ -140,16 +140,16 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     counts = claims["verdict"].value_counts()
     lines += ["", "Verdicts: " + ", ".join(f"{v}: {int(counts.get(v, 0))}" for v in VERDICTS)
               + ". `not run`: an arm of the claim was not in this configuration (the detail says which).", "",
-              "**Fewest seeds**: the smallest number of units per arm (fine-tuning seeds, or pre-training runs "
-              "where those are the unit) with which the claim's test can "
-              f"reach p <= {cfg.alpha} at all, analytically: the smallest n with 1 / C(2n, n) <= alpha, the smallest "
-              "one-sided p of the exact two-sample permutation test (complete separation of the arms); the same "
-              "for every rule here, since one-sided tests, TOST and the intersection-union test all test at alpha "
-              "(refuting the per-key claim C3 after Holm's correction over k keys needs 1 / C(2n, n) <= alpha / k). "
-              "In brackets: seeds per arm for 80% power at the observed effect and pooled SD (normal approximation "
-              "to the deciding one-sided test: n = 2 (z_{1-alpha} + z_0.8)^2 s^2 / (effect - boundary)^2), in the "
-              "direction the observed effect lies from the boundary: seeds to support the claim when the effect is "
-              "on the claim's side, to refute it when it is on the other (the formula is symmetric in the gap).", "",
+              "**Seeds per arm**, e.g. `3 (36)`: the first number is the least number of units per arm (fine-tuning "
+              "seeds, or pre-training runs where those are the unit) with which the claim's test can reach "
+              f"p <= {cfg.alpha} at all; with fewer, even two arms that do not overlap give a larger p. The number "
+              "in brackets is how many units per arm would give the test an 80% chance to decide the claim if the "
+              "true effect and spread were the ones observed here: to support it when the effect lies on the claim's "
+              "side of the boundary, to refute it when it lies on the other.", "",
+              "How they are computed: the least n is the smallest n with 1 / C(2n, n) <= alpha (the smallest "
+              "one-sided p of the exact permutation test; refuting C3 after Holm's correction over k score keys "
+              "needs alpha / k); the bracket is n = 2 (z_{1-alpha} + z_0.8)^2 s^2 / (effect - boundary)^2 "
+              "(a normal approximation; s the pooled SD), rounded up and at least the first number.", "",
               "Not checked as claims: Figure 6's learning-dynamics pattern (TACO keeps intra-context similarity "
               "high and the intra/inter gap large late in training, MLM does not): the paper gives neither values "
               "nor what \"high\"/\"large\" means, and the dynamics are measured on one pre-training run per "

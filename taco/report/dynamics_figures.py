@@ -147,9 +147,9 @@ def _save(fig, out_dir: Path, name: str, dpi: int = 200) -> list[Path]:
     return paths
 
 
-def draw_figure6(records: list[dict[str, Any]]):
+def draw_figure6(records: list[dict[str, Any]], label: str = ""):
     """Figure 6 as a matplotlib figure: intra, inter, gap vs steps for every objective (rows h and g);
-    one legend below the panels."""
+    one legend below the panels; ``label`` (the synthetic-corpus label) as the title's second line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -171,23 +171,24 @@ def draw_figure6(records: list[dict[str, Any]]):
                 ax.set_xlabel("")
     handles, labs = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labs, loc="outside lower center", ncol=min(len(labs), 5), frameon=False)
-    fig.suptitle("Learning dynamics: intra- and inter-context similarity (bands: 95% bootstrap CI over blocks)",
-                 fontsize=11)
+    fig.suptitle("Learning dynamics: intra- and inter-context similarity (bands: 95% bootstrap CI over blocks)"
+                 + (f"\n{label}" if label else ""), fontsize=11)
     return fig
 
 
-def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int = 200) -> list[Path]:
+def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int = 200,
+            label: str = "") -> list[Path]:
     """Figure 6 (:func:`draw_figure6`); writes figure6.png/.pdf."""
     import matplotlib.pyplot as plt
 
-    fig = draw_figure6(records)
+    fig = draw_figure6(records, label)
     paths = _save(fig, Path(out_dir), "figure6", dpi)
     plt.close(fig)
     return paths
 
 
 def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective: str = "mlm",
-            dpi: int = 200) -> list[Path]:
+            dpi: int = 200, label: str = "") -> list[Path]:
     """Figure 2 (:func:`draw_figure2`); writes figure2.png/.pdf.
 
     Raises:
@@ -195,15 +196,16 @@ def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective
     """
     import matplotlib.pyplot as plt
 
-    fig = draw_figure2(records, objective)
+    fig = draw_figure2(records, objective, label)
     paths = _save(fig, Path(out_dir), "figure2", dpi)
     plt.close(fig)
     return paths
 
 
-def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm"):
+def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm", label: str = ""):
     """Figure 2 as a matplotlib figure: MLM's anchor alignment vs the random baseline, and its h
-    similarities, vs steps; one legend below the panels.
+    similarities, vs steps; one legend below the panels; ``label`` (the synthetic-corpus label) as the
+    title's second line.
 
     Raises:
         PlotInputError: no record of ``objective`` among the inputs.
@@ -242,7 +244,8 @@ def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm"):
     # one legend below both panels: inside them it would cover a curve
     fig.legend(handles, labs, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     name = SERIES_STYLE.get(objective, (objective,))[0]
-    fig.suptitle(f"{name} learning dynamics (bands: 95% bootstrap CI over blocks)", fontsize=11)
+    fig.suptitle(f"{name} learning dynamics (bands: 95% bootstrap CI over blocks)" + (f"\n{label}" if label else ""),
+                 fontsize=11)
     return fig
 
 
@@ -264,18 +267,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", default="results", help="where figure6/figure2 .png/.pdf go")
     p.add_argument("--figure2-objective", default="mlm", help="objective shown in figure 2 (default mlm)")
     p.add_argument("--dpi", type=int, default=200, help="PNG resolution (default 200)")
+    p.add_argument("--analysis", help="analysis spec (JSON/YAML): a synthetic corpus puts the synthetic-data "
+                                      "label on both figures")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """``taco dynamics-figures``; exit 2 on bad input (nothing written in that case)."""
+    from taco.report.analysis_config import AnalysisConfigError, load_analysis
+    from taco.report.tables import synthetic_corpus_label
+
     args = build_parser().parse_args(argv)
     try:
+        label = synthetic_corpus_label(load_analysis(args.analysis)) if args.analysis else ""
         records = load_records(args.inputs)
         _require_objective(records, args.figure2_objective)  # fail before writing anything
-        written = (figure6(records, args.output_dir, args.dpi)
-                   + figure2(records, args.output_dir, args.figure2_objective, args.dpi))
-    except PlotInputError as exc:
+        written = (figure6(records, args.output_dir, args.dpi, label)
+                   + figure2(records, args.output_dir, args.figure2_objective, args.dpi, label))
+    except (PlotInputError, AnalysisConfigError, FileNotFoundError) as exc:
         return cli_error("dynamics-figures", exc)
     print("taco dynamics-figures: wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -15,7 +15,7 @@ size, objective, fraction, step, validation MLM loss, accuracy, TC loss). The fi
 scale with plain tick labels), (c) validation MLM loss and (d) validation TC loss at each budget
 (and the control at step 0, when there is one). One run is one style in every panel: the colour and marker of its objective,
 and the line style and marker fill of its data fraction (full data solid with filled markers, the
-next fraction dashed with hollow markers, ...). One legend, right of the panels, covers no data.
+next fraction dashed with hollow markers, ...). One legend, below the panels, covers no data or title.
 
 Comparability: BERT-NCE and INFOWORD (the objectives with the ``nce`` term) train the MLM head on
 in-batch candidates, without a sampling correction; their logged and validation "MLM loss" is the
@@ -162,8 +162,8 @@ def _panel_empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8, wrap=True)
 
 
-#: the longest line of a panel title (10 pt over one of two panels beside the legend)
-TITLE_CHARS = 45
+#: the longest line of a panel title (10 pt over one of two panels side by side)
+TITLE_CHARS = 70
 
 
 def _title(ax, text: str) -> None:
@@ -177,9 +177,12 @@ def _markevery(n: int) -> int:
     return max(1, n // 8)
 
 
-def figure(train: pd.DataFrame, val: pd.DataFrame):
-    """The four-panel figure (see the module docstring); a panel says so when it has nothing."""
+def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
+    """The four-panel figure (see the module docstring); a panel says so when it has nothing. ``label``
+    (:func:`taco.report.tables.synthetic_corpus_label`), when given, is the figure's title."""
     fig, axes = plt.subplots(2, 2, figsize=(11.0, 7.4), layout="constrained")
+    if label:
+        fig.suptitle(label, fontsize=10)
     (ax_tm, ax_ta), (ax_vm, ax_vt) = axes
     runs = set()
     for df in (train, val):
@@ -249,20 +252,24 @@ def figure(train: pd.DataFrame, val: pd.DataFrame):
         ax.set_xlabel("pre-training step")
         ax.grid(True, alpha=0.3, which="both")
     if handles:
-        fig.legend(list(handles.values()), list(handles.keys()), loc="outside right upper", fontsize=8,
-                   title=legend_title(runs), title_fontsize=8)
+        # below the panels, in columns: right of them a legend as tall as the figure ran into the
+        # long title of panel (b) (constrained layout does not keep a title wider than its axes clear of it)
+        fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center", fontsize=8,
+                   ncol=2 if len(handles) > 3 else len(handles), title=legend_title(runs), title_fontsize=8,
+                   frameon=False)
     return fig
 
 
-def make(checkpoints: list[str | Path], out_dir: str | Path) -> list[Path]:
-    """Collect, plot and write ``pretrain_curves.{png,pdf,csv}`` into ``out_dir``; returns the paths."""
+def make(checkpoints: list[str | Path], out_dir: str | Path, label: str = "") -> list[Path]:
+    """Collect, plot and write ``pretrain_curves.{png,pdf,csv}`` into ``out_dir``; returns the paths.
+    ``label``: the figure's title (:func:`figure`)."""
     from taco.manifest import atomic_write_text
     from taco.report.figures import save
 
     train, val = collect(checkpoints)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = save(figure(train, val), out, NAME)
+    paths = save(figure(train, val, label), out, NAME)
     csv = out / f"{NAME}.csv"
     atomic_write_text(csv, val.to_csv(index=False))
     return [*paths, csv]
@@ -274,14 +281,21 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco pretrain-curves", description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoints", nargs="+", required=True, help="budget checkpoint directories")
     ap.add_argument("--output-dir", default="results", help="folder for pretrain_curves.png, .pdf and .csv")
+    ap.add_argument("--analysis", help="analysis spec (JSON/YAML): a synthetic corpus puts the synthetic-data "
+                                       "label on the figure")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``taco pretrain-curves``; exit 2 on bad input (nothing written in that case)."""
+    from taco.report.analysis_config import AnalysisConfigError, load_analysis
+    from taco.report.tables import synthetic_corpus_label
+
     args = build_parser().parse_args(argv)
     try:
-        paths = make(args.checkpoints, args.output_dir)
-    except (FileNotFoundError, EvalFileError, ValueError) as exc:
+        label = synthetic_corpus_label(load_analysis(args.analysis)) if args.analysis else ""
+        paths = make(args.checkpoints, args.output_dir, label)
+    except (FileNotFoundError, EvalFileError, AnalysisConfigError, ValueError) as exc:
         return cli_error("pretrain-curves", exc)
     print(f"taco pretrain-curves: {len(paths)} files -> {args.output_dir}")
     return 0

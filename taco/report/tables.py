@@ -229,6 +229,15 @@ def synthetic_label(cfg: AnalysisConfig | None) -> str:
             + " (smoke test; not comparable with the paper)")
 
 
+def synthetic_corpus_label(cfg: AnalysisConfig | None) -> str:
+    """What is synthetic in a figure of the pre-training corpus alone (the pre-training curves, Figures 2
+    and 6), for titles (``''`` when the corpus is real): ``SYNTHETIC corpus (smoke test; not comparable
+    with the paper)``."""
+    if cfg is None or not cfg.synthetic_corpus:
+        return ""
+    return "SYNTHETIC corpus (smoke test; not comparable with the paper)"
+
+
 #: how to obtain test-set numbers (``taco glue-submission``; zips written by the workflow below the results folder)
 TEST_SCORES_NOTE = ("Test scores: these are dev-set numbers. For each fine-tuned checkpoint and seed the workflow "
                     "writes a GLUE server submission, `glue_submission/<size>/<objective>/data-<fraction>/step-<step>/"

@@ -515,7 +515,8 @@ class Commands:
         return self._taco("pretrain-curves")
 
     def pretrain_curves_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
-        return ["--checkpoints", *_files(input.checkpoints), "--output-dir", os.path.dirname(output.png)]
+        return ["--checkpoints", *_files(input.checkpoints), "--analysis", input.spec,
+                "--output-dir", os.path.dirname(output.png)]
 
     def efficiency_args(self, wildcards: Any = None) -> list[str]:
         """``taco efficiency``: its options all come from the analysis spec (a file input)."""
@@ -531,4 +532,5 @@ class Commands:
         return self._taco("dynamics-figures")
 
     def dynamics_figures_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
-        return ["--inputs", *_files(input), "--output-dir", os.path.dirname(_files(output)[0])]
+        return ["--inputs", *_files(input.dynamics), "--analysis", input.spec,
+                "--output-dir", os.path.dirname(_files(output)[0])]

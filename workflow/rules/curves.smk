@@ -7,6 +7,7 @@
 rule pretrain_curves:
     input:
         checkpoints=pretrain_targets() + wctl.checkpoints(config),
+        spec=f"{R}/analysis.json",  # a synthetic corpus labels the figure
     output:
         png=report_figure("pretrain_curves", "Figures"),
         pdf=f"{R}/pretrain_curves.pdf",

@@ -73,7 +73,8 @@ rule claims:
 
 rule dynamics_figures:
     input:
-        dynamics_targets(),
+        dynamics=dynamics_targets(),
+        spec=AGG["spec"],  # a synthetic corpus labels both figures
     output:
         **{f: report_figure(f, "Learning dynamics") for f in DYNAMICS_FIGURES},
         pdf=[f"{R}/{f}.pdf" for f in DYNAMICS_FIGURES],
