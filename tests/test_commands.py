@@ -117,6 +117,14 @@ class Parsed:
                 self.wrappers["forkserver"] = True
                 words = words[2:]
                 continue
+            if words[1] == "taco.workflow.nodes":  # one torchrun agent per node (num_nodes > 1)
+                from taco.workflow.nodes import build_parser as nodes_parser
+
+                ns = self._parse(nodes_parser(), words[2:], shellcmd)
+                assert ns.command[:1] == ["--"], shellcmd
+                self.wrappers["nodes"] = ns
+                words = ns.command[1:]
+                continue
             if words[1] == "torch.distributed.run":
                 from torch.distributed.run import get_args_parser
 
@@ -444,11 +452,17 @@ def check_pretrain(cfg, job, parsed):
         assert "--tc-" not in job["shellcmd"], job["shellcmd"]
     assert params["mlm_probability"] == cfg["pretrain"]["mlm_probability"]
     # one process per GPU of the job: the global batch is per_device x grad_accum x num_gpus
-    torchrun = parsed.wrappers.get("torch.distributed.run")
-    if s["num_gpus"] > 1:
+    torchrun, nodes = parsed.wrappers.get("torch.distributed.run"), parsed.wrappers.get("nodes")
+    assert job["resources"]["nodes"] == s["num_nodes"]  # sbatch --nodes on SLURM
+    if s["num_nodes"] > 1:  # one agent per node (taco.workflow.nodes), max(num_gpus, 1) processes each
+        assert torchrun is None and nodes is not None, job["shellcmd"]
+        assert (nodes.nnodes, nodes.nproc_per_node, nodes.gpus_per_node) == (
+            s["num_nodes"], max(1, s["num_gpus"]), s["num_gpus"])
+    elif s["num_gpus"] > 1:
         assert torchrun is not None and int(torchrun.nproc_per_node) == s["num_gpus"], job["shellcmd"]
+        assert nodes is None
     else:
-        assert torchrun is None, job["shellcmd"]
+        assert torchrun is None and nodes is None, job["shellcmd"]
     check_slots(cfg, parsed, s["num_gpus"])
     assert job["threads"] == s["threads"] or job["threads"] < s["threads"]  # capped by --cores
     assert parsed.env.get("OMP_NUM_THREADS") == str(job["threads"])

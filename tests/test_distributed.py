@@ -3,6 +3,10 @@
 
 - kill -9 of the torchrun agent leaves no worker behind (`end_with_launcher`: PR_SET_PDEATHSIG), and a
   rerun resumes to the bit-identical weights of an uninterrupted two-process run;
+- two nodes of one process (``pretrain.sizes.<size>.num_nodes: 2``: :mod:`taco.workflow.nodes` under
+  stand-ins for SLURM's ``srun`` and ``scontrol``, ``tests/fake_slurm/``, two torchrun agents with a c10d
+  rendezvous on localhost) write the same bytes as one node of two processes; kill -9 of one agent
+  leaves no worker behind and the rerun resumes to the same bytes;
 - one process with twice the accumulation gives the same global batch of the same blocks, but not the
   same bytes: the two processes' micro-batches are summed by an all-reduce in another order, and each
   process draws its masks from its own generator (seed, process index, batch index), so the masks
@@ -13,6 +17,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -62,10 +67,17 @@ def _workers_of(out: Path) -> list[int]:
     return [int(x) for x in r.stdout.split() if int(x) != os.getpid()]
 
 
-def test_two_processes_kill_of_the_agent_ends_the_workers_and_resume_is_exact(tmp_path):
-    blocks = _blocks(tmp_path)
-    ref = tmp_path / "ref"
-    _run(_cmd(blocks, ref, 2), tmp_path / "ref.log")
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """(blocks, the uninterrupted run of two processes on one node: torchrun --standalone)."""
+    tmp = tmp_path_factory.mktemp("reference")
+    blocks = _blocks(tmp)
+    _run(_cmd(blocks, tmp / "ref", 2), tmp / "ref.log")
+    return blocks, tmp / "ref"
+
+
+def test_two_processes_kill_of_the_agent_ends_the_workers_and_resume_is_exact(tmp_path, reference):
+    blocks, ref = reference
 
     out = tmp_path / "killed"
     log = open(tmp_path / "killed.log", "w")
@@ -96,3 +108,82 @@ def test_two_processes_kill_of_the_agent_ends_the_workers_and_resume_is_exact(tm
     _run(_cmd(blocks, two, 2, "--per-device-batch-size", "4"), tmp_path / "two.log")
     assert _sha(one) != _sha(two)  # not equal runs (see the module docstring)
     assert _max_diff(one, two) < 5e-2
+
+
+FAKE_SLURM = REPO / "tests" / "fake_slurm"
+
+
+def _two_nodes(blocks: Path, out: Path, *extra: str) -> list[str]:
+    """The words ``commands.py`` writes for num_nodes: 2, num_gpus: 0 (one process per node)."""
+    return [sys.executable, "-m", "taco.workflow.nodes", "--nnodes", "2", "--nproc-per-node", "1",
+            "--gpus-per-node", "0", "--", *_cmd(blocks, out, 1, *extra)[1:]]
+
+
+def _slurm_env(tmp: Path, port: int) -> dict[str, str]:
+    return dict(_env(), PATH=f"{FAKE_SLURM}:{os.environ['PATH']}", SLURM_JOB_ID="4242", TACO_RDZV_PORT=str(port),
+                FAKE_SRUN_PIDS=str(tmp / "agents.pid"))
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_nodes_equal_one_node_of_two_and_a_dead_node_leaves_no_survivor(tmp_path, reference):
+    from safetensors.torch import load_file
+
+    blocks, ref = reference
+    out = tmp_path / "two-nodes"
+    with open(tmp_path / "two.log", "w") as fh:
+        rc = subprocess.run(_two_nodes(blocks, out), stdout=fh, stderr=subprocess.STDOUT, cwd=str(REPO), timeout=600,
+                            env=_slurm_env(tmp_path, _free_port())).returncode
+    log = (tmp_path / "two.log").read_text()
+    assert rc == 0, log[-3000:]
+    assert "--rdzv-backend c10d --rdzv-endpoint localhost:" in log  # the launch line it printed
+    a, b = load_file(out / "model.safetensors"), load_file(ref / "model.safetensors")
+    assert a.keys() == b.keys() and all(bool((a[k] == b[k]).all()) for k in a), "2 x 1 differs from 1 x 2"
+    # the same world, another run: the nodes enter the config hash (taco.training.pretrain._hash_inputs)
+    man, ref_man = (json.loads((d / "manifest.json").read_text()) for d in (out, ref))
+    assert man["hash_inputs"]["num_nodes"] == 2 and "num_nodes" not in ref_man["hash_inputs"]
+    assert man["hash_inputs"]["world_size"] == ref_man["hash_inputs"]["world_size"] == 2
+    assert man["config_hash"] != ref_man["config_hash"]
+
+    # kill -9 of one node's agent mid-segment: its worker dies with it, the other node's fails, srun
+    # (--kill-on-bad-exit=1) ends the step; nothing trains on, and the rerun resumes to the same bytes
+    killed = tmp_path / "killed"
+    env = _slurm_env(tmp_path, _free_port())
+    logf = open(tmp_path / "killed.log", "w")
+    step = subprocess.Popen(_two_nodes(blocks, killed, "--debug-step-sleep", "1.0"), stdout=logf,
+                            stderr=subprocess.STDOUT, cwd=str(REPO), env=env, start_new_session=True)
+    state = Path(str(killed) + ".state")
+    deadline = time.time() + 300
+    while not list(state.glob("checkpoint-*/taco_state.json")):
+        assert step.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+        assert time.time() < deadline, "no state saved in time"
+        time.sleep(0.2)
+    agents = [int(x) for x in (tmp_path / "agents.pid").read_text().split()]
+    assert len(agents) == 2 and len(_workers_of(killed)) >= 2
+    os.killpg(agents[1], signal.SIGKILL)  # the second node's agent and everything in its session
+    assert step.wait(timeout=120) != 0
+    deadline = time.time() + 60
+    while _workers_of(killed) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not _workers_of(killed), "a worker outlived the dead node"
+    assert not killed.exists()
+    with open(tmp_path / "rerun.log", "w") as fh:
+        rc = subprocess.run(_two_nodes(blocks, killed), stdout=fh, stderr=subprocess.STDOUT, cwd=str(REPO),
+                            timeout=600, env=_slurm_env(tmp_path, _free_port())).returncode
+    rerun = (tmp_path / "rerun.log").read_text()
+    assert rc == 0 and "resuming from intermediate state" in rerun, rerun[-3000:]
+    assert _sha(killed) == _sha(out)
+
+
+def test_a_multi_node_segment_outside_slurm_is_refused_before_it_starts(tmp_path):
+    env = {k: v for k, v in _env().items() if not k.startswith("SLURM_")}
+    r = subprocess.run(_two_nodes(tmp_path / "blocks", tmp_path / "out"), capture_output=True, text=True,
+                       cwd=str(REPO), env=env, timeout=120)
+    assert r.returncode == 2 and "SLURM_JOB_ID is not set" in r.stderr and "workflow/profiles/slurm" in r.stderr
+    assert not (tmp_path / "out").exists()

@@ -345,7 +345,17 @@ def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, 
         **({"architecture": args.architecture} if args.architecture != DEFAULT_ARCHITECTURE else {}),
         # and every run's stays that of the runs made before dropout was settable
         **({"dropout": args.dropout} if args.dropout is not None else {}),
+        # and of one node: the nodes of a multi-node run (2 x 1 and 1 x 2 are then different runs, though
+        # their weights are the same bytes on CPU: tests/test_distributed.py)
+        **({"num_nodes": num_nodes()} if num_nodes() > 1 else {}),
     }
+
+
+def num_nodes() -> int:
+    """Nodes of this torchrun job: ``WORLD_SIZE / LOCAL_WORLD_SIZE`` (both set by torch.distributed.run;
+    1 for a single process)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    return max(1, world // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))))
 
 
 def _check_output(args: argparse.Namespace) -> tuple[Path, Path]:

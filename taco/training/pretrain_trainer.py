@@ -33,6 +33,12 @@ from taco.training.pretrain_state import (
 )
 from taco.training.segment import SegmentPlan
 
+#: seconds a collective waits for a rank that does not come (a dead node, a hung GPU) before the job fails
+#: and its retry resumes from the saved state (transformers' ``ddp_timeout``, default 1,800 s: the torch
+#: process group's timeout). Longer than any single-rank pause of a segment (validation and the budget
+#: export, which rank 0 does while the others wait, take seconds on a GPU). Changes no result.
+DDP_TIMEOUT_S = 600
+
 
 # ------------------------------------------------------------------------------------------------
 # training
@@ -194,6 +200,7 @@ def _training_arguments(plan: SegmentPlan, output_dir: Path):
         dataloader_num_workers=0,  # the masking generator is per batch index (see _SeededMaskingCollator)
         remove_unused_columns=False,
         use_cpu=a.device == "cpu",
+        ddp_timeout=DDP_TIMEOUT_S,
     )
     return TrainingArguments(**kwargs)
 

@@ -244,16 +244,26 @@ class Commands:
         """``taco pretrain`` with what changes the weights of this run: schedule, batch, optimiser, seed,
         the recipe (``taco.training.recipe``) and the options of the losses its objective uses (:meth:`_objective_args`)."""
         s = self.config["pretrain"]["sizes"][wildcards.size]
-        n = int(s["num_gpus"])
-        # several GPUs in one job (local slots or a SLURM allocation): one process per GPU
-        module = (["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", _s(n)] if n > 1 else [])
-        return module + self._taco("pretrain") + [
+        return self._distributed(s) + self._taco("pretrain") + [
             "--size", s["preset"], "--size-name", wildcards.size, "--objective", wildcards.objective,
             *self._recipe_args(RECIPE, wildcards), *self._objective_args(wildcards),
             *self._recipe_args(RECIPE_AFTER_OBJECTIVE, wildcards),
             "--seed", _s(wc.pretrain_seed_of(self.config, getattr(wildcards, "pseed", ""))),
             "--until", wildcards.step] + (
             ["--eval-every", _s(s["eval_every"])] if int(s.get("eval_every", 0) or 0) > 0 else [])
+
+    @staticmethod
+    def _distributed(size: dict[str, Any]) -> list[str]:
+        """The launcher before ``-m taco pretrain`` of a size: none for one process; several GPUs of one node
+        (local slots or a SLURM allocation): ``torch.distributed.run --standalone``, one process per GPU;
+        ``num_nodes`` > 1: :mod:`taco.workflow.nodes` (one torchrun agent per node, c10d rendezvous), with
+        ``max(num_gpus, 1)`` processes per node. One node's words are those of the runs made before
+        ``num_nodes`` existed."""
+        n, nodes = int(size["num_gpus"]), int(size.get("num_nodes", 1) or 1)
+        if nodes > 1:
+            return ["-m", "taco.workflow.nodes", "--nnodes", _s(nodes), "--nproc-per-node", _s(max(n, 1)),
+                    "--gpus-per-node", _s(n), "--"]
+        return ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", _s(n)] if n > 1 else []
 
     def _recipe_args(self, flags: Sequence[Parameter], wildcards: Any,
                      overrides: dict[str, Any] | None = None) -> list[str]:
@@ -357,10 +367,8 @@ class Commands:
         setting = tg.tuning_trials(self.config)[int(wildcards.trial)]
         horizon = int(t["horizon"])
         over = {"max_steps": horizon, **{TUNABLE[k]: v for k, v in setting.items()}}
-        n = int(s["num_gpus"])
-        module = (["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", _s(n)] if n > 1 else [])
         every = int(s.get("eval_every", 0) or 0)
-        return module + self._taco("pretrain") + [
+        return self._distributed(s) + self._taco("pretrain") + [
             "--size", s["preset"], "--size-name", wildcards.size, "--objective", wildcards.objective,
             *self._recipe_args(RECIPE, wildcards, over), *self._objective_args(wildcards),
             *self._recipe_args(RECIPE_AFTER_OBJECTIVE, wildcards, over),

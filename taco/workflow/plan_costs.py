@@ -261,8 +261,13 @@ class Rates:
         return self.finetune_util * self.peak, f"assumed {self.finetune_util:.0%} of {self.peak / 1e12:g} TFLOP/s"
 
 
+def _processes(s: dict[str, Any]) -> int:
+    """Training processes of one pre-training job of size ``s``: max(num_gpus, 1) per node x num_nodes."""
+    return max(1, int(s["num_gpus"])) * int(s.get("num_nodes", 1) or 1)
+
+
 def _global_batch(s: dict[str, Any]) -> int:
-    return int(s["per_device_batch_size"]) * int(s["grad_accum"]) * max(1, int(s["num_gpus"]))
+    return int(s["per_device_batch_size"]) * int(s["grad_accum"]) * _processes(s)
 
 
 def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
@@ -278,7 +283,7 @@ def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]
                                        architecture=s.get("architecture", DEFAULT_ARCHITECTURE))
         per_step = _global_batch(s) * L * fpt
         rate, source = rates.pretrain(preset, r.objective)
-        gpus = max(1, int(s["num_gpus"]))
+        gpus = _processes(s)
         segments = [b - a for a, b in zip([0] + steps[:-1], steps)]
         out.append({
             "size": r.size, "preset": preset, "objective": r.objective, "fraction": r.fraction,

@@ -21,6 +21,7 @@ rule pretrain_trial:
     threads: lambda w: size_cfg(w.size)["threads"]
     resources:
         gpu=lambda w: size_cfg(w.size)["num_gpus"] if GPUS else 0,
+        nodes=lambda w: size_cfg(w.size)["num_nodes"],  # SLURM's sbatch --nodes (taco.workflow.nodes)
         mem_mb=lambda w: size_cfg(w.size)["mem_mb"],
         runtime=lambda w: size_cfg(w.size)["runtime"],
         launch=CMD.launch("pretrain_trial", omp=True),
