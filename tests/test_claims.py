@@ -78,7 +78,7 @@ def test_every_claim_has_a_row(five_seeds):
         assert claims[col].notna().all(), col
     assert (claims.fewest_seeds == 3).all()  # 1 / C(6, 3) = 0.05 <= alpha; 1 / C(4, 2) = 1/6 is not
     md = (out / "claims.md").read_text()
-    assert "| C2: TACO-250k beats MLM-250k" in md and "Rule:" in md and "Fewest seeds" in md
+    assert "| C2: TACO-250k beats MLM-250k" in md and "Rule:" in md and "**Seeds per arm**" in md
     assert "Not checked as claims: Figure 6" in md
     assert "Welch's t interval of the difference of means" in md and "bootstrap" not in md  # method named
 

@@ -295,3 +295,24 @@ def test_weights_not_those_of_the_manifest_are_refused(tiny, tmp_path, capsys):
     out = tmp_path / "d.json"
     assert _run(bad, blocks, out) == 2
     assert str(bad / "model.safetensors") in capsys.readouterr().err and not out.exists()
+
+
+def test_the_masking_rate_is_the_runs_own(tiny, tmp_path):
+    """``taco dynamics`` masks at the rate the checkpoint was pre-trained with (its manifest's
+    ``parameters.mlm_probability``, what ``pretrain.mlm_probability`` set), not at a fixed 0.15; a
+    manifest that does not say keeps 0.15, and ``--mlm-probability`` overrides both."""
+    import shutil
+
+    ck, blocks, _ = tiny
+    ck30 = tmp_path / "step-100"
+    shutil.copytree(ck, ck30)
+    man = json.loads((ck / "manifest.json").read_text())
+    (ck30 / "manifest.json").write_text(json.dumps({**man, "parameters": {"mlm_probability": 0.3}}))
+    runs = {}
+    for name, c, extra in (("own-0.3", ck30, ()), ("unsaid", ck, ()), ("flag", ck30, ("--mlm-probability", "0.15"))):
+        assert _run(c, blocks, tmp_path / f"{name}.json", *extra) == 0
+        runs[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert [runs[n]["mlm_probability"] for n in ("own-0.3", "unsaid", "flag")] == [0.3, 0.15, 0.15]
+    # twice the rate selects about twice the positions (the same blocks, seed and masking code)
+    sel = {n: r["anchor_alignment"]["n_selected"] for n, r in runs.items()}
+    assert sel["flag"] == sel["unsaid"] and 1.5 * sel["unsaid"] < sel["own-0.3"] < 2.6 * sel["unsaid"]

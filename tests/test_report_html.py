@@ -75,7 +75,7 @@ def test_claims_page_holds_the_verdict_table(pages):
     ci = next(i for i, h in enumerate(header) if h.endswith("CI"))
     assert all(re.fullmatch(r"\[(-?\d+\.\d\d|n/a), (-?\d+\.\d\d|n/a)\]", r[ci]) for r in rows)
     assert {r[-1].split(" (")[0] for r in rows} <= set(VERDICTS)
-    assert "Fewest seeds" in page and "Not checked as claims" in page and "<h2>C1: " in page
+    assert "Seeds per arm" in page and "Not checked as claims" in page and "<h2>C1: " in page
     manifest = json.loads((pages / "claims.manifest.json").read_text())
     assert "claims.html" in manifest["outputs"]
 

@@ -177,7 +177,7 @@ def _resolve_device(name: str):
 
 def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *, split: str = "validation",
                      num_blocks: int = 64, max_pairs: int = 200_000, seed: int = 0, batch_size: int = 16,
-                     device: str = "auto", mlm_probability: float = MLM_PROBABILITY,
+                     device: str = "auto", mlm_probability: float | None = None,
                      n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     """All measures for one checkpoint (see the module docstring); returns the ``dynamics.json`` dict.
 
@@ -191,7 +191,9 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
         seed: fixes the block sample, the masking, the pairs, the baseline tokens and the bootstrap.
         batch_size: blocks per forward pass (does not change the numbers beyond float round-off).
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
-        mlm_probability: masking rate for the anchor-alignment pass.
+        mlm_probability: masking rate for the anchor-alignment pass; None: the rate the checkpoint was
+            pre-trained with (its manifest's ``parameters.mlm_probability``; :data:`MLM_PROBABILITY` for a
+            checkpoint whose manifest does not say).
         n_resamples: bootstrap resamples per confidence interval.
     Raises:
         DynamicsInputError: see :func:`validate_inputs`; also if the split has fewer than 2 blocks
@@ -199,6 +201,10 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     """
     t0 = time.time()
     manifest = validate_inputs(checkpoint, blocks, split, num_blocks, max_pairs, seed)
+    if mlm_probability is None:
+        mlm_probability = float((manifest.get("parameters") or {}).get("mlm_probability", MLM_PROBABILITY))
+    if not 0.0 < mlm_probability < 1.0:
+        raise DynamicsInputError(f"mlm_probability must lie in (0, 1), got {mlm_probability}")
     ck, bl = Path(checkpoint), Path(blocks)
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
@@ -429,7 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the sampled blocks, pairs and masks")
     p.add_argument("--batch-size", type=int, default=16, help="blocks per forward pass")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
-    p.add_argument("--mlm-probability", type=float, default=MLM_PROBABILITY, help="share of tokens masked, as in pre-training")
+    p.add_argument("--mlm-probability", type=float, default=None,
+                   help="share of tokens masked; default: the checkpoint's own pre-training rate (its manifest's "
+                        f"parameters.mlm_probability; {MLM_PROBABILITY} where it does not say)")
     p.add_argument("--n-resamples", type=int, default=N_RESAMPLES, help="bootstrap resamples per CI")
     return p
 
