@@ -253,7 +253,7 @@ def expect_pretrain(cfg, job):
     parent = None if i == 0 else f"{R}/pretrain/" + run_dir({**w, "step": str(budgets[i - 1])})
     return {
         "size": s["preset"], "size_name": w["size"], "objective": w["objective"], "max_steps": s["max_steps"],
-        "warmup_steps": s["warmup_steps"], "per_device_batch_size": s["per_device_batch_size"],
+        "warmup_steps": s.get("warmup_steps"), "per_device_batch_size": s["per_device_batch_size"],
         "grad_accum": s["grad_accum"], "lr": s["learning_rate"], "weight_decay": s["weight_decay"],
         "mlm_probability": pre["mlm_probability"], "precision": s["precision"],
         "seed": pretrain_seed_of(cfg, w.get("pseed", "")), "until": int(w["step"]), "save_every": s["save_every"],
@@ -268,12 +268,15 @@ def expect_pretrain(cfg, job):
 
 def expect_tuned(cfg, w, s):
     """pretrain.tuning: a tuned arm's replicates leave out --lr, --warmup-steps and --dropout (the parser's
-    defaults then) and read them from the arm's choice.json; otherwise the size's values, and no file."""
-    from taco.workflow.tuning_grid import tuned_arm
-
-    if tuned_arm(cfg, w["size"], w["objective"]):
-        return {"lr": 1e-4, "warmup_steps": None, "dropout": None,
-                "tuned_recipe": f"{cfg['results_dir']}/tuning/{w['size']}/{w['objective']}/choice.json"}
+    defaults then) and read them from the arm's choice.json (that of the same objective on the size named by
+    ``tuned_as``, if any); otherwise the size's values, and no file."""
+    if cfg["pretrain"].get("tuning", {}).get("enabled"):
+        size = s.get("tuned_as") or w["size"]
+        tuned = [(r["size"], o) for r in cfg["pretrain"]["runs"] for o in r["objectives"]
+                 if 1.0 in r.get("fractions", [1.0]) and not cfg["pretrain"]["sizes"][r["size"]].get("tuned_as")]
+        if (size, w["objective"]) in tuned:
+            return {"lr": 1e-4, "warmup_steps": None, "dropout": None,
+                    "tuned_recipe": f"{cfg['results_dir']}/tuning/{size}/{w['objective']}/choice.json"}
     return {"dropout": s.get("dropout"), "tuned_recipe": None}
 
 

@@ -16,6 +16,9 @@
    saved an intermediate state; the profile's ``retries`` resubmit it as a new SLURM job, which
    resumes from that state (its log says so), and the budget checkpoint equals the uninterrupted one
    from step 1. Nothing that had finished is redone.
+5. The multi-node launch (:mod:`taco.workflow.nodes`, ``pretrain.sizes.<size>.num_nodes``) in a real
+   allocation of the one node: its nested ``srun --overlap`` step, the c10d rendezvous on the node's
+   name, the same bytes as ``torch.distributed.run --standalone`` with as many processes.
 
 Skips, with the reason, only where the SLURM/munge programs are not installed (``.ci/run``
 installs them with apt-get) or the test does not run as root.
@@ -27,6 +30,7 @@ import csv
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -322,3 +326,51 @@ def test_smoke_on_slurm_equals_local_and_resumes_after_scancel(cluster, tmp_path
     for p, mtime in earlier.items():
         assert p.stat().st_mtime_ns == mtime, f"{p} was rewritten"
     print(f"SLURM and local runs: {t_runs:.0f} s; whole test: {time.monotonic() - t0:.0f} s")
+
+
+# The job step as the SLURM executor's job-step plugin (2.x) starts a job's shell command: one task over
+# the job's nodes, every SLURM_*/SRUN_*/SBATCH_* variable removed but these (the plugin's own list).
+JOBSTEP_KEEPS = ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN",
+                 "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP", "SLURM_CLUSTER_NAME", "SLURM_SUBMIT_DIR",
+                 "SLURM_SUBMIT_HOST")
+
+
+def test_the_multi_node_launch_runs_in_a_real_allocation(cluster, tmp_path):
+    """taco.workflow.nodes on the real SLURM (one node: --nnodes 1, two processes): scontrol gives the
+    node, the nested ``srun --overlap`` step starts the torchrun agent, the c10d rendezvous forms on the
+    node's name, and the segment writes the bytes of ``torch.distributed.run --standalone`` with two
+    processes (the same world size; a one-node launch hashes no num_nodes). Several nodes cannot be had
+    here: tests/test_distributed.py runs two agents under stand-ins for srun/scontrol."""
+    from tests.test_distributed import _cmd, _env, _run, _sha
+    from tests.test_train import _blocks
+
+    blocks = _blocks(tmp_path)
+    reference = tmp_path / "standalone"
+    _run(_cmd(blocks, reference, 2), tmp_path / "standalone.log")
+
+    out = tmp_path / "allocation"
+    launch = [sys.executable, "-m", "taco.workflow.nodes", "--nnodes", "1", "--nproc-per-node", "2",
+              "--gpus-per-node", "0", "--", *_cmd(blocks, out, 1)[1:]]
+    keep = "|".join(JOBSTEP_KEEPS)
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n"
+                      "for v in $(compgen -e | grep -E '^(SLURM|SRUN|SBATCH)_'); do\n"
+                      f"  case $v in {keep}) ;; *) unset $v ;; esac\n"
+                      "done\n"
+                      "exec srun -n1 --cpu-bind=q --nodes=1 " + " ".join(shlex.quote(w) for w in launch) + "\n")
+    log = tmp_path / "job.log"
+    submit = subprocess.run(["sbatch", "--parsable", "--wait", "--nodes=1", "--ntasks=1", "--cpus-per-task=2",
+                             "--mem=4000", f"--output={log}", f"--chdir={REPO}", str(script)],
+                            capture_output=True, text=True, env=_env(), timeout=600)
+    text = log.read_text() if log.exists() else ""
+    assert submit.returncode == 0, submit.stdout + submit.stderr + text[-4000:] + cluster.logs()
+    jobid = submit.stdout.strip().split(";")[0]
+    assert squeue_all()[jobid]["state"] == "COMPLETED"
+    launched = re.search(r"^taco nodes: (.*)$", text, re.M)
+    assert launched, text[-3000:]
+    words = shlex.split(launched.group(1))
+    assert words[:4] == ["srun", "--jobid", jobid, "--overlap"], words
+    endpoint = words[words.index("--rdzv-endpoint") + 1]
+    assert endpoint == f"{cluster.hostname}:{20000 + int(jobid) % 20000}", endpoint
+    assert words[words.index("--rdzv-id") + 1] == jobid
+    assert _sha(out) == _sha(reference), text[-3000:]

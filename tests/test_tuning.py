@@ -131,3 +131,41 @@ def test_the_workflow_runs_trials_then_the_tuned_replicates(tmp_path):
 
     with pytest.raises(PlanError, match="pretrain.tuning.space.momentum"):
         load_config([str(REPO / "configs" / "smoke.yaml"), str(bad)])
+
+
+def test_a_size_tuned_as_another_reads_that_sizes_choices_and_runs_no_trials(tmp_path):
+    """pretrain.sizes.<size>.tuned_as (configs/cpu-real-long.yaml): the long size's runs read the same
+    objective's choice on the named size, get no trials of their own, and a bad name is refused naming
+    the key before any job."""
+    from taco.workflow import tuning_grid as tg
+    from taco.workflow.plan import PlanError, load_config
+
+    base = REPO / "configs" / "smoke.yaml"
+    overlay = tmp_path / "long.yaml"
+    overlay.write_text(
+        "pretrain:\n"
+        "  tuning: {enabled: true, trials: 2, horizon: 10, space: {warmup_steps: [1, 2]}}\n"
+        "  runs: [{size: tiny, objectives: [mlm, taco], fractions: [1.0]}, {size: long, objectives: [taco]}]\n"
+        "  sizes: {long: {preset: tiny, tuned_as: tiny, max_steps: 40, budgets: [20, 40]}}\n"
+        "finetune: {budgets: {tiny: [150]}}\n")
+    cfg = load_config([str(base), str(overlay)])
+    assert tg.tuning_arms(cfg) == [("tiny", "mlm"), ("tiny", "taco")]
+    assert tg.recipe_arm(cfg, "long", "taco") == ("tiny", "taco") and tg.tuned_arm(cfg, "long", "taco")
+    assert tg.recipe_arm(cfg, "tiny", "mlm") == ("tiny", "mlm")
+
+    for sizes, word in [("{long: {preset: tiny, tuned_as: nowhere, max_steps: 40, budgets: [40]}}", "nowhere"),
+                        ("{long: {preset: tiny, tuned_as: long, max_steps: 40, budgets: [40]}}", "another size")]:
+        overlay.write_text(overlay.read_text().split("  sizes:")[0] + f"  sizes: {sizes}\n"
+                           "finetune: {budgets: {tiny: [150]}}\n")
+        with pytest.raises(PlanError, match=rf"pretrain\.sizes\.long\.tuned_as: .*{word}"):
+            load_config([str(base), str(overlay)])
+    # an objective the named size does not tune
+    overlay.write_text(overlay.read_text().replace("objectives: [taco]}", "objectives: [mlm_tp]}")
+                       .replace("tuned_as: long", "tuned_as: tiny"))
+    with pytest.raises(PlanError, match=r"pretrain\.sizes\.long\.tuned_as: 'tiny' has no tuned arm for mlm_tp"):
+        load_config([str(base), str(overlay)])
+    # tuning off: there is no choice to read
+    overlay.write_text(overlay.read_text().replace("enabled: true", "enabled: false")
+                       .replace("objectives: [mlm_tp]}", "objectives: [taco]}"))
+    with pytest.raises(PlanError, match=r"pretrain\.sizes\.long\.tuned_as: .*pretrain\.tuning is off"):
+        load_config([str(base), str(overlay)])

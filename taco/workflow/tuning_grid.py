@@ -14,17 +14,30 @@ def tuning_enabled(config: dict[str, Any]) -> bool:
     return bool((config["pretrain"].get("tuning") or {}).get("enabled"))
 
 
+def tuned_as(config: dict[str, Any], size: str) -> str | None:
+    """``pretrain.sizes.<size>.tuned_as``: the size whose arms' tuning choices this size's runs read instead
+    of trials of their own (a longer schedule of the same model, e.g. ``configs/cpu-real-long.yaml``), or None."""
+    return config["pretrain"]["sizes"][size].get("tuned_as") or None
+
+
 def tuning_arms(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The (size, objective) arms that get tuning trials: every size's objective with a full-data run, in run
-    order; [] when tuning is off. The choice of an arm sets the recipe of all its runs (every seed and
-    fraction)."""
+    order, but a size that is ``tuned_as`` another; [] when tuning is off. The choice of an arm sets the recipe
+    of all its runs (every seed and fraction) and of the same objective's runs of a size tuned as it."""
     if not tuning_enabled(config):
         return []
     out: list[tuple[str, str]] = []
     for r in runs(config):
-        if r.fraction == 1.0 and (r.size, r.objective) not in out:
+        if r.fraction == 1.0 and not tuned_as(config, r.size) and (r.size, r.objective) not in out:
             out.append((r.size, r.objective))
     return out
+
+
+def recipe_arm(config: dict[str, Any], size: str, objective: str) -> tuple[str, str] | None:
+    """The tuned arm whose choice sets the recipe of (size, objective)'s runs: its own, or that of the same
+    objective on ``tuned_as``'s size; None when the runs are not tuned (tuning off, or no such arm)."""
+    arm = (tuned_as(config, size) or size, objective)
+    return arm if arm in tuning_arms(config) else None
 
 
 def tuning_trials(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -38,14 +51,29 @@ def tuning_trials(config: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def tuned_arm(config: dict[str, Any], size: str, objective: str) -> bool:
-    """Whether the runs of (size, objective) take their recipe from the arm's tuning choice."""
-    return (size, objective) in tuning_arms(config)
+    """Whether the runs of (size, objective) take their recipe from a tuning choice (:func:`recipe_arm`)."""
+    return recipe_arm(config, size, objective) is not None
 
 
 def check_tuning(config: dict[str, Any]) -> None:
     """ConfigError naming the key for a bad search space or a tuning with nothing to tune (no-op when off)."""
     from taco.training.tuning import check_space
 
+    for size, s in config["pretrain"]["sizes"].items():
+        other = s.get("tuned_as")
+        if not other:
+            continue
+        key = f"pretrain.sizes.{size}.tuned_as"
+        if not tuning_enabled(config):
+            raise ConfigError(f"{key}: {other!r}, but pretrain.tuning is off (there is no choice to read)")
+        if other == size or other not in config["pretrain"]["sizes"] or tuned_as(config, other):
+            raise ConfigError(f"{key}: {other!r} is not another size with trials of its own "
+                              f"(pretrain.sizes: {sorted(config['pretrain']['sizes'])})")
+        missing = sorted({r.objective for r in runs(config) if r.size == size} -
+                         {o for z, o in tuning_arms(config) if z == other})
+        if missing:
+            raise ConfigError(f"{key}: {other!r} has no tuned arm for {', '.join(missing)} (a full-data run of "
+                              f"that objective on size {other!r} in pretrain.runs)")
     if not tuning_enabled(config):
         return
     t = config["pretrain"]["tuning"]

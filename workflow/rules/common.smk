@@ -124,10 +124,11 @@ def tuning_trial_dirs(wildcards):
 
 
 def tuned_recipe(wildcards):
-    """The arm's choice.json for a tuned arm's replicates ([] when pretrain.tuning is off)."""
-    if not tg.tuned_arm(config, wildcards.size, wildcards.objective):
+    """The arm's choice.json for a tuned arm's replicates, or tuned_as's size's ([] when not tuned)."""
+    arm = tg.recipe_arm(config, wildcards.size, wildcards.objective)
+    if arm is None:
         return []
-    return f"{R}/tuning/{wildcards.size}/{wildcards.objective}/choice.json"
+    return f"{R}/tuning/{arm[0]}/{arm[1]}/choice.json"
 
 
 def tuning_choices():
