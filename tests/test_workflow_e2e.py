@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -182,14 +183,32 @@ def check_families(results: Path) -> None:
     assert "modernbert\\_tiny: encoder family" in (results / "deviations.md").read_text()
 
 
+def check_long_pair(results: Path) -> None:
+    """configs/cpu-real-long.yaml: the long size runs no trials, each objective's run reads BERT-tiny's choice
+    for that objective (tuned_as: tiny), its last budget is fine-tuned, and E1 has a row for it."""
+    assert not (results / "tuning" / "tiny_long").exists()
+    for objective in ("mlm", "taco"):
+        chosen = json.loads((results / "tuning" / "tiny" / objective / "choice.json").read_text())["chosen"]["setting"]
+        params = json.loads((results / "pretrain" / "tiny_long" / objective / "data-1.0" / "step-16" / "manifest.json")
+                            .read_text())["hash_inputs"]
+        assert (params["warmup_steps"], params["max_steps"]) == (chosen["warmup_steps"], 16), params
+        assert math.isclose(params["lr"], chosen["learning_rate"]), params
+    assert len(list((results / "finetune" / "tiny_long").rglob("metrics.json"))) == 2 * 4 * 2  # objectives x tasks x seeds
+    assert not list((results / "finetune" / "tiny_long").rglob("step-8"))
+    rows = [r for r in read_csv(results / "efficiency.csv") if r["kind"] == "primary" and r["size"] == "tiny_long"]
+    assert len(rows) == 1 and rows[0]["n_runs_a"] == "1" and rows[0]["target_step"] == "16", rows
+
+
 def test_local_config_end_to_end(tmp_path, shared_data):
     """configs/cpu-real.yaml (WikiText-2 + Gutenberg books, control, pre-training replicates) shortened
     by the CI overlay tests/configs/cpu-real-ci.yaml: same code paths, a few steps, small subsets; with the
     encoder-families overlay configs/cpu-real-families.yaml (shrunk by tests/configs/cpu-real-families-ci.yaml)
-    in the same run: ModernBERT and RoBERTa pre-trained, fine-tuned, measured and analysed beside BERT."""
+    in the same run: ModernBERT and RoBERTa pre-trained, fine-tuned, measured and analysed beside BERT; and
+    the long pair of configs/cpu-real-long.yaml (shrunk by tests/configs/cpu-real-long-ci.yaml)."""
     data_root = ci_data_root(shared_data, tmp_path / "data")
     out = snakemake(tmp_path, ("configs/cpu-real.yaml", "tests/configs/cpu-real-ci.yaml",
-                               "configs/cpu-real-families.yaml", "tests/configs/cpu-real-families-ci.yaml"),
+                               "configs/cpu-real-families.yaml", "tests/configs/cpu-real-families-ci.yaml",
+                               "configs/cpu-real-long.yaml", "tests/configs/cpu-real-long-ci.yaml"),
                     "--config", f"data_root={data_root}")
     assert out.returncode == 0, out.stderr[-5000:]
     results = tmp_path / "results" / "cpu-real-ci"
@@ -218,6 +237,7 @@ def test_local_config_end_to_end(tmp_path, shared_data):
         assert {(r["objective"], r["step"]) for r in curves if r["size"] == size} == {
             ("control", "0"), ("mlm", "8"), ("mlm", "16"), ("taco", "8"), ("taco", "16")}, size
     check_families(results)
+    check_long_pair(results)
     assert (results / "pretrain_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # job logs carry readable progress lines
     log = (results / "logs" / "pretrain" / "tiny" / "taco" / "data-1.0" / "step-16.log").read_text()
