@@ -123,9 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{rule:<22} {jobs[rule]:>5} {cpu[rule]:>8.1f} {cpu[rule] / total_cpu:>6.1%} "
               f"{cpu[rule] / jobs[rule]:>10.1f}")
     rest = total_cpu - sum(cpu.values())
-    print(f"{'(Snakemake, server import, fresh processes)':<44} {rest:>8.1f} {rest / total_cpu:>6.1%}")
+    print(f"{'(the rest: Snakemake, its in-process rules, the server import)':<44} {rest:>8.1f} {rest / total_cpu:>6.1%}")
     if silent:
-        print(f"{len(silent)} job log(s) without a forkserver line (ran as fresh processes, counted in the "
+        print(f"{len(silent)} job log(s) without a forkserver line (rules run inside Snakemake, or fresh processes; counted in the "
               f"rest): {', '.join(sorted(silent)[:5])}{' ...' if len(silent) > 5 else ''}")
     if args.json:
         Path(args.json).write_text(json.dumps({

@@ -604,3 +604,17 @@ def test_the_probe_panel_is_drawn_and_its_text_fits(tmp_path):
         assert_text_fits(fig, 150)
     finally:
         plt.close(fig)
+
+
+def test_an_interval_that_bounds_nothing_is_printed_as_none():
+    """The page's t interval: a usable one as numbers; ends more than 1000x apart (2 units, df ~1) as the
+    unit count, never as a number such as [1.78e-09, 2.72e+08]; a missing one as none."""
+    from types import SimpleNamespace
+
+    from taco.report.efficiency_markdown import t_interval_text
+
+    row = dict(n_units_a=2, n_units_b=2, df=1.02)
+    assert t_interval_text(SimpleNamespace(**row, speedup_ci_low=2.38, speedup_ci_high=2.75)) == "[2.38, 2.75]"
+    assert t_interval_text(SimpleNamespace(**row, speedup_ci_low=1.78e-9, speedup_ci_high=2.72e8)) == \
+        "no interval: 2/2 units, df 1.02"
+    assert t_interval_text(SimpleNamespace(**row, speedup_ci_low=float("nan"), speedup_ci_high=3.0)) == "none"

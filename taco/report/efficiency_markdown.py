@@ -27,6 +27,14 @@ def _f(x: Any, nd: int = 3) -> str:
 
 
 
+def _n(x: Any) -> str:
+    """A count (numpy or Python, possibly NaN) as ``3`` or ``n/a``."""
+    try:
+        return str(int(x))
+    except (TypeError, ValueError):
+        return "n/a"
+
+
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
@@ -53,11 +61,20 @@ def estimate_text(r: Any) -> str:
     return f"{est} [{_f(low)}, {_f(high)}]" + (f" ({cens[2:]})" if cens else "")
 
 
+#: a t interval whose ends lie further apart than this factor says nothing: the page prints the unit count
+UNINFORMATIVE_RATIO = 1000.0
+
+
 def t_interval_text(r: Any) -> str:
-    """The plain t interval (descriptive), ``[2.38, 2.75]``, or ``none``."""
-    if _finite(r.speedup_ci_low) and (_finite(r.speedup_ci_high) or r.speedup_ci_high == math.inf):
-        return f"[{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}]"
-    return "none"
+    """The plain t interval (descriptive), ``[2.38, 2.75]``; ``none`` without one; ``no interval: 2/2 units
+    (df 1.02)`` when its ends lie more than :data:`UNINFORMATIVE_RATIO` apart (too few units to bound the
+    speedup: a number such as ``[1.78e-09, 2.72e+08]`` would only look like one)."""
+    if not (_finite(r.speedup_ci_low) and (_finite(r.speedup_ci_high) or r.speedup_ci_high == math.inf)):
+        return "none"
+    if r.speedup_ci_low <= 0 or r.speedup_ci_high / r.speedup_ci_low > UNINFORMATIVE_RATIO:
+        df = f", df {_f(r.df)}" if _finite(getattr(r, "df", math.nan)) else ""
+        return f"no interval: {_n(r.n_units_a)}/{_n(r.n_units_b)} units{df}"
+    return f"[{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}]"
 
 
 def rule_text(alpha: float, margin: float) -> str:
@@ -173,7 +190,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
                    f"needs t above it), p(speedup <= m) = {_f(r.calibrated_p_supported, 2)}, p(speedup >= m) = "
                    f"{_f(r.calibrated_p_not_supported, 2)}, Monte Carlo error {_f(r.calibration_mc_error, 2)} over "
                    f"{_f(r.calibration_reps)} simulated experiments; its {lvl} bounds [{_f(r.calibrated_ci_low)}, "
-                   f"{_f(r.calibrated_ci_high)}]; the plain t interval {t_interval_text(r)} (descriptive; the t rule "
+                   f"{_f(r.calibrated_ci_high)}]; the plain t interval: {t_interval_text(r)} (descriptive; the t rule "
                    f"alone: {r.t_rule_verdict or 'n/a'})" if _finite(r.calibrated_p_supported) else
                    "- Calibrated test: not run (fewer than 2 units in an arm)"),
                   f"- Regime: {md_text(r.regime) or 'no context probe in these checkpoints'}; plateau-exit step "
@@ -182,8 +199,9 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
                   *([f"- Left out: {md_text(r.left_out)}"] if r.left_out else []),
                   f"- Per-unit speedups of B: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
                   "'>' never reaches the target, extrapolated; '<' beats it at the first point, extrapolated)",
-                  f"- Where B's mean curve reaches the target (secondary, not the estimate): "
-                  f"{_f(r.mean_curve_speedup)}x (k = {_f(r.mean_curve_k, 4)})",
+                  "- Where B's mean curve reaches the target (secondary, not the estimate): "
+                  + (f"{_f(r.mean_curve_speedup)}x (k = {_f(r.mean_curve_k, 4)})" if _finite(r.mean_curve_k)
+                     else "not within its points"),
                   f"- Unit: {r.unit}; interval: {r.interval_note or 'n/a'}",
                   f"- Model FLOPs per step A / B: {_f(r.model_flops_per_step_a)} / {_f(r.model_flops_per_step_b)}; "
                   f"wall-clock step time A / B: {_f(r.wall_time_ratio)} "

@@ -195,7 +195,7 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     for obj in reversed(COMPARISON):  # TACO's curve first
         s = d[d["objective"] == obj]
         drawn |= _plot_series(ax, s, f"{OBJECTIVE_LABELS[obj]} (ours{', partial avg' if partial else ''}, mean, "
-                                     f"{int(cfg.confidence_level * 100)}% CI)", OBJECTIVE_STYLE[obj])
+                                     f"{int(cfg.confidence_level * 100)}% CI with >= {MIN_BAND_SEEDS} seeds)", OBJECTIVE_STYLE[obj])
         if size:
             _seed_dots(ax, agg["glue_average"], size, obj, 1.0, OBJECTIVE_STYLE[obj]["color"])
     ctrl = control_average(agg, cfg, size)
@@ -273,7 +273,8 @@ def ablation_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_
     ax.set_ylabel(score_label(cfg))
     _budget_axis(ax, cfg, cfg.roles.get("small"))
     label = d["column_label"].iloc[0] if not d.empty else ""
-    foot = f"mean over seeds, band: {int(cfg.confidence_level * 100)}% {_ci_short(cfg)}; {label}"
+    foot = (f"mean over seeds, band: {int(cfg.confidence_level * 100)}% {_ci_short(cfg)} (drawn with >= "
+            f"{MIN_BAND_SEEDS} seeds); {label}")
     if missing:
         foot += "; not run: " + ", ".join(missing)
     _finish(fig, ax, titled(cfg, "Ablation: objectives vs pre-training steps (small role, full data)"), foot)
