@@ -177,7 +177,7 @@ def check_families(results: Path) -> None:
     assert json.loads((bert / "manifest.json").read_text())["architecture"] == "bert"
     assert "architecture" not in json.loads((bert / "manifest.json").read_text())["hash_inputs"]
     rows = [r for r in read_csv(results / "efficiency.csv") if r["kind"] == "primary" and r["claim_id"] == "E1"]
-    assert sorted(r["size"] for r in rows) == ["modernbert_tiny", "roberta_tiny", "tiny"]
+    assert sorted(r["size"] for r in rows) == ["modernbert_tiny", "roberta_tiny", "tiny", "tiny_long"]
     page = (results / "efficiency.md").read_text()
     assert "carry over to other encoders" in page and "| ModernBERT | modernbert\\_tiny |" in page
     assert "modernbert\\_tiny: encoder family" in (results / "deviations.md").read_text()
@@ -193,7 +193,8 @@ def check_long_pair(results: Path) -> None:
                             .read_text())["hash_inputs"]
         assert (params["warmup_steps"], params["max_steps"]) == (chosen["warmup_steps"], 16), params
         assert math.isclose(params["lr"], chosen["learning_rate"]), params
-    assert len(list((results / "finetune" / "tiny_long").rglob("metrics.json"))) == 2 * 4 * 2  # objectives x tasks x seeds
+    for objective in ("mlm", "taco", "control"):  # its own control too (a size with a full-data run)
+        assert len(list((results / "finetune" / "tiny_long" / objective).rglob("metrics.json"))) == 4 * 2  # tasks x seeds
     assert not list((results / "finetune" / "tiny_long").rglob("step-8"))
     rows = [r for r in read_csv(results / "efficiency.csv") if r["kind"] == "primary" and r["size"] == "tiny_long"]
     assert len(rows) == 1 and rows[0]["n_runs_a"] == "1" and rows[0]["target_step"] == "16", rows
@@ -214,7 +215,7 @@ def test_local_config_end_to_end(tmp_path, shared_data):
     results = tmp_path / "results" / "cpu-real-ci"
     check_outputs(results)
     spec = json.loads((results / "analysis.json").read_text())
-    assert spec["controls"] == ["tiny", "modernbert_tiny", "roberta_tiny"] and spec["tasks"] == ["cola", "sst2", "mrpc", "stsb"]
+    assert spec["controls"] == ["tiny", "modernbert_tiny", "roberta_tiny", "tiny_long"] and spec["tasks"] == ["cola", "sst2", "mrpc", "stsb"]
     # the corpus mixes encyclopedia and books
     corpus = json.loads((results / "data" / "corpus" / "manifest.json").read_text())
     assert "valid.txt" in corpus["parameters"]["input_order"]
