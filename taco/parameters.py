@@ -1,7 +1,8 @@
 """One declaration type for every parameter a command takes from the configuration.
 
 A :class:`Parameter` is declared once, beside the code it configures: the objective options in their
-objective's module (``taco/objectives/*.py``), the pre-training recipe in :mod:`taco.training.recipe`,
+objective's module (``taco/objectives/*.py``; the TC options beside the TC loss, :mod:`taco.tc.options`),
+the pre-training recipe in :mod:`taco.training.recipe`,
 the fine-tuning recipe in :mod:`taco.evaluation.finetune_recipe`. From the declaration come
 
 - the command's flag (:meth:`Parameter.add_to`: type or choices, default, help naming the config key),
@@ -162,3 +163,12 @@ def check_values(parameters: tuple[Parameter, ...] | list[Parameter], values: di
     by_name = {p.name: p for p in parameters}
     return [msg for name, value in values.items() if name in by_name
             if (msg := by_name[name].check(value, where.get(name)))]
+
+
+def objective_option(group: str, key: str, name: str, default: Any, help: str, *, flag: str | None = None,
+                     **kw: Any) -> Parameter:
+    """An objective option: a :class:`Parameter` with config key ``pretrain.<group>.<key>`` and flag
+    ``--<group>-<key>`` (``flag`` keeps the old flag of a renamed key, so finished runs keep their
+    commands); ``name`` is the model parameter (``config.taco_<name>``) and the config hash's key."""
+    return Parameter(flag or f"--{group}-{key}".replace("_", "-"), f"pretrain.{group}.{key}", name, default, help,
+                     **kw)

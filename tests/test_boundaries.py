@@ -101,3 +101,58 @@ def test_a_command_without_the_suite_extra_names_the_extra():
             "sys.exit(main(['aggregate', '--help']))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "pip install 'taco-repro[suite]'" in out.stderr and "'pandas'" in out.stderr, out.stderr
+
+
+#: the package's floors, ground first: a module imports only from its own floor or below (the house drawn by
+#: farm-studio; docs/architecture.md). The longest matching prefix places a module.
+FLOORS = (
+    ("taco", "taco.parameters", "taco.errors", "taco.paper", "taco.architectures", "taco.manifest", "taco.cli",
+     "taco.tc"),
+    ("taco.objectives",),
+    ("taco.registry",),
+    ("taco.data", "taco.model", "taco.flops"),
+    ("taco.training", "taco.report"),
+    ("taco.evaluation",),
+    ("taco.forkserver", "taco.workflow"),
+)
+
+
+def _floor(module: str) -> tuple[int, str]:
+    found = [(i, p) for i, floor in enumerate(FLOORS) for p in floor if module == p or module.startswith(p + ".")]
+    assert found, f"{module}: on no floor of FLOORS (add it)"
+    return max(found, key=lambda f: len(f[1]))
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, node.lineno))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+    return [(m, line) for m, line in out if m == "taco" or m.startswith("taco.")]
+
+
+def test_no_import_runs_up_a_floor():
+    """Every ``import taco.*`` (at the top or inside a function) goes to the module's own floor or below."""
+    up = []
+    for path in sorted((REPO / "taco").rglob("*.py")):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        mine = _floor(module)[0]
+        up += [f"{path.relative_to(REPO)}:{line}: {module} (floor {mine}) imports {m} (floor {_floor(m)[0]})"
+               for m, line in _imports(path) if _floor(m)[0] > mine]
+    assert not up, "\n".join(up)
+
+
+def test_the_tc_kernel_loads_without_the_objectives():
+    """taco.tc depends on nothing above it: with taco.objectives unimportable (a stray module there, a
+    broken objective) the TC loss, its options and the Trainer plug-in still load."""
+    code = ("import sys\nsys.modules['taco.objectives'] = None\n"
+            "from taco.tc.plugin import TacoTrainer\nfrom taco.tc.options import OPTIONS\nfrom taco.tc.loss import tc_loss\n"
+            "print(sorted(o.name for o in OPTIONS))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == str(sorted(["tc_weight", "tc_temperature", "tc_window", "tc_num_negatives",
+                                             "tc_negative_pool"]))

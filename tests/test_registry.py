@@ -65,10 +65,11 @@ def test_no_other_module_lists_the_objectives_presets_or_tasks():
 
 TOY_MODULE = '''"""``toy``: MLM + weight x mean squared final hidden state (a newcomer's test-only objective)."""
 
-from taco.objectives.base import Objective, head_flops, option
+from taco.objectives.base import Objective, head_flops
+from taco.parameters import objective_option
 from taco.objectives.mlm import mlm_terms
 
-OPTIONS = (option("toy", "weight", "toy_weight", 0.5, "weight of the toy term", minimum=0),)
+OPTIONS = (objective_option("toy", "weight", "toy_weight", 0.5, "weight of the toy term", minimum=0),)
 
 
 def toy_terms(model, batch, outputs, options, generator=None):

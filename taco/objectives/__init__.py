@@ -1,11 +1,11 @@
 """Pre-training objectives: one module each, found by a package scan (and an entry-point group).
 
 Each module declares ``DECLARED`` (:class:`taco.objectives.base.Objective`) and, for the loss term
-it introduces, ``OPTIONS`` (:class:`taco.parameters.Parameter`, made by :func:`taco.objectives.base.option`) and optional cross-option
-``check_*`` functions. Everything else derives from them: ``taco.registry.OBJECTIVES``, the ``taco
-pretrain`` flags and checks, the model's parameters, the workflow's command words, the config
-schema's ``pretrain.<group>`` sections (checked by a test), the FLOPs of the plan, the figures'
-styles and the deviations report. Torch-free: the bodies that need torch import it themselves.
+it introduces, ``OPTIONS`` (:class:`taco.parameters.Parameter`, made by
+:func:`taco.parameters.objective_option`) and optional cross-option ``check_*`` functions. Everything
+else derives from them: ``taco.registry.OBJECTIVES``, the ``taco pretrain`` flags and checks, the
+model's parameters, the workflow's command words, the config schema's ``pretrain.<group>`` sections
+(checked by a test), the FLOPs of the plan, the figures' styles and the deviations report. Torch-free: the bodies that need torch import it themselves.
 
 Adding an objective: write ``taco/objectives/<name>.py`` with ``DECLARED`` (and ``OPTIONS`` if it
 adds options); nothing else in taco names it (with new options, run ``python -m taco.objectives

@@ -1,7 +1,8 @@
 """The interface every pre-training objective implements: a torch-free declaration.
 
 An objective is one module of :mod:`taco.objectives` that defines ``DECLARED`` (a tuple of
-:class:`Objective`) and, when it adds options, ``OPTIONS`` (a tuple of parameters made by :func:`option`). The
+:class:`Objective`) and, when it adds options, ``OPTIONS`` (a tuple of parameters made by
+:func:`taco.parameters.objective_option`). The
 declaration is plain data plus callables whose bodies import torch lazily, so the report side,
 the workflow and ``taco plan`` import it without torch (``tests/test_boundaries.py``).
 
@@ -9,10 +10,11 @@ What an objective declares, and who reads it:
 
 - ``name``, ``label``, ``style``, ``description``: configs, output paths, tables, figures
   (``taco.report.style``), the deviations report.
-- ``options``: the option groups it uses (each option declared once with :func:`option`, in the module of the
-  loss term it belongs to). From them come the ``taco pretrain`` flags, the config schema section
+- ``options``: the option groups it uses (each option declared once with
+  :func:`taco.parameters.objective_option`, beside the loss term it belongs to: the TC options in
+  :mod:`taco.tc.options`). From them come the ``taco pretrain`` flags, the config schema section
   ``pretrain.<group>``, the workflow's command words, the model config keys ``taco_<name>``, the
-  defaults and the checks (:class:`taco.parameters.Parameter`, made by :func:`option`).
+  defaults and the checks (:class:`taco.parameters.Parameter`).
 - ``terms``: the loss terms it logs (``mlm``, ``tc``, ``tp``, ``nce``, ``dim``): each is a
   ``<term>_loss`` field of the model output and a column of the training log.
 - ``loss_terms``: ``(model, batch, outputs, options, generator) -> {"loss": total, "<term>": value,
@@ -48,15 +50,6 @@ from taco.architectures import ARCHITECTURES
 #: ``--mlm-probability`` / ``pretrain.mlm_probability``, of the validation loss's masks, and of the FLOPs
 #: count's share of positions the MLM head predicts (each objective gets the run's value in ``options``)
 MLM_PROBABILITY = 0.15
-
-
-def option(group: str, key: str, name: str, default: Any, help: str, *, flag: str | None = None,
-           **kw: Any) -> Parameter:
-    """An objective option (a :class:`taco.parameters.Parameter`): config ``pretrain.<group>.<key>``,
-    flag ``--<group>-<key>`` (``flag`` keeps the old flag of a renamed key, so finished runs keep their
-    commands), ``name`` the model parameter (``config.taco_<name>``) and the config hash's key."""
-    return Parameter(flag or f"--{group}-{key}".replace("_", "-"), f"pretrain.{group}.{key}", name, default, help,
-                     **kw)
 
 
 LossTerms = Callable[..., dict[str, Any]]

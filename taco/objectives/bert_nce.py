@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.objectives.base import Objective, head_flops, option
+from taco.objectives.base import Objective, head_flops
+from taco.parameters import objective_option
 
 __all__ = ["DECLARED", "OPTIONS", "NEGATIVE_SOURCES", "nce_loss"]
 
@@ -36,14 +37,15 @@ NEGATIVE_SOURCES: tuple[str, ...] = ("batch", "vocabulary")
 CITATION = "Kong et al. (ICLR 2020), reimplemented from the description"
 
 OPTIONS = (
-    option("nce", "negative_source", "nce_negatives", "batch",
-           "where BERT-NCE's negatives come from: batch = the other masked tokens' targets of the device "
-           "batch; vocabulary = those plus num_negatives tokens drawn uniformly from the vocabulary",
-           choices=NEGATIVE_SOURCES, flag="--nce-negatives"),
-    option("nce", "num_negatives", "nce_num_negatives", 1024,
-           "K tokens drawn uniformly from the vocabulary per device batch (negative_source: vocabulary)", minimum=1),
-    option("nce", "temperature", "nce_temperature", 1.0, "temperature dividing the InfoNCE scores (> 0)",
-           exclusive_minimum=0),
+    objective_option("nce", "negative_source", "nce_negatives", "batch",
+                     "where BERT-NCE's negatives come from: batch = the other masked tokens' targets of the device "
+                     "batch; vocabulary = those plus num_negatives tokens drawn uniformly from the vocabulary",
+                     choices=NEGATIVE_SOURCES, flag="--nce-negatives"),
+    objective_option("nce", "num_negatives", "nce_num_negatives", 1024,
+                     "K tokens drawn uniformly from the vocabulary per device batch (negative_source: vocabulary)",
+                     minimum=1),
+    objective_option("nce", "temperature", "nce_temperature", 1.0, "temperature dividing the InfoNCE scores (> 0)",
+                     exclusive_minimum=0),
 )
 
 

@@ -26,18 +26,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.objectives.base import Objective, option
+from taco.objectives.base import Objective
+from taco.parameters import objective_option
 from taco.objectives.bert_nce import CITATION, nce_flops, nce_loss
 
 __all__ = ["DECLARED", "OPTIONS", "mask_spans"]
 
 OPTIONS = (
-    option("infoword", "weight", "infoword_weight", 1.0, "lambda: weight of the span (DIM) term added to BERT-NCE",
-           minimum=0),
-    option("infoword", "span_min", "infoword_span_min", 1, "shortest masked n-gram (tokens)", minimum=1),
-    option("infoword", "span_max", "infoword_span_max", 5, "longest masked n-gram (tokens)", minimum=1),
-    option("infoword", "temperature", "infoword_temperature", 1.0,
-           "temperature dividing the sentence-n-gram scores (> 0)", exclusive_minimum=0),
+    objective_option("infoword", "weight", "infoword_weight", 1.0,
+                     "lambda: weight of the span (DIM) term added to BERT-NCE",
+                     minimum=0),
+    objective_option("infoword", "span_min", "infoword_span_min", 1, "shortest masked n-gram (tokens)", minimum=1),
+    objective_option("infoword", "span_max", "infoword_span_max", 5, "longest masked n-gram (tokens)", minimum=1),
+    objective_option("infoword", "temperature", "infoword_temperature", 1.0,
+                     "temperature dividing the sentence-n-gram scores (> 0)", exclusive_minimum=0),
 )
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.objectives.base import Objective, head_flops, option
+from taco.objectives.base import Objective, head_flops
+from taco.parameters import objective_option
 from taco.objectives.mlm import masked_mean, predict_tokens
 
 __all__ = ["DECLARED", "OPTIONS", "TP_MODES"]
@@ -21,11 +22,11 @@ __all__ = ["DECLARED", "OPTIONS", "TP_MODES"]
 TP_MODES: tuple[str, ...] = ("separate", "joint")
 
 OPTIONS = (
-    option("tp", "weight", "tp_weight", 1.0, "weight of the token-prediction mean (mode separate)",
-           minimum=0, hash_always=True, pass_default=False),
-    option("tp", "mode", "tp_mode", "separate",
-           "separate = MLM mean + weight x TP mean; joint = one cross-entropy over all predicted positions",
-           choices=TP_MODES, hash_when_default=False, pass_default=False),
+    objective_option("tp", "weight", "tp_weight", 1.0, "weight of the token-prediction mean (mode separate)",
+                     minimum=0, hash_always=True, pass_default=False),
+    objective_option("tp", "mode", "tp_mode", "separate",
+                     "separate = MLM mean + weight x TP mean; joint = one cross-entropy over all predicted positions",
+                     choices=TP_MODES, hash_when_default=False, pass_default=False),
 )
 
 

@@ -7,17 +7,12 @@
                     official code).
 ==================  ==========================================================================
 
-The TC options (group ``tc``: weight, temperature tau, positive window W, negatives K; defaults of the
-paper and the official code; and the negative pool under several processes) are declared here once;
-the loss itself is :func:`taco.tc.loss.tc_loss`, the sampling :mod:`taco.tc.sampling`.
-
-Negative pool (``negative_pool``): the official scripts train on 2 GPUs in one process through
-``torch.nn.DataParallel``, so the loss sees both GPUs' sequences (512 per micro-batch) and draws the
-negatives among them. Under ``torch.distributed.run`` (one process per GPU) ``rank`` (default) draws
-them from the process's own device batch; ``all_ranks`` from every process's (an all-gather of the
-detached keys and masks, :func:`taco.tc.loss.gather_negative_pool`), the official pool. Training
-only: a validation forward (``model.eval()``, run by one process) keeps its own batch. With one
-process both are the same.
+The TC options (group ``tc``: weight, temperature tau, positive window W, negatives K, the negative
+pool under several processes) are declared beside the TC loss, :mod:`taco.tc.options`, and are this module's
+``OPTIONS``; the loss itself is :func:`taco.tc.loss.tc_loss`, the sampling :mod:`taco.tc.sampling`. In
+training with ``tc_negative_pool == "all_ranks"`` the negatives come from every process's sequences
+(:mod:`taco.tc.options` says why); a validation forward (``model.eval()``, run by one process) keeps its own
+batch.
 """
 
 from __future__ import annotations
@@ -25,31 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from taco.objectives.base import Objective, head_flops, option
+from taco.objectives.base import Objective, head_flops
 from taco.objectives.mlm import masked_mean, predict_tokens
-from taco.tc import DEFAULT_TEMPERATURE, NEGATIVE_POOLS
+from taco.tc.options import OPTIONS
 
 __all__ = ["DECLARED", "OPTIONS", "TacoObjective", "tc_anchor_mask"]
 
 #: which real positions are TC anchors
 TcPositions = Literal["all", "masked", "unmasked"]
-
-OPTIONS = (
-    option("tc", "weight", "tc_weight", 1.0, "weight of the TC loss added to MLM (official code: 1.0)",
-           minimum=0, hash_always=True),
-    option("tc", "temperature", "tc_temperature", DEFAULT_TEMPERATURE,
-           "temperature tau of the TC loss's cosine-similarity score (paper Eq. 6; > 0)",
-           exclusive_minimum=0, hash_always=True),
-    option("tc", "window", "tc_window", 5, "positive window W: positives at offset +-1..+-floor(W/2) (odd, >= 3)",
-           minimum=3, odd=True, hash_always=True),
-    option("tc", "num_negatives", "tc_num_negatives", 50, "negatives K per anchor, from the other sequences (>= 1)",
-           minimum=1, maximum=65536, hash_always=True, flag="--tc-negatives"),
-    # added after runs existed: at its default neither in the config hash nor on the command line
-    option("tc", "negative_pool", "tc_negative_pool", "rank",
-           "where the negatives' sequences come from with several processes: rank = this process's device "
-           "batch; all_ranks = every process's (all-gather of the detached keys; the official code's "
-           "2-GPU DataParallel pool)", choices=NEGATIVE_POOLS, hash_when_default=False, pass_default=False),
-)
 
 
 @dataclass(frozen=True)

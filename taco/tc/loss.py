@@ -30,7 +30,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from taco.tc import DEFAULT_TEMPERATURE, NEGATIVE_POOLS
+from taco.tc.options import DEFAULTS, NEGATIVE_POOLS
 
 __all__ = ["tc_loss", "gathered_dot", "GatheredDot", "DEFAULT_CHUNK_BYTES", "gather_negative_pool"]
 
@@ -205,7 +205,7 @@ def tc_loss(
     positive_index: torch.Tensor,
     negative_index: torch.Tensor,
     anchor_mask: torch.Tensor,
-    temperature: float = DEFAULT_TEMPERATURE,
+    temperature: float = DEFAULTS["tc_temperature"],
     chunk_bytes: int | None = DEFAULT_CHUNK_BYTES,
     method: str = "auto",
     negative_pool: str = "rank",

@@ -31,20 +31,19 @@ from typing import Any
 import torch
 from transformers import Trainer
 
-from taco.objectives import OPTIONS, check_options
-from taco.tc import DEFAULT_TEMPERATURE
 from taco.tc.loss import tc_loss
+from taco.tc.options import DEFAULTS, check_tc_options
 from taco.tc.sampling import sample_negative_index, sample_positive_index
 
 __all__ = ["tc_term", "TacoTrainer"]
 
 
-#: the TC options' defaults, declared once with the options (``taco.objectives.taco``)
-_W, _K, _WEIGHT = (OPTIONS[n].default for n in ("tc_window", "tc_num_negatives", "tc_weight"))
+#: the TC options' defaults, declared once with the options (:mod:`taco.tc.options`)
+_W, _K, _WEIGHT, _TAU = (DEFAULTS[n] for n in ("tc_window", "tc_num_negatives", "tc_weight", "tc_temperature"))
 
 
 def tc_term(outputs: Any, attention_mask: torch.Tensor, *, window: int = _W, num_negatives: int = _K,
-            temperature: float = DEFAULT_TEMPERATURE, anchors: torch.Tensor | None = None,
+            temperature: float = _TAU, anchors: torch.Tensor | None = None,
             generator: torch.Generator | None = None) -> torch.Tensor:
     """The TC loss of one batch from a model output with hidden states (scalar fp32 tensor, nats).
 
@@ -117,7 +116,7 @@ class TacoTrainer(Trainer):
     loss_is_scaled_for_ga = False
 
     def __init__(self, *args: Any, tc_weight: float = _WEIGHT, tc_window: int = _W, tc_num_negatives: int = _K,
-                 tc_temperature: float = DEFAULT_TEMPERATURE, **kwargs: Any):
+                 tc_temperature: float = _TAU, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.model_accepts_loss_kwargs = False  # versions without loss_is_scaled_for_ga read this instead
         head = getattr(self.model, "get_output_embeddings", lambda: None)()
@@ -127,7 +126,7 @@ class TacoTrainer(Trainer):
         # the checks of the TC options' declarations (as taco pretrain and the config check apply them)
         values = {"tc_weight": tc_weight, "tc_window": tc_window, "tc_num_negatives": tc_num_negatives,
                   "tc_temperature": tc_temperature}
-        errors = check_options(values, {name: name for name in values})
+        errors = check_tc_options(values)
         if errors:
             raise ValueError("; ".join(errors))
         for name in ("per_device_train_batch_size", "per_device_eval_batch_size"):
