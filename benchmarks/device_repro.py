@@ -277,11 +277,11 @@ def diff_ci(a: list[float], b: list[float]) -> dict[str, Any]:
 
 def steps_to_target(reference: list[dict], other: list[dict], key: str = "mlm_loss") -> dict[str, Any]:
     """Step at which ``other``'s curve reaches ``reference``'s value at its last point, and the speedup
-    T / k*: the suite's own method (``taco.report.speedup.speedup_interval``, the same as ``taco
+    T / k*: the suite's own method (``taco.stats.speedup.speedup_interval``, the same as ``taco
     efficiency``'s E1) with one pre-training run per arm, so it prints no interval and says why."""
     import numpy as np
 
-    from taco.report.speedup import CODE_LEFT, CODE_RIGHT, LOWER, speedup_interval
+    from taco.stats.speedup import CODE_LEFT, CODE_RIGHT, LOWER, speedup_interval
 
     if not reference or not other:
         return {"status": "no curves"}
@@ -290,7 +290,7 @@ def steps_to_target(reference: list[dict], other: list[dict], key: str = "mlm_lo
     out: dict[str, Any] = {"target_step": T, "target_value": target, "interval": None,
                            "why_no_interval": "one pre-training run per objective (the interval is over "
                                               "pre-training runs: taco efficiency, pretrain.seeds >= 3)",
-                           "method": "taco.report.speedup"}
+                           "method": "taco.stats.speedup"}
     steps = np.array([s for s, _ in pts], dtype=float)
     iv = speedup_interval(steps, np.array([target]), np.array([[v for _, v in pts]]), T, LOWER, 0.9)
     code = int(iv.status[0])

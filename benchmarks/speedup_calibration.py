@@ -2,7 +2,7 @@
 
     python benchmarks/speedup_calibration.py [--outer 2000] [--inner 1000] [--runs 3 5]
 
-For each scenario of ``taco.report.speedup_simulation`` (checked, edge, known limits) and run count: the t
+For each scenario of ``taco.stats.speedup_simulation`` (checked, edge, known limits) and run count: the t
 rule's coverage and false supported / not supported (``simulate``, ``--outer`` x 10 experiments) and the
 calibrated test's (``simulate_calibrated``, ``--outer`` experiments of ``--inner`` null draws each), at a true
 speedup equal to the margin. The fast suite runs the calibrated half at 400 x 200
@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from taco.report.speedup_calibration import simulate_calibrated
-from taco.report.speedup_simulation import EDGES, LIMITS, SCENARIOS, simulate
+from taco.stats.speedup_calibration import simulate_calibrated
+from taco.stats.speedup_simulation import EDGES, LIMITS, SCENARIOS, simulate
 
 
 def main() -> None:

@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                         "zip one checkpoint's GLUE test predictions (one seed) for the GLUE server"),
     "dynamics": ("taco.evaluation.dynamics", "representation similarity dynamics of one checkpoint"),
     "dynamics-figures": ("taco.report.dynamics_figures", "figures 2 and 6 from dynamics.json files"),
-    "aggregate": ("taco.report.stats", "aggregate fine-tuning metrics.json files into per-cell statistics"),
+    "aggregate": ("taco.stats.aggregate", "aggregate fine-tuning metrics.json files into per-cell statistics"),
     "tables": ("taco.report.tables", "paper tables (CSV, Markdown, LaTeX) beside published values"),
     "figures": ("taco.report.figures", "paper figures (PNG, PDF)"),
     "pretrain-curves": ("taco.report.pretrain_curves", "pre-training curves: training losses, validation loss per budget"),

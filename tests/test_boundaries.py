@@ -49,7 +49,7 @@ def _import_without(blocked, packages, modules=()):
 
 def test_statistics_environment_never_imports_torch():
     out = _import_without({"torch", "transformers", "datasets", "tokenizers", "accelerate"},
-                          ["taco.report"], ["taco.registry", "taco.manifest", "taco.errors", "taco.cli",
+                          ["taco.report", "taco.stats"], ["taco.registry", "taco.manifest", "taco.errors", "taco.cli",
                                             "taco.evaluation.submission"])  # taco glue-submission
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.strip()) >= 8
@@ -60,6 +60,13 @@ def test_workflow_code_imports_no_ml_library():
     out = _import_without({"torch", "transformers", "datasets", "tokenizers", "accelerate", "scipy",
                            "pandas", "matplotlib"}, ["taco.workflow"], ["taco.registry"])
     assert out.returncode == 0, out.stderr
+
+
+def test_the_statistics_need_no_plotting_and_no_markdown():
+    """taco.stats computes; taco.report renders: no module of taco.stats imports matplotlib or markdown."""
+    out = _import_without({"torch", "transformers", "datasets", "matplotlib", "markdown"}, ["taco.stats"])
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip()) >= 9
 
 
 @pytest.mark.parametrize("blocked", [{"torch"}])
@@ -111,6 +118,7 @@ FLOORS = (
     ("taco.objectives",),
     ("taco.registry",),
     ("taco.data", "taco.model", "taco.flops"),
+    ("taco.stats",),
     ("taco.training", "taco.report"),
     ("taco.evaluation",),
     ("taco.forkserver", "taco.workflow"),

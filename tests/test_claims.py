@@ -10,9 +10,9 @@ import pytest
 from scipy import stats as sst
 
 from fixtures_stats import build_aggregate, smoke_spec
-from taco.report.analysis_config import validate_analysis
+from taco.stats.analysis_config import validate_analysis
 from taco.report.claims import CLAIMS, evaluate_claims, main
-from taco.report.claim_rules import (
+from taco.stats.claim_rules import (
     INCONCLUSIVE,
     NOT_RUN,
     NOT_SUPPORTED,
@@ -62,7 +62,7 @@ def test_pretraining_helps_is_not_run_without_a_control(tmp_path):
     from fixtures_stats import CONTROL_OFFSET
 
     assert CONTROL_OFFSET < 0  # the control below MLM: supported; a control above MLM is "not supported"
-    from taco.report.claim_rules import decide
+    from taco.stats.claim_rules import decide
 
     cfg = validate_analysis(hurt)
     p = {"gt0": 0.9, "lt0": 0.01}
@@ -240,8 +240,8 @@ def test_true_c3_at_the_margin_is_refuted_at_most_alpha():
     import itertools
 
     from taco.report.claims import holm_refutation
-    from taco.report.claim_rules import tests_for
-    from taco.report.inference import interval, permutation_pvalue, rng_for
+    from taco.stats.claim_rules import tests_for
+    from taco.stats.inference import interval, permutation_pvalue, rng_for
 
     cfg = validate_analysis(CONSTRUCTED_SPEC)
     d, n, k, reps = cfg.equivalence_margin, 5, 5, 600

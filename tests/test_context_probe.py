@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 
-from taco.report.validation_points import PLATEAU_EXIT_GAP  # noqa: E402
+from taco.stats.validation_points import PLATEAU_EXIT_GAP  # noqa: E402
 from taco.training.context_probe import context_probe  # noqa: E402
 
 V = 64

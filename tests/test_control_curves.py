@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from taco.report.analysis_config import validate_analysis
+from taco.stats.analysis_config import validate_analysis
 from taco.workflow import config as wc
 from taco.workflow import control as wctl
 
@@ -129,7 +129,7 @@ def test_stats_environment_reads_curves_without_torch():
 
 @pytest.mark.parametrize("bad", [["nope"], "tiny", [1]])
 def test_spec_controls_must_name_sizes(bad):
-    from taco.report.analysis_config import AnalysisConfigError
+    from taco.stats.analysis_config import AnalysisConfigError
 
     with pytest.raises(AnalysisConfigError, match="controls"):
         validate_analysis({"controls": bad})

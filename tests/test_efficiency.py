@@ -22,10 +22,11 @@ import pytest
 
 from taco.report import efficiency as eff
 from taco.report import efficiency_figure
-from taco.report import speedup as sp
+from taco.stats import speedup as sp
+from taco.stats.speedup_decision import decide
 from taco.report.efficiency_markdown import render_markdown
-from taco.report.validation_points import EvalFileError
-from taco.report.analysis_config import validate_analysis
+from taco.stats.validation_points import EvalFileError
+from taco.stats.analysis_config import validate_analysis
 from taco.flops import pretrain_flops_per_token, shape
 
 OFFSETS = (-0.1, 0.0, 0.1)
@@ -94,7 +95,7 @@ def test_crossing_says_never_and_already_and_ignores_step_zero():
 
 
 def test_eval_json_points_and_damage_name_the_file(tmp_path):
-    from taco.report.validation_points import parse_eval, read_eval
+    from taco.stats.validation_points import parse_eval, read_eval
 
     assert parse_eval({"step": 400, "mlm_loss": 5.0}, "f") == ([(400, 5.0)], [])
     ev = {"step": 400, "mlm_loss": 5.0, "points": [{"step": 300, "mlm_loss": 5.2}, {"step": 200, "mlm_loss": 5.5},
@@ -212,7 +213,7 @@ def test_a_tiny_difference_is_not_supported_at_the_margin():
     b = mu - 0.0015 + 1e-4 * rng.standard_normal((3, steps.size))
     iv = sp.speedup_interval(steps, a, b, 4000, sp.LOWER, 0.9)
     assert 1.0 < float(iv.speedup) < 1.02 and float(iv.high) < 1.2
-    assert sp.decide(float(iv.low), float(iv.high), 1.2)[0] == sp.NOT_SUPPORTED
+    assert decide(float(iv.low), float(iv.high), 1.2)[0] == sp.NOT_SUPPORTED
 
 
 def test_censored_units_are_extrapolated_not_dropped():
@@ -419,11 +420,11 @@ def test_e2_and_e3_are_separate_claims_and_a_missing_role_says_not_run_once():
 
 
 def test_decide_rule():
-    assert sp.decide(1.3, 3.0, 1.2)[0] == sp.SUPPORTED
-    assert sp.decide(1.1, 3.0, 1.2)[0] == sp.INCONCLUSIVE
-    assert sp.decide(0.5, 1.1, 1.2)[0] == sp.NOT_SUPPORTED
-    assert sp.decide(math.nan, math.nan, 1.2)[0] == sp.INCONCLUSIVE
-    assert "2 unit(s) of B never reach" in sp.decide(0.5, 1.1, 1.2, n_right=2)[1]
+    assert decide(1.3, 3.0, 1.2)[0] == sp.SUPPORTED
+    assert decide(1.1, 3.0, 1.2)[0] == sp.INCONCLUSIVE
+    assert decide(0.5, 1.1, 1.2)[0] == sp.NOT_SUPPORTED
+    assert decide(math.nan, math.nan, 1.2)[0] == sp.INCONCLUSIVE
+    assert "2 unit(s) of B never reach" in decide(0.5, 1.1, 1.2, n_right=2)[1]
 
 
 def test_the_margin_comes_from_the_analysis_spec(tmp_path):
@@ -431,7 +432,7 @@ def test_the_margin_comes_from_the_analysis_spec(tmp_path):
     cfg = _cfg(efficiency_margin=5.0)  # far above the calibrated bounds [2.33, 3.54]
     row = eff.evaluate(eff.build_pairs(loss, None, cfg, fps), cfg).iloc[0]
     assert row["margin"] == 5.0 and row["verdict"] == sp.NOT_SUPPORTED
-    from taco.report.analysis_config import AnalysisConfigError
+    from taco.stats.analysis_config import AnalysisConfigError
     with pytest.raises(AnalysisConfigError, match="efficiency_margin"):
         _cfg(efficiency_margin=0.9)
 

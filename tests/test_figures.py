@@ -39,8 +39,8 @@ def test_figures_with_nothing_run(tmp_path):
     import matplotlib.pyplot as plt
 
     from taco.report.figures import ablation_figure, data_efficiency_figure, figure5
-    from taco.report.stats import read_aggregate
-    from taco.report.analysis_config import load_analysis
+    from taco.stats.aggregate import read_aggregate
+    from taco.stats.analysis_config import load_analysis
     from taco.report.table_builders import load_paper_values
 
     spec = dict(SPEC, runs=[{"size": "tinybase", "objective": "mlm", "fraction": 1.0}])
@@ -58,8 +58,8 @@ def test_missing_aggregate_is_an_error(tmp_path):
 
 
 def _frames(tmp_path, spec, seeds=(1, 2, 3)):
-    from taco.report.analysis_config import load_analysis
-    from taco.report.stats import read_aggregate
+    from taco.stats.analysis_config import load_analysis
+    from taco.stats.aggregate import read_aggregate
     from taco.report.table_builders import load_paper_values
 
     agg, spec_path = build_aggregate(tmp_path, spec, seeds=list(seeds))
@@ -237,9 +237,9 @@ def crossing_frames(tmp: Path, presets=None, **over):
     """Aggregated fixture runs with the :data:`CROSSING` curves (3 seeds; MLM and TACO also on 25 %
     of the data at the last budget, one point below full data): (frames, cfg, paper values).
     ``over``: analysis spec keys to change (:data:`QUICK_START`: the quick start's synthetic tasks)."""
-    from taco.report.analysis_config import load_analysis
-    from taco.report.stats import main as aggregate_main
-    from taco.report.stats import read_aggregate
+    from taco.stats.analysis_config import load_analysis
+    from taco.stats.aggregate import main as aggregate_main
+    from taco.stats.aggregate import read_aggregate
     from taco.report.table_builders import load_paper_values
 
     spec = dict(SPEC, runs=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in CROSSING]
@@ -517,7 +517,7 @@ def test_a_synthetic_corpus_labels_the_corpus_figures(tmp_path):
 
     from fixtures_stats import smoke_spec
     from taco.report import dynamics_figures, pretrain_curves
-    from taco.report.analysis_config import load_analysis
+    from taco.stats.analysis_config import load_analysis
     from taco.report.tables import synthetic_corpus_label
 
     titles = []

@@ -91,7 +91,7 @@ def test_vocab_file_with_a_non_utf8_byte(tmp_path, capsys):
 
 
 def test_analysis_spec_with_a_non_utf8_byte(tmp_path):
-    from taco.report.analysis_config import AnalysisConfigError, load_analysis
+    from taco.stats.analysis_config import AnalysisConfigError, load_analysis
 
     spec = tmp_path / "analysis.yaml"
     spec.write_bytes(b"min_seeds: 2\n# caf\xe9\n")

@@ -9,7 +9,7 @@ import yaml
 
 from taco import paper
 from taco.objectives import OBJECTIVE_SPECS
-from taco.report.analysis_config import DEFAULTS
+from taco.stats.analysis_config import DEFAULTS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import yaml
 
-from taco.report.analysis_config import validate_analysis
-from taco.report.stats import (UNIT_FINETUNE, UNIT_PRETRAIN, aggregate, load_metrics, per_seed_table,
+from taco.stats.analysis_config import validate_analysis
+from taco.stats.aggregate import (UNIT_FINETUNE, UNIT_PRETRAIN, aggregate, load_metrics, per_seed_table,
                                statistical_units)
 
 
@@ -117,7 +117,7 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
 
 def test_table_and_claim_notes_say_what_the_uncertainty_covers(tmp_path):
     from taco.report.claims import main as claims_main
-    from taco.report.stats import main as aggregate_main
+    from taco.stats.aggregate import main as aggregate_main
     from taco.report.tables import main as tables_main
 
     paths = [_write(tmp_path / "m", "mlm", p, s, 0.8 - 0.1 * p + 0.01 * s) for p in (0, 1) for s in (1, 2, 3)]

@@ -120,7 +120,7 @@ from taco.model.configs import bert_config
 from taco.training.pretrain import build_parser
 from taco.report.style import objective_style
 from taco.report.tables import main as tables_main
-from taco.report.stats import main as aggregate_main
+from taco.stats.aggregate import main as aggregate_main
 from taco.flops import pretrain_flops_per_token
 import yaml
 cfg = yaml.safe_load(open({str(cfg)!r}))

@@ -156,7 +156,7 @@ def test_renamed_keys_are_refused_naming_the_new_key(tmp_path):
 
 
 def test_old_analysis_spec_key_is_refused_naming_runs():
-    from taco.report.analysis_config import AnalysisConfigError, validate_analysis
+    from taco.stats.analysis_config import AnalysisConfigError, validate_analysis
 
     with pytest.raises(AnalysisConfigError, match="variants.*renamed to runs"):
         validate_analysis({"variants": [{"size": "tiny", "objective": "mlm", "fraction": 1.0}]})

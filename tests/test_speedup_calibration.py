@@ -1,7 +1,7 @@
 """The efficiency statistics check themselves: coverage and level of the speedup interval, simulated.
 
-Curves with known per-run speedups (:mod:`taco.report.speedup_simulation`); the method users run
-(:func:`taco.report.speedup.speedup_interval`) on each simulated experiment. Asserted, at 3 and at 5
+Curves with known per-run speedups (:mod:`taco.stats.speedup_simulation`); the method users run
+(:func:`taco.stats.speedup.speedup_interval`) on each simulated experiment. Asserted, at 3 and at 5
 units per arm, for the validation-loss and the GLUE forms: coverage of the nominal 90% interval >= 0.85
 and false "supported" (lower bound above a margin equal to the true speedup) <= 0.07. With 6,000
 experiments a rate's standard error is <= 0.0065 (coverage near 0.9: 0.0039; level near 0.05: 0.0028).
@@ -15,8 +15,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from taco.report import speedup as sp
-from taco.report.speedup_simulation import LIMITS, SCENARIOS, CurveModel, calibration_table, simulate
+from taco.stats import speedup as sp
+from taco.stats.speedup_simulation import LIMITS, SCENARIOS, CurveModel, calibration_table, simulate
 
 REPS = 6000
 
@@ -97,7 +97,7 @@ def test_a_wider_user_scenario_runs_through_the_same_code():
 
 
 # ---------------------------------------------------------------------------------------------
-# the calibrated test (taco.report.speedup_calibration): the verdict users get
+# the calibrated test (taco.stats.speedup_calibration): the verdict users get
 # ---------------------------------------------------------------------------------------------
 #: outer experiments x inner draws of the fast check: a rate's SE is <= 0.011 near 0.05 (0.015 near 0.9);
 #: the whole table takes ~10 s on one idle core (benchmarks/speedup_calibration.py runs 2,000 x 1,000)
@@ -106,7 +106,7 @@ OUTER, INNER = 400, 200
 
 @pytest.fixture(scope="module")
 def calibrated_table():
-    from taco.report.speedup_calibration import simulate_calibrated
+    from taco.stats.speedup_calibration import simulate_calibrated
 
     return {(name, n): simulate_calibrated(m, n, n, reps=OUTER, inner=INNER, seed=100 + 10 * i + n)
             for i, (name, m) in enumerate(SCENARIOS.items()) for n in (3, 5)}
@@ -128,7 +128,7 @@ def test_the_t_rule_fails_where_the_calibrated_test_holds():
     """The check can fail, and the calibrated test earns its place: with A's run offsets skewed (-1: an
     occasional MLM run leaving the plateau early) the t rule's false 'supported' passes the level at 3 runs;
     the calibrated test (Berger-Boos over A's SD) keeps it."""
-    from taco.report.speedup_calibration import simulate_calibrated
+    from taco.stats.speedup_calibration import simulate_calibrated
 
     m = LIMITS["loss: skewed A (-1), constant B"]
     assert simulate(m, 3, 3, reps=6000, seed=3)["supported"] > 0.08
@@ -138,7 +138,7 @@ def test_the_t_rule_fails_where_the_calibrated_test_holds():
 
 def test_the_calibrated_tests_known_limit_is_real():
     """Strongly skewed A (-2 / +2): the null draws A's runs normal, so both rules miss the level (documented)."""
-    from taco.report.speedup_calibration import simulate_calibrated
+    from taco.stats.speedup_calibration import simulate_calibrated
 
     assert simulate_calibrated(LIMITS["loss: skewed A (-2), constant B"], 5, 5, reps=OUTER, inner=INNER,
                                seed=5)["supported"] > 0.1
@@ -149,7 +149,7 @@ def test_the_calibrated_tests_known_limit_is_real():
 def test_the_calibrated_test_on_one_comparison_by_hand():
     """Every unit of B identical (no spread) and A without spread: t is infinite, p = 1 / (R + 1) (+ 0.01
     with Berger-Boos), and the bounds close on the estimate."""
-    from taco.report.speedup_calibration import calibrated_test
+    from taco.stats.speedup_calibration import calibrated_test
 
     steps = np.array([1000.0, 2000.0, 4000.0])
     b = np.tile([6.5, 5.5, 5.0], (3, 1))
@@ -168,8 +168,8 @@ def test_the_calibrated_test_on_one_comparison_by_hand():
 def test_the_edge_is_documented_not_hidden():
     """A and B both flat where B crosses: false 'supported' near the level at 5 runs (documented 0.068-0.083);
     it stays below 0.10 here."""
-    from taco.report.speedup_calibration import simulate_calibrated
-    from taco.report.speedup_simulation import EDGES
+    from taco.stats.speedup_calibration import simulate_calibrated
+    from taco.stats.speedup_simulation import EDGES
 
     r = simulate_calibrated(EDGES["loss: A and B flat where B crosses"], 5, 5, reps=OUTER, inner=INNER, seed=5)
     assert 0.03 < r["supported"] < 0.10 and r["not_supported"] <= 0.07

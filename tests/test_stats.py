@@ -1,4 +1,4 @@
-"""taco.report.stats and taco.report.analysis_config: statistics checked against numpy / scipy computed here."""
+"""taco.stats.aggregate and taco.stats.analysis_config: statistics checked against numpy / scipy computed here."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from fixtures_stats import (
     write_run,
     write_spec,
 )
-from taco.report.analysis_config import AnalysisConfigError, load_analysis, validate_analysis
+from taco.stats.analysis_config import AnalysisConfigError, load_analysis, validate_analysis
 from taco.registry import AVERAGE_KEYS
-from taco.report.stats import InputError, load_metrics, main, per_seed_table
-from taco.report.inference import compare, hedges_g, holm, min_attainable_pvalue, rng_for, summarize, t_interval
+from taco.stats.aggregate import InputError, load_metrics, main, per_seed_table
+from taco.stats.inference import compare, hedges_g, holm, min_attainable_pvalue, rng_for, summarize, t_interval
 
 SMALL_SPEC = dict(
     roles={"small": "tiny", "base": None},

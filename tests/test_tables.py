@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from fixtures_stats import build_aggregate, paper_table1_runs, smoke_spec, write_spec
-from taco.report.stats import main as aggregate_main
-from taco.report.analysis_config import validate_analysis
+from taco.stats.aggregate import main as aggregate_main
+from taco.stats.analysis_config import validate_analysis
 from taco.report.tables import NOT_AVAILABLE, main, write_tables
 from taco.report.table_builders import approach_label, budget_steps_from_name, build_tables, load_paper_values
 
@@ -175,7 +175,7 @@ def test_published_values_added_in_paper_values_json_fill_tables_2_to_4(tmp_path
                 {"size": "base", "objective": "mlm", "fraction": 1.0},
                 {"size": "base", "objective": "taco", "fraction": 1.0}]}
     agg_dir, spec_path = build_aggregate(tmp_path, spec, seeds=[1, 2])
-    from taco.report.stats import read_aggregate
+    from taco.stats.aggregate import read_aggregate
 
     agg, cfg = read_aggregate(agg_dir), validate_analysis(spec)
     pv = load_paper_values()

@@ -84,7 +84,7 @@ A claim row counts the degenerate runs (constant predictions, undefined metrics 
 its cells (``n_degenerate``) and says so in its reason and in the summary table.
 
 This module holds the claims (``CLAIMS``), their evaluation on the aggregate tables
-(``evaluate_claims``) and the command; the rules above are ``taco.report.claim_rules`` and the page
+(``evaluate_claims``) and the command; the rules above are ``taco.stats.claim_rules`` and the page
 ``taco.report.claims_markdown``, both re-exported here.
 """
 
@@ -102,15 +102,15 @@ import pandas as pd
 
 from taco.manifest import atomic_write_text
 from taco.report.cli import report_main, report_parser
-from taco.report.analysis_config import AnalysisConfig
-from taco.report.claim_rules import (
+from taco.stats.analysis_config import AnalysisConfig
+from taco.stats.claim_rules import (
     INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, _sig, decide, deciding_boundary, decision_level, equivalence_detail, fewest_seeds, pvalue_set, rule_text,
     seeds_for_power, tests_for)
 from taco.report.claims_markdown import (
     ZERO_VARIANCE_CAUSES, render_markdown)
 from taco.report.html import write_markdown_page
-from taco.report.stats import average_keys, average_label, fmt_fraction, seed_averages, statistical_units, unit_note
-from taco.report.inference import ci_method_name, compare, holm, interval, rng_for
+from taco.stats.aggregate import average_keys, average_label, fmt_fraction, seed_averages, statistical_units, unit_note
+from taco.stats.inference import ci_method_name, compare, holm, interval, rng_for
 from taco.registry import CONTROL
 from taco.registry import SCORE_KEY_LABELS, OBJECTIVE_LABELS
 from taco.report.table_builders import TABLE2_KEYS
@@ -340,7 +340,7 @@ def _fill(row: dict[str, Any], cmp, dci, a: Sample, b: Sample, claim: Claim, cfg
 
 
 def sample_unit(per_seed: pd.DataFrame, cell_a: tuple, cell_b: tuple) -> str:
-    """The statistical unit of a claim's samples (:func:`taco.report.stats.statistical_units`):
+    """The statistical unit of a claim's samples (:func:`taco.stats.aggregate.statistical_units`):
     ``'fine-tuning seed'``, ``'pre-training run'``, both joined by ``' / '`` when the arms differ,
     or ``''`` when neither arm has runs."""
     units: set[str] = set()

@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from taco.report.analysis_config import AnalysisConfig
-from taco.report.claim_rules import VERDICTS, decision_level, fewest_seeds
-from taco.report.inference import min_attainable_pvalue
+from taco.stats.analysis_config import AnalysisConfig
+from taco.stats.claim_rules import VERDICTS, decision_level, fewest_seeds
+from taco.stats.inference import min_attainable_pvalue
 from taco.report.markdown_text import md_text
-from taco.report.stats import UNIT_FINETUNE, UNIT_PRETRAIN
+from taco.stats.aggregate import UNIT_FINETUNE, UNIT_PRETRAIN
 from taco.registry import SCORE_KEY_LABELS
 
 

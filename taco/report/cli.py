@@ -19,7 +19,7 @@ import pandas as pd
 
 from taco.cli import cli_error
 from taco.manifest import atomic_write_text
-from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.stats.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 
 
 def report_parser(name: str, description: str,
@@ -47,7 +47,7 @@ def report_main(
     ``produce(aggregate, cfg, args)`` returns the paths it wrote. Returns the exit status.
     """
     from taco.manifest import build_manifest, sha256_file
-    from taco.report.stats import AGGREGATE_FILES, read_aggregate
+    from taco.stats.aggregate import AGGREGATE_FILES, read_aggregate
 
     args = report_parser(name, description, add_arguments).parse_args(argv)
     t0 = time.time()

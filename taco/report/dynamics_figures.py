@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``taco dynamics-figures``; exit 2 on bad input (nothing written in that case)."""
-    from taco.report.analysis_config import AnalysisConfigError, load_analysis
+    from taco.stats.analysis_config import AnalysisConfigError, load_analysis
     from taco.report.tables import synthetic_corpus_label
 
     args = build_parser().parse_args(argv)

@@ -5,7 +5,7 @@
 ``snakemake --report``) and ``efficiency.png`` / ``.pdf`` into ``D``. ``taco efficiency --calibrate``
 prints the method's simulated coverage and level (no inputs needed).
 
-**The method** (:mod:`taco.report.speedup`): A = MLM, B = TACO, one model size and data fraction, a
+**The method** (:mod:`taco.stats.speedup`): A = MLM, B = TACO, one model size and data fraction, a
 target step T. The target is A's mean value at T over its units; every unit of B gets the step k_u at
 which its own curve reaches it (linear in log-step; censored units extrapolated along their end
 segment, at most a factor 2); the speedup is the geometric mean of T / k_u; its interval is a t
@@ -13,7 +13,7 @@ interval on log speedups with A's target uncertainty propagated (delta method, W
 degrees of freedom). *Supported* when the interval's lower bound exceeds the margin m
 (``analysis.efficiency_margin``, default 1.2), *not supported* when its upper bound is below m,
 *inconclusive* otherwise. Coverage and level are measured by simulation
-(:mod:`taco.report.speedup_simulation`): the page prints them for the run's own counts and spreads.
+(:mod:`taco.stats.speedup_simulation`): the page prints them for the run's own counts and spreads.
 
 Rows of ``efficiency.csv`` (``kind``):
 
@@ -62,12 +62,12 @@ from taco.cli import cli_error
 from taco.manifest import read_manifest
 from taco.objectives import OBJECTIVE_SPECS
 from taco.paper import TABLE_OBJECTIVES
-from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
-from taco.report.speedup import (COMPARED, GLUE_FORM, HIGHER, LOSS_FORM, LOWER, REFERENCE, ArmCurves, Pair, arm_curves,
-                                 evaluate_pair)
-from taco.report.stats import average_keys
+from taco.stats.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.stats.speedup import COMPARED, GLUE_FORM, HIGHER, LOSS_FORM, LOWER, REFERENCE, ArmCurves, arm_curves
+from taco.stats.speedup_decision import Pair, evaluate_pair
+from taco.stats.aggregate import average_keys
 from taco.report.style import objective_label
-from taco.report.validation_points import (PLATEAU_EXIT_GAP, PROBE_COLUMNS, EvalFileError, load_eval, parse_eval,
+from taco.stats.validation_points import (PLATEAU_EXIT_GAP, PROBE_COLUMNS, EvalFileError, load_eval, parse_eval,
                                            probe_points)
 
 NAME = "efficiency"
@@ -384,9 +384,9 @@ def calibration_rows(pairs: Sequence[Pair], df: pd.DataFrame, cfg: AnalysisConfi
                      reps: int = 2000) -> list[dict[str, Any]]:
     """The t rule's simulated coverage and false-"supported" rate at the margin for each primary row
     with an interval (a diagnostic of the descriptive t interval): A's observed mean curve, its unit counts, B's grid and the observed spreads
-    (:func:`taco.report.speedup_simulation.model_like`), ``reps`` simulated experiments; ``row`` is the
+    (:func:`taco.stats.speedup_simulation.model_like`), ``reps`` simulated experiments; ``row`` is the
     index of the row in ``df``."""
-    from taco.report.speedup_simulation import model_like, simulate
+    from taco.stats.speedup_simulation import model_like, simulate
 
     out = []
     for i, (pair, r) in enumerate(zip(pairs, df.itertuples())):
@@ -459,8 +459,8 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
     scenario of the user's spreads, each at the given run counts, as a table on stdout: the calibrated
     test's coverage and false verdicts (the verdict users get; ``reps`` // 10 experiments of ``inner`` null
     draws) beside the descriptive t interval's (``reps`` experiments)."""
-    from taco.report.speedup_calibration import simulate_calibrated
-    from taco.report.speedup_simulation import EDGES, LIMITS, SCENARIOS, calibration_table
+    from taco.stats.speedup_calibration import simulate_calibrated
+    from taco.stats.speedup_simulation import EDGES, LIMITS, SCENARIOS, calibration_table
 
     models = {**SCENARIOS}
     if user:
@@ -473,7 +473,7 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
     alpha = (1 - level) / 2
     print(f"nominal: coverage {level:.0%}, false verdicts at the margin {alpha:.3g}; calibrated test: {outer} "
           f"experiments x {inner} null draws per row; t interval (descriptive): {reps} experiments "
-          "(taco.report.speedup_calibration, taco.report.speedup_simulation)")
+          "(taco.stats.speedup_calibration, taco.stats.speedup_simulation)")
     print(f"{'scenario':44s} {'A/B':>5s} | {'calibrated: coverage':>20s} {'supported':>10s} {'not supp.':>10s} | "
           f"{'t: coverage':>11s} {'supported':>10s}")
     for name, table in (("checked", models), ("edge (near the level)", EDGES), ("known limit (not met)", LIMITS)):

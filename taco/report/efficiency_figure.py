@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 
 from taco.report.efficiency_markdown import estimate_text
-from taco.report.speedup import COMPARED, LOSS_FORM, NOT_RUN, REFERENCE, Pair
+from taco.stats.speedup import COMPARED, LOSS_FORM, NOT_RUN, REFERENCE
+from taco.stats.speedup_decision import Pair
 from taco.report.style import objective_label
-from taco.report.validation_points import PLATEAU_EXIT_GAP
+from taco.stats.validation_points import PLATEAU_EXIT_GAP
 
 
 def _probe_sizes(loss: pd.DataFrame | None) -> list[str]:

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from taco.architectures import ARCHITECTURE_LABELS, ARCHITECTURES, DEFAULT_ARCHITECTURE
-from taco.report.analysis_config import AnalysisConfig
-from taco.report.validation_points import PLATEAU_EXIT_GAP
+from taco.stats.analysis_config import AnalysisConfig
+from taco.stats.validation_points import PLATEAU_EXIT_GAP
 from taco.report.style import objective_label
 
 
@@ -215,7 +215,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
         lines += ["## Diagnostic: the plain t interval simulated at this run's counts and spreads", "",
                   "Not a veto: the verdict above is the calibrated test's. Curves with a known speedup equal to the "
                   "margin, drawn with this run's numbers of units and spreads (A's SD at T, the SD of B's log "
-                  "speedups) from the documented curve model (taco.report.speedup_simulation); the rates are the "
+                  "speedups) from the documented curve model (taco.stats.speedup_simulation); the rates are the "
                   f"t interval's over the simulated experiments. Nominal: coverage {lvl}, false 'supported' "
                   f"{cfg.alpha:g}.", "",
                   "| claim | size | n units (A/B) | SD of A at T | SD of B's log speedups | coverage | false supported | experiments |",

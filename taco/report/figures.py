@@ -45,8 +45,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from taco.report.cli import report_main
-from taco.report.analysis_config import AnalysisConfig  # noqa: E402
-from taco.report.stats import UNIT, fmt_fraction  # noqa: E402
+from taco.stats.analysis_config import AnalysisConfig  # noqa: E402
+from taco.stats.aggregate import UNIT, fmt_fraction  # noqa: E402
 
 
 def _ci_short(cfg) -> str:

@@ -47,7 +47,7 @@ from taco.objectives import OBJECTIVE_SPECS  # noqa: E402
 from taco.registry import CONTROL  # noqa: E402
 from taco.report.plotting import plain_log_axis  # noqa: E402
 from taco.report.style import fraction_styles, objective_label, objective_style  # noqa: E402
-from taco.report.validation_points import EvalFileError, load_eval  # noqa: E402
+from taco.stats.validation_points import EvalFileError, load_eval  # noqa: E402
 
 NAME = "pretrain_curves"
 #: the loss components of a training log line (means over the logging window)
@@ -88,7 +88,7 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     component columns present (``mlm_loss``, ``tc_loss``, ``tp_loss``); a step logged by two segments
     (a resumed segment re-logs nothing, but a rerun may) keeps the last line. Validation: one row per
     checkpoint (``CSV_COLUMNS``). Raises FileNotFoundError naming a directory without a manifest, and
-    :class:`~taco.report.validation_points.EvalFileError` naming a damaged ``eval.json``.
+    :class:`~taco.stats.validation_points.EvalFileError` naming a damaged ``eval.json``.
     """
     train_rows: dict[tuple, dict[str, Any]] = {}
     val_rows = []
@@ -288,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``taco pretrain-curves``; exit 2 on bad input (nothing written in that case)."""
-    from taco.report.analysis_config import AnalysisConfigError, load_analysis
+    from taco.stats.analysis_config import AnalysisConfigError, load_analysis
     from taco.report.tables import synthetic_corpus_label
 
     args = build_parser().parse_args(argv)

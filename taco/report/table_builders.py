@@ -23,10 +23,10 @@ import pandas as pd
 from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE4_OBJECTIVES, TABLE_OBJECTIVES
 from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS
 from taco.objectives import OBJECTIVE_SPECS
-from taco.report.analysis_config import AnalysisConfig
+from taco.stats.analysis_config import AnalysisConfig
 from taco.registry import AVERAGE_KEYS
-from taco.report.stats import UNIT, key_str, average_keys, average_label, fmt_fraction, seed_averages
-from taco.report.inference import summarize
+from taco.stats.aggregate import UNIT, key_str, average_keys, average_label, fmt_fraction, seed_averages
+from taco.stats.inference import summarize
 
 #: the four largest GLUE tasks, the columns of the paper's Table 2
 TABLE2_KEYS = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")
@@ -98,7 +98,7 @@ class TableBuilder:
         sub = self._runs.get((size, obj, round(float(frac), 6), int(step)), self.per_seed.iloc[:0])
         s = seed_averages(sub, keys)
         complete = s[np.isfinite(s["average"].astype(float))]
-        # same label as taco.report.stats.glue_average_table, so the CI equals glue_average.csv's
+        # same label as taco.stats.aggregate.glue_average_table, so the CI equals glue_average.csv's
         out = summarize(complete["average"].tolist(), confidence_level=self.cfg.confidence_level,
                         n_resamples=self.cfg.n_resamples, method=self.cfg.ci_method, seed=self.cfg.seed,
                         label=key_str(size, obj, frac, step, "avg|" + ";".join(keys)))
@@ -137,7 +137,7 @@ class TableBuilder:
                 if akeys is None:
                     r = self._cell_row(size, objective, fraction, step, col)
                     if r is None or int(r["n_seeds"]) == 0:
-                        from taco.report.stats import task_of
+                        from taco.stats.aggregate import task_of
 
                         why = self.cfg.missing_tasks.get(task_of(col))
                         if why or col not in self.cfg.score_keys:  # the same for every row: said once per table

@@ -42,9 +42,9 @@ import pandas as pd
 
 from taco.manifest import atomic_write_text
 from taco.report.cli import report_main, report_parser
-from taco.report.analysis_config import AnalysisConfig
-from taco.report.stats import UNIT
-from taco.report.inference import ci_method_name
+from taco.stats.analysis_config import AnalysisConfig
+from taco.stats.aggregate import UNIT
+from taco.stats.inference import ci_method_name
 from taco.registry import SCORE_KEY_LABELS
 from taco.report.table_builders import NOT_IN_PAPER, NOT_IN_TASKS, TITLES, build_tables
 

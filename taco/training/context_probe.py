@@ -24,7 +24,7 @@ visible at every validation point (``eval.json``), beside the plain validation l
 
 ``probe_order_gap = probe_shuffled_loss - probe_intact_loss`` is how much word order the model uses. A
 run has left the plateau at the first validation point where the gap exceeds
-:data:`taco.report.validation_points.PLATEAU_EXIT_GAP` (0.1 nats; ``taco efficiency`` reports the step). Source: this suite (the
+:data:`taco.stats.validation_points.PLATEAU_EXIT_GAP` (0.1 nats; ``taco efficiency`` reports the step). Source: this suite (the
 audit of issue 40); the shuffle control is the standard word-order ablation of probing work (e.g.
 Sinha et al. 2021, "Masked language modeling and the distributional hypothesis").
 """

@@ -596,7 +596,7 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
         "seed": config["seed"],
     }
     # the spec is the validated AnalysisConfig (the same schema `taco aggregate/tables/claims` apply)
-    from taco.report.analysis_config import AnalysisConfigError, validate_analysis
+    from taco.stats.analysis_config import AnalysisConfigError, validate_analysis
 
     try:
         return validate_analysis(spec).to_dict()

@@ -26,7 +26,7 @@ paper's tables. Randomness: every bootstrap / permutation call gets its own gene
 ``np.random.default_rng([seed, crc32(label)])`` so results do not depend on the order of cells.
 Source of the average's definition: docs/paper-facts.md / paper_values.json (mean of nine numbers, WNLI excluded).
 
-The intervals and tests (``interval``, ``compare``, ``holm``, ...) are ``taco.report.inference``,
+The intervals and tests (``interval``, ``compare``, ``holm``, ...) are ``taco.stats.inference``,
 re-exported here; this module reads metrics.json files and aggregates them into the tables.
 """
 
@@ -46,9 +46,9 @@ import pandas as pd
 from taco.cli import cli_error
 from taco.manifest import read_json_record
 from taco.registry import AVERAGE_KEYS
-from taco.report.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.stats.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 from taco.registry import TASK_SCORE_KEYS
-from taco.report.inference import (
+from taco.stats.inference import (
     summarize)
 
 

@@ -1,8 +1,8 @@
-"""Curves with known speedups, and the simulated coverage and level of :mod:`taco.report.speedup`.
+"""Curves with known speedups, and the simulated coverage and level of :mod:`taco.stats.speedup`.
 
 The suite checks its own statistics: :func:`calibrate` draws many replicate experiments from a
 :class:`CurveModel` whose true speedup is known, runs the method users run
-(:func:`taco.report.speedup.speedup_interval`) on each, and reports how often the interval covers the
+(:func:`taco.stats.speedup.speedup_interval`) on each, and reports how often the interval covers the
 truth and how often "supported" is declared when the true speedup equals the margin (the level).
 ``tests/test_speedup_calibration.py`` asserts coverage >= 0.85 of a nominal 90% interval and false
 "supported" <= 0.07 for the scenarios in :data:`SCENARIOS`; ``taco efficiency --calibrate`` prints
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from taco.report.speedup import HIGHER, LOWER, speedup_interval
+from taco.stats.speedup import HIGHER, LOWER, speedup_interval
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats as sst
 
-from taco.report.analysis_config import AnalysisConfig
-from taco.report.inference import min_attainable_pvalue
+from taco.stats.analysis_config import AnalysisConfig
+from taco.stats.inference import min_attainable_pvalue
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN)
@@ -72,7 +72,7 @@ def rule_text(kind: str, cfg: AnalysisConfig) -> str:
 
 
 def pvalue_set(cmp, cfg: AnalysisConfig) -> dict[str, float]:
-    """Named one-sided p-values of a :class:`taco.report.stats.Comparison` used by the rules
+    """Named one-sided p-values of a :class:`taco.stats.aggregate.Comparison` used by the rules
     (nan where the test was not run)."""
     d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
     pg, pl = cmp.p_greater, cmp.p_less
@@ -199,7 +199,7 @@ def deciding_boundary(kind: str, cfg: AnalysisConfig) -> float:
 def fewest_seeds(cfg: AnalysisConfig, limit: int = 50) -> int:
     """Smallest n (seeds per arm, equal arms) at which a one-sided two-sample permutation test can
     give p <= alpha at all: 1 / C(2n, n) <= alpha (exact test), 1 / (n_resamples + 1) once the
-    partitions outnumber ``n_resamples`` (:func:`taco.report.stats.min_attainable_pvalue`).
+    partitions outnumber ``n_resamples`` (:func:`taco.stats.aggregate.min_attainable_pvalue`).
     Applies to every rule here (one-sided tests, TOST and intersection-union all test at alpha)."""
     for n in range(2, limit + 1):
         if min_attainable_pvalue(n, n, cfg.n_resamples) <= cfg.alpha + 1e-15:

@@ -8,7 +8,7 @@ shifted null (:func:`permutation_pvalue`; :func:`min_attainable_pvalue` is the s
 give), Holm's step-down adjustment (:func:`holm`), Hedges' g (:func:`hedges_g`), and
 :func:`compare`, which runs all of them for two cells into a :class:`Comparison`. Every random
 draw gets its own generator :func:`rng_for` ``(seed, label)``, so a result does not depend on the
-order of calls. Every name here is also importable from ``taco.report.stats``, which reads the
+order of calls. Every name here is also importable from ``taco.stats.aggregate``, which reads the
 metrics and aggregates them.
 """
 

@@ -1,11 +1,11 @@
 """The calibrated steps-to-target test: the verdict of E1 decided by simulating its own statistic at the margin.
 
-The plain rule of :mod:`taco.report.speedup` reads the verdict off a t interval on log speedups. Its
+The plain rule of :mod:`taco.stats.speedup` reads the verdict off a t interval on log speedups. Its
 level depends on the curves: where B's units are noisy near their crossing or A's target is noisy
 its t quantiles are wrong at 3-5 units per arm. This module calibrates the same statistic instead.
 
 **Statistic.** t(s) = (mean ln s_u - ln s) / se, the studentised log speedup of
-:func:`taco.report.speedup.speedup_interval` (A's target uncertainty propagated), against a
+:func:`taco.stats.speedup.speedup_interval` (A's target uncertainty propagated), against a
 hypothesised speedup s.
 
 **Null model at s** (one per observed comparison, from its own data; :func:`null_parts`):
@@ -31,7 +31,7 @@ s" is, found by bisection in ln s with common random numbers (:func:`calibrated_
 beside the plain t interval, which stays descriptive.
 
 **Checked** by ``tests/test_speedup_calibration.py`` at 3 and 5 runs per arm in every scenario of
-:data:`taco.report.speedup_simulation.SCENARIOS` (outer experiments x inner draws stated there): coverage
+:data:`taco.stats.speedup_simulation.SCENARIOS` (outer experiments x inner draws stated there): coverage
 >= 0.85 and false supported / not supported <= 0.07. Known limit: strongly skewed A run offsets (the
 null draws them normal), as for the t rule.
 """
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
-from taco.report.speedup import speedup_interval, unit_crossings
+from taco.stats.speedup import speedup_interval, unit_crossings
 
 #: A with at most this many runs: Berger-Boos over A's SD (its 99% upper bound, + BERGER_BOOS_BETA)
 BERGER_BOOS_MAX_UNITS = 5
@@ -239,7 +239,7 @@ def calibrated_test(steps, a_at_t, b_units, target_step: float, better: str, mar
                     bounds: bool = True) -> CalibratedTest:
     """The calibrated test of "B reaches A's value at T in >= ``margin`` times fewer steps" on one comparison.
 
-    ``steps`` (S,), ``a_at_t`` (n_A,), ``b_units`` (n_B, S) as :func:`taco.report.speedup.speedup_interval`
+    ``steps`` (S,), ``a_at_t`` (n_A,), ``b_units`` (n_B, S) as :func:`taco.stats.speedup.speedup_interval`
     (values in nats or points; ``better`` ``lower``/``higher``); ``alpha``: the one-sided level (0.05);
     ``reps``: inner draws R; ``seed``: their generator. Returns :class:`CalibratedTest`. ValueError with
     fewer than 2 units in an arm.
@@ -267,7 +267,7 @@ def calibrated_test(steps, a_at_t, b_units, target_step: float, better: str, mar
 
 def simulate_calibrated(model, n_a: int, n_b: int, *, reps: int, inner: int, alpha: float = 0.05,
                         margin: float | None = None, seed: int = 0, chunk: int = 50) -> dict[str, float]:
-    """``reps`` experiments drawn from ``model`` (:class:`taco.report.speedup_simulation.CurveModel`), each
+    """``reps`` experiments drawn from ``model`` (:class:`taco.stats.speedup_simulation.CurveModel`), each
     decided by the calibrated test with ``inner`` draws; returns ``coverage`` (neither one-sided test at the
     true speedup rejects: the calibrated interval covers it), ``supported`` / ``not_supported`` (rates at
     ``margin``, default the truth), ``reps``, ``inner``. The test is vectorised over experiments."""
