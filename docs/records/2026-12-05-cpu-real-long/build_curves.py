@@ -4,7 +4,7 @@
 import math, sys
 import pandas as pd
 from taco.report.efficiency import CURVE_COLUMNS
-from taco.report.validation_points import load_eval, parse_eval, probe_points, PROBE_COLUMNS
+from taco.stats.validation_points import load_eval, parse_eval, probe_points, PROBE_COLUMNS
 
 rec = "docs/records/2026-12-05-cpu-real-long"
 fps_src = pd.read_csv("docs/records/2026-12-05-cpu-real-e1-tuned/efficiency_curves.csv")
