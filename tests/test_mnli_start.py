@@ -81,21 +81,22 @@ def test_one_job_per_seed_depends_on_the_mnli_model_of_the_same_seed(tmp_path):
     (["mnli", "stsb"], {"mnli": "no MNLI/ folder", "stsb": None}, "(absent from glue.data_dir)"),
 ])
 def test_the_option_without_its_tasks_is_refused_before_any_job(tasks, absent, needle):
-    """The cross-key check of the workflow's config (taco.workflow.config.check_config, which the
+    """The cross-key check of the workflow's config (taco.workflow.config_checks.check_config, which the
     Snakefile and `taco plan` run before any job) names the key."""
     from snakemake.utils import validate
 
     from taco.workflow import config as wc
+    from taco.workflow import config_checks as wcc
 
     cfg = yaml.safe_load(SMOKE.read_text())
     cfg["glue"]["tasks"] = tasks
     cfg["finetune"]["mnli_start"] = True
     validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
     with pytest.raises(wc.ConfigError, match=r"^finetune\.mnli_start: ") as err:
-        wc.check_config(cfg, absent)
+        wcc.check_config(cfg, absent)
     assert needle in str(err.value)
     cfg["finetune"]["mnli_start"] = False  # off: the same tasks are fine
-    wc.check_config(cfg, None)
+    wcc.check_config(cfg, None)
 
 
 def test_every_fine_tuning_rule_has_its_slurm_resources():

@@ -115,6 +115,7 @@ def test_adding_an_objective_is_one_module(tmp_path):
 import json, torch
 from snakemake.utils import validate
 from taco.workflow import config as wc
+from taco.workflow import config_checks as wcc
 from taco.model.modeling import PreTrainingModel
 from taco.model.configs import bert_config
 from taco.training.pretrain import build_parser
@@ -125,7 +126,7 @@ from taco.flops import pretrain_flops_per_token
 import yaml
 cfg = yaml.safe_load(open({str(cfg)!r}))
 validate(cfg, "workflow/schemas/config.schema.yaml")
-wc.check_config(cfg)
+wcc.check_config(cfg)
 torch.manual_seed(0)
 model = PreTrainingModel(bert_config("tiny", vocab_size=100), objective="toy", toy_weight=0.25).eval()
 ids = torch.randint(5, 100, (4, 16))

@@ -15,6 +15,7 @@ import yaml
 
 from shipped_configs import config_sets
 from taco.workflow import config as wc
+from taco.workflow import config_checks as wcc
 from taco.registry import budget_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +46,7 @@ def test_schema_fills_defaults(smoke):
 
 def test_paper_grid():
     cfg = load("config.yaml")
-    wc.check_config(cfg)
+    wcc.check_config(cfg)
     runs = wc.runs(cfg)
     assert wc.Run("small", "taco", 1.0) in runs and wc.Run("small", "mlm", 0.25) in runs
     assert {r.objective for r in runs if r.size == "small" and r.fraction == 1.0} == {
@@ -81,7 +82,7 @@ def test_semantic_errors_name_the_key(smoke, mutate, key):
     cfg = copy.deepcopy(smoke)
     mutate(cfg)
     with pytest.raises(wc.ConfigError) as err:
-        wc.check_config(cfg)
+        wcc.check_config(cfg)
     assert str(err.value).startswith(key)
 
 
@@ -152,7 +153,7 @@ def test_tc_batch_check_spares_objectives_without_tc(smoke):
     cfg["pretrain"]["sizes"]["tiny"]["per_device_batch_size"] = 1
     for entry in cfg["pretrain"]["runs"]:
         entry["objectives"] = ["mlm"]
-    wc.check_config(cfg)
+    wcc.check_config(cfg)
 
 
 def test_results_dir_that_is_a_file_is_a_config_error(smoke, tmp_path):
@@ -162,11 +163,11 @@ def test_results_dir_that_is_a_file_is_a_config_error(smoke, tmp_path):
         cfg = copy.deepcopy(smoke)
         cfg["results_dir"] = value
         with pytest.raises(wc.ConfigError) as err:
-            wc.check_config(cfg)
+            wcc.check_config(cfg)
         assert str(err.value).startswith("results_dir:") and "existing file" in str(err.value)
     cfg = copy.deepcopy(smoke)
     cfg["results_dir"] = str(tmp_path / "new" / "results")  # not there yet: fine
-    wc.check_config(cfg)
+    wcc.check_config(cfg)
     # the same through Snakemake: the key, not a NotADirectoryError traceback
     out = dry_run(REPO / "configs/smoke.yaml", "--config", f"results_dir={blocker}")
     assert out.returncode != 0
@@ -229,7 +230,7 @@ def test_cross_key_and_results_dir_errors_name_the_keys(smoke, mutate, key, need
     cfg = copy.deepcopy(smoke)
     mutate(cfg)
     with pytest.raises(wc.ConfigError) as err:
-        wc.check_config(cfg)
+        wcc.check_config(cfg)
     assert str(err.value).startswith(f"{key}:"), str(err.value)
     for needle in needles:
         assert needle in str(err.value), str(err.value)
@@ -243,7 +244,7 @@ def test_cross_key_and_results_dir_errors_name_the_keys(smoke, mutate, key, need
 def test_configs_whose_report_steps_can_run_pass(smoke, mutate):
     cfg = copy.deepcopy(smoke)
     mutate(cfg)
-    wc.check_config(cfg)
+    wcc.check_config(cfg)
 
 
 def test_every_shipped_configuration_passes_the_cross_key_checks():
@@ -251,7 +252,7 @@ def test_every_shipped_configuration_passes_the_cross_key_checks():
         cfg = load(*names)
         cfg["corpus"]["source"], cfg["glue"]["source"] = "synthetic", "synthetic"  # no local files needed
         cfg["tokenizer"]["kind"] = "train"
-        wc.check_config(cfg)
+        wcc.check_config(cfg)
 
 
 @pytest.mark.parametrize("given, normal", [
@@ -261,7 +262,7 @@ def test_every_shipped_configuration_passes_the_cross_key_checks():
 def test_results_dir_has_one_spelling(smoke, given, normal):
     cfg = copy.deepcopy(smoke)
     cfg["results_dir"] = given
-    wc.check_config(cfg)
+    wcc.check_config(cfg)
     assert cfg["results_dir"] == normal
 
 
@@ -307,12 +308,12 @@ def test_two_pretraining_seeds_are_noted_before_the_first_job():
     seeds or none give none."""
     cfg = load("configs/smoke.yaml")
     cfg["pretrain"]["seeds"] = [0, 1]
-    wc.check_config(cfg)
-    notes = wc.config_notes(cfg)
+    wcc.check_config(cfg)
+    notes = wcc.config_notes(cfg)
     assert len(notes) == 1 and re.match(r"pretrain\.seeds: 2 pre-training runs .* 1 / C\(4, 2\) = 0\.167", notes[0])
     for seeds in ([0, 1, 2], None):
         cfg["pretrain"]["seeds"] = seeds
-        assert wc.config_notes(cfg) == []
+        assert wcc.config_notes(cfg) == []
 
 
 def test_snakemake_prints_the_notes_once_before_the_first_job(tmp_path):
@@ -339,7 +340,7 @@ def test_snakemake_prints_the_notes_once_before_the_first_job(tmp_path):
     (8, 4, "a gpu limit of 8"), (None, 2, "no gpu limit"),
 ])
 def test_gpu_resource_note_says_what_snakemake_counts(provided, gpus, needle):
-    note = wc.gpu_resource_note(provided, gpus)
+    note = wcc.gpu_resource_note(provided, gpus)
     assert (note is None) if needle is None else (needle in note), note
 
 
@@ -373,7 +374,7 @@ def test_results_dir_with_snakemake_path_syntax_is_refused(smoke, results_dir):
     cfg = copy.deepcopy(smoke)
     cfg["results_dir"] = results_dir
     with pytest.raises(wc.ConfigError, match=r"^results_dir: .* which Snakemake reads in every output path"):
-        wc.check_config(cfg)
+        wcc.check_config(cfg)
 
 
 def test_results_dir_with_angle_brackets_stops_snakemake_naming_the_key(tmp_path):
@@ -392,7 +393,7 @@ def test_size_names_match_the_size_wildcard(smoke):
     cfg = copy.deepcopy(smoke)
     cfg["pretrain"]["sizes"]["ti-ny"] = copy.deepcopy(cfg["pretrain"]["sizes"]["tiny"])
     with pytest.raises(wc.ConfigError, match=r"^pretrain\.sizes: size name 'ti-ny' .* must match \[A-Za-z0-9_\]\+"):
-        wc.check_config(cfg)
+        wcc.check_config(cfg)
 
 
 def test_finetune_pretrain_seeds_selects_the_replicates_that_are_fine_tuned():
@@ -408,14 +409,14 @@ def test_finetune_pretrain_seeds_selects_the_replicates_that_are_fine_tuned():
     bad = copy.deepcopy(cfg)
     bad["finetune"]["pretrain_seeds"] = [7]
     with pytest.raises(wc.ConfigError, match=r"finetune.pretrain_seeds: \[7\] not among pretrain.seeds"):
-        wc.check_config(bad)
+        wcc.check_config(bad)
     every = copy.deepcopy(cfg)
     every["finetune"]["pretrain_seeds"] = "all"
     assert all(wc.finetuned(every, r) for r in wc.runs(every))
 
 
 def test_tasks_per_job_with_mnli_start_falls_back_and_says_so():
-    from taco.workflow.config import config_notes
+    from taco.workflow.config_checks import config_notes
     from taco.workflow.plan import load_config
 
     cfg = load_config([str(REPO / "configs/smoke.yaml")], {"finetune": {"mnli_start": True}})

@@ -27,6 +27,7 @@ from typing import Any
 
 from taco.cli import cli_error
 from taco.workflow import config as wc
+from taco.workflow import config_checks as wcc
 from taco.flops import H200_BF16_DENSE_TFLOPS
 from taco.workflow.plan_costs import (
     DEFAULT_FINETUNE_UTILIZATION,
@@ -51,7 +52,7 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
     ``overrides`` (``--config key=value``: a mapping value is merged into the section, not put in its
     place, as Snakemake merges ``--config``), check the schema with the project's own readable check
     (``taco.workflow.schema.check_schema``: key, bad value, allowed values), fill defaults and validate
-    with Snakemake's ``snakemake.utils.validate``, then ``taco.workflow.config.check_config``.
+    with Snakemake's ``snakemake.utils.validate``, then ``taco.workflow.config_checks.check_config``.
 
     Raises PlanError: a file that is missing or not valid YAML in one line (``FILE:LINE:COLUMN: ...``,
     :func:`taco.workflow.config_source.read_config_file`); a bad key with ``FILE:LINE: `` of the file
@@ -89,7 +90,7 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
     except Exception as exc:  # noqa: BLE001 - snakemake's WorkflowError names the key
         raise PlanError(f"configuration does not match {SCHEMA.name}: {str(exc).splitlines()[0][:500]}") from None
     try:  # with the local GLUE folder's tasks, as the workflow checks it
-        wc.check_config(config, wc.local_glue_availability(config))
+        wcc.check_config(config, wcc.local_glue_availability(config))
     except wc.ConfigError as exc:
         raise PlanError(sources.annotate(str(exc))) from None
     return config
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - Snakemake's ValueError / YAML errors
                 raise PlanError(f"--config {kv!r}: {str(exc).splitlines()[0]}") from None
         config = load_config(args.configfile, overrides)
-        for note in wc.config_notes(config):  # printed as the workflow prints them (common.smk)
+        for note in wcc.config_notes(config):  # printed as the workflow prints them (common.smk)
             print(f"taco plan: note: {note}", file=sys.stderr)
         plan = build_plan(config, args.device_check, args.peak_tflops, args.pretrain_utilization,
                           args.finetune_utilization, args.job_overhead_s, args.profile)

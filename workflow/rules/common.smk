@@ -1,4 +1,4 @@
-# Input functions, wildcard constraints and config checks. Logic lives in taco.workflow.config.
+# Input functions, wildcard constraints and config checks. Logic lives in taco.workflow.config and taco.workflow.config_checks.
 
 import json
 import os
@@ -7,6 +7,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 from taco.workflow import config as wc
+from taco.workflow import config_checks as wcc
 from taco.workflow import tuning_grid as tg
 from taco.workflow import control as wctl
 from taco.workflow.config_source import key_sources, missing_bases_note
@@ -31,8 +32,8 @@ ENVS = {name: f"../../envs/{name}.yaml" for name in ("data", "train", "stats")}
 # checks every key and the requirements across keys (the report steps' too) before the first job;
 # normalises results_dir in place (one spelling: results/tiny/ -> results/tiny)
 try:
-    GLUE_AVAILABILITY = wc.local_glue_availability(config)
-    wc.check_config(config, GLUE_AVAILABILITY)
+    GLUE_AVAILABILITY = wcc.local_glue_availability(config)
+    wcc.check_config(config, GLUE_AVAILABILITY)
 except wc.ConfigError as err:  # FILE:LINE: of the key first (taco.workflow.config_source)
     _where = key_sources(workflow.configfiles, workflow.config_settings.config)
     raise WorkflowError(f"Invalid configuration: {_where.annotate(str(err))}"
@@ -50,7 +51,7 @@ MISSING_TASKS = {
 # what a valid configuration should know but that stops nothing (pretrain.seeds too few to decide a
 # claim): printed by the main process only, as the other notes
 if workflow.is_main_process:
-    for _note in wc.config_notes(config):
+    for _note in wcc.config_notes(config):
         print(f"NOTE: {_note}", file=sys.stderr)
 
 # the analysis spec of taco aggregate/tables/figures/claims: the validated AnalysisConfig, built here
@@ -77,7 +78,7 @@ if GPU_NOTE and workflow.is_main_process:
     print(GPU_NOTE, file=sys.stderr)
 # Snakemake's "Provided resources: gpu=N" (the profile's limit) is no GPU found here: say so where it differs from gpus
 _PROVIDED_GPU = workflow.global_resources.get("gpu")  # a snakemake.resources.Resource, or None
-_GPU_RESOURCE_NOTE = wc.gpu_resource_note(getattr(_PROVIDED_GPU, "value", _PROVIDED_GPU), GPUS)
+_GPU_RESOURCE_NOTE = wcc.gpu_resource_note(getattr(_PROVIDED_GPU, "value", _PROVIDED_GPU), GPUS)
 if _GPU_RESOURCE_NOTE and workflow.is_main_process:
     print(f"NOTE: {_GPU_RESOURCE_NOTE}", file=sys.stderr)
 
