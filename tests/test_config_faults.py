@@ -4,6 +4,8 @@ per-entry pre-training seeds, and the too-few-seeds note for an entry's own seed
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,12 +36,34 @@ def test_an_overlay_before_its_base_names_both():
     assert "configs/cpu-real-families.yaml is an overlay of configs/cpu-real.yaml" in errors[0]
 
 
+def test_an_overlay_before_its_base_stops_taco_plan_and_snakemake_naming_both(tmp_path):
+    """The wrong order planned the base alone (54 jobs, no ModernBERT or RoBERTa run, no word): `taco plan` and
+    `snakemake --dry-run` both stop before any job with one line naming the overlay and its base."""
+    overlay, base = REPO / "configs" / "cpu-real-families.yaml", REPO / "configs" / "cpu-real.yaml"
+    plan = subprocess.run([sys.executable, "-m", "taco", "plan", "--no-snakemake", "--configfile",
+                           "configs/cpu-real-families.yaml", "configs/cpu-real.yaml"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert plan.returncode == 2, plan.stdout[-2000:] + plan.stderr[-2000:]
+    assert plan.stderr.startswith("taco plan: error: configs/cpu-real-families.yaml is an overlay of "
+                                  "configs/cpu-real.yaml: give configs/cpu-real.yaml before it"), plan.stderr
+    assert "jobs" not in plan.stdout, plan.stdout
+    work = tmp_path / "work"
+    work.mkdir()
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "--dry-run", "--cores", "1", "--snakefile",
+                          str(REPO / "Snakefile"), "--directory", str(work), "--configfile", str(overlay), str(base)],
+                         cwd=work, capture_output=True, text=True, timeout=300)
+    text = dry.stdout + dry.stderr
+    assert dry.returncode != 0 and "Job stats" not in text, text[-3000:]
+    assert f"{overlay} is an overlay of configs/cpu-real.yaml: give configs/cpu-real.yaml before it" in text, text
+
+
 @pytest.mark.parametrize("text, key", [
     ("pretrain:\n  sizes:\n    tiny: {learning_rate: .nan}\n", "pretrain.sizes.tiny.learning_rate"),
     ("finetune:\n  hyperparameters:\n    tiny: {learning_rate: .inf, epochs: 1}\n", "finetune.hyperparameters.tiny.learning_rate"),
     ("finetune:\n  batch_size: 1000000000\n", "finetune.batch_size"),
     ("pretrain:\n  tc: {num_negatives: 100000000}\n", "pretrain.tc.num_negatives"),
     ("finetune:\n  mem_mb: 1000000000000000\n", "finetune.mem_mb"),
+    ("pretrain:\n  sizes:\n    tiny: {mem_mb: 1000000000000000}\n", "pretrain.sizes.tiny.mem_mb"),
     ("corpus:\n  num_documents: 1000000000000\n", "corpus.num_documents"),
     ("pretrain:\n  runs:\n    - {size: tiny, objectives: [mlm], seeds: [-1]}\n", "pretrain.runs[0].seeds[0]"),
     ("pretrain:\n  runs:\n    - {size: tiny, objectives: [mlm], seeds: [1, 1]}\n", "pretrain.runs[0].seeds"),

@@ -99,6 +99,31 @@ def test_pretrain_curves_collects_logs_and_validation(tmp_path):
     assert main(["--checkpoints", str(tmp_path / "missing"), "--output-dir", str(out)]) == 2
 
 
+def test_every_objectives_loss_terms_are_drawn(tmp_path):
+    """BERT-NCE's ``nce`` and INFOWORD's ``nce`` and ``dim`` terms are collected and drawn in panel (b), each
+    INFOWORD line named by its term, and the panel's title names the terms of the objectives shown."""
+    from taco.report.pretrain_curves import collect, figure
+
+    log = lambda s, **c: {"event": "log", "step": s, "loss": sum(c.values()), **c}  # noqa: E731
+    val = {"mlm_loss": 6.5, "mlm_accuracy": 0.1, "tc_loss": None, "n_masked_tokens": 100}
+    ck = [_checkpoint(tmp_path, "bert_nce", 2, [log(1, mlm_loss=9.0, nce_loss=3.0), log(2, mlm_loss=8.0, nce_loss=2.5)],
+                      val),
+          _checkpoint(tmp_path, "infoword", 2, [log(1, mlm_loss=9.1, nce_loss=3.1, dim_loss=1.5),
+                                                log(2, mlm_loss=8.1, nce_loss=2.6, dim_loss=1.2)], val)]
+    train, vals = collect(ck)
+    iw = train[train.objective == "infoword"]
+    assert iw.nce_loss.tolist() == [3.1, 2.6] and iw.dim_loss.tolist() == [1.5, 1.2]
+    assert train[train.objective == "bert_nce"].nce_loss.tolist() == [3.0, 2.5]
+    fig = figure(train, vals)
+    panel_b = fig.axes[1]
+    ys = sorted(tuple(line.get_ydata()) for line in panel_b.get_lines())
+    assert ys == [(1.5, 1.2), (3.0, 2.5), (3.1, 2.6)]
+    labels = sorted(line.get_label() for line in panel_b.get_lines())
+    assert any(lab.endswith(" DIM") for lab in labels) and any(lab.endswith(" NCE") for lab in labels)
+    title = panel_b.get_title().replace("\n", " ")
+    assert "NCE (BERT-NCE, INFOWORD)" in title and "DIM (INFOWORD)" in title and "TC" not in title
+
+
 def test_pretrain_curves_names_a_damaged_eval_json(tmp_path, capsys):
     """A truncated eval.json (a full disk, a copy cut short) stops `taco pretrain-curves` with exit 2 naming
     the file, as `taco efficiency` does, instead of a JSONDecodeError traceback; nothing is written."""

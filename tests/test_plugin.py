@@ -211,3 +211,55 @@ def test_a_config_from_the_tokenizer_and_a_pad_id_that_disagrees(tmp_path):
         warnings.simplefilter("always")
         TacoTrainer(model=model, args=args, processing_class=tok)
     assert any("pad_token_id 1 differs from the tokenizer's 0" in str(w.message) for w in caught)
+
+
+def _fixed_masking(features: list[dict]) -> dict:
+    """A collator whose masking depends on each sequence alone (not on the batch it lands in or on a generator):
+    exactly two [MASK]ed positions per sequence, so every micro-batch holds the same number of MLM targets and
+    the mean over 4 micro-batches of their means is the mean over the whole batch."""
+    ids = torch.tensor([f["input_ids"] for f in features])
+    labels = torch.full_like(ids, -100)
+    corrupted = ids.clone()
+    for row in range(ids.shape[0]):
+        first = 1 + int(ids[row].sum()) % 7  # content positions 1..14; the two never coincide
+        second = 8 + int(ids[row, 1]) % 7
+        for pos in (first, second):
+            labels[row, pos] = ids[row, pos]
+            corrupted[row, pos] = 4  # [MASK]
+    return {"input_ids": corrupted, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+
+def test_gradient_accumulation_gives_the_gradient_of_the_whole_batch(tmp_path):
+    """Pure MLM (tc_weight 0), one step of plain SGD at lr 1 on 8 sequences: 1 x 8 and 4 micro-batches x 2 move
+    every parameter by the same amount, minus the gradient of the whole batch's loss computed by hand
+    (loss.backward on all 8 with the same masking). Without transformers' accumulation scaling
+    (loss_is_scaled_for_ga) the 4 x 2 step would be 4 times the gradient."""
+    import copy
+
+    from transformers import TrainingArguments
+
+    torch.manual_seed(0)
+    start = AutoModelForMaskedLM.from_config(bert_config("tiny", V, hidden_dropout_prob=0.0,
+                                                         attention_probs_dropout_prob=0.0))
+    data = _mlm_data(8, seed=3)
+    before = {n: p.detach().clone() for n, p in start.named_parameters()}
+
+    by_hand = copy.deepcopy(start).train()
+    by_hand(**_fixed_masking(data)).loss.backward()
+    expected = {n: -(p.grad if p.grad is not None else torch.zeros_like(p)) for n, p in by_hand.named_parameters()}
+    assert sum(float(g.abs().sum()) for g in expected.values()) > 0
+
+    for accum, batch in ((1, 8), (4, 2)):
+        model = copy.deepcopy(start)
+        sgd = torch.optim.SGD(model.parameters(), lr=1.0)
+        constant = torch.optim.lr_scheduler.LambdaLR(sgd, lambda _: 1.0)
+        args = TrainingArguments(str(tmp_path / f"a{accum}"), report_to=[], use_cpu=True, max_steps=1,
+                                 per_device_train_batch_size=batch, gradient_accumulation_steps=accum,
+                                 max_grad_norm=0.0, save_strategy="no", logging_strategy="no", seed=0)
+        trainer = TacoTrainer(model=model, args=args, train_dataset=data, data_collator=_fixed_masking,
+                              optimizers=(sgd, constant), tc_weight=0.0)
+        trainer.train()
+        assert trainer.state.global_step == 1
+        for name, p in model.named_parameters():
+            torch.testing.assert_close(p.detach() - before[name], expected[name], rtol=1e-4, atol=1e-6,
+                                       msg=lambda m, name=name, accum=accum: f"{name}, {accum} x {batch}: {m}")

@@ -43,15 +43,27 @@ import pandas as pd  # noqa: E402
 
 from taco.cli import cli_error  # noqa: E402
 from taco.manifest import read_manifest  # noqa: E402
-from taco.objectives import OBJECTIVE_SPECS  # noqa: E402
+from taco.objectives import LOSS_TERMS, OBJECTIVE_SPECS  # noqa: E402
 from taco.registry import CONTROL  # noqa: E402
 from taco.report.plotting import plain_log_axis  # noqa: E402
 from taco.report.style import fraction_styles, objective_label, objective_style  # noqa: E402
 from taco.stats.validation_points import EvalFileError, load_eval  # noqa: E402
 
 NAME = "pretrain_curves"
-#: the loss components of a training log line (means over the logging window)
-COMPONENTS = ("mlm_loss", "tc_loss", "tp_loss")
+#: the loss components of a training log line (means over the logging window): ``<term>_loss`` of every
+#: term some objective declares (taco.objectives.LOSS_TERMS), so a new objective's term shows with no edit here
+COMPONENTS = tuple(f"{t}_loss" for t in LOSS_TERMS)
+#: the terms drawn in panel (b): every term but MLM's
+AUX_TERMS = tuple(t for t in LOSS_TERMS if t != "mlm")
+
+
+def aux_panel_title(objectives: Any) -> str:
+    """Panel (b)'s title: each non-MLM term that one of ``objectives`` (names) logs and the objectives that
+    log it, e.g. "TC (TACO); NCE (BERT-NCE, INFOWORD); DIM (INFOWORD)"."""
+    specs = [OBJECTIVE_SPECS[o] for o in dict.fromkeys(objectives) if o in OBJECTIVE_SPECS]
+    parts = [f"{t.upper()} ({', '.join(o.label for o in specs if t in o.terms)})"
+             for t in AUX_TERMS if any(t in o.terms for o in specs)]
+    return "(b) training loss of the other terms" + (": " + "; ".join(parts) if parts else "")
 CSV_COLUMNS = ["size", "objective", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy", "val_tc_loss",
                "n_masked_tokens", "comparable", "checkpoint"]
 #: label suffix of an MLM-loss curve that is not comparable with the others (:func:`mlm_loss_comparable`)
@@ -85,7 +97,7 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(training log, validation) frames from checkpoint directories.
 
     Training log: one row per (run, step) with ``size``, ``objective``, ``fraction``, ``step`` and the
-    component columns present (``mlm_loss``, ``tc_loss``, ``tp_loss``); a step logged by two segments
+    component columns present (:data:`COMPONENTS`: ``mlm_loss``, ``tc_loss``, ...); a step logged by two segments
     (a resumed segment re-logs nothing, but a rerun may) keeps the last line. Validation: one row per
     checkpoint (``CSV_COLUMNS``). Raises FileNotFoundError naming a directory without a manifest, and
     :class:`~taco.stats.validation_points.EvalFileError` naming a damaged ``eval.json``.
@@ -194,9 +206,9 @@ def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
     styles = run_styles(runs)
     handles: dict[str, Any] = {}
 
-    def plot(ax, run, x, y, markevery=1, mlm=False):
+    def plot(ax, run, x, y, markevery=1, mlm=False, term=""):
         st = styles[run]
-        lab = _run_label(*run, sizes, fractions)
+        lab = _run_label(*run, sizes, fractions) + (f" {term}" if term else "")
         linestyle = st["linestyle"]
         if mlm and not mlm_loss_comparable(run[1]):  # an MLM-loss curve of BERT-NCE / INFOWORD
             lab, linestyle = f"{lab} {NOT_COMPARABLE}", ":"
@@ -205,7 +217,6 @@ def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
                           markevery=markevery, linewidth=1.3, label=lab)
         handles.setdefault(lab, line)
 
-    aux_names = {"tc_loss": "TC", "tp_loss": "TP"}
     if train.empty:
         _panel_empty(ax_tm, "no training log lines found")
         _panel_empty(ax_ta, "no training log lines found")
@@ -215,19 +226,21 @@ def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
             if "mlm_loss" in g and g["mlm_loss"].notna().any():
                 d = g[g["mlm_loss"].notna()]
                 plot(ax_tm, run, d["step"], d["mlm_loss"], _markevery(len(d)), mlm=True)
-            for comp in aux_names:
-                if comp in g and g[comp].notna().any():
-                    d = g[g[comp].notna()]
-                    plot(ax_ta, run, d["step"], d[comp], _markevery(len(d)))
-                    have_aux = True
+            logged = [t for t in AUX_TERMS if f"{t}_loss" in g and g[f"{t}_loss"].notna().any()]
+            for t in logged:
+                d = g[g[f"{t}_loss"].notna()]
+                # a run with several terms (INFOWORD: NCE and DIM) names each line's term
+                plot(ax_ta, run, d["step"], d[f"{t}_loss"], _markevery(len(d)),
+                     term=t.upper() if len(logged) > 1 else "")
+                have_aux = True
         for ax in (ax_tm, ax_ta):
             if ax.get_lines():
                 ax.set_yscale("log")
                 plain_log_axis(ax.yaxis)
         if not have_aux:
-            _panel_empty(ax_ta, "no TC or TP loss logged (no objective uses one)")
+            _panel_empty(ax_ta, "no loss term but MLM's logged (no objective here adds one)")
     _title(ax_tm, "(a) training MLM loss")
-    _title(ax_ta, "(b) training TC loss (TACO objectives) / TP loss (MLM+TP)")
+    _title(ax_ta, aux_panel_title(train["objective"] if "objective" in train else ()))
     for ax in (ax_tm, ax_ta):
         ax.set_ylabel("nats, mean over the logging window (log scale)", fontsize=8)
     if val.empty:
