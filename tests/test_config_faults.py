@@ -79,7 +79,7 @@ def test_bad_values_are_refused_before_any_job(tmp_path, text, key):
 
 
 def test_an_entrys_own_seeds_get_the_too_few_to_decide_note(tmp_path):
-    from taco.workflow.config import config_notes
+    from taco.workflow.config_checks import config_notes
     from taco.workflow.plan import load_config
 
     f = tmp_path / "two.yaml"
