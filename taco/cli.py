@@ -1,40 +1,14 @@
 """Command-line entry point: ``taco <command> [options]`` (also ``python -m taco``).
 
 Each command lives in its own module, which exposes ``main(argv: list[str] | None) -> int``;
-this file only dispatches, so importing it stays cheap (torch is imported by the command).
+this file only dispatches, so importing it stays cheap (torch is imported by the command). What the
+command modules share (the ``--help`` layout, the error tail) is :mod:`taco.cli_parts`, below them.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """The ``--help`` layout of every ``taco`` command: each option's default is appended as
-    ``(default: X)``, unless its help already states the default (``default`` in the text) or there is
-    none to state (a required option, a flag, ``None``, an empty list)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        default = action.default
-        if ("default" in text.lower() or action.required or not action.option_strings
-                or isinstance(action, argparse._StoreConstAction)  # a flag: nothing to default
-                or default is None or default is False or default is argparse.SUPPRESS
-                or (isinstance(default, (list, tuple, str)) and len(default) == 0)):
-            return text
-        return text + " (default: %(default)s)"
-
-
-def cli_error(command: str, message: object, status: int = 2) -> int:
-    """The error tail the commands share: print ``taco <command>: error: <message>`` to stderr and
-    return ``status`` (default 2, bad input found before any work), for ``main`` to return::
-
-        except (UsageError, FileNotFoundError) as exc:
-            return cli_error("pack", exc)
-    """
-    print(f"taco {command}: error: {message}", file=sys.stderr)
-    return status
 
 
 #: command name -> (module, one-line help)

@@ -49,8 +49,9 @@ def _import_without(blocked, packages, modules=()):
 
 def test_statistics_environment_never_imports_torch():
     out = _import_without({"torch", "transformers", "datasets", "tokenizers", "accelerate"},
-                          ["taco.report", "taco.stats"], ["taco.registry", "taco.manifest", "taco.errors", "taco.cli",
-                                            "taco.evaluation.submission"])  # taco glue-submission
+                          ["taco.report", "taco.stats"],
+                          ["taco.registry", "taco.manifest", "taco.errors", "taco.cli", "taco.cli_parts",
+                           "taco.evaluation.submission"])  # taco glue-submission
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.strip()) >= 8
 
@@ -114,7 +115,7 @@ def test_a_command_without_the_suite_extra_names_the_extra():
 #: farm-studio; docs/architecture.md). The longest matching prefix places a module.
 FLOORS = (
     ("taco", "taco.parameters", "taco.errors", "taco.paper", "taco.architectures", "taco.manifest", "taco.cli",
-     "taco.tc"),
+     "taco.cli_parts", "taco.tc"),
     ("taco.objectives",),
     ("taco.registry",),
     ("taco.data", "taco.model", "taco.flops"),
@@ -152,6 +153,14 @@ def test_no_import_runs_up_a_floor():
         up += [f"{path.relative_to(REPO)}:{line}: {module} (floor {mine}) imports {m} (floor {_floor(m)[0]})"
                for m, line in _imports(path) if _floor(m)[0] > mine]
     assert not up, "\n".join(up)
+
+
+def test_no_command_imports_the_dispatcher():
+    """taco.cli dispatches commands by name; the commands share taco.cli_parts (the --help layout, the error
+    tail), so only the two runners of a command line import taco.cli: ``python -m taco`` and the fork server."""
+    users = [f"{p.relative_to(REPO)}:{line}" for p in sorted((REPO / "taco").rglob("*.py"))
+             if p.name not in ("__main__.py", "forkserver.py") for m, line in _imports(p) if m == "taco.cli"]
+    assert not users, users
 
 
 def test_the_tc_kernel_loads_without_the_objectives():

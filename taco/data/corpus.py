@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.errors import EXIT_NO_SPACE, is_disk_full, no_space_message
 from taco.data.corpus_store import (DEFAULT_SPAN_ROWS, FORMAT, ROW_KINDS, CorpusReader,
                                     check_parquet_shard, file_records, iter_parquet_texts, rows_per_document,
@@ -415,7 +415,7 @@ def _split_arg(value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco corpus", description=__doc__.split("\n")[0])
     p.add_argument("--source", choices=SOURCES, default="synthetic",
                    help="synthetic: an artificial language (offline); local: text files (--paths); hub: Hub "

@@ -83,7 +83,7 @@ from typing import Any
 
 import numpy as np
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.errors import EXIT_NO_SPACE, is_disk_full, no_space_message
 from taco.data.blocks import (
     CHUNK_ROWS, BlockPacker, DocumentEncoder)
@@ -394,7 +394,7 @@ def load_packed(path: str | os.PathLike):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco pack", description=__doc__.split("\n")[0])
     p.add_argument("--corpus", required=True, help="corpus artifact (taco corpus)")
     p.add_argument("--tokenizer", required=True, help="tokenizer directory (taco tokenizer)")

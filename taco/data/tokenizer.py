@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.manifest import atomic_directory, build_manifest, sha256_file, sha256_json, sha256_tree, write_manifest
 from taco.data.textfile import read_utf8
 
@@ -282,7 +282,7 @@ def load_tokenizer(path: str | os.PathLike):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco tokenizer", description=__doc__.split("\n")[0])
     p.add_argument("--kind", choices=KINDS, default="vocab",
                    help="vocab: from a vocab.txt (--vocab-file); hub: a Hub tokenizer (--hub-id); train: a new "

@@ -86,7 +86,7 @@ from typing import Any
 
 import numpy as np
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.evaluation.similarities import (
     CI_LEVEL,
     N_RESAMPLES,
@@ -424,7 +424,7 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco dynamics", description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", required=True, help="save_pretrained checkpoint dir with manifest.json")
     p.add_argument("--blocks", required=True, help="packed-blocks DatasetDict dir (save_to_disk)")

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
 from taco.parameters import check_values
 from taco.evaluation.finetune_trainer import (
@@ -67,7 +67,7 @@ from taco.errors import UsageError  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco finetune",
                                 description="Fine-tune one checkpoint on GLUE tasks, each with one or more seeds.")
     p.add_argument("--checkpoint", required=True, help="budget checkpoint directory (taco pretrain output)")

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.errors import UsageError
 from taco.registry import GLUE_TASK_SPECS
 
@@ -358,7 +358,7 @@ def build_submission(run_dirs: Sequence[str | os.PathLike], output: str | os.Pat
 # CLI
 # ------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter,
         prog="taco glue-submission",
         description="Gather the test predictions of one checkpoint's fine-tuning runs (per seed) into "

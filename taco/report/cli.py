@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.manifest import atomic_write_text
 from taco.stats.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
 
@@ -25,7 +25,7 @@ from taco.stats.analysis_config import AnalysisConfig, AnalysisConfigError, load
 def report_parser(name: str, description: str,
                   add_arguments: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
     """The parser of ``taco <name>``: ``--aggregate-dir --analysis --output-dir`` plus ``add_arguments``."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog=f"taco {name}", description=description)
     ap.add_argument("--aggregate-dir", default="results/aggregate", help="output folder of `taco aggregate`")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.report.markdown_text import md_code
 from taco.report.deviations import Deviation, DeviationsInputError, check_config, find_deviations
 
@@ -65,7 +65,7 @@ def _read_mapping(path: str | Path, what: str) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco deviations``."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco deviations", description=__doc__.split("\n")[0])
     ap.add_argument("--config", required=True, help="resolved run configuration (YAML or JSON)")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML), for the tasks that could not be run")

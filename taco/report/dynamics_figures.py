@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.manifest import read_json_record
 
 from taco.report.style import OKABE_ITO, SPARE_COLOURS, OBJECTIVE_STYLE, objective_label  # noqa: E402
@@ -261,7 +261,7 @@ def _require_objective(records: list[dict[str, Any]], objective: str) -> list[di
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco dynamics-figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--inputs", nargs="+", required=True, help="dynamics.json files (any order)")
     p.add_argument("--output-dir", default="results", help="where figure6/figure2 .png/.pdf go")

@@ -58,7 +58,7 @@ import pandas as pd
 
 from taco.architectures import DEFAULT_ARCHITECTURE
 from taco.report.efficiency_markdown import CLAIM_TEXT, estimate_text, render_markdown, rows_of_kind, tuning_section
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.manifest import read_manifest
 from taco.objectives import OBJECTIVE_SPECS
 from taco.paper import TABLE_OBJECTIVES
@@ -486,7 +486,7 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco efficiency``."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco efficiency", description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoints", nargs="+", help="budget checkpoint directories (taco pretrain); required "
                     "unless --curves or --calibrate")

@@ -41,7 +41,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from taco.cli import cli_error  # noqa: E402
+from taco.cli_parts import cli_error  # noqa: E402
 from taco.manifest import read_manifest  # noqa: E402
 from taco.objectives import LOSS_TERMS, OBJECTIVE_SPECS  # noqa: E402
 from taco.registry import CONTROL  # noqa: E402
@@ -290,7 +290,7 @@ def make(checkpoints: list[str | Path], out_dir: str | Path, label: str = "") ->
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco pretrain-curves``."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco pretrain-curves", description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoints", nargs="+", required=True, help="budget checkpoint directories")
     ap.add_argument("--output-dir", default="results", help="folder for pretrain_curves.png, .pdf and .csv")

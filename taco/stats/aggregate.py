@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.manifest import read_json_record
 from taco.registry import AVERAGE_KEYS
 from taco.stats.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
@@ -462,7 +462,7 @@ def read_input_list(path: str | Path) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco aggregate``."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco aggregate", description="Aggregate fine-tuning metrics.json files: per-seed rows, per-cell statistics with t-based CIs, GLUE averages.")
     ap.add_argument("--inputs", nargs="*", default=[], help="metrics.json files")
     ap.add_argument("--inputs-from", help="a file listing metrics.json paths, one per line")

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from taco.objectives.base import MLM_PROBABILITY
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.manifest import MANIFEST_NAME, atomic_directory, build_manifest, read_manifest, sha256_file, write_manifest
 from taco.registry import PRESETS
 
@@ -38,7 +38,7 @@ from taco.errors import UsageError  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter,
         prog="taco init",
         description="Write the no-pre-training control: a randomly initialised checkpoint (step 0) of "

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from taco.architectures import DEFAULT_ARCHITECTURE
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.errors import UsageError, is_disk_full
 from taco.manifest import (MANIFEST_NAME, ManifestError, read_json_record, read_manifest, sha256_file, sha256_json,
                            sha256_tree)
@@ -99,7 +99,7 @@ from taco.training.pretrain_trainer import (
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco pretrain`` (objective options from ``taco.objectives``, monitoring
     options from ``taco.training.monitoring``)."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
 
     p = argparse.ArgumentParser(
         prog="taco pretrain", formatter_class=HelpFormatter,

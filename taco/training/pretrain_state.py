@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.errors import EXIT_NO_SPACE, UsageError
 from taco.manifest import (
     MANIFEST_NAME,

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.manifest import read_manifest
 from taco.objectives import LOSS_TERMS
 from taco.training.pretrain_state import (

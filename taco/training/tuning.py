@@ -171,7 +171,7 @@ def apply_choice(args: argparse.Namespace, path: str | Path) -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco tuning-choice``."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
 
     ap = argparse.ArgumentParser(prog="taco tuning-choice", formatter_class=HelpFormatter,
                                  description="the best of an arm's tuning trials (lowest validation MLM loss at "
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``taco tuning-choice --trials DIR ... --output choice.json``."""
-    from taco.cli import cli_error
+    from taco.cli_parts import cli_error
     from taco.manifest import atomic_write_text
 
     args = build_parser().parse_args(argv)

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 
 
 def parse_visible(value: str | None) -> list[str] | None:
@@ -233,7 +233,7 @@ def visible_devices(slots: list[int], parent_visible: str | None) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco gpu-slot``."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
 
     # a usage, not the design note: that is this module's docstring (python -m pydoc taco.workflow.gpuslots)
     parser = argparse.ArgumentParser(

@@ -34,7 +34,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from taco.cli import HelpFormatter, cli_error
+from taco.cli_parts import HelpFormatter, cli_error
 
 NAME = "nodes"
 #: the rendezvous port when $TACO_RDZV_PORT is unset: PORT_BASE + job id mod PORT_SPAN

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from taco.cli import cli_error
+from taco.cli_parts import cli_error
 from taco.workflow import config as wc
 from taco.workflow import config_checks as wcc
 from taco.flops import H200_BF16_DENSE_TFLOPS
@@ -187,7 +187,7 @@ def snakemake_job_stats(configfiles: list[str], overrides: list[str] | None = No
 # ------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco plan``."""
-    from taco.cli import HelpFormatter
+    from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco plan", description="Compute plan of a workflow configuration: jobs, "
                                 "model FLOPs, GPU-hours, disk, time limits, and the cost of each table and claim.")
     p.add_argument("--configfile", nargs="+", default=[str(REPO / "config.yaml")],
