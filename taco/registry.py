@@ -207,6 +207,11 @@ PAPER_TASK_ORDER: tuple[str, ...] = tuple(
     sorted(GLUE_TASK_SPECS, key=lambda n: PAPER_TASKS.index(n) if n in PAPER_TASKS else len(PAPER_TASKS))
 )
 
+#: how a capped set is drawn, in words (fine-tuning records, table notes, deviations;
+#: :func:`taco.data.glue.sample_indices` draws it)
+CAP_SAMPLING = ("a seeded random sample (stratified by label for classification tasks; drawn with the "
+                "data seed, each split on its own stream)")
+
 #: metric names computed per task name and per score key (GLUE paper; HF ``evaluate`` ``glue``)
 METRICS_BY_SCORE_KEY: dict[str, tuple[str, ...]] = {
     **{n: t.metrics for n, t in GLUE_TASK_SPECS.items()},

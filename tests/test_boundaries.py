@@ -114,7 +114,8 @@ def test_a_command_without_the_suite_extra_names_the_extra():
 #: the package's floors, ground first: a module imports only from its own floor or below (the house drawn by
 #: farm-studio; docs/architecture.md). The longest matching prefix places a module.
 FLOORS = (
-    ("taco", "taco.parameters", "taco.errors", "taco.paper", "taco.architectures", "taco.manifest", "taco.cli",
+    ("taco", "taco.parameters", "taco.errors", "taco.paper", "taco.architectures", "taco.manifest", "taco.textfile",
+     "taco.cli",
      "taco.cli_parts", "taco.tc"),
     ("taco.objectives",),
     ("taco.registry",),
@@ -153,6 +154,15 @@ def test_no_import_runs_up_a_floor():
         up += [f"{path.relative_to(REPO)}:{line}: {module} (floor {mine}) imports {m} (floor {_floor(m)[0]})"
                for m, line in _imports(path) if _floor(m)[0] > mine]
     assert not up, "\n".join(up)
+
+
+def test_the_report_and_the_statistics_read_no_data_module():
+    """What the pages need of the data layer comes through the registry or the runs' manifests: taco.report
+    and taco.stats import nothing from taco.data (the text reader is taco.textfile, below both)."""
+    users = [f"{p.relative_to(REPO)}:{line}: {m}" for pkg in ("report", "stats")
+             for p in sorted((REPO / "taco" / pkg).rglob("*.py")) for m, line in _imports(p)
+             if m == "taco.data" or m.startswith("taco.data.")]
+    assert not users, users
 
 
 def test_no_command_imports_the_dispatcher():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from taco.data.textfile import InputEncodingError, read_utf8
+from taco.textfile import InputEncodingError, read_utf8
 
 RTE_HEADER = b"index\tsentence1\tsentence2\tlabel\n"
 RTE_ROWS = [b"0\tA man walks.\tA person walks.\tentailment\n",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taco.data.textfile import read_utf8
+from taco.textfile import read_utf8
 from taco.registry import GLUE_TASK_SPECS, GlueTask
 
 #: default Hub dataset id of GLUE
@@ -259,9 +259,6 @@ def load_glue_task(task: str, source: str, data_dir: str | os.PathLike | None = 
 # ------------------------------------------------------------------------------------------------
 # capped sets: a seeded random sample, never the first N rows
 # ------------------------------------------------------------------------------------------------
-#: how a capped set is drawn, in words (fine-tuning records, table notes, deviations)
-CAP_SAMPLING = ("a seeded random sample (stratified by label for classification tasks; drawn with the "
-                "data seed, each split on its own stream)")
 
 
 def sample_indices(labels: Sequence[Any], n: int, seed: int, *, stratify: bool, stream: str = "") -> list[int]:

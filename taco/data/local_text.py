@@ -194,12 +194,12 @@ def read_text_file(path: str | os.PathLike, encoding: str = "utf-8") -> tuple[st
     """Text of ``path`` and the encoding used. Universal newlines: CRLF becomes ``\\n``.
 
     ``encoding``: ``utf-8`` (strict: a byte that is not UTF-8 raises
-    :class:`taco.data.textfile.InputEncodingError` naming the file, line and column),
+    :class:`taco.textfile.InputEncodingError` naming the file, line and column),
     ``latin-1`` (every byte sequence decodes), or ``utf-8-or-latin-1`` (UTF-8, else the whole file
     as Latin-1: the NLTK Project Gutenberg selection has two Latin-1 files and NLTK reads it so;
     the corpus manifest lists such files under ``latin1_files``).
     """
-    from taco.data.textfile import describe_decode_error, InputEncodingError
+    from taco.textfile import describe_decode_error, InputEncodingError
 
     if encoding not in ENCODINGS:
         raise ValueError(f"unknown --encoding {encoding!r}; expected one of {ENCODINGS}")

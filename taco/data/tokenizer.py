@@ -32,7 +32,7 @@ from typing import Any
 
 from taco.cli_parts import cli_error
 from taco.manifest import atomic_directory, build_manifest, sha256_file, sha256_json, sha256_tree, write_manifest
-from taco.data.textfile import read_utf8
+from taco.textfile import read_utf8
 
 KINDS = ("vocab", "hub", "train")
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

@@ -201,7 +201,7 @@ def capped_sets_note(cfg: AnalysisConfig | None) -> str:
     ``max_eval_samples``); empty when nothing was capped or the spec does not say."""
     if cfg is None:
         return ""
-    from taco.data.glue import CAP_SAMPLING
+    from taco.registry import CAP_SAMPLING
 
     caps = []
     if cfg.max_train_samples:

@@ -451,7 +451,7 @@ def load_analysis(path: str | Path | None) -> AnalysisConfig:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"analysis spec {path}: no such file")
-    from taco.data.textfile import read_utf8
+    from taco.textfile import read_utf8
 
     text = read_utf8(path, "analysis spec", error=AnalysisConfigError)
     try:
