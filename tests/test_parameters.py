@@ -89,3 +89,25 @@ def test_value_reads_the_config_with_the_size_and_the_declared_default():
     assert lr.value(config, "tiny") == 3e-4 and lr.where("tiny") == "pretrain.sizes.tiny.learning_rate"
     assert OPTIONS["tc_window"].value(config) == 5
     assert FINETUNE_RECIPE[0].value(config) == 64 and FINETUNE_RECIPE[1].value(config) == 32
+
+
+def test_the_mlm_rate_is_declared_once_with_one_range():
+    """``--mlm-probability`` of taco pretrain, taco init and taco dynamics and the config key
+    ``pretrain.mlm_probability`` all come from one declaration, with one range (0, 1): each command refuses 0
+    and 1 with the declaration's message."""
+    import argparse
+
+    from taco.evaluation import dynamics
+    from taco.objectives.base import MLM_PROBABILITY_PARAMETER as rate
+    from taco.training import control, pretrain
+
+    prop = _schema_property(rate.config_key)
+    assert {k: prop.get(k) for k in ("exclusiveMinimum", "exclusiveMaximum", "default")} == {
+        "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": rate.default}
+    for build in (pretrain.build_parser, control.build_parser, dynamics.build_parser):
+        (action,) = [a for a in build()._actions if rate.flag in a.option_strings]
+        assert action.dest == rate.name and action.help.startswith(rate.help), build.__module__
+    args = argparse.Namespace(init_objective="mlm", mlm_probability=1.0, blocks="/nonexistent")
+    with pytest.raises(Exception, match=r"--mlm-probability must be < 1, got 1.0"):
+        control.check_inputs(args)
+    assert rate.check(0.0) == "--mlm-probability must be > 0, got 0.0"

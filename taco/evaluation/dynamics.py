@@ -98,7 +98,7 @@ from taco.evaluation.similarities import (
     sample_pairs,
     valid_token_mask,
 )
-from taco.objectives.base import MLM_PROBABILITY
+from taco.objectives.base import MLM_PROBABILITY, MLM_PROBABILITY_PARAMETER
 
 #: keys the checkpoint manifest must hold (``docs/INTERFACES.md``)
 REQUIRED_MANIFEST_KEYS = ("step", "objective", "size", "fraction")
@@ -203,8 +203,8 @@ def compute_dynamics(checkpoint: str | os.PathLike, blocks: str | os.PathLike, *
     manifest = validate_inputs(checkpoint, blocks, split, num_blocks, max_pairs, seed)
     if mlm_probability is None:
         mlm_probability = float((manifest.get("parameters") or {}).get("mlm_probability", MLM_PROBABILITY))
-    if not 0.0 < mlm_probability < 1.0:
-        raise DynamicsInputError(f"mlm_probability must lie in (0, 1), got {mlm_probability}")
+    if (msg := MLM_PROBABILITY_PARAMETER.check(mlm_probability)):
+        raise DynamicsInputError(msg)
     ck, bl = Path(checkpoint), Path(blocks)
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
@@ -435,9 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the sampled blocks, pairs and masks")
     p.add_argument("--batch-size", type=int, default=16, help="blocks per forward pass")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
-    p.add_argument("--mlm-probability", type=float, default=None,
-                   help="share of tokens masked; default: the checkpoint's own pre-training rate (its manifest's "
-                        f"parameters.mlm_probability; {MLM_PROBABILITY} where it does not say)")
+    p.add_argument(MLM_PROBABILITY_PARAMETER.flag, type=float, default=None,
+                   help=f"{MLM_PROBABILITY_PARAMETER.help}, in (0, 1); default: the checkpoint's own pre-training "
+                        f"rate (its manifest's parameters.mlm_probability; {MLM_PROBABILITY} where it does not say)")
     p.add_argument("--n-resamples", type=int, default=N_RESAMPLES, help="bootstrap resamples per CI")
     return p
 

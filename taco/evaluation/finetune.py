@@ -86,8 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     for f in FINETUNE_RECIPE:
         f.add_to(p)
     p.add_argument("--eval-batch-size", type=int, default=128, help="evaluation batch size")
-    p.add_argument("--lr", type=float, default=None, help="default 5e-5 (tiny/small), 3e-5 (base)")
-    p.add_argument("--epochs", type=int, default=None, help="default 4 (tiny/small), 6 (base)")
+    by_preset = lambda key: ", ".join(f"{v[key]:g} ({k})" for k, v in FINETUNE_HYPERPARAMETERS.items())  # noqa: E731
+    p.add_argument("--lr", type=float, default=None, help=f"default per preset: {by_preset('learning_rate')}")
+    p.add_argument("--epochs", type=int, default=None, help=f"default per preset: {by_preset('epochs')}")
     p.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay")
     p.add_argument("--primary-metric", nargs="*", default=[], metavar="KEY=METRIC",
                    help="score key -> metric that --report-rule best chooses the epoch by (e.g. mrpc=accuracy); "

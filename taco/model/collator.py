@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from taco.model.masking import mask_tokens
+from taco.model.masking import check_selection_probability, mask_tokens
 from taco.objectives.base import MLM_PROBABILITY
 
 __all__ = ["PreTrainingCollator"]
@@ -44,8 +44,7 @@ class PreTrainingCollator:
             raise ValueError("the tokenizer has no mask token; MLM needs one")
         if getattr(tokenizer, "pad_token_id", None) is None:
             raise ValueError("the tokenizer has no pad token")
-        if not 0.0 <= mlm_probability <= 1.0:
-            raise ValueError(f"mlm_probability must be in [0, 1], got {mlm_probability}")
+        check_selection_probability(mlm_probability)
         self.tokenizer = tokenizer
         self.mlm_probability = float(mlm_probability)
         self.generator = generator

@@ -8,6 +8,13 @@ import torch
 from taco.objectives.base import MLM_PROBABILITY
 
 
+def check_selection_probability(mlm_probability: float) -> None:
+    """ValueError unless ``mlm_probability`` lies in [0, 1], the masking kernel's range (a run's configured rate
+    is narrower, (0, 1): :data:`taco.objectives.base.MLM_PROBABILITY_PARAMETER`; 1 selects every real token)."""
+    if not 0.0 <= mlm_probability <= 1.0:
+        raise ValueError(f"mlm_probability must be in [0, 1], got {mlm_probability}")
+
+
 def mask_tokens(
     input_ids: torch.Tensor,
     special_tokens_mask: torch.Tensor | None,
@@ -39,8 +46,7 @@ def mask_tokens(
     """
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must be (B, L), got shape {tuple(input_ids.shape)}")
-    if not 0.0 <= mlm_probability <= 1.0:
-        raise ValueError(f"mlm_probability must be in [0, 1], got {mlm_probability}")
+    check_selection_probability(mlm_probability)
     if vocab_size <= 0:
         raise ValueError(f"vocab_size must be positive, got {vocab_size}")
     for name, t in (("special_tokens_mask", special_tokens_mask), ("attention_mask", attention_mask)):

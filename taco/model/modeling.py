@@ -29,6 +29,7 @@ from transformers.modeling_outputs import ModelOutput
 
 from taco.architectures import ARCHITECTURES, NATIVE_CLASSES
 from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, LOSS_TERMS, check_options, get_objective
+from taco.objectives.base import MLM_PROBABILITY_PARAMETER
 
 __all__ = ["PreTrainingModel", "RobertaPreTrainingModel", "ModernBertPreTrainingModel", "PreTrainingOutput",
            "pretraining_model_class", "load_pretraining_model", "architecture_of"]
@@ -129,8 +130,8 @@ class _ObjectiveModel:
         errors = check_options({name: getattr(config, _config_key(name)) for name in DEFAULT_OBJECTIVE_PARAMS
                                 if name != "mlm_probability"},
                                {name: _config_key(name) for name in DEFAULT_OBJECTIVE_PARAMS})
-        if not 0.0 <= config.taco_mlm_probability <= 1.0:
-            errors.append(f"taco_mlm_probability must be in [0, 1], got {config.taco_mlm_probability}")
+        if (msg := MLM_PROBABILITY_PARAMETER.check(config.taco_mlm_probability, "taco_mlm_probability")):
+            errors.append(msg)
         if errors:
             raise ValueError("; ".join(errors))
 

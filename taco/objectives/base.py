@@ -46,10 +46,15 @@ from typing import Any
 from taco.parameters import Parameter
 from taco.architectures import ARCHITECTURES
 
-#: BERT's MLM selection probability (Devlin et al. 2019; the official TACO code): the default of
-#: ``--mlm-probability`` / ``pretrain.mlm_probability``, of the validation loss's masks, and of the FLOPs
-#: count's share of positions the MLM head predicts (each objective gets the run's value in ``options``)
-MLM_PROBABILITY = 0.15
+#: a run's MLM selection probability, declared once: flag ``--mlm-probability`` (``taco pretrain``, ``taco init``,
+#: ``taco dynamics``), config ``pretrain.mlm_probability``, in (0, 1). Default: BERT's 0.15 (Devlin et al. 2019;
+#: the official TACO code), also the validation loss's masks and the FLOPs count's share of positions the MLM
+#: head predicts (each objective gets the run's value in ``options``). The masking kernel
+#: (:func:`taco.model.masking.mask_tokens`) accepts [0, 1]: 1 selects every real token (the context probe).
+MLM_PROBABILITY_PARAMETER = Parameter("--mlm-probability", "pretrain.mlm_probability", "mlm_probability", 0.15,
+                                      "share of real tokens selected for MLM (80/10/10 corruption)",
+                                      exclusive_minimum=0, exclusive_maximum=1)
+MLM_PROBABILITY: float = MLM_PROBABILITY_PARAMETER.default
 
 
 LossTerms = Callable[..., dict[str, Any]]

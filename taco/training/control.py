@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from taco.objectives.base import MLM_PROBABILITY
+from taco.objectives.base import MLM_PROBABILITY_PARAMETER
 from taco.cli_parts import cli_error
 from taco.manifest import MANIFEST_NAME, atomic_directory, build_manifest, read_manifest, sha256_file, write_manifest
 from taco.registry import PRESETS
@@ -48,13 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the model preset (the manifest's size_preset; config pretrain.sizes.<size>.preset)")
     p.add_argument("--size-name", default=None,
                    help="the run's size key, recorded as the manifest's size (a key of config pretrain.sizes; default: --size)")
-    from taco.training.recipe import RECIPE
+    from taco.training.recipe import DEFAULT_PRETRAIN_SEED, RECIPE
 
     next(f for f in RECIPE if f.name == "architecture").add_to(p)
-    p.add_argument("--seed", type=int, default=42, help="initialisation seed (the pre-training seed)")
+    p.add_argument("--seed", type=int, default=DEFAULT_PRETRAIN_SEED, help="initialisation seed (the pre-training seed)")
     p.add_argument("--init-objective", default="mlm",
                    help="objective the model is built with (its heads; default mlm)")
-    p.add_argument("--mlm-probability", type=float, default=MLM_PROBABILITY, help="masks of the validation loss")
+    MLM_PROBABILITY_PARAMETER.add_to(p, help_suffix="; the masks of the control's validation loss")
     p.add_argument("--output", required=True, help="checkpoint directory to write (must not exist)")
     p.add_argument("--device", choices=("auto", "cpu"), default="auto", help="device of the validation pass")
     return p
@@ -68,8 +68,8 @@ def check_inputs(args: argparse.Namespace) -> dict:
         get_objective(args.init_objective)
     except ValueError as exc:
         raise UsageError(f"--init-objective: {exc}") from None
-    if not 0.0 < args.mlm_probability < 1.0:
-        raise UsageError(f"--mlm-probability must be in (0, 1), got {args.mlm_probability}")
+    if (msg := MLM_PROBABILITY_PARAMETER.check(args.mlm_probability)):
+        raise UsageError(msg)
     blocks = Path(args.blocks)
     if not blocks.is_dir():
         raise FileNotFoundError(f"--blocks {blocks}: no such directory")

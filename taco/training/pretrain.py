@@ -74,7 +74,7 @@ from taco.manifest import (MANIFEST_NAME, ManifestError, read_json_record, read_
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_options
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.parameters import check_values
-from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
+from taco.training.recipe import DEFAULT_PRETRAIN_SEED, RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.training.segment import SegmentPlan
 from taco.training.pretrain_state import state_dir_of, tensorboard_dir_of
 from taco.training.pretrain_state import (
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     for f in (*RECIPE, *RECIPE_AFTER_OBJECTIVE):
         f.add_to(recipe)
     add_objective_options(p)
-    p.add_argument("--seed", type=int, default=42, help="pre-training seed (initialisation, data order, masks)")
+    p.add_argument("--seed", type=int, default=DEFAULT_PRETRAIN_SEED, help="pre-training seed (initialisation, data order, masks)")
     p.add_argument("--eval-every", type=int, default=0,
                    help="validation MLM loss on the fixed validation blocks and masks every N steps inside the "
                         "segment (log event 'validation', eval.json 'points'); 0: only at the budget. Changes no "

@@ -11,12 +11,16 @@ for the command run by hand and for the workflow alike. Torch-free.
 from __future__ import annotations
 
 from taco.architectures import ARCHITECTURES, DEFAULT_ARCHITECTURE
-from taco.objectives.base import MLM_PROBABILITY
+from taco.objectives.base import MLM_PROBABILITY_PARAMETER
 from taco.parameters import SIZE, Parameter
 
 __all__ = ["RECIPE", "RECIPE_AFTER_OBJECTIVE"]
 
 _SIZE = f"pretrain.sizes.{SIZE}"
+
+#: the pre-training seed of a command run by hand (``taco pretrain --seed``, ``taco init --seed``); the workflow
+#: always passes the run's own (config ``seed`` or ``pretrain.seeds``)
+DEFAULT_PRETRAIN_SEED = 42
 
 #: the schedule, batch and optimiser, in the order the workflow writes them (before the objective's options)
 RECIPE: tuple[Parameter, ...] = (
@@ -37,8 +41,7 @@ RECIPE: tuple[Parameter, ...] = (
     Parameter("--lr", f"{_SIZE}.learning_rate", "lr", 1e-4, "peak learning rate of AdamW (linear warmup and decay)",
               exclusive_minimum=0),
     Parameter("--weight-decay", f"{_SIZE}.weight_decay", "weight_decay", 0.01, "AdamW weight decay", minimum=0),
-    Parameter("--mlm-probability", "pretrain.mlm_probability", "mlm_probability", MLM_PROBABILITY,
-              "share of real tokens selected for MLM (80/10/10 corruption)", exclusive_minimum=0, exclusive_maximum=1),
+    MLM_PROBABILITY_PARAMETER,
     # added after runs existed: default None (the family's own: 0.1 for BERT and RoBERTa, 0 for ModernBERT),
     # written and hashed only when set, so every finished run keeps its command and hash
     Parameter("--dropout", f"{_SIZE}.dropout", "dropout", None,

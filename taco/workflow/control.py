@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from taco.architectures import DEFAULT_ARCHITECTURE
+from taco.objectives.base import MLM_PROBABILITY_PARAMETER
 from taco.registry import CONTROL
 from taco.workflow import config as wc
 
@@ -62,4 +63,4 @@ def init_args(config: dict[str, Any], size: str, pseed: str = "") -> list[str]:
     return ["-m", "taco", "init", "--size", s["preset"], "--size-name", size,
             *(["--architecture", arch] if arch != DEFAULT_ARCHITECTURE else []),
             "--seed", str(wc.pretrain_seed_of(config, pseed)),
-            "--mlm-probability", str(config["pretrain"]["mlm_probability"])]
+            MLM_PROBABILITY_PARAMETER.flag, str(MLM_PROBABILITY_PARAMETER.value(config))]
