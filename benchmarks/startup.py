@@ -9,7 +9,7 @@ seconds and CPU-seconds (user + sys) of each and the ratio fresh / forked:
 
 A fresh job's CPU is its process tree's (``resource.getrusage(RUSAGE_CHILDREN)`` around it); a forked
 job's is the client's plus the child's own, which the child prints on its standard error
-(``forkserver: pid N exit 0, X CPU-s``; :mod:`taco.forkserver`). The server's one-off preload is
+(``forkserver: pid N exit 0, X CPU-s``; :mod:`taco.workflow.forkserver`). The server's one-off preload is
 measured once and printed beside them.
 
     python benchmarks/startup.py [--reps 5] [--jobs version,pretrain,corpus]
@@ -28,7 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from taco import forkserver as fs
+from taco.workflow import forkserver as fs
+from taco.workflow import forkserver_protocol as proto
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from tiny_blocks import write_blocks  # noqa: E402  (the tests' tiny blocks)
@@ -57,7 +58,7 @@ def _children_cpu() -> float:
 def _run(argv: list[str], env: dict[str, str], forked: bool) -> tuple[float, float]:
     before = _children_cpu()
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "taco.forkserver", *argv] if forked else [sys.executable, *argv]
+    cmd = [sys.executable, "-m", "taco.workflow.forkserver", *argv] if forked else [sys.executable, *argv]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     cpu = _children_cpu() - before
@@ -76,11 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5, help="runs of each job each way")
     ap.add_argument("--jobs", default="version,pretrain,corpus", help="comma-separated: version, pretrain, corpus")
     args = ap.parse_args(argv)
-    if not fs.supported():
+    if not proto.supported():
         print("the fork server needs Linux")
         return 2
     os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")  # the server's environment too
-    env = {k: v for k, v in os.environ.items() if k != fs.ENV_SOCKET}
+    env = {k: v for k, v in os.environ.items() if k != proto.ENV_SOCKET}
     env["OMP_NUM_THREADS"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -88,9 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         server = fs.start(str(root / "server.log"))
         # the preload is done when the first job is answered
-        _run(["-m", "taco", "--version"], dict(env, **{fs.ENV_SOCKET: os.environ[fs.ENV_SOCKET]}), True)
+        _run(["-m", "taco", "--version"], dict(env, **{proto.ENV_SOCKET: os.environ[proto.ENV_SOCKET]}), True)
         print(f"server start + preload: {time.perf_counter() - t0:.2f} s wall to the first answered job")
-        fenv = dict(env, **{fs.ENV_SOCKET: os.environ[fs.ENV_SOCKET]})
+        fenv = dict(env, **{proto.ENV_SOCKET: os.environ[proto.ENV_SOCKET]})
         try:
             for name in args.jobs.split(","):
                 fresh, forked = [], []
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             fs.stop(server)
         before = _children_cpu()
-        subprocess.run([sys.executable, "-c", "import importlib, sys\nfrom taco.forkserver import PRELOAD\n"
+        subprocess.run([sys.executable, "-c", "import importlib, sys\nfrom taco.workflow.forkserver_protocol import PRELOAD\n"
                         "for m in PRELOAD:\n    try: importlib.import_module(m)\n    except ImportError: pass"],
                        env=env, check=True)
         print(f"the server's one-off preload (PRELOAD in a fresh process): {_children_cpu() - before:.2f} CPU-s")

@@ -1,6 +1,6 @@
-"""The fork server (`taco.forkserver`): a job forked from it behaves as the fresh process it replaces.
+"""The fork server (`taco.workflow.forkserver`): a job forked from it behaves as the fresh process it replaces.
 
-One server per module, started as the Snakefile's ``onstart`` starts it (:func:`taco.forkserver.start`,
+One server per module, started as the Snakefile's ``onstart`` starts it (:func:`taco.workflow.forkserver.start`,
 full preload); clients are spawned as Snakemake's shell spawns a job's command line. Checked: the job's
 streams, folder, environment and exit status; the same model bytes as a fresh process; signals forwarded
 to the job's process group and a killed client's job killed; the refusals that fall back to a fresh
@@ -19,14 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from taco import forkserver as fs
+from taco.workflow import forkserver as fs
+from taco.workflow import forkserver_protocol as proto
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_blocks import write_blocks  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(not fs.supported(), reason="the fork server needs Linux (os.pidfd_open, send_fds)")
+pytestmark = pytest.mark.skipif(not proto.supported(), reason="the fork server needs Linux (os.pidfd_open, send_fds)")
 
 
 SERVERS: dict[str, subprocess.Popen] = {}
@@ -36,31 +37,31 @@ SERVERS: dict[str, subprocess.Popen] = {}
 def server(tmp_path_factory):
     """A server with the full preload, as the workflow starts it; yields its socket path."""
     log = tmp_path_factory.mktemp("fs") / "server.log"
-    before = os.environ.get(fs.ENV_SOCKET)
+    before = os.environ.get(proto.ENV_SOCKET)
     os.environ.pop("PYTEST_CURRENT_TEST", None)  # pytest's per-test variable: not the server's (see _env)
     proc = fs.start(str(log))
-    path = os.environ[fs.ENV_SOCKET]
+    path = os.environ[proto.ENV_SOCKET]
     SERVERS[path] = proc
     try:
         yield path
     finally:
         fs.stop(proc)
         if before is not None:
-            os.environ[fs.ENV_SOCKET] = before
+            os.environ[proto.ENV_SOCKET] = before
     assert not os.path.exists(path)  # the socket and its folder are removed
 
 
 def _env(path: str | None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in (fs.ENV_SOCKET, "PYTEST_CURRENT_TEST")}
+    env = {k: v for k, v in os.environ.items() if k not in (proto.ENV_SOCKET, "PYTEST_CURRENT_TEST")}
     if path:
-        env[fs.ENV_SOCKET] = path
+        env[proto.ENV_SOCKET] = path
     env.update(extra)
     return env
 
 
 def _client(argv, path, cwd, **kw) -> subprocess.Popen:
     env = _env(path, **kw.pop("env", {}))
-    return subprocess.Popen([sys.executable, "-m", "taco.forkserver", *argv], cwd=cwd, env=env,
+    return subprocess.Popen([sys.executable, "-m", "taco.workflow.forkserver", *argv], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -191,7 +192,7 @@ def test_the_servers_death_leaves_no_orphan(tmp_path):
     """kill -9 of the server mid-job: the client ends the job's process group and waits for it before it
     exits 1, saying so; a retry never runs beside a survivor."""
     sock = tmp_path / "s"
-    srv = subprocess.Popen([sys.executable, "-m", "taco.forkserver", "serve", "--socket", str(sock), "--preload"],
+    srv = subprocess.Popen([sys.executable, "-m", "taco.workflow.forkserver", "serve", "--socket", str(sock), "--preload"],
                            env=_env(None))
     deadline = time.monotonic() + 30
     while not sock.exists():
@@ -219,7 +220,7 @@ def _raw_request(path: str, payload: bytes, fds: list[int] | None = None):
     else:
         sock.sendall(payload)
     try:
-        reply, _ = fs._recv(sock)
+        reply, _ = proto.recv(sock)
     except (ConnectionError, OSError):
         reply = None
     return sock, reply
@@ -229,7 +230,7 @@ def _frame(obj) -> bytes:
     import json
 
     data = json.dumps(obj).encode()
-    return fs._HEADER.pack(len(data)) + data
+    return proto.HEADER.pack(len(data)) + data
 
 
 def test_a_malformed_request_is_refused_and_the_server_lives(server, tmp_path):
@@ -237,7 +238,7 @@ def test_a_malformed_request_is_refused_and_the_server_lives(server, tmp_path):
         sock, reply = _raw_request(server, _frame(bad))
         sock.close()
         assert reply is not None and "malformed request" in reply["refused"], (bad, reply)
-    sock, reply = _raw_request(server, fs._HEADER.pack(5) + b"{[}]x")
+    sock, reply = _raw_request(server, proto.HEADER.pack(5) + b"{[}]x")
     sock.close()
     assert reply == {"refused": "a malformed request (not JSON)"}
     p = _client(["-m", "taco", "--version"], server, tmp_path)
@@ -266,11 +267,11 @@ def test_a_missing_working_folder_is_named(server, tmp_path):
     r, w = os.pipe()
     request = {"argv": ["-m", "taco", "aggregate"], "env": _env(None), "cwd": str(tmp_path / "gone"),
                "executable": sys.executable}
-    request["env"].pop(fs.ENV_SOCKET, None)
+    request["env"].pop(proto.ENV_SOCKET, None)
     sock, reply = _raw_request(server, _frame(request), fds=[0, w, w])
     os.close(w)
     assert "pid" in reply, reply
-    result, _ = fs._recv(sock)
+    result, _ = proto.recv(sock)
     sock.close()
     with os.fdopen(r) as fh:
         text = fh.read()
@@ -282,11 +283,11 @@ def test_a_long_tmpdir_still_gets_a_server(tmp_path, monkeypatch):
     deep.mkdir(parents=True)
     monkeypatch.setenv("TMPDIR", str(deep))
     monkeypatch.setattr(fs.tempfile, "tempdir", None)
-    monkeypatch.delenv(fs.ENV_SOCKET, raising=False)
+    monkeypatch.delenv(proto.ENV_SOCKET, raising=False)
     proc = fs.start(None)
     try:
-        path = os.environ[fs.ENV_SOCKET]
-        assert len(os.fsencode(path)) <= fs.MAX_SOCKET_PATH and os.path.exists(path)
+        path = os.environ[proto.ENV_SOCKET]
+        assert len(os.fsencode(path)) <= proto.MAX_SOCKET_PATH and os.path.exists(path)
     finally:
         fs.stop(proc)
 
@@ -298,10 +299,10 @@ def test_another_users_request_is_refused_before_anything_is_said(server, tmp_pa
     mode = os.stat(folder).st_mode
     os.chmod(folder, 0o755)
     os.chmod(server, 0o777)
-    code = ("import os, sys, json; from taco import forkserver as fs; import socket\n"
+    code = ("import os, sys, json; from taco.workflow import forkserver_protocol as proto; import socket\n"
             "os.setgid(65534); os.setuid(65534)\n"
             "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
-            "print(json.dumps(fs._recv(s)[0]))\n")  # refused on connection, before any request is read
+            "print(json.dumps(proto.recv(s)[0]))\n")  # refused on connection, before any request is read
     try:
         out = subprocess.run([sys.executable, "-c", code, server], capture_output=True, text=True, timeout=60,
                              cwd=REPO, env=_env(None))
@@ -318,7 +319,7 @@ def test_rule_commands_are_the_commands_the_rules_run():
     text = (REPO / "taco" / "workflow" / "commands.py").read_text()
     used = set(re.findall(r'_taco\("([a-z-]+)"\)', text)) | set(re.findall(r'_report_args\("([a-z-]+)"\)', text))
     used |= set(re.findall(r'"-m", "taco", "([a-z-]+)"', (REPO / "taco" / "workflow" / "control.py").read_text()))
-    assert used == set(fs.RULE_COMMANDS), used ^ set(fs.RULE_COMMANDS)
+    assert used == set(proto.RULE_COMMANDS), used ^ set(proto.RULE_COMMANDS)
 
 
 def test_refusals_fall_back_to_a_fresh_process(server, tmp_path):
@@ -345,15 +346,15 @@ def test_refusal_rules():
     env = {"PATH": "/bin", "HF_HUB_OFFLINE": "1"}
     ok = {"argv": ["-m", "taco", "pretrain"], "env": dict(env, OMP_NUM_THREADS="2", TMPDIR="/x"),
           "executable": sys.executable, "cwd": "/"}
-    assert fs.refusal(ok, env, sys.executable) is None
-    assert "another interpreter" in fs.refusal(dict(ok, executable="/usr/bin/python9"), env, sys.executable)
-    assert "HF_HUB_OFFLINE" in fs.refusal(dict(ok, env={"PATH": "/bin"}), env, sys.executable)
-    assert "not a `-m taco" in fs.refusal(dict(ok, argv=["-m", "torch.distributed.run"]), env, sys.executable)
-    assert "not a command of the workflow's rules" in fs.refusal(dict(ok, argv=["-m", "taco", "gpu-slot"]), env,
+    assert proto.refusal(ok, env, sys.executable) is None
+    assert "another interpreter" in proto.refusal(dict(ok, executable="/usr/bin/python9"), env, sys.executable)
+    assert "HF_HUB_OFFLINE" in proto.refusal(dict(ok, env={"PATH": "/bin"}), env, sys.executable)
+    assert "not a `-m taco" in proto.refusal(dict(ok, argv=["-m", "torch.distributed.run"]), env, sys.executable)
+    assert "not a command of the workflow's rules" in proto.refusal(dict(ok, argv=["-m", "taco", "gpu-slot"]), env,
                                                                  sys.executable)
-    assert "malformed" in fs.refusal([], env, sys.executable)
+    assert "malformed" in proto.refusal([], env, sys.executable)
     # the server's OpenMP read OMP_NUM_THREADS at import: a job without it would not get a fresh default
-    assert "OMP_NUM_THREADS" in fs.refusal(dict(ok, env=env), dict(env, OMP_NUM_THREADS="4"), sys.executable)
+    assert "OMP_NUM_THREADS" in proto.refusal(dict(ok, env=env), dict(env, OMP_NUM_THREADS="4"), sys.executable)
 
 
 def test_the_server_stops_when_its_parent_dies_and_its_running_job_runs_on(tmp_path):
@@ -361,7 +362,7 @@ def test_the_server_stops_when_its_parent_dies_and_its_running_job_runs_on(tmp_p
     gets its status, as a fresh job outlives a killed Snakemake (tests/test_kill_snakemake.py)."""
     parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     sock = tmp_path / "s"
-    srv = subprocess.Popen([sys.executable, "-m", "taco.forkserver", "serve", "--socket", str(sock),
+    srv = subprocess.Popen([sys.executable, "-m", "taco.workflow.forkserver", "serve", "--socket", str(sock),
                             "--parent", str(parent.pid), "--preload"], env=_env(None))
     deadline = time.monotonic() + 30
     while not sock.exists():
@@ -390,11 +391,11 @@ def test_cpu_jobs_launch_through_the_client_and_gpu_jobs_do_not():
     w = SimpleNamespace(size="tiny")
     cfg = {"results_dir": "r", "gpus": 0, "finetune": {"num_gpus": 1}, "fork_server": True}
     assert Commands(cfg, python=["py"]).launch_words("finetune", w, 1) == ["OMP_NUM_THREADS=1", "py", "-m",
-                                                                            "taco.forkserver"]
+                                                                            "taco.workflow.forkserver"]
     assert Commands(dict(cfg, fork_server=False), python=["py"]).launch_words("finetune", w, 1) == [
         "OMP_NUM_THREADS=1", "py"]
     gpu = Commands(dict(cfg, gpus=1), python=["py"]).launch_words("finetune", w, 1)
-    assert "taco.forkserver" not in gpu and gpu[-1] == "py"
+    assert "taco.workflow.forkserver" not in gpu and gpu[-1] == "py"
 
 
 def test_a_request_not_whole_within_the_deadline_is_refused_and_other_jobs_start_meanwhile(server, tmp_path):
@@ -411,7 +412,7 @@ def test_a_request_not_whole_within_the_deadline_is_refused_and_other_jobs_start
     slow = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
     slow.connect(server)
     start = time.monotonic()
-    slow.sendall(fs._HEADER.pack(1000))  # announces 1000 bytes, sends them one every 0.2 s
+    slow.sendall(proto.HEADER.pack(1000))  # announces 1000 bytes, sends them one every 0.2 s
     stop = threading.Event()
 
     def trickle():
@@ -426,21 +427,21 @@ def test_a_request_not_whole_within_the_deadline_is_refused_and_other_jobs_start
     try:
         for _ in range(3):
             p = _client(["-m", "taco", "--version"], server, tmp_path)
-            out, err = p.communicate(timeout=fs.REQUEST_DEADLINE)
+            out, err = p.communicate(timeout=proto.REQUEST_DEADLINE)
             assert p.returncode == 0 and out.strip() == "0.1.0" and "forkserver: pid" in err, err[-2000:]
         served = time.monotonic() - start
-        assert served < fs.REQUEST_DEADLINE, f"3 jobs took {served:.1f} s beside a slow client"
+        assert served < proto.REQUEST_DEADLINE, f"3 jobs took {served:.1f} s beside a slow client"
         assert sender.is_alive()  # ... while the slow request was still coming in
-        slow.settimeout(fs.REQUEST_DEADLINE + 10)
-        reply, _ = fs._recv(slow)
+        slow.settimeout(proto.REQUEST_DEADLINE + 10)
+        reply, _ = proto.recv(slow)
         refused_after = time.monotonic() - start
     finally:
         stop.set()
         sender.join(timeout=5)
         slow.close()
-    assert reply == {"refused": f"no whole request within {fs.REQUEST_DEADLINE:g} s"}, reply
+    assert reply == {"refused": f"no whole request within {proto.REQUEST_DEADLINE:g} s"}, reply
     # the deadline counts from the connection, not from the last byte (+ the loop's 1 s select tick)
-    assert fs.REQUEST_DEADLINE - 0.5 <= refused_after <= fs.REQUEST_DEADLINE + 3, refused_after
+    assert proto.REQUEST_DEADLINE - 0.5 <= refused_after <= proto.REQUEST_DEADLINE + 3, refused_after
     p = _client(["-m", "taco", "--version"], server, tmp_path)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 0 and "forkserver: pid" in err, err[-2000:]
@@ -463,12 +464,12 @@ def test_no_folder_for_the_socket_path_falls_back_to_fresh_processes_with_a_note
     monkeypatch.setattr(fs.tempfile, "tempdir", None)
     monkeypatch.setattr(fs.tempfile, "mkdtemp", lambda suffix=None, prefix=None, dir=None: real_mkdtemp(
         suffix, prefix, str(deep)))
-    monkeypatch.delenv(fs.ENV_SOCKET, raising=False)
+    monkeypatch.delenv(proto.ENV_SOCKET, raising=False)
     capfd.readouterr()
     proc = fs.start(None)
     err = capfd.readouterr().err
     assert proc is None
-    assert fs.ENV_SOCKET not in os.environ
+    assert proto.ENV_SOCKET not in os.environ
     assert "no fork server" in err and "every job runs as a fresh process" in err and "fork_server: false" in err, err
     assert list(deep.iterdir()) == []  # the folders it tried are removed
     fs.stop(proc)  # as the Snakefile's onsuccess calls it: nothing to stop
