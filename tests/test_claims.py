@@ -275,39 +275,51 @@ def test_true_c3_at_the_margin_is_refuted_at_most_alpha():
     assert rate_raw >= 0.12, rate_raw  # the simulation does see the uncorrected rule's error
 
 
-def test_decide_rules():
-    cfg = validate_analysis({})  # margin 0.5, alpha 0.05, improvement 1.2 - 0.6
-    assert decision_level(cfg) == pytest.approx(0.90)  # TOST / one-sided at alpha: the 1 - 2 alpha interval
-    ok = dict(gt_neg_margin=0.01, lt_margin=0.01, gt_margin=0.01, lt_neg_margin=0.9, tost=0.01,
-              gt0=0.01, lt0=0.9, gt_target_low=0.01, lt_target_low=0.9)
+_OK = dict(gt_neg_margin=0.01, lt_margin=0.01, gt_margin=0.01, lt_neg_margin=0.9, tost=0.01,
+           gt0=0.01, lt0=0.9, gt_target_low=0.01, lt_target_low=0.9)
+_NOT_BETTER = {**_OK, "lt_margin": 0.01, "gt_margin": 0.9}
+#: (claim kind, interval low, high, p-values, analysis spec, the verdict); margin 0.5, alpha 0.05, improvement
+#: 1.2 - 0.6 (validate_analysis's defaults)
+DECIDE_CASES = [
     # match: non-inferiority by default; equivalence only as a detail
-    assert decide("match", -0.2, 0.3, ok, cfg)[0] == SUPPORTED
-    assert decide("match", 1.5, 2.5, ok, cfg)[0] == SUPPORTED  # two points better still "matches"
-    assert decide("match", -0.7, 0.3, ok, cfg)[0] == INCONCLUSIVE
-    assert decide("match", -1.5, -0.7, {**ok, "lt_neg_margin": 0.01}, cfg)[0] == NOT_SUPPORTED
-    assert decide("match", -0.2, 0.3, {**ok, "gt_neg_margin": 0.1}, cfg)[0] == INCONCLUSIVE  # test not significant
-    eq = validate_analysis({"match_rule": "equivalence"})
-    assert decide("match", -0.2, 0.3, ok, eq)[0] == SUPPORTED
-    assert decide("match", 0.6, 1.0, ok, eq)[0] == NOT_SUPPORTED
-    assert "non-inferiority" in rule_text("match", cfg) and "TOST" in rule_text("match", eq)
+    ("match", -0.2, 0.3, _OK, {}, SUPPORTED),
+    ("match", 1.5, 2.5, _OK, {}, SUPPORTED),  # two points better still "matches"
+    ("match", -0.7, 0.3, _OK, {}, INCONCLUSIVE),
+    ("match", -1.5, -0.7, {**_OK, "lt_neg_margin": 0.01}, {}, NOT_SUPPORTED),
+    ("match", -0.2, 0.3, {**_OK, "gt_neg_margin": 0.1}, {}, INCONCLUSIVE),  # test not significant
+    ("match", -0.2, 0.3, _OK, {"match_rule": "equivalence"}, SUPPORTED),
+    ("match", 0.6, 1.0, _OK, {"match_rule": "equivalence"}, NOT_SUPPORTED),
+    ("match", math.nan, math.nan, _OK, {}, INCONCLUSIVE),
     # competitive: per key, non-inferiority
-    assert decide("competitive", 0.6, 1.0, ok, cfg)[0] == SUPPORTED
+    ("competitive", 0.6, 1.0, _OK, {}, SUPPORTED),
     # improvement of about 1.2: a larger one supports; one below 0.6 refutes
-    assert decide("improvement", 0.8, 1.5, ok, cfg)[0] == SUPPORTED
-    assert decide("improvement", 2.0, 3.0, ok, cfg)[0] == SUPPORTED
-    assert decide("improvement", 0.1, 0.4, {**ok, "lt_target_low": 0.01}, cfg)[0] == NOT_SUPPORTED
-    assert decide("improvement", 0.3, 1.5, ok, cfg)[0] == INCONCLUSIVE
+    ("improvement", 0.8, 1.5, _OK, {}, SUPPORTED),
+    ("improvement", 2.0, 3.0, _OK, {}, SUPPORTED),
+    ("improvement", 0.1, 0.4, {**_OK, "lt_target_low": 0.01}, {}, NOT_SUPPORTED),
+    ("improvement", 0.3, 1.5, _OK, {}, INCONCLUSIVE),
     # below
-    assert decide("below", -1.0, -0.2, {**ok, "lt0": 0.01}, cfg)[0] == SUPPORTED
-    assert decide("below", -0.2, 0.3, ok, cfg)[0] == NOT_SUPPORTED  # equivalent within the margin
-    assert decide("below", -0.8, 0.3, {**ok, "tost": 0.3}, cfg)[0] == INCONCLUSIVE
+    ("below", -1.0, -0.2, {**_OK, "lt0": 0.01}, {}, SUPPORTED),
+    ("below", -0.2, 0.3, _OK, {}, NOT_SUPPORTED),  # equivalent within the margin
+    ("below", -0.8, 0.3, {**_OK, "tost": 0.3}, {}, INCONCLUSIVE),
     # not better (non-superiority at 0.5): the three intervals
-    p = {**ok, "lt_margin": 0.01, "gt_margin": 0.9}
-    v, reason, _, _ = decide("not_better", 0.1, 0.4, p, cfg)
+    ("not_better", 0.1, 0.4, _NOT_BETTER, {}, SUPPORTED),
+    ("not_better", 0.1, 0.8, {**_NOT_BETTER, "lt_margin": 0.3}, {}, INCONCLUSIVE),
+    ("not_better", 0.6, 1.0, {**_NOT_BETTER, "lt_margin": 0.99, "gt_margin": 0.01}, {}, NOT_SUPPORTED),
+]
+
+
+@pytest.mark.parametrize("kind,low,high,p,spec,verdict", DECIDE_CASES,
+                         ids=[f"{c[0]}-[{c[1]},{c[2]}]-{c[5]}" for c in DECIDE_CASES])
+def test_decide_rules(kind, low, high, p, spec, verdict):
+    assert decide(kind, low, high, p, validate_analysis(spec))[0] == verdict
+
+
+def test_decide_rules_levels_and_wording():
+    cfg, eq = validate_analysis({}), validate_analysis({"match_rule": "equivalence"})
+    assert decision_level(cfg) == pytest.approx(0.90)  # TOST / one-sided at alpha: the 1 - 2 alpha interval
+    assert "non-inferiority" in rule_text("match", cfg) and "TOST" in rule_text("match", eq)
+    v, reason, _, _ = decide("not_better", 0.1, 0.4, _NOT_BETTER, cfg)
     assert v == SUPPORTED and "small gain is itself significant" in reason
-    assert decide("not_better", 0.1, 0.8, {**p, "lt_margin": 0.3}, cfg)[0] == INCONCLUSIVE
-    assert decide("not_better", 0.6, 1.0, {**p, "lt_margin": 0.99, "gt_margin": 0.01}, cfg)[0] == NOT_SUPPORTED
-    assert decide("match", math.nan, math.nan, ok, cfg)[0] == INCONCLUSIVE
 
 
 def test_fewest_seeds_and_power():
