@@ -21,7 +21,7 @@ if not config:
 # Each line naming a key starts with the file and line that set it (taco.workflow.config_source).
 from snakemake.exceptions import WorkflowError
 from taco.workflow.config_source import config_file_errors, key_sources
-from taco.workflow.schema import SchemaError, check_schema
+from taco.workflow.schema import SchemaError, check_schema, schema_file
 
 if config_file_errors(workflow.configfiles):
     raise WorkflowError("Invalid configuration files:\n  " + "\n  ".join(config_file_errors(workflow.configfiles)))
@@ -30,7 +30,7 @@ try:
 except SchemaError as _schema_err:
     _where = key_sources(workflow.configfiles, workflow.config_settings.config)
     raise WorkflowError(f"Invalid configuration: {_where.annotate(str(_schema_err))}") from None
-validate(config, "workflow/schemas/config.schema.yaml")
+validate(config, str(schema_file(f"{workflow.basedir}/workflow/schemas/config.schema.yaml")))
 
 
 include: "workflow/rules/common.smk"

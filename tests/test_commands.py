@@ -29,6 +29,7 @@ from dag_jobs import list_jobs
 from shipped_configs import config_sets
 from taco.cli import COMMANDS
 from taco.data.glue import local_files
+from taco.workflow.schema import schema_file
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -46,7 +47,7 @@ def load_config(files: list[str], overrides: dict[str, Any]) -> dict[str, Any]:
     for f in files:
         update_config(cfg, yaml.safe_load((REPO / f).read_text()))
     update_config(cfg, copy.deepcopy(overrides))
-    validate(cfg, str(SCHEMA))
+    validate(cfg, str(schema_file(SCHEMA)))
     return cfg
 
 

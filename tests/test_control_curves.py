@@ -24,8 +24,10 @@ REPO = Path(__file__).resolve().parent.parent
 def _load(name: str) -> dict:
     from snakemake.utils import validate
 
+    from taco.workflow.schema import schema_file
+
     cfg = yaml.safe_load((REPO / name).read_text())
-    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
+    validate(cfg, str(schema_file(REPO / "workflow/schemas/config.schema.yaml")))
     return cfg
 
 

@@ -22,11 +22,13 @@ def resolved(*files: str, **overrides) -> dict:
     """A configuration as the workflow resolves it (files merged, overrides, schema defaults)."""
     from snakemake.utils import update_config, validate
 
+    from taco.workflow.schema import schema_file
+
     cfg: dict = {}
     for f in files:
         update_config(cfg, yaml.safe_load((REPO / f).read_text()))
     update_config(cfg, copy.deepcopy(overrides))
-    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
+    validate(cfg, str(schema_file(REPO / "workflow/schemas/config.schema.yaml")))
     return cfg
 
 

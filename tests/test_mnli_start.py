@@ -84,6 +84,7 @@ def test_the_option_without_its_tasks_is_refused_before_any_job(tasks, absent, n
     """The cross-key check of the workflow's config (taco.workflow.config_checks.check_config, which the
     Snakefile and `taco plan` run before any job) names the key."""
     from snakemake.utils import validate
+    from taco.workflow.schema import schema_file
 
     from taco.workflow import config as wc
     from taco.workflow import config_checks as wcc
@@ -91,7 +92,7 @@ def test_the_option_without_its_tasks_is_refused_before_any_job(tasks, absent, n
     cfg = yaml.safe_load(SMOKE.read_text())
     cfg["glue"]["tasks"] = tasks
     cfg["finetune"]["mnli_start"] = True
-    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
+    validate(cfg, str(schema_file(REPO / "workflow/schemas/config.schema.yaml")))
     with pytest.raises(wc.ConfigError, match=r"^finetune\.mnli_start: ") as err:
         wcc.check_config(cfg, absent)
     assert needle in str(err.value)

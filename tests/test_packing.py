@@ -506,11 +506,12 @@ def test_block_format_in_configs_and_deviations():
 
     import yaml
     from snakemake.utils import update_config, validate
+    from taco.workflow.schema import schema_file
 
     from taco.report.deviations import find_deviations
 
     repo = Path(__file__).resolve().parent.parent
-    schema = str(repo / "workflow" / "schemas" / "config.schema.yaml")
+    schema = str(schema_file(repo / "workflow" / "schemas" / "config.schema.yaml"))
 
     def resolved(path, **overrides):
         cfg = yaml.safe_load((repo / path).read_text())

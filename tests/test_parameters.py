@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from taco.evaluation.finetune import build_parser as finetune_parser
 from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
@@ -15,9 +14,10 @@ from taco.objectives import OPTIONS
 from taco.parameters import SIZE, Parameter, check_values
 from taco.training.pretrain import build_parser as pretrain_parser
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
+from taco.workflow.schema import workflow_schema
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+SCHEMA = workflow_schema()  # the YAML file with the objectives' option groups added
 PRETRAIN = (*RECIPE, *RECIPE_AFTER_OBJECTIVE, *OPTIONS.values())
 
 

@@ -106,10 +106,11 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     # the analysis spec lists each objective once
     from taco.workflow import config as wc
     from snakemake.utils import validate
+    from taco.workflow.schema import schema_file
 
     cfg = yaml.safe_load((repo / "configs/smoke.yaml").read_text())
     cfg["pretrain"]["seeds"] = [0, 1]
-    validate(cfg, str(repo / "workflow/schemas/config.schema.yaml"))
+    validate(cfg, str(schema_file(repo / "workflow/schemas/config.schema.yaml")))
     spec = wc.analysis_spec(cfg, ["sst2"])
     keys = [(v["size"], v["objective"], v["fraction"]) for v in spec["runs"]]
     assert len(keys) == len(set(keys)) == runs == 8

@@ -103,6 +103,7 @@ def test_adding_an_objective_is_one_module(tmp_path):
 
     smoke = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
     smoke["pretrain"]["runs"][0]["objectives"].append("toy")
+    smoke["pretrain"]["toy"] = {"weight": 0.75}  # its option, settable with no schema edit
     cfg = tmp_path / "toy.yaml"
     cfg.write_text(yaml.safe_dump(smoke))
     spec_dict = smoke_spec(runs=smoke_spec()["runs"] + [{"size": "tiny", "objective": "toy", "fraction": 1.0}],
@@ -116,6 +117,7 @@ import json, torch
 from snakemake.utils import validate
 from taco.workflow import config as wc
 from taco.workflow import config_checks as wcc
+from taco.workflow.schema import schema_file
 from taco.model.modeling import PreTrainingModel
 from taco.model.configs import bert_config
 from taco.training.pretrain import build_parser
@@ -125,7 +127,7 @@ from taco.stats.aggregate import main as aggregate_main
 from taco.flops import pretrain_flops_per_token
 import yaml
 cfg = yaml.safe_load(open({str(cfg)!r}))
-validate(cfg, "workflow/schemas/config.schema.yaml")
+validate(cfg, str(schema_file("workflow/schemas/config.schema.yaml")))
 wcc.check_config(cfg)
 torch.manual_seed(0)
 model = PreTrainingModel(bert_config("tiny", vocab_size=100), objective="toy", toy_weight=0.25).eval()
@@ -150,7 +152,7 @@ print(json.dumps({{"toy": float(out.toy_loss), "loss": float(out.loss), "mlm": f
                           "--directory", str(tmp_path / "work"), "--configfile", str(cfg), "--cores", "1"],
                          cwd=dst, capture_output=True, text=True, timeout=600, env=env)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert "--objective toy" in dry.stdout + dry.stderr and "--toy-weight 0.5" in dry.stdout + dry.stderr
+    assert "--objective toy" in dry.stdout + dry.stderr and "--toy-weight 0.75" in dry.stdout + dry.stderr
     plan = subprocess.run([sys.executable, "-m", "taco", "plan", "--configfile", str(cfg), "--no-snakemake",
                            "--output", str(tmp_path / "plan.md")], cwd=dst, capture_output=True, text=True,
                           timeout=600, env=env)

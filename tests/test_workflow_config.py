@@ -24,11 +24,12 @@ REPO = Path(__file__).resolve().parent.parent
 def load(*names):
     """The validated configuration of config files merged in order (Snakemake's ``update_config``)."""
     from snakemake.utils import update_config, validate
+    from taco.workflow.schema import schema_file
 
     cfg: dict = {}
     for name in names:
         update_config(cfg, yaml.safe_load((REPO / name).read_text()))
-    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
+    validate(cfg, str(schema_file(REPO / "workflow/schemas/config.schema.yaml")))
     return cfg
 
 

@@ -1,19 +1,20 @@
 """Pre-training objectives: one module each, found by a package scan (and an entry-point group).
 
-Each module declares ``DECLARED`` (:class:`taco.objectives.base.Objective`) and, for the loss term
-it introduces, ``OPTIONS`` (:class:`taco.parameters.Parameter`, made by
-:func:`taco.parameters.objective_option`) and optional cross-option ``check_*`` functions. Everything
-else derives from them: ``taco.registry.OBJECTIVES``, the ``taco pretrain`` flags and checks, the
-model's parameters, the workflow's command words, the config schema's ``pretrain.<group>`` sections
-(checked by a test), the FLOPs of the plan, the figures' styles and the deviations report. Torch-free: the bodies that need torch import it themselves.
+Each module declares ``DECLARED`` (:class:`taco.objectives.base.Objective`) and, for the loss term it
+introduces, ``OPTIONS`` (:class:`taco.parameters.Parameter`, made by :func:`taco.parameters.objective_option`)
+and optional cross-option ``check_*`` functions. Everything else derives from them:
+``taco.registry.OBJECTIVES``, the ``taco pretrain`` flags and checks, the model's parameters, the workflow's
+command words, the config schema's ``pretrain.<group>`` sections, the FLOPs of the plan, the figures' styles
+and the deviations report. Torch-free: the bodies that need torch import it themselves.
 
-Adding an objective: write ``taco/objectives/<name>.py`` with ``DECLARED`` (and ``OPTIONS`` if it
-adds options); nothing else in taco names it (with new options, run ``python -m taco.objectives
---schema`` to print the schema section to paste). Every module of this package except :mod:`base`
-(and ``_``-prefixed ones) is an objective module. Another package adds objectives without editing
-taco through the entry-point group :data:`ENTRY_POINT_GROUP` (``[project.entry-points."taco.objectives"]
-myobjective = "mypackage.myobjective"``, a module of the same form). Objectives are ordered as the
-paper's tables list them (:data:`taco.paper.OBJECTIVE_ORDER`), the others after them by name.
+Adding an objective: write ``taco/objectives/<name>.py`` with ``DECLARED`` (and ``OPTIONS`` if it adds
+options); nothing else in taco names it, and its options are settable in the configuration
+(``pretrain.<group>.<key>``: the workflow's schema adds every group,
+:func:`taco.workflow.schema.workflow_schema`). Every module of this package except :mod:`base` (and
+``_``-prefixed ones) is an objective module. Another package adds objectives without editing taco through the
+entry-point group :data:`ENTRY_POINT_GROUP` (``[project.entry-points."taco.objectives"] myobjective =
+"mypackage.myobjective"``, a module of the same form). Objectives are ordered as the paper's tables list them
+(:data:`taco.paper.OBJECTIVE_ORDER`), the others after them by name.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``python -m taco.objectives``: list the objectives, or ``--schema`` print the config schema's
-``pretrain.<group>`` properties derived from the option declarations (to paste into
-``workflow/schemas/config.schema.yaml``; ``tests/test_objective_modules.py`` checks they agree)."""
+``pretrain.<group>`` properties derived from the option declarations (the workflow adds them to
+``workflow/schemas/config.schema.yaml`` itself: :func:`taco.workflow.schema.workflow_schema`)."""
 
 import sys
 

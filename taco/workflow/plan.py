@@ -75,7 +75,7 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
         sources.add_file(f, data, where)
     _deep_update(config, overrides or {})  # --config merges nested mappings too, as Snakemake's update_config
     sources.add_overrides(overrides or {})
-    from taco.workflow.schema import SchemaError, check_schema
+    from taco.workflow.schema import SchemaError, check_schema, schema_file
 
     try:  # the project's own check first: the key, the bad value and what is allowed, one line each
         check_schema(config, SCHEMA)
@@ -84,7 +84,7 @@ def load_config(configfiles: list[str], overrides: dict[str, Any] | None = None)
     try:
         from snakemake.utils import validate
 
-        validate(config, str(SCHEMA))
+        validate(config, str(schema_file(SCHEMA)))
     except ImportError:  # a machine without Snakemake: the schema's defaults are not filled
         raise PlanError("taco plan needs Snakemake's schema validation (pip install -e .[dev])") from None
     except Exception as exc:  # noqa: BLE001 - snakemake's WorkflowError names the key

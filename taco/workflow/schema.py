@@ -8,13 +8,22 @@ Snakemake fills them) but reports each violation in one line: the key (``pretrai
 ``pretrain.runs[0].size``), the bad value and what is allowed (the enum's values, the known keys with
 the closest one suggested, the type, the bounds). The Snakefile and ``taco plan`` call it first;
 Snakemake's ``validate`` still runs afterwards and fills the defaults.
+
+The objectives' option groups (``pretrain.tc``, ``pretrain.tp``, ... one per loss term) are not in the YAML
+file: :func:`workflow_schema` adds them from the declarations (:func:`taco.objectives.schema_sections`), so a
+new objective's options are settable in the configuration with no schema edit, and :func:`schema_file` writes
+that whole schema where Snakemake's ``validate`` (which takes a path) reads it.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
+import hashlib
+import json
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -156,12 +165,46 @@ def _fill_defaults_validator(schema: dict[str, Any]):
     return validators.extend(Draft202012Validator, {"properties": set_defaults})(schema)
 
 
-def schema_errors(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> list[str]:
-    """One line per violation of the schema by ``config`` (not modified), in the config's key order;
-    empty if it matches."""
+def workflow_schema(schema_path: str | Path = SCHEMA) -> dict[str, Any]:
+    """The configuration's JSON schema: the YAML file ``schema_path`` with every objective option group added
+    under ``pretrain`` (``pretrain.<group>``: its keys, types, bounds and defaults from the option
+    declarations, no other key; :func:`taco.objectives.schema_sections`). ValueError names a group that the
+    YAML file declares itself (it would be declared twice)."""
     import yaml
 
+    from taco.objectives import OBJECTIVE_SPECS, schema_sections
+
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    pretrain = schema["properties"]["pretrain"]["properties"]
+    for group, props in schema_sections().items():
+        if group in pretrain:
+            raise ValueError(f"{schema_path}: pretrain.{group} is an objective option group, declared by the "
+                             "objective modules; remove it from the schema file")
+        users = [o.label for o in OBJECTIVE_SPECS.values() if group in o.options]
+        pretrain[group] = {"type": "object", "additionalProperties": False, "default": {},
+                           "description": f"options of the {group} loss term, passed to {', '.join(users)} only "
+                                          f"(flags --{group}-*; declared in the objective modules)",
+                           "properties": props}
+    return schema
+
+
+def schema_file(schema_path: str | Path = SCHEMA) -> Path:
+    """:func:`workflow_schema` written as JSON to a file named by its content's hash in the temporary folder
+    (atomically, once per content), for Snakemake's ``validate``, which takes a path."""
+    text = json.dumps(workflow_schema(schema_path), sort_keys=True, indent=1)
+    target = Path(tempfile.gettempdir()) / f"taco-config-schema-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    if not target.is_file():
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".taco-config-schema-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    return target
+
+
+def schema_errors(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> list[str]:
+    """One line per violation of the schema (:func:`workflow_schema` of ``schema_path``) by ``config`` (not
+    modified), in the config's key order; empty if it matches."""
+    schema = workflow_schema(schema_path)
     validator = _fill_defaults_validator(schema)
     instance = copy.deepcopy(config)
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
