@@ -40,7 +40,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from taco.architectures import ARCHITECTURES, MODERNBERT_INTERMEDIATE
+from taco.families import get_family
+from taco.families.base import MAX_POSITIONS
 from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, OBJECTIVE_SPECS
 from taco.registry import PRESET_SHAPES
 
@@ -49,8 +50,6 @@ from taco.registry import PRESET_SHAPES
 H200_BF16_DENSE_TFLOPS = 989.0
 #: the BERT vocabulary (bert-base-uncased ``vocab.txt``) used unless a config says otherwise
 BERT_VOCAB_SIZE = 30522
-#: maximum positions of every preset (``taco.model.configs.bert_config``)
-MAX_POSITIONS = 512
 
 
 def shape(preset: str) -> dict[str, int]:
@@ -61,17 +60,11 @@ def shape(preset: str) -> dict[str, int]:
 
 
 def encoder_matmul_params(preset: str, architecture: str = "bert") -> int:
-    """Weights of the encoder layers' matrix products: ``n_layers * (4 H^2 + 2 H I)`` (no biases) for BERT
-    and RoBERTa; ``n_layers * (4 H^2 + 3 H I')`` for ModernBERT (GeGLU: ``Wi`` H x 2I', ``Wo`` I' x H, I' =
-    :data:`taco.architectures.MODERNBERT_INTERMEDIATE`). ModernBERT's local layers are counted as global in
-    the attention term (an upper bound: at L <= 128 its +-64 window spans most of the sequence)."""
-    s = shape(preset)
-    h, i = s["hidden_size"], s["intermediate_size"]
-    if architecture == "modernbert":
-        return s["num_hidden_layers"] * (4 * h * h + 3 * h * MODERNBERT_INTERMEDIATE[preset])
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
-    return s["num_hidden_layers"] * (4 * h * h + 2 * h * i)
+    """Weights of the encoder layers' matrix products, the family's own count (its module's
+    ``encoder_matmul_params``): ``n_layers * (4 H^2 + 2 H I)`` (no biases) for BERT and RoBERTa,
+    ``n_layers * (4 H^2 + 3 H I')`` for ModernBERT's GeGLU (:mod:`taco.families.modernbert`). ValueError for an
+    unknown preset or family."""
+    return get_family(architecture).encoder_matmul_params(preset, shape(preset))
 
 
 def parameter_count(preset: str, vocab_size: int = BERT_VOCAB_SIZE) -> int:

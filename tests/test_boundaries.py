@@ -114,7 +114,7 @@ def test_a_command_without_the_suite_extra_names_the_extra():
 #: the package's floors, ground first: a module imports only from its own floor or below (the house drawn by
 #: farm-studio; docs/architecture.md). The longest matching prefix places a module.
 FLOORS = (
-    ("taco", "taco.parameters", "taco.errors", "taco.paper", "taco.architectures", "taco.manifest", "taco.textfile",
+    ("taco", "taco.parameters", "taco.errors", "taco.paper", "taco.families", "taco.manifest", "taco.textfile",
      "taco.cli",
      "taco.cli_parts", "taco.tc"),
     ("taco.objectives",),

@@ -1,10 +1,11 @@
-"""Encoder families (taco.architectures, taco.model.configs, taco.model.modeling): RoBERTa and ModernBERT
+"""Encoder families (taco/families/, taco.model.configs, taco.model.modeling): RoBERTa and ModernBERT
 built from transformers' own classes, their known traps, the TACO family on each, BERT-only objectives
 refused by name, and checkpoints that plain transformers loads as the native class."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -14,7 +15,8 @@ torch = pytest.importorskip("torch")
 from transformers import (AutoModelForMaskedLM, BertTokenizerFast, ModernBertForMaskedLM,  # noqa: E402
                           RobertaForMaskedLM, logging as hf_logging)
 
-from taco.architectures import ARCHITECTURES, MODERNBERT_INTERMEDIATE, NATIVE_CLASSES  # noqa: E402
+from taco.families import FAMILIES  # noqa: E402
+from taco.families.modernbert import INTERMEDIATE as MODERNBERT_INTERMEDIATE  # noqa: E402
 from taco.model.configs import bert_config, encoder_config, special_token_ids  # noqa: E402
 from taco.model.masking import mask_tokens  # noqa: E402
 from taco.model.modeling import (ModernBertPreTrainingModel, PreTrainingModel, RobertaPreTrainingModel,  # noqa: E402
@@ -188,7 +190,7 @@ def test_checkpoint_is_the_native_class_and_loads_without_taco(tmp_path, family)
     model.save_pretrained(ckpt)
     _tokenizer().save_pretrained(ckpt)
     cfg = json.loads((ckpt / "config.json").read_text())
-    assert cfg["architectures"] == [NATIVE_CLASSES[family]] and cfg["taco_objective"] == "taco"
+    assert cfg["architectures"] == [FAMILIES[family].native_class] and cfg["taco_objective"] == "taco"
     back = load_pretraining_model(ckpt)
     assert type(back) is pretraining_model_class(family) and back.config.taco_tc_temperature == 0.05
     assert all(torch.equal(back.state_dict()[k], v) for k, v in model.state_dict().items())
@@ -210,14 +212,14 @@ print(json.dumps({{"n": len(preds), "mlm": type(m).__name__, "clf": type(clf).__
                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert run.returncode == 0, run.stderr[-2000:]
     res = json.loads(run.stdout.strip().splitlines()[-1])
-    prefix = NATIVE_CLASSES[family].replace("ForMaskedLM", "")
-    assert res == {"n": 3, "mlm": NATIVE_CLASSES[family], "clf": f"{prefix}ForSequenceClassification",
+    prefix = FAMILIES[family].native_class.replace("ForMaskedLM", "")
+    assert res == {"n": 3, "mlm": FAMILIES[family].native_class, "clf": f"{prefix}ForSequenceClassification",
                    "shape": [2, 2], "types": family != "modernbert", "taco": False}
 
 
 def test_bert_stays_the_suites_bert():
     """The BERT family is bert_config and PreTrainingModel (BertForMaskedLM's modules), unchanged."""
-    assert ARCHITECTURES[0] == "bert"
+    assert tuple(FAMILIES)[0] == "bert"
     assert encoder_config("tiny", V, "bert").to_dict() == bert_config("tiny", V).to_dict()
     assert pretraining_model_class("bert") is PreTrainingModel
     assert set(_model("bert").state_dict()) == set(AutoModelForMaskedLM.from_config(bert_config("tiny", V)).state_dict())
@@ -241,7 +243,7 @@ def test_the_family_is_in_the_config_hash_only_when_not_bert():
     bert = _hash_inputs("bert")
     assert "architecture" not in bert
     assert _hash_inputs("roberta")["architecture"] == "roberta"
-    assert {json.dumps(_hash_inputs(a), sort_keys=True) for a in ARCHITECTURES}.__len__() == 3
+    assert {json.dumps(_hash_inputs(a), sort_keys=True) for a in tuple(FAMILIES)}.__len__() == 3
 
 
 def test_the_workflow_writes_the_family_only_for_other_families(shared_data):
@@ -279,7 +281,7 @@ def test_modernbert_flops_count_its_geglu_ffn():
     matrix weights (the Linear layers of its encoder, biases off), like BERT's 4 H^2 + 2 H I."""
     from taco.flops import encoder_matmul_params, pretrain_flops_per_token
 
-    for family in ARCHITECTURES:
+    for family in tuple(FAMILIES):
         model = _model(family, "mlm")
         encoder = model.base_model
         layers = encoder.layers if family == "modernbert" else encoder.encoder.layer
@@ -319,3 +321,134 @@ def test_the_families_overlay_given_alone_names_its_base():
     assert overlay_bases(Path("configs/cpu-real.yaml")) == []
     assert "give configs/cpu-real.yaml before it" in missing_bases_note(["configs/cpu-real-families.yaml"])
     assert missing_bases_note(["configs/cpu-real.yaml", "configs/cpu-real-families.yaml"]) == ""
+
+
+DEBERTA_MODULE = '''"""``deberta_v2``: DeBERTa-v2 (He et al. 2021) as transformers' ``DebertaV2ForMaskedLM`` (a newcomer's
+test-only family): disentangled relative attention, eager kernel only."""
+
+from taco.families.base import MAX_POSITIONS, Family
+
+
+def _config(preset, shape, vocab_size, special_ids):
+    return dict(shape, vocab_size=vocab_size, max_position_embeddings=MAX_POSITIONS, relative_attention=True,
+                pos_att_type=["p2c", "c2p"], position_biased_input=False, type_vocab_size=2,
+                pad_token_id=int(special_ids["pad"]), bos_token_id=int(special_ids["cls"]),
+                eos_token_id=int(special_ids["sep"]))
+
+
+def _encode(model, input_ids, attention_mask, token_type_ids, output_hidden_states, **kwargs):
+    return model.deberta(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                         output_hidden_states=output_hidden_states, return_dict=True, **kwargs)
+
+
+def _mlm_logits(model, hidden):
+    return model.cls(hidden)
+
+
+DECLARED = Family(
+    name="deberta_v2", label="DeBERTa-v2", model_type="deberta-v2", native_class="DebertaV2ForMaskedLM",
+    config_kwargs=_config, dropout_fields=("hidden_dropout_prob", "attention_probs_dropout_prob"),
+    encode=_encode, mlm_logits=_mlm_logits, model_class_name="DebertaV2PreTrainingModel",
+    recipe="DeBERTa-v2 (He et al. 2021): its SentencePiece of 128k, lr 1e-4 (base), batch 2k",
+    attention_kernels=("eager",))
+'''
+
+
+def test_adding_a_family_is_one_module(tmp_path):
+    """A newcomer adds DeBERTa-v2 as one module (``taco/families/deberta_v2.py``, in a copy of the suite), found
+    by the package scan, and nothing else: ``taco pretrain --architecture deberta_v2`` trains it with TACO under
+    its own attention kernel (eager: sdpa is refused by name) and saves the native class; the schema, the
+    configuration check, the FLOPs count, the deviations page and a dry run of the smoke DAG with a
+    DeBERTa size accept it."""
+    import os
+    import shutil
+
+    import yaml
+    from tiny_blocks import write_blocks
+
+    repo = Path(__file__).resolve().parents[1]
+    dst = tmp_path / "suite"
+    for name in ("taco", "workflow", "configs", "envs", "profiles"):
+        shutil.copytree(repo / name, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("Snakefile", "config.yaml", "pyproject.toml"):
+        shutil.copy(repo / name, dst / name)
+    (dst / "taco/families/deberta_v2.py").write_text(DEBERTA_MODULE)
+    env = {"PYTHONPATH": str(dst), "PATH": os.environ["PATH"], "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1",
+           "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+
+    blocks = write_blocks(tmp_path)
+    words = ["-m", "taco", "pretrain", "--blocks", str(blocks), "--objective", "taco", "--size", "tiny",
+             "--architecture", "deberta_v2", "--max-steps", "4", "--warmup-steps", "1", "--until", "4",
+             "--per-device-batch-size", "4", "--logging-steps", "2", "--seed", "0", "--device", "cpu",
+             "--no-progress", "--report-to", "none"]
+    refused = subprocess.run([sys.executable, *words, "--output", str(tmp_path / "sdpa"), "--attn-implementation",
+                              "sdpa"], cwd=dst, capture_output=True, text=True, timeout=300, env=env)
+    assert refused.returncode == 2 and "deberta_v2 family runs under eager" in refused.stderr, refused.stderr[-2000:]
+    out = tmp_path / "step-4"
+    run = subprocess.run([sys.executable, *words, "--output", str(out)], cwd=dst, capture_output=True, text=True,
+                         timeout=600, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads((out / "config.json").read_text())["architectures"] == ["DebertaV2ForMaskedLM"]
+    assert json.loads((out / "manifest.json").read_text())["architecture"] == "deberta_v2"
+
+    smoke = yaml.safe_load((repo / "configs/smoke.yaml").read_text())
+    smoke["pretrain"]["sizes"]["deberta_tiny"] = {**smoke["pretrain"]["sizes"]["tiny"], "architecture": "deberta_v2"}
+    smoke["pretrain"]["runs"].append({"size": "deberta_tiny", "objectives": ["mlm", "taco"], "fractions": [1.0]})
+    cfg = tmp_path / "deberta.yaml"
+    cfg.write_text(yaml.safe_dump(smoke))
+    code = f"""
+import json, yaml
+from snakemake.utils import validate
+from taco.workflow import config_checks as wcc
+from taco.workflow.schema import schema_file
+from taco.flops import pretrain_flops_per_token
+from taco.report.deviations import find_deviations
+cfg = yaml.safe_load(open({str(cfg)!r}))
+validate(cfg, str(schema_file("workflow/schemas/config.schema.yaml")))
+wcc.check_config(cfg)
+rows = [d.paper + " | " + d.here for d in find_deviations(cfg) if d.key == "pretrain.sizes.deberta_tiny.architecture"]
+print(json.dumps({{"flops": pretrain_flops_per_token("tiny", 64, "taco", architecture="deberta_v2"),
+                  "bert": pretrain_flops_per_token("tiny", 64, "taco"), "rows": rows}}))
+"""
+    res = subprocess.run([sys.executable, "-c", code], cwd=dst, capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["flops"] == got["bert"]  # the default count: BERT's matmuls (the module declares no other)
+    assert any("DeBERTa-v2 (transformers' DebertaV2ForMaskedLM" in r for r in got["rows"]), got["rows"]
+    assert any("He et al. 2021" in r for r in got["rows"]), got["rows"]
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--snakefile", str(dst / "Snakefile"),
+                          "--directory", str(tmp_path / "work"), "--configfile", str(cfg), "--cores", "1"],
+                         cwd=dst, capture_output=True, text=True, timeout=600, env=env)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "--architecture deberta_v2" in dry.stdout + dry.stderr
+
+
+def test_an_installed_package_adds_a_family_through_the_entry_point_group(tmp_path):
+    """``[project.entry-points."taco.families"]`` of another distribution adds its module's family without a
+    file in taco: the family table, the schema's architecture values and the model classes see it."""
+    import os
+
+    site = tmp_path / "site"
+    (site / "debpkg").mkdir(parents=True)
+    (site / "debpkg" / "__init__.py").write_text("")
+    (site / "debpkg" / "deberta_v2.py").write_text(DEBERTA_MODULE)
+    dist = site / "debpkg-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: debpkg\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[taco.families]\ndeberta_v2 = debpkg.deberta_v2\n")
+    code = """
+import json
+from taco.families import FAMILIES
+from taco.workflow.schema import workflow_schema
+from taco.model.modeling import pretraining_model_class
+size = workflow_schema()["properties"]["pretrain"]["properties"]["sizes"]["additionalProperties"]
+print(json.dumps({"families": list(FAMILIES), "enum": size["properties"]["architecture"]["enum"],
+                  "cls": pretraining_model_class("deberta_v2").__name__}))
+"""
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(repo)])})
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["families"] == ["bert", "roberta", "modernbert", "deberta_v2"] == res["enum"]
+    assert res["cls"] == "DebertaV2PreTrainingModel"

@@ -1,21 +1,11 @@
-"""Model configurations of the presets (``tiny``, ``small``, ``base``) for each encoder family.
+"""Model configurations of the presets (``tiny``, ``small``, ``base``) for each encoder family: one dispatcher
+over the family modules (:mod:`taco.families`), as cramming's ``architectures/construction.py``.
 
-:func:`bert_config` is the suite's BERT (the paper's model); :func:`encoder_config` gives the same
-preset as a RoBERTa or ModernBERT configuration built by transformers itself (``AutoConfig.for_model``),
-so the model classes are transformers' own (``RobertaForMaskedLM``, ``ModernBertForMaskedLM``) and no
-modeling code is copied. Every family keeps the preset's layers, hidden size and heads and the suite's
-WordPiece vocabulary; what differs is the architecture (``taco.architectures.ARCHITECTURES``):
-
-- ``roberta``: BERT's layers; position ids start at ``padding_idx + 1`` (RoBERTa's
-  ``create_position_ids_from_input_ids``), so ``max_position_embeddings`` = 512 + pad id + 1 (RoBERTa's
-  own 514 with its pad id 1). ``type_vocab_size`` stays 2: the suite's WordPiece tokenizer gives segment
-  ids to sentence pairs (RoBERTa's checkpoints have 1).
-- ``modernbert``: pre-norm, RoPE, GeGLU FFN of width :data:`taco.architectures.MODERNBERT_INTERMEDIATE` (2/3 of
-  BERT's, the same FFN weights), ``layer_types`` set explicitly (every third layer global from the first,
-  ModernBERT's ``global_attn_every_n_layers=3``; transformers 5.24 derives them from that number when
-  absent) and ``local_attention`` 128 (a window of +-64 tokens); no dropout (ModernBERT's defaults).
-  ``ModernBertConfig``'s special ids default to its own tokenizer's (pad 50283, cls/bos 50281, sep/eos
-  50282): they are set from the run's tokenizer, since ``pad_token_id`` is the embedding's ``padding_idx``.
+:func:`encoder_config` builds a family's configuration with transformers itself (``AutoConfig.for_model`` of
+the family's ``model_type`` with the fields of its ``config_kwargs``), so the model classes are transformers'
+own and no modeling code is copied. Every family keeps the preset's layers, hidden size and heads and the
+suite's WordPiece vocabulary; what differs is each family's module (RoBERTa's position offset, ModernBERT's
+FFN width, layer types and special ids: their docstrings).
 """
 
 from __future__ import annotations
@@ -23,19 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from taco.architectures import ARCHITECTURES, MODERNBERT_INTERMEDIATE
+from taco.families import DEFAULT_FAMILY, get_family
+from taco.families.base import SPECIAL_IDS
 from taco.registry import PRESET_SHAPES
 
-__all__ = ["SIZES", "MAX_POSITIONS", "MODERNBERT_GLOBAL_EVERY", "MODERNBERT_LOCAL_ATTENTION", "bert_config",
-           "encoder_config", "special_token_ids"]
+__all__ = ["SIZES", "bert_config", "encoder_config", "special_token_ids", "dropout_overrides", "config_from_tokenizer"]
 
 SIZES: tuple[str, ...] = tuple(PRESET_SHAPES)
-#: the longest sequence every preset takes (BERT's 512)
-MAX_POSITIONS = 512
-#: ModernBERT: a global-attention layer every this many layers, from the first (ModernBERT's default)
-MODERNBERT_GLOBAL_EVERY = 3
-#: ModernBERT: the local layers' attention window in tokens (ModernBERT's default; +-64 each side)
-MODERNBERT_LOCAL_ATTENTION = 128
 
 
 def _check(size: str, vocab_size: int) -> None:
@@ -43,24 +27,6 @@ def _check(size: str, vocab_size: int) -> None:
         raise ValueError(f"unknown model size {size!r}; valid sizes: {', '.join(SIZES)}")
     if not isinstance(vocab_size, int) or vocab_size <= 0:
         raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
-
-
-def bert_config(size: str, vocab_size: int, **overrides: Any):
-    """``BertConfig`` of a preset size (``tiny``, ``small``, ``base``), max positions 512.
-
-    ``overrides`` are any ``BertConfig`` fields (e.g. ``hidden_dropout_prob=0.0``,
-    ``attn_implementation="eager"``). Raises ValueError for an unknown size or a bad vocab_size.
-    """
-    from transformers import BertConfig
-
-    _check(size, vocab_size)
-    kwargs: dict[str, Any] = dict(PRESET_SHAPES[size], vocab_size=vocab_size, max_position_embeddings=MAX_POSITIONS)
-    kwargs.update(overrides)
-    attn = kwargs.pop("attn_implementation", None)
-    config = BertConfig(**kwargs)
-    if attn is not None:
-        config._attn_implementation = attn
-    return config
 
 
 def special_token_ids(tokenizer: Any) -> dict[str, int]:
@@ -74,66 +40,60 @@ def special_token_ids(tokenizer: Any) -> dict[str, int]:
     return {k: int(v) for k, v in ids.items()}
 
 
-def encoder_config(size: str, vocab_size: int, architecture: str = "bert",
+def encoder_config(size: str, vocab_size: int, architecture: str = DEFAULT_FAMILY,
                    special_ids: Mapping[str, int] | None = None, **overrides: Any):
-    """The configuration of a preset in an encoder family (module docstring).
+    """The configuration of a preset in an encoder family.
 
     Args:
         size: preset (``tiny``, ``small``, ``base``).
         vocab_size: V of the run's tokenizer.
-        architecture: ``bert`` (:func:`bert_config`, unchanged), ``roberta`` or ``modernbert``.
-        special_ids: ``{"pad", "cls", "sep"}`` ids (:func:`special_token_ids`); required for roberta
-            and modernbert (their configs' defaults are their own tokenizers'), unused for bert.
-        **overrides: config fields (``attn_implementation`` included).
+        architecture: a family of :data:`taco.families.FAMILIES` (``bert``, ``roberta``, ``modernbert``, ...).
+        special_ids: ``{"pad", "cls", "sep"}`` ids (:func:`special_token_ids`); required by families whose
+            configs default to their own tokenizers' ids (``needs_special_ids``: all but BERT).
+        **overrides: config fields (``attn_implementation`` included: it must be one of the family's
+            ``attention_kernels``).
 
     Raises:
-        ValueError: unknown architecture or size, bad vocab_size, missing special ids.
+        ValueError: unknown family or size, bad vocab_size, missing special ids, an attention kernel the
+            family does not run under.
     """
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
-    if architecture == "bert":
-        return bert_config(size, vocab_size, **overrides)
+    family = get_family(architecture)
     _check(size, vocab_size)
-    if not special_ids or any(k not in special_ids for k in ("pad", "cls", "sep")):
+    if family.needs_special_ids and (not special_ids or any(k not in special_ids for k in SPECIAL_IDS)):
         raise ValueError(f"architecture {architecture!r} needs special_ids with pad, cls and sep "
                          "(taco.model.configs.special_token_ids(tokenizer))")
     from transformers import AutoConfig
 
-    shape = PRESET_SHAPES[size]
-    pad, cls, sep = int(special_ids["pad"]), int(special_ids["cls"]), int(special_ids["sep"])
-    if architecture == "roberta":
-        kwargs: dict[str, Any] = dict(shape, vocab_size=vocab_size, max_position_embeddings=MAX_POSITIONS + pad + 1,
-                                      type_vocab_size=2, pad_token_id=pad, bos_token_id=cls, eos_token_id=sep)
-    else:
-        n = shape["num_hidden_layers"]
-        kwargs = dict(
-            num_hidden_layers=n, hidden_size=shape["hidden_size"], num_attention_heads=shape["num_attention_heads"],
-            intermediate_size=MODERNBERT_INTERMEDIATE[size], vocab_size=vocab_size,
-            max_position_embeddings=MAX_POSITIONS, pad_token_id=pad, bos_token_id=cls, eos_token_id=sep,
-            cls_token_id=cls, sep_token_id=sep, local_attention=MODERNBERT_LOCAL_ATTENTION,
-            layer_types=["full_attention" if i % MODERNBERT_GLOBAL_EVERY == 0 else "sliding_attention"
-                         for i in range(n)])
+    kwargs = family.config_kwargs(size, PRESET_SHAPES[size], vocab_size, special_ids)
     kwargs.update(overrides)
     attn = kwargs.pop("attn_implementation", None)
-    config = AutoConfig.for_model(architecture, **kwargs)
+    if attn is not None and attn not in family.attention_kernels:
+        raise ValueError(f"architecture {architecture!r} runs under attn_implementation "
+                         f"{' or '.join(family.attention_kernels)}, not {attn!r} (taco/families/{architecture}.py)")
+    config = AutoConfig.for_model(family.model_type, **kwargs)
     if attn is not None:
         config._attn_implementation = attn
     return config
 
 
+def bert_config(size: str, vocab_size: int, **overrides: Any):
+    """``BertConfig`` of a preset size, max positions 512 (:func:`encoder_config` of the ``bert`` family).
+
+    ``overrides`` are any ``BertConfig`` fields (e.g. ``hidden_dropout_prob=0.0``,
+    ``attn_implementation="eager"``). Raises ValueError for an unknown size or a bad vocab_size.
+    """
+    return encoder_config(size, vocab_size, "bert", **overrides)
+
+
 def dropout_overrides(architecture: str, dropout: float) -> dict[str, float]:
-    """The config fields that set an encoder family's dropout to ``dropout`` (``pretrain.sizes.<size>.dropout``):
-    BERT and RoBERTa ``hidden_dropout_prob`` and ``attention_probs_dropout_prob``; ModernBERT
-    ``embedding_dropout``, ``attention_dropout`` and ``mlp_dropout`` (transformers' field names). ValueError for
-    an unknown family."""
-    if architecture in ("bert", "roberta"):
-        return {"hidden_dropout_prob": float(dropout), "attention_probs_dropout_prob": float(dropout)}
-    if architecture == "modernbert":
-        return {"embedding_dropout": float(dropout), "attention_dropout": float(dropout), "mlp_dropout": float(dropout)}
-    raise ValueError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
+    """The config fields that set an encoder family's dropout to ``dropout`` (``pretrain.sizes.<size>.dropout``;
+    the family's ``dropout_fields``: BERT and RoBERTa ``hidden_dropout_prob`` and
+    ``attention_probs_dropout_prob``, ModernBERT ``embedding_dropout``, ``attention_dropout`` and
+    ``mlp_dropout``). ValueError for an unknown family."""
+    return {f: float(dropout) for f in get_family(architecture).dropout_fields}
 
 
-def config_from_tokenizer(tokenizer: Any, architecture: str = "bert", size: str = "tiny", **overrides: Any):
+def config_from_tokenizer(tokenizer: Any, architecture: str = DEFAULT_FAMILY, size: str = "tiny", **overrides: Any):
     """A family's configuration for a tokenizer: the preset ``size``'s shape, ``vocab_size`` = len(tokenizer)
     and the tokenizer's own pad / cls / sep ids (:func:`encoder_config` with :func:`special_token_ids`).
 
@@ -142,3 +102,5 @@ def config_from_tokenizer(tokenizer: Any, architecture: str = "bert", size: str 
     transformers ("Padding_idx must be within num_embeddings"). ``overrides``: any config field.
     ValueError for an unknown family or size, or a tokenizer without pad, cls or sep."""
     return encoder_config(size, len(tokenizer), architecture, special_token_ids(tokenizer), **overrides)
+
+

@@ -1,10 +1,12 @@
 """The pre-training model of every encoder family with every objective of the paper (MLM, TACO, ablations).
 
-One class per family, each a subclass of transformers' own masked-LM class with its modules unchanged:
-:class:`PreTrainingModel` (``BertForMaskedLM``: ``bert.*`` without pooler, ``cls.predictions.*``, decoder
-tied to the word embeddings), :class:`RobertaPreTrainingModel` (``RobertaForMaskedLM``) and
-:class:`ModernBertPreTrainingModel` (``ModernBertForMaskedLM``). Only ``forward`` differs: it computes the
-objective's losses (``taco.objectives``). ``save_pretrained`` names the native class in ``config.json``
+One class per encoder family (:mod:`taco.families`), each a subclass of transformers' own masked-LM class
+(the family's ``native_class``) with its modules unchanged, built here from the family's declaration (its
+``encode`` and ``mlm_logits`` hooks) and named by its ``model_class_name``: ``PreTrainingModel``
+(``BertForMaskedLM``: ``bert.*`` without pooler, ``cls.predictions.*``, decoder tied to the word embeddings),
+``RobertaPreTrainingModel`` (``RobertaForMaskedLM``), ``ModernBertPreTrainingModel``
+(``ModernBertForMaskedLM``); a new family's module adds its class with no edit here. Only ``forward``
+differs from the native class: it computes the objective's losses (``taco.objectives``). ``save_pretrained`` names the native class in ``config.json``
 (``architectures``), so the directory loads with ``AutoModelForMaskedLM``,
 ``AutoModelForSequenceClassification`` or ``pipeline("fill-mask")`` without this package (the pooler /
 classifier then newly initialised, as for any MLM-only checkpoint, e.g. the official code's run_mlm ->
@@ -24,15 +26,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import BertForMaskedLM, ModernBertForMaskedLM, PretrainedConfig, RobertaForMaskedLM
+import transformers
+from transformers import PretrainedConfig
 from transformers.modeling_outputs import ModelOutput
 
-from taco.architectures import ARCHITECTURES, NATIVE_CLASSES
+from taco.families import FAMILIES, family_of_model_type, get_family
+from taco.families.base import Family
 from taco.objectives import DEFAULT_OBJECTIVE_PARAMS, LOSS_TERMS, check_options, get_objective
 from taco.objectives.base import MLM_PROBABILITY_PARAMETER
 
-__all__ = ["PreTrainingModel", "RobertaPreTrainingModel", "ModernBertPreTrainingModel", "PreTrainingOutput",
-           "pretraining_model_class", "load_pretraining_model", "architecture_of"]
+__all__ = ["PreTrainingOutput", "pretraining_model_class", "load_pretraining_model", "architecture_of",
+           *(f.model_class_name for f in FAMILIES.values())]
 
 
 def _output_class() -> type:
@@ -68,17 +72,10 @@ def _config_key(param: str) -> str:
     return f"taco_{param}"
 
 
-#: ``config.model_type`` -> family (``taco.architectures.ARCHITECTURES``)
-_MODEL_TYPES = {"bert": "bert", "roberta": "roberta", "modernbert": "modernbert"}
-
-
 def architecture_of(config: PretrainedConfig) -> str:
-    """The encoder family of a model config (its ``model_type``); ValueError for another model type."""
-    family = _MODEL_TYPES.get(getattr(config, "model_type", None))
-    if family is None:
-        raise ValueError(f"model type {getattr(config, 'model_type', None)!r} is no encoder family of this suite "
-                         f"({', '.join(ARCHITECTURES)})")
-    return family
+    """The encoder family's name of a model config (its ``model_type``,
+    :func:`taco.families.family_of_model_type`); ValueError for another model type."""
+    return family_of_model_type(getattr(config, "model_type", None)).name
 
 
 class _ObjectiveModel:
@@ -151,16 +148,18 @@ class _ObjectiveModel:
         """The encoder family (``bert``, ``roberta``, ``modernbert``)."""
         return architecture_of(self.config)
 
-    # --- family hooks -----------------------------------------------------------------------------
+    # --- family hooks (the family module's, taco.families.base.Family) ------------------------------
+    family: Family  # set on each family's class (_family_class)
+
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None,
                output_hidden_states: bool, **kwargs: Any):
         """The encoder's output (``last_hidden_state`` (B, L, H); ``hidden_states``: a tuple whose first
-        entry is the embedding-layer output, each (B, L, H), when asked)."""
-        raise NotImplementedError
+        entry is the embedding-layer output, each (B, L, H), when asked): the family's ``encode``."""
+        return self.family.encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, **kwargs)
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The family's own MLM head on hidden states (..., H) -> logits (..., V)."""
-        raise NotImplementedError
+        """The family's own MLM head on hidden states (..., H) -> logits (..., V): the family's ``mlm_logits``."""
+        return self.family.mlm_logits(self, hidden)
 
     # --- export ----------------------------------------------------------------------------------
     def save_pretrained(self, save_directory, *args: Any, **kwargs: Any):
@@ -173,7 +172,7 @@ class _ObjectiveModel:
         is_main = kwargs.get("is_main_process", True)
         if is_main:
             config = copy.deepcopy(self.config)
-            config.architectures = [NATIVE_CLASSES[self.architecture]]
+            config.architectures = [self.family.native_class]
             config.save_pretrained(save_directory)
         return out
 
@@ -249,55 +248,29 @@ class _ObjectiveModel:
         return out if return_dict else out.to_tuple()
 
 
-class PreTrainingModel(_ObjectiveModel, BertForMaskedLM):
-    """BERT (the paper's encoder) + its MLM head, trained with one objective of
-    :data:`taco.objectives.OBJECTIVE_SPECS` (arguments: :class:`_ObjectiveModel`). Its parameters are
-    exactly ``BertForMaskedLM``'s."""
-
-    def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, **kwargs):
-        return self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                         output_hidden_states=output_hidden_states, return_dict=True, **kwargs)
-
-    def mlm_logits(self, hidden):
-        return self.cls(hidden)
-
-
-class RobertaPreTrainingModel(_ObjectiveModel, RobertaForMaskedLM):
-    """RoBERTa + its MLM head (``lm_head``), trained with an objective of the TACO family; parameters
-    exactly ``RobertaForMaskedLM``'s (position ids from ``padding_idx + 1``, RoBERTa's own rule)."""
-
-    def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, **kwargs):
-        return self.roberta(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                            output_hidden_states=output_hidden_states, return_dict=True, **kwargs)
-
-    def mlm_logits(self, hidden):
-        return self.lm_head(hidden)
+def _family_class(family: Family) -> type:
+    """The pre-training model class of ``family``: :class:`_ObjectiveModel` before transformers'
+    ``family.native_class`` (its modules and parameters exactly the native class's), named
+    ``family.model_class_name`` and placed in this module (so it pickles and is found by that name)."""
+    native = getattr(transformers, family.native_class)
+    cls = type(family.model_class_name, (_ObjectiveModel, native), {
+        "family": family, "__module__": __name__, "__qualname__": family.model_class_name,
+        "__doc__": f"{family.label} + its MLM head ({family.native_class}), trained with one objective of "
+                   f":data:`taco.objectives.OBJECTIVE_SPECS` (arguments: :class:`_ObjectiveModel`); parameters "
+                   f"exactly ``{family.native_class}``'s. Declared by ``taco/families/{family.name}.py``."})
+    globals()[family.model_class_name] = cls
+    return cls
 
 
-class ModernBertPreTrainingModel(_ObjectiveModel, ModernBertForMaskedLM):
-    """ModernBERT + its MLM head (``head`` then ``decoder``), trained with an objective of the TACO
-    family; parameters exactly ``ModernBertForMaskedLM``'s. ``hidden_states[0]`` is the embedding output
-    and ``last_hidden_state`` comes after ModernBERT's ``final_norm`` (transformers 5.24)."""
-
-    def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, **kwargs):
-        if token_type_ids is not None and bool(token_type_ids.any()):
-            raise ValueError("ModernBERT has no segment (token type) embedding: pass token_type_ids=None")
-        return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                          output_hidden_states=output_hidden_states, return_dict=True, **kwargs)
-
-    def mlm_logits(self, hidden):
-        return self.decoder(self.head(hidden))
-
-
-_CLASSES: dict[str, type] = {"bert": PreTrainingModel, "roberta": RobertaPreTrainingModel,
-                             "modernbert": ModernBertPreTrainingModel}
+#: family name -> its pre-training model class (``PreTrainingModel`` for BERT, ``RobertaPreTrainingModel``,
+#: ``ModernBertPreTrainingModel``, and one per family module added)
+_CLASSES: dict[str, type] = {name: _family_class(f) for name, f in FAMILIES.items()}
+PreTrainingModel = _CLASSES["bert"]  # the paper's model: named statically for readers and type checkers
 
 
 def pretraining_model_class(architecture: str) -> type:
     """The pre-training model class of an encoder family; ValueError naming the valid ones."""
-    if architecture not in _CLASSES:
-        raise ValueError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
-    return _CLASSES[architecture]
+    return _CLASSES[get_family(architecture).name]
 
 
 def load_pretraining_model(path: str | Path, **kwargs: Any):
@@ -308,8 +281,5 @@ def load_pretraining_model(path: str | Path, **kwargs: Any):
     config_file = Path(path) / "config.json"
     if not config_file.is_file():
         raise FileNotFoundError(f"{config_file}: no model config (is {path} a checkpoint?)")
-    model_type = json.loads(config_file.read_text()).get("model_type")
-    if model_type not in _MODEL_TYPES:
-        raise ValueError(f"{config_file}: model_type {model_type!r} is no encoder family of this suite "
-                         f"({', '.join(ARCHITECTURES)})")
-    return _CLASSES[_MODEL_TYPES[model_type]].from_pretrained(str(path), **kwargs)
+    family = family_of_model_type(json.loads(config_file.read_text()).get("model_type"), where=str(config_file))
+    return _CLASSES[family.name].from_pretrained(str(path), **kwargs)

@@ -30,7 +30,7 @@ What an objective declares, and who reads it:
 - ``flops_per_token``: ``(shape, seq_len, vocab_size, options) -> FLOPs`` the objective adds to the
   shared encoder count (``taco.flops``): its head (at ``options["mlm_probability"]``) and extra terms,
   forward + backward.
-- ``architectures``: the encoder families it works on (``taco.architectures.ARCHITECTURES``); the TACO family
+- ``architectures``: the encoder families it works on (``taco.families.FAMILIES``; default every one); the TACO family
   needs only what every encoder gives (embedding output, last hidden state, the model's MLM head), BERT-NCE
   and INFOWORD reach BERT's own modules and are BERT-only.
 - ``reimplemented_from``: the citation when the objective is this suite's reimplementation of
@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taco.parameters import Parameter
-from taco.architectures import ARCHITECTURES
+from taco.families import FAMILIES
 
 #: a run's MLM selection probability, declared once: flag ``--mlm-probability`` (``taco pretrain``, ``taco init``,
 #: ``taco dynamics``), config ``pretrain.mlm_probability``, in (0, 1). Default: BERT's 0.15 (Devlin et al. 2019;
@@ -96,7 +96,7 @@ class Objective:
     min_device_batch: int = 1
     reimplemented_from: str = ""
     needs_hidden_states: bool = False
-    architectures: tuple[str, ...] = ARCHITECTURES
+    architectures: tuple[str, ...] = tuple(FAMILIES)
 
     def __post_init__(self) -> None:
         if not self.terms or self.terms[0] != "mlm":

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from taco.architectures import ARCHITECTURE_LABELS, DEFAULT_ARCHITECTURE, NATIVE_CLASSES
+from taco.families import DEFAULT_FAMILY, get_family
 from taco.objectives.base import MLM_PROBABILITY
 from taco.objectives import OBJECTIVE_SPECS, options_of
 from taco.report.markdown_text import md_text
@@ -252,15 +252,6 @@ def _differs(a: Any, b: Any) -> bool:
     return a != b
 
 
-#: each encoder family's own pre-training recipe, from its paper (the suite uses BERT-tiny's for all)
-FAMILY_RECIPES = {
-    "roberta": "RoBERTa (Liu et al. 2019): byte-level BPE of 50k, lr 6e-4 (base), batch 8k, Adam beta2 0.98, "
-               "dynamic masking, 512-token sequences",
-    "modernbert": "ModernBERT (Warner et al. 2024): its BPE of 50,368, lr 8e-4 (base), StableAdamW, "
-                  "warmup-stable-decay schedule, 30% masking, 8,192-token context",
-}
-
-
 def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
     """Differences of one ``pretrain.sizes.<name>`` recipe from the paper's size it plays
     (``analysis.roles``; a size that plays no paper size is compared with nothing but its shape)."""
@@ -270,15 +261,17 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
     preset = s["preset"]
     role = _role_of(config, name)
     out: list[Deviation] = []
-    family = s.get("architecture", DEFAULT_ARCHITECTURE)
-    if family != DEFAULT_ARCHITECTURE:
+    family = get_family(s.get("architecture", DEFAULT_FAMILY))
+    if family.name != DEFAULT_FAMILY:
         out.append(Deviation(
             f"{shown}: encoder family", "BERT (the paper trains BERT only)",
-            f"{ARCHITECTURE_LABELS[family]} (transformers' {NATIVE_CLASSES[family]}; the preset's layers, H and "
+            f"{family.label} (transformers' {family.native_class}; the preset's layers, H and "
             "heads)", "tests the paper's plug-and-play claim on another encoder (docs/families.md)",
             "a result about this family, not the paper's BERT", key=f"{key}.architecture"))
         out.append(Deviation(
-            f"{shown}: the family's own recipe", FAMILY_RECIPES[family], "BERT-tiny's: AdamW, linear warmup and "
+            f"{shown}: the family's own recipe",
+            family.recipe or f"{family.label}'s own (taco/families/{family.name}.py declares none)",
+            "BERT-tiny's: AdamW, linear warmup and "
             "decay, this size's learning rate and batch, 15% masking, the run's WordPiece",
             "isolates the architecture: only the encoder differs from the BERT run", "each family may train "
             "better with its own recipe; the comparison MLM vs TACO within a family is like for like",

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.architectures import DEFAULT_ARCHITECTURE
+from taco.families import DEFAULT_FAMILY
 from taco.report.efficiency_markdown import CLAIM_TEXT, estimate_text, render_markdown, rows_of_kind, tuning_section
 from taco.cli_parts import cli_error
 from taco.manifest import read_manifest
@@ -124,7 +124,7 @@ def flops_per_step(manifest: Mapping[str, Any]) -> float:
         per_token = pretrain_flops_per_token(
             str(manifest["size_preset"]), seq_len, str(manifest["objective"]),
             vocab_size=int(hi["vocab_size"]), options=op,
-            architecture=str(manifest.get("architecture") or DEFAULT_ARCHITECTURE))
+            architecture=str(manifest.get("architecture") or DEFAULT_FAMILY))
         return per_token * seq_len * int(manifest["global_batch_size"])
     except (KeyError, TypeError, ValueError):
         return math.nan
@@ -164,7 +164,7 @@ def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, d
             rows[(size, obj, frac, run, s)] = {
                 "size": size, "objective": obj, "fraction": frac, "pretrain_seed": run, "seed": NO_FINETUNE,
                 "step": s, "value": v, "budget": s == step,
-                "architecture": str(m.get("architecture") or DEFAULT_ARCHITECTURE), "flops_per_step": f,
+                "architecture": str(m.get("architecture") or DEFAULT_FAMILY), "flops_per_step": f,
                 **{k: probes.get(s, {}).get(k, math.nan) for k in PROBE_COLUMNS}}
     return pd.DataFrame(list(rows.values()), columns=CURVE_COLUMNS), fps, notes
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.architectures import ARCHITECTURE_LABELS, ARCHITECTURES, DEFAULT_ARCHITECTURE
+from taco.families import DEFAULT_FAMILY, FAMILIES
 from taco.stats.analysis_config import AnalysisConfig
 from taco.stats.validation_points import PLATEAU_EXIT_GAP
 from taco.report.style import objective_label
@@ -126,18 +126,18 @@ def family_section(df: pd.DataFrame, families: Mapping[str, str]) -> list[str]:
 
     prim = rows_of_kind(df, "primary")
     prim = prim[prim["claim_id"] == "E1"]
-    if len({families.get(s, DEFAULT_ARCHITECTURE) for s in prim["size"]}) < 2:
+    if len({families.get(s, DEFAULT_FAMILY) for s in prim["size"]}) < 2:
         return []
     lines = ["## Does TACO's speedup carry over to other encoders? (E1 per encoder family)", "",
              "The same preset, corpus, tokenizer, steps, batch and recipe; only the encoder family differs "
              "(docs/families.md). One verdict per family, by the same rule.", "",
              "| family | size | T | speedup | n runs (MLM/TACO) | mean MLM / TACO loss at T | verdict |",
              "|---|---|---|---|---|---|---|"]
-    order = {a: i for i, a in enumerate(ARCHITECTURES)}
-    for r in sorted(prim.itertuples(), key=lambda r: order.get(families.get(r.size, DEFAULT_ARCHITECTURE), 99)):
-        fam = families.get(r.size, DEFAULT_ARCHITECTURE)
+    order = {a: i for i, a in enumerate(FAMILIES)}
+    for r in sorted(prim.itertuples(), key=lambda r: order.get(families.get(r.size, DEFAULT_FAMILY), 99)):
+        fam = families.get(r.size, DEFAULT_FAMILY)
         t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
-        lines.append(f"| {ARCHITECTURE_LABELS.get(fam, fam)} | {md_text(r.size)} | {t} | {estimate_text(r)} | "
+        lines.append(f"| {FAMILIES[fam].label if fam in FAMILIES else fam} | {md_text(r.size)} | {t} | {estimate_text(r)} | "
                      f"{r.n_units_a}/{r.n_units_b} | {_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | **{r.verdict}** |")
     return lines + [""]
 

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taco.architectures import DEFAULT_ARCHITECTURE
+from taco.families import DEFAULT_FAMILY, FAMILIES
 from taco.cli_parts import cli_error
 from taco.errors import UsageError, is_disk_full
 from taco.manifest import (MANIFEST_NAME, ManifestError, read_json_record, read_manifest, sha256_file, sha256_json,
@@ -137,8 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "recorded in the manifest). Without it such a state is refused (exit 2)")
     p.add_argument("--torch-compile", action="store_true",
                    help="torch.compile the model (Trainer torch_compile; default off). Not in the config hash")
-    p.add_argument("--attn-implementation", choices=("sdpa", "eager"), default="sdpa",
-                   help="attention kernel of BertModel (default sdpa). Not in the config hash")
+    p.add_argument("--attn-implementation", default=None,
+                   choices=tuple(dict.fromkeys(k for f in FAMILIES.values() for k in f.attention_kernels)),
+                   help="attention kernel of the encoder (transformers' attn_implementation); one of the family's "
+                        "attention_kernels (taco/families/<name>.py), default its first (sdpa for BERT, RoBERTa and "
+                        "ModernBERT). Not in the config hash")
     p.add_argument("--save-every", type=int, default=1000, help="intermediate state every N steps (0: only on "
                    "SIGTERM and at the budget)")
     p.add_argument("--keep-states", type=int, default=2, help="intermediate states kept in --state-dir")
@@ -241,6 +244,10 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
     if args.architecture not in objective.architectures:
         raise UsageError(f"--architecture {args.architecture}: objective {args.objective!r} works on "
                          f"{', '.join(objective.architectures)} only (it reaches those models' own modules)")
+    kernels = FAMILIES[args.architecture].attention_kernels
+    if args.attn_implementation is not None and args.attn_implementation not in kernels:
+        raise UsageError(f"--attn-implementation {args.attn_implementation}: the {args.architecture} family runs under "
+                         f"{' or '.join(kernels)} (attention_kernels of taco/families/{args.architecture}.py)")
     errors = check_options(_option_values(args), {o.name: o.flag for o in OPTIONS.values()})
     if errors:
         raise UsageError("; ".join(errors))
@@ -274,7 +281,7 @@ def _inspect_blocks(args: argparse.Namespace) -> _BlocksInfo:
     if len(train) == 0:
         raise UsageError(f"--blocks {blocks}: the train split is empty")
     seq_len = len(train[0]["input_ids"])
-    from taco.model.configs import MAX_POSITIONS
+    from taco.families.base import MAX_POSITIONS
 
     if seq_len > MAX_POSITIONS:
         raise UsageError(f"--blocks {blocks}: blocks of {seq_len} tokens, longer than the {MAX_POSITIONS} positions "
@@ -342,7 +349,7 @@ def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, 
         "grad_accum": args.grad_accum, "world_size": int(os.environ.get("WORLD_SIZE", "1")), "seed": args.seed,
         "precision": precision, "blocks": info.tree_sha256, "scheduler": "linear", "optimizer": "adamw_torch",
         # BERT's hashes stay those of the runs made before the families existed
-        **({"architecture": args.architecture} if args.architecture != DEFAULT_ARCHITECTURE else {}),
+        **({"architecture": args.architecture} if args.architecture != DEFAULT_FAMILY else {}),
         # and every run's stays that of the runs made before dropout was settable
         **({"dropout": args.dropout} if args.dropout is not None else {}),
         # and of one node: the nodes of a multi-node run (2 x 1 and 1 x 2 are then different runs, though

@@ -250,6 +250,7 @@ def _run(plan: SegmentPlan, runlog: Any, rank: int, t0: float) -> int:
     from transformers import AutoTokenizer, set_seed
 
     from taco.model.collator import PreTrainingCollator
+    from taco.families import get_family
     from taco.model.configs import encoder_config, special_token_ids
     from taco.model.modeling import pretraining_model_class
     from taco.training.runlog import NonFiniteLossError, ProgressCallback
@@ -283,7 +284,8 @@ def _run(plan: SegmentPlan, runlog: Any, rank: int, t0: float) -> int:
 
             extra = dropout_overrides(a.architecture, a.dropout) if a.dropout is not None else {}
             config = encoder_config(a.size, plan.vocab_size, a.architecture, special_token_ids(tokenizer),
-                                    attn_implementation=a.attn_implementation, **extra)
+                                    attn_implementation=a.attn_implementation or get_family(a.architecture).attention_kernels[0],
+                                    **extra)
             model = pretraining_model_class(a.architecture)(config, objective=a.objective, **plan.objective_params)
             targs = _training_arguments(plan, state_dir)
             inner = PreTrainingCollator(tokenizer, mlm_probability=a.mlm_probability, objective=a.objective,

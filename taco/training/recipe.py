@@ -10,7 +10,7 @@ for the command run by hand and for the workflow alike. Torch-free.
 
 from __future__ import annotations
 
-from taco.architectures import ARCHITECTURES, DEFAULT_ARCHITECTURE
+from taco.families import DEFAULT_FAMILY, FAMILIES
 from taco.objectives.base import MLM_PROBABILITY_PARAMETER
 from taco.parameters import SIZE, Parameter
 
@@ -25,10 +25,10 @@ DEFAULT_PRETRAIN_SEED = 42
 #: the schedule, batch and optimiser, in the order the workflow writes them (before the objective's options)
 RECIPE: tuple[Parameter, ...] = (
     # added after runs existed: written (and hashed) only when not BERT, so BERT's commands stay the same
-    Parameter("--architecture", f"{_SIZE}.architecture", "architecture", DEFAULT_ARCHITECTURE,
-              "encoder family built from transformers' own classes (taco.architectures): bert (the paper's), "
+    Parameter("--architecture", f"{_SIZE}.architecture", "architecture", DEFAULT_FAMILY,
+              "encoder family built from transformers' own classes (one module each in taco/families/): bert (the paper's), "
               "roberta or modernbert; BERT-tiny's recipe and the run's WordPiece for all",
-              choices=ARCHITECTURES, pass_default=False),
+              choices=tuple(FAMILIES), pass_default=False),
     Parameter("--max-steps", f"{_SIZE}.max_steps", "max_steps", None,
               "steps of the FULL run (defines the LR schedule); default: the preset's (250k small, 500k base)",
               type=int, minimum=1),

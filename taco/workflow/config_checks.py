@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from taco.architectures import DEFAULT_ARCHITECTURE
+from taco.families import DEFAULT_FAMILY
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options
 from taco.registry import GLUE_TASK_NAMES, MNLI_START_TASKS, OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.workflow.config import (
@@ -190,7 +190,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
             raise ConfigError(f"pretrain.sizes.{entry['size']}.per_device_batch_size: {batch}, but "
                               f"pretrain.runs[{i}] trains {', '.join(short)}, whose negatives come from the "
                               f"other sequences of the device batch: it needs >= {need}")
-        arch = sizes[entry["size"]].get("architecture", DEFAULT_ARCHITECTURE)
+        arch = sizes[entry["size"]].get("architecture", DEFAULT_FAMILY)
         other = [v for v in entry["objectives"] if v in OBJECTIVE_SPECS and arch not in OBJECTIVE_SPECS[v].architectures]
         if other:
             raise ConfigError(f"pretrain.runs[{i}]: {', '.join(other)} on size {entry['size']!r}, whose "

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from taco.architectures import DEFAULT_ARCHITECTURE
+from taco.families import DEFAULT_FAMILY
 from taco.objectives.base import MLM_PROBABILITY_PARAMETER
 from taco.registry import CONTROL
 from taco.workflow import config as wc
@@ -59,8 +59,8 @@ def finetune_targets(config: dict[str, Any], tasks: list[str]) -> list[str]:
 def init_args(config: dict[str, Any], size: str, pseed: str = "") -> list[str]:
     """``taco init`` options for the control of ``size`` with the pre-training seed of ``pseed``."""
     s = config["pretrain"]["sizes"][size]
-    arch = s.get("architecture", DEFAULT_ARCHITECTURE)  # written only when not BERT (BERT's command unchanged)
+    arch = s.get("architecture", DEFAULT_FAMILY)  # written only when not BERT (BERT's command unchanged)
     return ["-m", "taco", "init", "--size", s["preset"], "--size-name", size,
-            *(["--architecture", arch] if arch != DEFAULT_ARCHITECTURE else []),
+            *(["--architecture", arch] if arch != DEFAULT_FAMILY else []),
             "--seed", str(wc.pretrain_seed_of(config, pseed)),
             MLM_PROBABILITY_PARAMETER.flag, str(MLM_PROBABILITY_PARAMETER.value(config))]

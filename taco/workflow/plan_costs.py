@@ -33,7 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from taco.architectures import DEFAULT_ARCHITECTURE
+from taco.families import DEFAULT_FAMILY
 from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE4_OBJECTIVES
 from taco.registry import GLUE_TASK_SPECS, TC_OBJECTIVES, budget_name
 from taco.registry import CONTROL
@@ -280,7 +280,7 @@ def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]
         s = config["pretrain"]["sizes"][r.size]
         preset, steps = s["preset"], wc.budgets(config, r.size)
         fpt = pretrain_flops_per_token(preset, L, r.objective, vocab_size=V, options=options,
-                                       architecture=s.get("architecture", DEFAULT_ARCHITECTURE))
+                                       architecture=s.get("architecture", DEFAULT_FAMILY))
         per_step = _global_batch(s) * L * fpt
         rate, source = rates.pretrain(preset, r.objective)
         gpus = _processes(s)
@@ -311,7 +311,7 @@ def tuning_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
     for size, objective in arms:
         s = config["pretrain"]["sizes"][size]
         fpt = pretrain_flops_per_token(s["preset"], L, objective, vocab_size=V, options=options,
-                                       architecture=s.get("architecture", DEFAULT_ARCHITECTURE))
+                                       architecture=s.get("architecture", DEFAULT_FAMILY))
         per_step = _global_batch(s) * L * fpt
         rate, source = rates.pretrain(s["preset"], objective)
         out.append({"size": size, "objective": objective, "trials": n, "steps": n * horizon,

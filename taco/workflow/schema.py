@@ -168,14 +168,24 @@ def _fill_defaults_validator(schema: dict[str, Any]):
 def workflow_schema(schema_path: str | Path = SCHEMA) -> dict[str, Any]:
     """The configuration's JSON schema: the YAML file ``schema_path`` with every objective option group added
     under ``pretrain`` (``pretrain.<group>``: its keys, types, bounds and defaults from the option
-    declarations, no other key; :func:`taco.objectives.schema_sections`). ValueError names a group that the
-    YAML file declares itself (it would be declared twice)."""
+    declarations, no other key; :func:`taco.objectives.schema_sections`) and the encoder families' names as
+    the values of ``pretrain.sizes.<size>.architecture`` (:data:`taco.families.FAMILIES`). ValueError names a
+    group or property that the YAML file declares itself (it would be declared twice)."""
     import yaml
 
+    from taco.families import DEFAULT_FAMILY, FAMILIES
     from taco.objectives import OBJECTIVE_SPECS, schema_sections
 
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     pretrain = schema["properties"]["pretrain"]["properties"]
+    size = pretrain["sizes"]["additionalProperties"]["properties"]
+    if "architecture" in size:
+        raise ValueError(f"{schema_path}: pretrain.sizes.<size>.architecture is added from taco/families/; remove it "
+                         "from the schema file")
+    size["architecture"] = {"enum": list(FAMILIES), "default": DEFAULT_FAMILY, "description":
+                            "encoder family built from transformers' own classes, one module each in "
+                            f"taco/families/ ({', '.join(FAMILIES)}; bert is the paper's); BERT-tiny's recipe and the "
+                            "run's WordPiece for all"}
     for group, props in schema_sections().items():
         if group in pretrain:
             raise ValueError(f"{schema_path}: pretrain.{group} is an objective option group, declared by the "
