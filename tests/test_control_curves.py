@@ -109,9 +109,10 @@ def test_every_objectives_loss_terms_are_drawn(tmp_path):
     log = lambda s, **c: {"event": "log", "step": s, "loss": sum(c.values()), **c}  # noqa: E731
     val = {"mlm_loss": 6.5, "mlm_accuracy": 0.1, "tc_loss": None, "n_masked_tokens": 100}
     ck = [_checkpoint(tmp_path, "bert_nce", 2, [log(1, mlm_loss=9.0, nce_loss=3.0), log(2, mlm_loss=8.0, nce_loss=2.5)],
-                      val),
+                      {**val, "nce_loss": 2.4}),
           _checkpoint(tmp_path, "infoword", 2, [log(1, mlm_loss=9.1, nce_loss=3.1, dim_loss=1.5),
-                                                log(2, mlm_loss=8.1, nce_loss=2.6, dim_loss=1.2)], val)]
+                                                log(2, mlm_loss=8.1, nce_loss=2.6, dim_loss=1.2)],
+                      {**val, "nce_loss": 2.5, "dim_loss": 1.1})]
     train, vals = collect(ck)
     iw = train[train.objective == "infoword"]
     assert iw.nce_loss.tolist() == [3.1, 2.6] and iw.dim_loss.tolist() == [1.5, 1.2]
@@ -124,6 +125,9 @@ def test_every_objectives_loss_terms_are_drawn(tmp_path):
     assert any(lab.endswith(" DIM") for lab in labels) and any(lab.endswith(" NCE") for lab in labels)
     title = panel_b.get_title().replace("\n", " ")
     assert "NCE (BERT-NCE, INFOWORD)" in title and "DIM (INFOWORD)" in title and "TC" not in title
+    # validation (panel d) draws each recorded term too
+    assert vals.set_index("objective").loc["infoword", ["val_nce_loss", "val_dim_loss"]].tolist() == [2.5, 1.1]
+    assert sorted(tuple(line.get_ydata()) for line in fig.axes[3].get_lines()) == [(1.1,), (2.4,), (2.5,)]
 
 
 def test_pretrain_curves_names_a_damaged_eval_json(tmp_path, capsys):

@@ -94,6 +94,29 @@ def test_validation_loss_matches_dense_cross_entropy_on_the_same_masks(blocks):
     assert evaluate_validation(m1, blocks, tok, batch_size=3) == r1
 
 
+@pytest.mark.parametrize("objective", ["mlm_tp", "bert_nce", "infoword"])
+def test_every_loss_term_is_recorded_on_the_shared_masks(blocks, objective):
+    """Validation records each loss term of the objective (``<term>_loss``), not only MLM's and TC's; the MLM
+    loss stays that of the shared masks (equal to an MLM model's with the same weights: INFOWORD's own n-gram
+    masking runs in a second pass); INFOWORD's DIM term at initialisation is close to ln(B), the InfoNCE of
+    B indistinguishable candidates, computed here independently."""
+    from transformers import AutoTokenizer
+
+    from taco.objectives import OBJECTIVE_SPECS
+
+    tok = AutoTokenizer.from_pretrained(str(blocks / "tokenizer"))
+    mine = _model(objective, 3)
+    plain = _model("mlm", 3)
+    plain.load_state_dict(mine.state_dict())
+    r = evaluate_validation(mine, blocks, tok, batch_size=4, probe=False)
+    base = evaluate_validation(plain, blocks, tok, batch_size=4, probe=False)
+    terms = [t for t in OBJECTIVE_SPECS[objective].terms if t != "mlm"]
+    assert terms and all(isinstance(r[f"{t}_loss"], float) and r[f"{t}_loss"] > 0 for t in terms), r
+    assert r["tc_loss"] is None and r["mlm_loss"] == pytest.approx(base["mlm_loss"], rel=1e-6)
+    if objective == "infoword":
+        assert r["dim_loss"] == pytest.approx(math.log(4), abs=0.05)
+
+
 def test_init_writes_the_untrained_model_as_a_step_0_control(blocks, tmp_path):
     out = tmp_path / "control" / "step-0"
     assert control.main(["--blocks", str(blocks), "--size", "tiny", "--size-name", "small_cpu", "--seed", "5",

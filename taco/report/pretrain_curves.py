@@ -64,8 +64,10 @@ def aux_panel_title(objectives: Any) -> str:
     parts = [f"{t.upper()} ({', '.join(o.label for o in specs if t in o.terms)})"
              for t in AUX_TERMS if any(t in o.terms for o in specs)]
     return "(b) training loss of the other terms" + (": " + "; ".join(parts) if parts else "")
-CSV_COLUMNS = ["size", "objective", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy", "val_tc_loss",
-               "n_masked_tokens", "comparable", "checkpoint"]
+#: the validation frame's columns: the MLM loss and accuracy, ``val_<term>_loss`` for every other loss term
+#: (:data:`AUX_TERMS`; empty where the run's objective has no such term), the masked-token count
+CSV_COLUMNS = ["size", "objective", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy",
+               *(f"val_{t}_loss" for t in AUX_TERMS), "n_masked_tokens", "comparable", "checkpoint"]
 #: label suffix of an MLM-loss curve that is not comparable with the others (:func:`mlm_loss_comparable`)
 NOT_COMPARABLE = "(not comparable: head trained on in-batch candidates)"
 
@@ -120,7 +122,8 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
         if "mlm_loss" in ev:
             val_rows.append({"size": key[0], "objective": key[1], "fraction": key[2], "step": int(m.get("step", 0)),
                              "val_mlm_loss": ev.get("mlm_loss"), "val_mlm_accuracy": ev.get("mlm_accuracy"),
-                             "val_tc_loss": ev.get("tc_loss"), "n_masked_tokens": ev.get("n_masked_tokens"),
+                             **{f"val_{t}_loss": ev.get(f"{t}_loss") for t in AUX_TERMS},
+                             "n_masked_tokens": ev.get("n_masked_tokens"),
                              "comparable": mlm_loss_comparable(key[1]), "checkpoint": str(ckpt)})
     train = pd.DataFrame(list(train_rows.values()))
     if not train.empty:
@@ -247,18 +250,19 @@ def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
         _panel_empty(ax_vm, "no eval.json found")
         _panel_empty(ax_vt, "no eval.json found")
     else:
-        have_tc = False
+        have_aux = False
         for run, g in val.groupby(["size", "objective", "fraction"], sort=True):
             plot(ax_vm, run, g["step"], g["val_mlm_loss"].astype(float), mlm=True)
-            tc = g[g["val_tc_loss"].notna()]
-            if not tc.empty:
-                plot(ax_vt, run, tc["step"], tc["val_tc_loss"].astype(float))
-                have_tc = True
-        if not have_tc:
-            _panel_empty(ax_vt, "no validation TC loss (no TACO objective)")
+            kept = [t for t in AUX_TERMS if g[f"val_{t}_loss"].notna().any()]
+            for t in kept:
+                d = g[g[f"val_{t}_loss"].notna()]
+                plot(ax_vt, run, d["step"], d[f"val_{t}_loss"].astype(float), term=t.upper() if len(kept) > 1 else "")
+                have_aux = True
+        if not have_aux:
+            _panel_empty(ax_vt, "no validation loss but MLM's (no objective here adds a term)")
     has_control = any(r[1] == CONTROL for r in runs)
     _title(ax_vm, "(c) validation MLM loss at each budget" + (" (control at step 0)" if has_control else ""))
-    _title(ax_vt, "(d) validation TC loss at each budget")
+    _title(ax_vt, "(d) validation loss of the other terms at each budget")
     for ax in (ax_vm, ax_vt):
         ax.set_ylabel("nats, same blocks and masks for every objective", fontsize=8)
     for ax in axes.flat:

@@ -253,7 +253,7 @@ def _run(plan: SegmentPlan, runlog: Any, rank: int, t0: float) -> int:
     from taco.families import get_family
     from taco.model.configs import encoder_config, special_token_ids
     from taco.model.modeling import pretraining_model_class
-    from taco.training.runlog import NonFiniteLossError, ProgressCallback
+    from taco.training.runlog import VALIDATION_KEYS, NonFiniteLossError, ProgressCallback
 
     a = plan.args
     state_dir = plan.state_dir
@@ -326,8 +326,7 @@ def _run(plan: SegmentPlan, runlog: Any, rank: int, t0: float) -> int:
         return 0
     _export_and_keep_final_state(plan, state_dir, t0, wall_before)
     validation = read_manifest(plan.output).get("validation") or {}
-    runlog.monitor.log({f"validation/{k}": validation.get(k) for k in ("mlm_loss", "mlm_accuracy", "tc_loss")},
-                       plan.until)
+    runlog.monitor.log({f"validation/{k}": validation.get(k) for k in VALIDATION_KEYS if k in validation}, plan.until)
     print(f"taco pretrain: wrote {plan.output} (step {plan.until})", file=sys.stderr)
     return 0
 
@@ -337,10 +336,11 @@ def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
     MLM loss on the fixed blocks and masks (:func:`taco.training.validation.evaluate_validation`, own
     generators, dropout off, train mode restored) inside ``torch.random.fork_rng``, so no training
     random generator moves and the weights are those of a run without it; writes the log event
-    ``validation`` (step, mlm_loss, mlm_accuracy, tc_loss and the context probe's keys). Blocks without a validation split: no-op."""
+    ``validation`` (step, :data:`taco.training.runlog.VALIDATION_KEYS`: MLM loss and accuracy and every loss term's ``<term>_loss``, and the context probe's keys). Blocks without a validation split: no-op."""
     import torch
 
     from taco.training.context_probe import PROBE_KEYS
+    from taco.training.runlog import VALIDATION_KEYS
     from taco.training.validation import evaluate_validation
 
     def evaluate(step: int, model: Any) -> None:
@@ -350,7 +350,7 @@ def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
                 result = evaluate_validation(model, plan.blocks, tokenizer, mlm_probability=plan.args.mlm_probability)
             except ValueError:
                 return
-        keys = ("mlm_loss", "mlm_accuracy", "tc_loss", "n_blocks", "mask_seed", *PROBE_KEYS)
+        keys = (*VALIDATION_KEYS, "n_blocks", "mask_seed", *PROBE_KEYS)
         runlog.write_event({"event": "validation", "step": int(step), **{k: result[k] for k in keys if k in result}})
 
     return evaluate

@@ -31,8 +31,9 @@ from taco.objectives import LOSS_TERMS
 LOG_NAME = "train_log.jsonl"
 #: the TensorBoard folder below the run directory when no other is given (``taco pretrain``'s default)
 TB_DIR = "tensorboard"
-#: the numbers of a ``validation`` event that go to the monitor
-VALIDATION_KEYS = ("mlm_loss", "mlm_accuracy", "tc_loss")
+#: the numbers of a ``validation`` event (and a checkpoint's ``eval.json``) that go to the monitor: the MLM loss
+#: and accuracy and every other loss term some objective has (``<term>_loss``; ``taco.training.validation``)
+VALIDATION_KEYS = ("mlm_loss", "mlm_accuracy", *(f"{t}_loss" for t in LOSS_TERMS if t != "mlm"))
 
 
 class NonFiniteLossError(RuntimeError):
@@ -136,7 +137,7 @@ class RunLogCallback(TrainerCallback):
         with open(self.log_path, "a") as fh:
             fh.write(json.dumps(record, default=_jsonable) + "\n")
         if event.get("event") == "validation" and "step" in event:
-            self.monitor.log({f"validation/{k}": event.get(k) for k in VALIDATION_KEYS}, int(event["step"]))
+            self.monitor.log({f"validation/{k}": event.get(k) for k in VALIDATION_KEYS if k in event}, int(event["step"]))
 
     # -- Trainer events ------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):

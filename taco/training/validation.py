@@ -7,14 +7,19 @@ Every budget checkpoint written by ``taco pretrain`` (and the no-pre-training co
   (token-weighted, i.e. the sum over blocks divided by the number of selected positions);
 - ``mlm_accuracy``: share of those positions whose arg-max prediction is the original token
   (0-1; ties broken by ``torch.argmax``);
-- ``tc_loss``: for objectives with a TC term (``taco``, ``taco_concentrated``, ``taco_unmasked``), the
-  mean over evaluation batches of the InfoNCE TC loss (Eq. 2 of the paper, as
-  :func:`taco.tc.loss.tc_loss` computes it in training); ``None`` otherwise.
+- ``<term>_loss`` for every other loss term of the objective (``taco.objectives.LOSS_TERMS``: ``tc`` for
+  ``taco``, ``taco_concentrated``, ``taco_unmasked``, the InfoNCE TC loss of Eq. 2 as
+  :func:`taco.tc.loss.tc_loss` computes it in training; ``tp`` for ``mlm_tp``; ``nce`` for BERT-NCE and
+  INFOWORD; ``dim`` for INFOWORD): the mean over evaluation batches of the term as the objective's
+  ``loss_terms`` computes it in training. ``tc_loss`` is always present (``None`` for an objective without
+  a TC term); the other keys only for the objective's own terms. A term that needs the objective's own
+  batch inputs (INFOWORD's n-gram, made by its ``collate`` hook) is computed in a second pass over the same
+  blocks with the objective's collator, so the MLM loss above keeps the shared masks.
 
 The masks are the same for every objective and every budget: the 80/10/10 corruption of batch ``i``
 draws from ``torch.Generator().manual_seed(mask_seed + i)``, independent of the training seed and
-of what ran before, and the TC positives/negatives draw from a generator seeded with
-``mask_seed + 1_000_003 + i``. Dropout is off (``model.eval()``). So two checkpoints evaluated on
+of what ran before, and the sampling of the other terms (TC positives/negatives, in-batch candidates)
+draws from a generator seeded with ``mask_seed + 1_000_003 + i``. Dropout is off (``model.eval()``). So two checkpoints evaluated on
 the same blocks directory with the same ``mask_seed`` see identical inputs and targets, and their
 numbers compare directly. Source of the corruption: :func:`taco.model.masking.mask_tokens`
 (BERT's 80/10/10 rule, as ``transformers.DataCollatorForLanguageModeling``).
@@ -38,7 +43,7 @@ VALIDATION_SPLIT = "validation"
 def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_probability: float = MLM_PROBABILITY,
                         batch_size: int = 16, mask_seed: int = MASK_SEED,
                         max_blocks: int | None = None, probe: bool = True) -> dict[str, Any]:
-    """MLM loss and accuracy (and TC loss for TC objectives) of ``model`` on the validation blocks.
+    """MLM loss and accuracy, and every other loss term of the objective, of ``model`` on the validation blocks.
 
     Args:
         model: a :class:`taco.model.modeling.PreTrainingModel` (any device; evaluated in place, left
@@ -54,7 +59,7 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
             loss with the block intact, its context shuffled, no context, and the unigram line).
 
     Returns a JSON-serialisable dict: ``mlm_loss`` (nats), ``mlm_accuracy`` (0-1), ``tc_loss`` (nats
-    or None), ``n_blocks``, ``n_masked_tokens``, ``seq_len``, ``batch_size``, ``mask_seed``,
+    or None), ``<term>_loss`` (nats) for the objective's other terms (module docstring), ``n_blocks``, ``n_masked_tokens``, ``seq_len``, ``batch_size``, ``mask_seed``,
     ``mlm_probability``, ``objective`` and, with ``probe``, the probe's keys
     (:data:`taco.training.context_probe.PROBE_KEYS`).
 
@@ -78,28 +83,46 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
     rows = [list(r) for r in val["input_ids"]]
     collator = PreTrainingCollator(tokenizer, mlm_probability=mlm_probability)
     device = next(model.parameters()).device
-    uses_tc = "tc" in model.objective.terms
+    terms = [t for t in model.objective.terms if t != "mlm"]
+    values: dict[str, list[float]] = {t: [] for t in terms}
     was_training = model.training
     model.eval()
     ce_sum, n_sel, n_correct = 0.0, 0, 0
-    tc_values: list[float] = []
+
+    def term_generator(i: int):
+        return torch.Generator(device=device).manual_seed(mask_seed + 1_000_003 + i) if terms else None
+
+    def collect(out) -> None:
+        for t in terms:
+            v = getattr(out, f"{t}_loss", None)
+            if v is not None:
+                values[t].append(float(v))
+
     with torch.no_grad():
         for i, start in enumerate(range(0, len(rows), batch_size)):
             collator.generator = torch.Generator().manual_seed(mask_seed + i)
             batch = collator([{"input_ids": r} for r in rows[start:start + batch_size]])
             batch = {k: v.to(device) for k, v in batch.items()}
-            tc_gen = None
-            if uses_tc:
-                tc_gen = torch.Generator(device=device).manual_seed(mask_seed + 1_000_003 + i)
-            out = model(**batch, output_hidden_states=True, generator=tc_gen)
+            out = model(**batch, output_hidden_states=True, generator=term_generator(i))
             selected = batch["labels"] != -100  # (B, L)
             logits = model.mlm_logits(out.hidden_states[-1][selected]).float()  # (P, V)
             targets = batch["labels"][selected]  # (P,)
             ce_sum += float(F.cross_entropy(logits, targets, reduction="sum"))
             n_correct += int((logits.argmax(-1) == targets).sum())
             n_sel += int(selected.sum())
-            if uses_tc and out.tc_loss is not None:
-                tc_values.append(float(out.tc_loss))
+            collect(out)
+        missing = [t for t in terms if not values[t]]
+        if missing and model.objective.collate is not None:  # terms that need the objective's own inputs
+            own = PreTrainingCollator(tokenizer, mlm_probability=mlm_probability, objective=model.objective,
+                                      objective_params=model.objective_params)
+            for i, start in enumerate(range(0, len(rows), batch_size)):
+                own.generator = torch.Generator().manual_seed(mask_seed + i)
+                batch = {k: v.to(device) for k, v in own([{"input_ids": r} for r in rows[start:start + batch_size]]).items()}
+                out = model(**batch, generator=term_generator(i))
+                for t in missing:
+                    v = getattr(out, f"{t}_loss", None)
+                    if v is not None:
+                        values[t].append(float(v))
     probed = {}
     if probe:
         from taco.training.context_probe import context_probe
@@ -110,7 +133,8 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
     return {**probed,
         "mlm_loss": ce_sum / n_sel if n_sel else math.nan,
         "mlm_accuracy": n_correct / n_sel if n_sel else math.nan,
-        "tc_loss": (sum(tc_values) / len(tc_values)) if tc_values else None,
+        "tc_loss": None,
+        **{f"{t}_loss": (sum(v) / len(v)) if v else None for t, v in values.items()},
         "n_blocks": len(rows),
         "n_masked_tokens": n_sel,
         "seq_len": len(rows[0]) if rows else 0,
