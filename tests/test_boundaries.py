@@ -174,6 +174,20 @@ def test_no_command_imports_the_dispatcher():
     assert not users, users
 
 
+def test_no_report_command_imports_another_command():
+    """The report's commands (``taco tables``, ``figures``, ``claims``, ``efficiency``, ``pretrain-curves``,
+    ``dynamics-figures``, ``deviations``) wire statistics to renderers and import no other command: what two
+    of them share (saving a figure, the synthetic-run label, efficiency.csv's reader) lives in a module of its
+    own (``taco.report.plotting``, ``taco.report.synthetic_label``, ``taco.stats.efficiency``)."""
+    from taco.cli import COMMANDS
+
+    commands = {m for m, _ in COMMANDS.values() if m.startswith("taco.report.")}
+    assert len(commands) == 7, commands
+    found = [f"{m} imports {imp} (line {line})" for m in sorted(commands)
+             for imp, line in _imports(REPO / (m.replace(".", "/") + ".py")) if imp in commands and imp != m]
+    assert not found, found
+
+
 def test_the_tc_kernel_loads_without_the_objectives():
     """taco.tc depends on nothing above it: with taco.objectives unimportable (a stray module there, a
     broken objective) the TC loss, its options and the Trainer plug-in still load."""

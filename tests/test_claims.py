@@ -372,7 +372,7 @@ def test_degenerate_runs_are_named_in_the_claim_row():
     c6 = df[(df.level == "claim") & (df.claim_id == "C6")].iloc[0]
     n = f"{c6.n_a} + {c6.n_b}"  # the summary's "n (A/B)": the count is of those seeds, both arms together
     assert c6.n_degenerate == 1 and f"1 of the {n} seeds of A and B have a degenerate run" in c6.reason
-    from taco.report.claims_markdown import render_markdown
+    from taco.report.claims_page import render_markdown
 
     md = render_markdown(df, cfg)
     row = [ln for ln in md.splitlines() if ln.startswith("| C6: ")][0]
@@ -414,7 +414,7 @@ def _per_seed_replicated(effects: dict[tuple, float], pretrain_seeds=(0, 1), ft_
 def test_claims_page_names_the_unit_and_warns_on_two_pretraining_runs():
     """"over fine-tuning seeds" only when that is the unit; two pre-training runs per arm
     (pretrain.seeds of length 2) can never decide a claim, and the page says so."""
-    from taco.report.claims_markdown import render_markdown
+    from taco.report.claims_page import render_markdown
 
     cfg = validate_analysis(CONSTRUCTED_SPEC)
     effects = {("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): 2.0, ("taco", 1.0, 250000): 3.0}
@@ -439,7 +439,7 @@ def test_claims_page_names_the_unit_and_warns_on_two_pretraining_runs():
 def test_zero_variance_across_seeds_warns():
     """identical scores across all seeds are decided, but with a warning in the claim's
     reason and at the top of the page."""
-    from taco.report.claims_markdown import render_markdown
+    from taco.report.claims_page import render_markdown
 
     cfg = validate_analysis(CONSTRUCTED_SPEC)
     cells = _cells({("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): 2.0, ("taco", 0.25, 250000): 0.0})

@@ -1,4 +1,4 @@
-"""Steps-to-target speedups (taco.report.efficiency) on fixture curves whose answers are computed by hand.
+"""Steps-to-target speedups (taco.stats.efficiency, the command taco.report.efficiency) on fixture curves whose answers are computed by hand.
 
 Fixture E1 (validation loss, nats, lower is better; three pre-training runs per arm, offsets -0.1, 0, +0.1):
 MLM at T = 4000: 5.9, 6.0, 6.1 (mean 6.0); TACO's mean curve 6.5 (step 1000), 5.5 (2000), 5.0 (4000).
@@ -20,11 +20,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from taco.report import efficiency as eff
+from taco.report import efficiency as eff_command
+from taco.stats import efficiency as eff
 from taco.report import efficiency_figure
 from taco.stats import speedup as sp
 from taco.stats.speedup_decision import decide
-from taco.report.efficiency_markdown import render_markdown
+from taco.report.efficiency_page import render_markdown
 from taco.stats.validation_points import EvalFileError
 from taco.stats.analysis_config import validate_analysis
 from taco.flops import pretrain_flops_per_token, shape
@@ -125,7 +126,7 @@ def test_efficiency_command_names_a_damaged_eval_json(tmp_path, capsys):
     ckpts = _e1_checkpoints(tmp_path / "pretrain")
     (ckpts[1] / "eval.json").write_text('{"step": 4000, "mlm_loss": 6.0,,}')
     out = tmp_path / "out"
-    assert eff.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out)]) == 2
+    assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out)]) == 2
     err = capsys.readouterr().err
     assert str(ckpts[1] / "eval.json") in err and "not valid JSON" in err
     assert not out.exists()  # nothing written before the inputs are read
@@ -318,13 +319,13 @@ def test_a_short_mlm_arm_moves_t_and_says_so(tmp_path):
 def test_the_curves_file_reruns_the_check_from_a_results_folder(tmp_path):
     ckpts = _e1_checkpoints(tmp_path / "pretrain")
     out1, out2 = tmp_path / "a", tmp_path / "b"
-    assert eff.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out1), "--calibration-reps", "2000"]) == 0
-    assert eff.main(["--curves", str(out1 / "efficiency_curves.csv"), "--output-dir", str(out2),
+    assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out1), "--calibration-reps", "2000"]) == 0
+    assert eff_command.main(["--curves", str(out1 / "efficiency_curves.csv"), "--output-dir", str(out2),
                      "--calibration-reps", "2000"]) == 0
     a, b = eff.read_table(out1 / "efficiency.csv"), eff.read_table(out2 / "efficiency.csv")
     pd.testing.assert_frame_equal(a, b)
     (tmp_path / "broken.csv").write_text("size,step\ntiny,4000\n")
-    assert eff.main(["--curves", str(tmp_path / "broken.csv"), "--output-dir", str(out2)]) == 2
+    assert eff_command.main(["--curves", str(tmp_path / "broken.csv"), "--output-dir", str(out2)]) == 2
 
 
 def test_plateau_exits_and_the_regime_come_from_the_probe(tmp_path):
@@ -452,7 +453,7 @@ def test_command_writes_table_markdown_and_figure(tmp_path):
     out = tmp_path / "out"
     argv = ["--checkpoints", *map(str, ckpts), "--aggregate-dir", str(agg), "--analysis", str(spec),
             "--step-times", str(times), "--output-dir", str(out)]
-    assert eff.main(argv) == 0
+    assert eff_command.main(argv) == 0
     df = eff.read_table(out / "efficiency.csv")
     prim = df[df["kind"] == "primary"]
     assert list(prim["claim_id"]) == ["E1", "E2"]
@@ -464,7 +465,7 @@ def test_command_writes_table_markdown_and_figure(tmp_path):
     assert "The speedup grows with the target" in md
     assert "<table>" in (out / "efficiency.html").read_text()  # the report's page (taco.report.html)
     assert (out / "efficiency.png").stat().st_size > 0
-    assert eff.main(["--checkpoints", str(tmp_path / "nope"), "--output-dir", str(out)]) == 2
+    assert eff_command.main(["--checkpoints", str(tmp_path / "nope"), "--output-dir", str(out)]) == 2
 
 
 def test_an_old_efficiency_table_gets_a_clear_message(tmp_path):
@@ -475,10 +476,10 @@ def test_an_old_efficiency_table_gets_a_clear_message(tmp_path):
 
 
 def test_calibrate_prints_the_checked_scenarios_and_the_limits(capsys):
-    assert eff.main(["--calibrate", "--runs", "3", "--reps", "300", "--sd-a", "0.002", "--sd-log-b", "0.4"]) == 0
+    assert eff_command.main(["--calibrate", "--runs", "3", "--reps", "300", "--sd-a", "0.002", "--sd-log-b", "0.4"]) == 0
     out = capsys.readouterr().out
     assert "loss: cpu-real T=4000 spreads" in out and "known limit" in out and "yours:" in out
-    assert eff.main(["--calibrate", "--runs", "1"]) == 2
+    assert eff_command.main(["--calibrate", "--runs", "1"]) == 2
 
 
 def test_claims_page_carries_the_efficiency_claims(tmp_path):
@@ -573,7 +574,7 @@ def test_a_damaged_manifest_is_named_by_efficiency_and_pretrain_curves(tmp_path,
 
     ckpts = _e1_checkpoints(tmp_path / "pretrain")
     (ckpts[1] / "manifest.json").write_text(text)
-    assert eff.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(tmp_path / "o")]) == 2
+    assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert str(ckpts[1] / "manifest.json") in err and "Traceback" not in err
     assert pretrain_curves.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(tmp_path / "o2")]) == 2
@@ -612,7 +613,7 @@ def test_an_interval_that_bounds_nothing_is_printed_as_none():
     unit count, never as a number such as [1.78e-09, 2.72e+08]; a missing one as none."""
     from types import SimpleNamespace
 
-    from taco.report.efficiency_markdown import t_interval_text
+    from taco.report.efficiency_page import t_interval_text
 
     row = dict(n_units_a=2, n_units_b=2, df=1.02)
     assert t_interval_text(SimpleNamespace(**row, speedup_ci_low=2.38, speedup_ci_high=2.75)) == "[2.38, 2.75]"

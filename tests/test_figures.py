@@ -291,7 +291,7 @@ def _dynamics_records() -> list[dict]:
 def _efficiency_figure(tmp: Path):
     from test_efficiency import _cfg, _e1_checkpoints
 
-    from taco.report import efficiency as eff
+    from taco.stats import efficiency as eff
     from taco.report.efficiency_figure import figure
 
     loss, fps, _ = eff.read_checkpoints(_e1_checkpoints(tmp))
@@ -407,7 +407,7 @@ TEXT_FIGURES = ["pretrain_curves", "figure5", "ablation", "data_efficiency", "fi
                 "figure5 nothing run", "ablation nothing run", "data_efficiency nothing run",
                 "figure5 base runs only", "data_efficiency base runs only",
                 "figure6 quick start", "figure2 quick start", "pretrain_curves quick start"]
-#: the title line of a figure of the smoke run's corpus (taco.report.tables.synthetic_corpus_label)
+#: the title line of a figure of the smoke run's corpus (taco.report.synthetic_label.synthetic_corpus_label)
 SYNTHETIC_CORPUS = "SYNTHETIC corpus (smoke test; not comparable with the paper)"
 
 
@@ -518,7 +518,7 @@ def test_a_synthetic_corpus_labels_the_corpus_figures(tmp_path):
     from fixtures_stats import smoke_spec
     from taco.report import dynamics_figures, pretrain_curves
     from taco.stats.analysis_config import load_analysis
-    from taco.report.tables import synthetic_corpus_label
+    from taco.report.synthetic_label import synthetic_corpus_label
 
     titles = []
     real = _orig_figure = pretrain_curves.figure

@@ -85,7 +85,7 @@ its cells (``n_degenerate``) and says so in its reason and in the summary table.
 
 This module holds the claims (``CLAIMS``), their evaluation on the aggregate tables
 (``evaluate_claims``) and the command; the rules above are ``taco.stats.claim_rules`` and the page
-``taco.report.claims_markdown``, both re-exported here.
+``taco.report.claims_page``, both re-exported here.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ from taco.stats.analysis_config import AnalysisConfig
 from taco.stats.claim_rules import (
     INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, _sig, decide, deciding_boundary, decision_level, equivalence_detail, fewest_seeds, pvalue_set, rule_text,
     seeds_for_power, tests_for)
-from taco.report.claims_markdown import (
+from taco.report.claims_page import (
     ZERO_VARIANCE_CAUSES, render_markdown)
 from taco.report.html import write_markdown_page
 from taco.stats.aggregate import average_keys, average_label, fmt_fraction, seed_averages, statistical_units, unit_note
@@ -554,7 +554,7 @@ def evaluate_claims(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
 def _write_claims(agg, cfg, args) -> list[Path]:
     eff = None
     if getattr(args, "efficiency", None):  # the steps-to-target claims E1 / E2, read before anything is written
-        from taco.report.efficiency import read_table
+        from taco.stats.efficiency import read_table
 
         eff = read_table(args.efficiency)
     df = evaluate_claims(agg, cfg)
@@ -562,7 +562,7 @@ def _write_claims(agg, cfg, args) -> list[Path]:
     atomic_write_text(out / "claims.csv", df.to_csv(index=False, float_format="%.6g"))
     md = render_markdown(df, cfg)
     if eff is not None:
-        from taco.report.efficiency_markdown import claims_section
+        from taco.report.efficiency_page import claims_section
 
         md += claims_section(eff, cfg.alpha, cfg.efficiency_margin)
         for r in eff.itertuples():

@@ -30,6 +30,7 @@ from typing import Any
 from taco.cli_parts import cli_error
 from taco.manifest import read_json_record
 
+from taco.report.plotting import save_figure  # noqa: E402
 from taco.report.style import OKABE_ITO, SPARE_COLOURS, OBJECTIVE_STYLE, objective_label  # noqa: E402
 
 #: objective -> (label, colour, marker, linestyle), from the suite-wide style map (taco.report.style)
@@ -135,18 +136,6 @@ def _format_steps(ax, max_step: float):
     ax.grid(True, alpha=0.3)
 
 
-def _save(fig, out_dir: Path, name: str, dpi: int = 200) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("png", "pdf"):
-        target = out_dir / f"{name}.{ext}"
-        tmp = out_dir / f".{name}.tmp-{os.getpid()}.{ext}"
-        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=ext)
-        os.replace(tmp, target)
-        paths.append(target)
-    return paths
-
-
 def draw_figure6(records: list[dict[str, Any]], label: str = ""):
     """Figure 6 as a matplotlib figure: intra, inter, gap vs steps for every objective (rows h and g);
     one legend below the panels; ``label`` (the synthetic-corpus label) as the title's second line."""
@@ -179,12 +168,7 @@ def draw_figure6(records: list[dict[str, Any]], label: str = ""):
 def figure6(records: list[dict[str, Any]], out_dir: str | os.PathLike, dpi: int = 200,
             label: str = "") -> list[Path]:
     """Figure 6 (:func:`draw_figure6`); writes figure6.png/.pdf."""
-    import matplotlib.pyplot as plt
-
-    fig = draw_figure6(records, label)
-    paths = _save(fig, Path(out_dir), "figure6", dpi)
-    plt.close(fig)
-    return paths
+    return save_figure(draw_figure6(records, label), Path(out_dir), "figure6", dpi)
 
 
 def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective: str = "mlm",
@@ -194,12 +178,7 @@ def figure2(records: list[dict[str, Any]], out_dir: str | os.PathLike, objective
     Raises:
         PlotInputError: no record of ``objective`` among the inputs.
     """
-    import matplotlib.pyplot as plt
-
-    fig = draw_figure2(records, objective, label)
-    paths = _save(fig, Path(out_dir), "figure2", dpi)
-    plt.close(fig)
-    return paths
+    return save_figure(draw_figure2(records, objective, label), Path(out_dir), "figure2", dpi)
 
 
 def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm", label: str = ""):
@@ -275,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """``taco dynamics-figures``; exit 2 on bad input (nothing written in that case)."""
     from taco.stats.analysis_config import AnalysisConfigError, load_analysis
-    from taco.report.tables import synthetic_corpus_label
+    from taco.report.synthetic_label import synthetic_corpus_label
 
     args = build_parser().parse_args(argv)
     try:

@@ -38,8 +38,9 @@ checkpoints' manifests (:mod:`taco.flops`: the matrix products of the training s
 term counted). With ``--step-times`` (a JSON of ``benchmarks/step_time.py``: one optimizer step of each
 objective measured side by side at the configuration's shapes), ``wall_speedup`` = speedup x t_A / t_B.
 
-``efficiency.csv`` carries ``format_version`` (:data:`FORMAT_VERSION`); :func:`read_table` refuses an
-older file with a message naming it. Reads JSON and CSV only (torch-free).
+This module wires the command: the table's data (curves, pairs, verdicts, ``efficiency.csv``'s reader) is
+:mod:`taco.stats.efficiency`, the page :mod:`taco.report.efficiency_page`, the figure
+:mod:`taco.report.efficiency_figure`. Reads JSON and CSV only (torch-free).
 """
 
 from __future__ import annotations
@@ -51,368 +52,18 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from taco.families import DEFAULT_FAMILY
-from taco.report.efficiency_markdown import CLAIM_TEXT, estimate_text, render_markdown, rows_of_kind, tuning_section
 from taco.cli_parts import cli_error
-from taco.manifest import read_manifest
-from taco.objectives import OBJECTIVE_SPECS
-from taco.paper import TABLE_OBJECTIVES
-from taco.stats.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
-from taco.stats.speedup import COMPARED, GLUE_FORM, HIGHER, LOSS_FORM, LOWER, REFERENCE, ArmCurves, arm_curves
-from taco.stats.speedup_decision import Pair, evaluate_pair
+from taco.report.efficiency_page import estimate_text, render_markdown, rows_of_kind, tuning_section
 from taco.stats.aggregate import average_keys
-from taco.report.style import objective_label
-from taco.stats.validation_points import (PLATEAU_EXIT_GAP, PROBE_COLUMNS, EvalFileError, load_eval, parse_eval,
-                                           probe_points)
+from taco.stats.analysis_config import AnalysisConfig, AnalysisConfigError, load_analysis
+from taco.stats.efficiency import (CALIBRATION_REPS, build_pairs, calibration_rows, evaluate, glue_rows, read_checkpoints,
+                                   read_choices, read_curves, read_step_times, record_diagnostic)
+from taco.stats.validation_points import EvalFileError
 
 NAME = "efficiency"
-#: version of efficiency.csv's columns; 3: the calibrated test, units left out, plateau exits (2: per-unit
-#: speedups, margin, kinds; 1: the mean-curve bootstrap)
-FORMAT_VERSION = 3
-#: inner draws of the calibrated test of each primary, secondary and other row (taco efficiency --calibration-reps)
-CALIBRATION_REPS = 10_000
-#: role -> (claim id, paper budget of A = the target T, paper budget where B matches it, the paper's speedup);
-#: Sec. 5 / Tables 1 and 3: TACO-50k matches MLM-250k (small), TACO-250k matches MLM-500k (base)
-PAPER_SPEEDUP: dict[str, tuple[str, str, str, float]] = {"small": ("E2", "250k", "50k", 5.0),
-                                                         "base": ("E3", "500k", "250k", 2.0)}
-#: fine-tuning seed recorded for a curve without fine-tuning (the validation loss)
-NO_FINETUNE = -1
-
-CSV_COLUMNS = [
-    "format_version", "claim_id", "kind", "form", "unit_of_value", "better", "size", "fraction", "a", "b",
-    "target_step", "target_budget", "target_value", "status", "speedup", "estimate_bound", "ci_level",
-    "speedup_ci_low", "speedup_ci_high", "log_speedup_se", "df", "margin", "p_at_least_margin", "verdict",
-    "reason", "n_units_a", "n_units_b", "n_runs_a", "n_runs_b", "unit", "unit_k", "unit_speedups",
-    "n_right_censored", "n_left_censored", "mean_curve_k", "mean_curve_speedup", "model_flops_per_step_a",
-    "model_flops_per_step_b", "model_flops_speedup", "model_flops_ci_low", "model_flops_ci_high",
-    "wall_time_ratio", "wall_speedup", "paper_speedup", "mean_a_at_t", "mean_b_at_t", "welch_p_b_better",
-    "sd_run_a", "sd_run_b", "sd_seed_a", "sd_seed_b", "t_statistic", "calibrated_p_supported",
-    "calibrated_p_not_supported", "critical_value", "calibration_mc_error", "calibration_reps", "berger_boos",
-    "calibrated_ci_low", "calibrated_ci_high", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b",
-    "regime", "calibrated_level", "calibrated_coverage", "interval_note", "curve_steps", "title",
-]
-TEXT_COLUMNS = ("claim_id", "kind", "form", "unit_of_value", "better", "size", "a", "b", "target_budget", "status",
-                "estimate_bound", "verdict", "reason", "unit", "unit_k", "unit_speedups", "interval_note",
-                "curve_steps", "title", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b", "regime")
-#: efficiency_curves.csv: every run's validation points (the inputs of E1; ``taco efficiency --curves`` reads
-#: them back), with the context probe's losses where the run has them
-CURVE_COLUMNS = ["size", "objective", "fraction", "pretrain_seed", "seed", "step", "value", "budget", "architecture",
-                 "flops_per_step", *PROBE_COLUMNS]
-
-
-class EfficiencyTableError(ValueError):
-    """An efficiency.csv this version cannot read (older format, missing columns); names the file."""
-
-
-# ---------------------------------------------------------------------------------------------
-# reading the inputs
-# ---------------------------------------------------------------------------------------------
-def flops_per_step(manifest: Mapping[str, Any]) -> float:
-    """Model FLOPs of one pre-training step of a checkpoint (:func:`taco.flops.
-    pretrain_flops_per_token` x seq_len x global batch), from its manifest; nan when a field is missing."""
-    from taco.flops import pretrain_flops_per_token
-
-    try:
-        hi = manifest.get("hash_inputs") or {}
-        op = manifest.get("objective_params") or {}
-        seq_len = int(manifest["seq_len"])
-        per_token = pretrain_flops_per_token(
-            str(manifest["size_preset"]), seq_len, str(manifest["objective"]),
-            vocab_size=int(hi["vocab_size"]), options=op,
-            architecture=str(manifest.get("architecture") or DEFAULT_FAMILY))
-        return per_token * seq_len * int(manifest["global_batch_size"])
-    except (KeyError, TypeError, ValueError):
-        return math.nan
-
-
-def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[tuple[str, str], float], list[str]]:
-    """Validation-loss rows (:data:`CURVE_COLUMNS`: value in nats; pretrain_seed from the manifest, seed =
-    :data:`NO_FINETUNE`, budget: the checkpoint's own step, not an in-segment point; architecture: the
-    encoder family, ``bert`` for manifests written before the families existed; the context probe's
-    losses, nan where a point has none), FLOPs per step by (size, objective), and notes (points left out).
-
-    The control (step 0) is skipped. A step measured twice in one run (a rerun) keeps the last.
-    FileNotFoundError names a directory without a manifest; :class:`EvalFileError` a damaged eval.json.
-    """
-    rows: dict[tuple, dict[str, Any]] = {}
-    fps: dict[tuple[str, str], float] = {}
-    notes: list[str] = []
-    for ckpt in map(Path, checkpoints):
-        m = read_manifest(ckpt)
-        step = int(m.get("step") or 0)
-        if step <= 0 or m.get("objective") in (None, "control"):
-            continue
-        size, obj = str(m.get("size")), str(m.get("objective"))
-        frac, run = round(float(m.get("fraction") or 1.0), 6), int(m.get("pretrain_seed") or 0)
-        f = flops_per_step(m)
-        if math.isfinite(f):
-            fps[(size, obj)] = f
-        if (ckpt / "eval.json").is_file():
-            ev = load_eval(ckpt / "eval.json")
-            source = str(ckpt / "eval.json")
-        else:
-            ev, source = m.get("validation") or {}, f"{ckpt}/manifest.json (validation)"
-        points, why = parse_eval(ev, source, step)
-        probes = probe_points(ev, step) if isinstance(ev, Mapping) else {}
-        notes += why
-        for s, v in points:
-            rows[(size, obj, frac, run, s)] = {
-                "size": size, "objective": obj, "fraction": frac, "pretrain_seed": run, "seed": NO_FINETUNE,
-                "step": s, "value": v, "budget": s == step,
-                "architecture": str(m.get("architecture") or DEFAULT_FAMILY), "flops_per_step": f,
-                **{k: probes.get(s, {}).get(k, math.nan) for k in PROBE_COLUMNS}}
-    return pd.DataFrame(list(rows.values()), columns=CURVE_COLUMNS), fps, notes
-
-
-def read_curves(path: str | Path) -> tuple[pd.DataFrame, dict[tuple[str, str], float], list[str]]:
-    """:func:`read_checkpoints`' result from an ``efficiency_curves.csv`` (``taco efficiency --curves``: the
-    check rerun from a results folder). FileNotFoundError / ValueError name the file and what is wrong."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such curves file (taco efficiency writes efficiency_curves.csv)")
-    try:
-        df = pd.read_csv(p, dtype={"size": str, "objective": str, "architecture": str})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{p}: not a readable CSV ({exc})") from None
-    missing = [c for c in CURVE_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"{p}: missing column(s) {', '.join(missing)} (written by another version? rerun "
-                         "`taco efficiency --checkpoints ...`)")
-    df["budget"] = df["budget"].astype(str).str.lower().isin(("true", "1"))
-    fps = {(str(r.size), str(r.objective)): float(r.flops_per_step) for r in df.itertuples()
-           if math.isfinite(float(r.flops_per_step))}
-    return df[CURVE_COLUMNS], fps, []
-
-
-def read_choices(paths: Sequence[str | Path]) -> list[tuple[str, dict[str, Any]]]:
-    """(``<size>/<objective>``, choice) of each choice.json of ``taco tuning-choice`` (its folder names the
-    arm); ValueError naming a file that is missing or not a choice."""
-    out = []
-    for p in map(Path, paths):
-        try:
-            rec = json.loads(p.read_text())
-            rec["chosen"]["setting"], rec["trials"]
-        except FileNotFoundError:
-            raise ValueError(f"{p}: no such tuning choice (taco tuning-choice writes it)") from None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{p}: not a choice of `taco tuning-choice` ({exc!r})") from None
-        out.append((f"{p.parent.parent.name}/{p.parent.name}", rec))
-    return out
-
-
-def plateau_exits(loss: pd.DataFrame, size: str, obj: str, frac: float) -> dict[int, float]:
-    """Per pre-training run of (size, objective, fraction): the first validation step whose context-probe
-    order gap exceeds :data:`PLATEAU_EXIT_GAP` (inf when none of its probed points does); runs without a
-    probed point are absent."""
-    sub = loss[(loss["size"] == size) & (loss["objective"] == obj) & np.isclose(loss["fraction"].astype(float), frac)
-               & np.isfinite(loss["probe_order_gap"].astype(float))]
-    out: dict[int, float] = {}
-    for run, g in sub.groupby("pretrain_seed"):
-        past = g[g["probe_order_gap"].astype(float) > PLATEAU_EXIT_GAP]["step"]
-        out[int(run)] = float(past.min()) if len(past) else math.inf
-    return out
-
-
-def glue_rows(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """Per-(run, fine-tuning seed) GLUE average in points over ``keys`` from ``per_seed.csv`` rows:
-    ``size, objective, fraction, pretrain_seed, seed, step, value``; a seed missing a key is left out."""
-    cols = ["size", "objective", "fraction", "pretrain_seed", "seed", "step", "value"]
-    if per_seed.empty or not keys:
-        return pd.DataFrame(columns=cols)
-    df = per_seed[per_seed["score_key"].isin(keys)].copy()
-    if "pretrain_seed" not in df.columns:
-        df["pretrain_seed"] = 0
-    g = df.groupby(["size", "objective", "fraction", "pretrain_seed", "seed", "step"])["value"]
-    out = pd.DataFrame({"value": g.mean(), "n": g.count()}).reset_index()
-    out = out[out["n"] == len(keys)]
-    out["fraction"] = out["fraction"].astype(float).round(6)
-    return out[cols].reset_index(drop=True)
-
-
-def read_step_times(path: str | Path) -> float:
-    """t_A / t_B (seconds per optimizer step of MLM over TACO's) from ``benchmarks/step_time.py``'s JSON
-    (``objectives.<name>.step_s_median``); ValueError naming the file and the missing key."""
-    p = Path(path)
-    try:
-        rec = json.loads(p.read_text())
-        t_a = float(rec["objectives"][REFERENCE]["step_s_median"])
-        t_b = float(rec["objectives"][COMPARED]["step_s_median"])
-    except FileNotFoundError:
-        raise ValueError(f"{p}: no such step-time file (benchmarks/step_time.py writes it)") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{p}: not valid JSON ({exc})") from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{p}: expected objectives.{REFERENCE}.step_s_median and objectives.{COMPARED}."
-                         f"step_s_median (benchmarks/step_time.py's format): {exc!r}") from None
-    if not (t_a > 0 and t_b > 0):
-        raise ValueError(f"{p}: step times must be > 0 seconds, got {t_a} and {t_b}")
-    return t_a / t_b
-
-
-def _arm(df: pd.DataFrame, size: str, obj: str, frac: float) -> ArmCurves:
-    if df.empty:
-        return ArmCurves(np.empty(0, dtype=int), [], [])
-    sub = df[(df["size"] == size) & (df["objective"] == obj) & np.isclose(df["fraction"].astype(float), frac)]
-    return arm_curves(sub)
-
-
-def _budget_steps(loss: pd.DataFrame, size: str, obj: str) -> set[int]:
-    sub = loss[(loss["size"] == size) & (loss["objective"] == obj) & loss["budget"].astype(bool)
-               & np.isclose(loss["fraction"].astype(float), 1.0)]
-    return set(sub["step"].astype(int))
-
-
-def _other_pairs(loss: pd.DataFrame, size: str, cfg: AnalysisConfig,
-                 fps: Mapping[tuple[str, str], float]) -> list[Pair]:
-    """E1's ``other`` rows of ``size``: each objective no paper table names against MLM at their largest
-    common budget (full data)."""
-    full = loss[(loss["size"] == size) & np.isclose(loss["fraction"].astype(float), 1.0)]
-    others = [o for o in OBJECTIVE_SPECS if o in set(full["objective"]) and o not in TABLE_OBJECTIVES]
-    a = _arm(loss, size, REFERENCE, 1.0)
-    out = []
-    for obj in others:
-        b = _arm(loss, size, obj, 1.0)
-        if not a.runs or not b.runs:
-            continue
-        budgets = sorted(_budget_steps(loss, size, REFERENCE) & _budget_steps(loss, size, obj) & set(a.steps.tolist()))
-        t = budgets[-1] if budgets else None
-        out.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats",
-                        target_budget=(cfg.budget_name(size, t) or "") if t is not None else "",
-                        flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, obj), math.nan)),
-                        note="" if budgets else "no budget that both arms reached", kind="other", b_objective=obj,
-                        title=f"{objective_label(obj)} reaches MLM's validation loss in fewer steps (an objective "
-                              "the paper does not have: the rule's outcome, no claim of the paper)"))
-    return out
-
-
-def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConfig,
-                fps: Mapping[tuple[str, str], float]) -> list[Pair]:
-    """The comparisons of the run (module docstring): per size with MLM and TACO on all the data, E1's
-    primary, secondary and curve rows, and an ``other`` row for each objective no paper table names;
-    with the aggregate, E2 / E3 for each role that is run."""
-    pairs: list[Pair] = []
-    sizes = sorted(set(loss["size"])) if not loss.empty else []
-    for size in sizes:
-        pairs += _other_pairs(loss, size, cfg, fps)
-    for size in sizes:
-        a, b = _arm(loss, size, REFERENCE, 1.0), _arm(loss, size, COMPARED, 1.0)
-        if not a.runs or not b.runs:
-            continue
-        fp = (fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))
-        exits = {"exit_a": plateau_exits(loss, size, REFERENCE, 1.0), "exit_b": plateau_exits(loss, size, COMPARED, 1.0)}
-        grid = set(a.steps.tolist())
-        budgets = sorted(_budget_steps(loss, size, REFERENCE) & _budget_steps(loss, size, COMPARED) & grid)
-        if not budgets:
-            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, None, LOWER, "nats", flops_per_step=fp,
-                              note="no budget that both arms reached", title=CLAIM_TEXT["E1"]))
-            continue
-        t = budgets[-1]
-        name = lambda s: cfg.budget_name(size, s) or ""  # noqa: E731
-        b_budgets = _budget_steps(loss, size, COMPARED)
-        moved = (f"T = {t}, not {max(b_budgets)}: MLM reached only {t} (a short MLM run moves T)"
-                 if b_budgets and max(b_budgets) > t else "")
-        pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats", target_budget=name(t),
-                          flops_per_step=fp, title=CLAIM_TEXT["E1"], note=moved, **exits))
-        for s in budgets[:-1]:
-            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, s, LOWER, "nats", target_budget=name(s),
-                              flops_per_step=fp, kind="secondary", title=CLAIM_TEXT["E1"], **exits))
-        for s in sorted(x for x in grid if budgets[0] <= x <= t):
-            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, s, LOWER, "nats", target_budget=name(s),
-                              flops_per_step=fp, kind="curve", title=CLAIM_TEXT["E1"], **exits))
-    if glue is not None:
-        for role, (cid, t_name, b_name, paper) in PAPER_SPEEDUP.items():
-            size = cfg.roles.get(role)
-            if size is None:
-                continue
-            t = cfg.budget_step(size, t_name)
-            a, b = _arm(glue, size, REFERENCE, 1.0), _arm(glue, size, COMPARED, 1.0)
-            title = (f"B (TACO) reaches A's (MLM's) GLUE average at {t_name} in fewer steps (BERT-{role}'s role: "
-                     f"{size}; the paper: TACO-{b_name} matches MLM-{t_name}, {paper:g}x)")
-            note = "" if t is not None else f"no step plays the paper's {t_name} for {size} (analysis.budget_names)"
-            pairs.append(Pair(cid, GLUE_FORM, size, 1.0, a, b, t, HIGHER, "GLUE points (x100)", target_budget=t_name,
-                              paper_speedup=paper, note=note, title=title,
-                              flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))))
-    return pairs
-
-
-def evaluate(pairs: Sequence[Pair], cfg: AnalysisConfig, wall_time_ratio: float = math.nan,
-             calibration_reps: int = CALIBRATION_REPS) -> pd.DataFrame:
-    """The efficiency table: one row per pair (``CSV_COLUMNS``); the verdicts by the calibrated test with
-    ``calibration_reps`` inner draws (0: the t rule's)."""
-    rows = []
-    for p in pairs:
-        row = evaluate_pair(p, alpha=cfg.alpha, margin=cfg.efficiency_margin, columns=CSV_COLUMNS,
-                            calibration_reps=calibration_reps, seed=cfg.seed)
-        row["format_version"] = FORMAT_VERSION
-        row["wall_time_ratio"] = wall_time_ratio
-        row["wall_speedup"] = row["speedup"] * wall_time_ratio
-        rows.append(row)
-    return pd.DataFrame(rows, columns=CSV_COLUMNS)
-
-
-
-def read_table(path: str | Path) -> pd.DataFrame:
-    """``efficiency.csv`` as written by :func:`make`; FileNotFoundError names a missing file,
-    :class:`EfficiencyTableError` one of another format version (rerun ``taco efficiency``)."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no efficiency table (run `taco efficiency` first)")
-    try:
-        df = pd.read_csv(p, dtype={c: str for c in TEXT_COLUMNS})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise EfficiencyTableError(f"{p}: not a readable CSV ({exc})") from None
-    found = sorted(set(df["format_version"].dropna().astype(int))) if "format_version" in df.columns else [1]
-    if found != [FORMAT_VERSION]:
-        raise EfficiencyTableError(
-            f"{p}: efficiency table of format {', '.join(map(str, found)) or '?'}, this taco reads format "
-            f"{FORMAT_VERSION} (columns changed: docs/INTERFACES.md); rerun `taco efficiency` (snakemake re-runs "
-            "the efficiency rule when its code changes: `snakemake -R efficiency`)")
-    missing = [c for c in CSV_COLUMNS if c not in df.columns]
-    if missing:
-        raise EfficiencyTableError(f"{p}: missing column(s) {', '.join(missing)}")
-    for c in TEXT_COLUMNS:
-        df[c] = df[c].fillna("")
-    return df
-
-
-def calibration_rows(pairs: Sequence[Pair], df: pd.DataFrame, cfg: AnalysisConfig, *,
-                     reps: int = 2000) -> list[dict[str, Any]]:
-    """The t rule's simulated coverage and false-"supported" rate at the margin for each primary row
-    with an interval (a diagnostic of the descriptive t interval): A's observed mean curve, its unit counts, B's grid and the observed spreads
-    (:func:`taco.stats.speedup_simulation.model_like`), ``reps`` simulated experiments; ``row`` is the
-    index of the row in ``df``."""
-    from taco.stats.speedup_simulation import model_like, simulate
-
-    out = []
-    for i, (pair, r) in enumerate(zip(pairs, df.itertuples())):
-        if r.kind != "primary" or not math.isfinite(r.log_speedup_se):
-            continue
-        sd_a = float(np.std(pair.a.at(int(r.target_step)), ddof=1))
-        logs = np.log([float(x) for x in str(r.unit_speedups).split(";") if x])
-        sd_log_b = float(np.std(logs, ddof=1)) if logs.size >= 2 else 0.0
-        model = model_like(pair.a.steps, pair.a.mean_curve(), pair.b.steps, int(r.target_step), pair.better, sd_a,
-                           sd_log_b, speedup=cfg.efficiency_margin)
-        sim = simulate(model, int(r.n_units_a), int(r.n_units_b), reps=reps, level=float(r.ci_level), seed=cfg.seed)
-        out.append({"row": i, "claim_id": r.claim_id, "size": r.size, "n_a": int(r.n_units_a),
-                    "n_b": int(r.n_units_b), "sd_a": sd_a, "sd_log_b": sd_log_b, **sim})
-    return out
-
-
-def record_diagnostic(df: pd.DataFrame, calibration: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Record the t rule's simulated false-"supported" rate and coverage at each primary row's own settings
-    (:func:`calibration_rows`) in ``calibrated_level`` / ``calibrated_coverage``: a diagnostic of the
-    descriptive t interval, never a veto (the verdict is the calibrated test's)."""
-    df = df.copy()
-    for c in calibration:
-        df.loc[c["row"], "calibrated_level"] = c["supported"]
-        df.loc[c["row"], "calibrated_coverage"] = c["coverage"]
-    return df
-
 
 def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: AnalysisConfig,
          aggregate_dir: str | Path | None = None, step_times: str | Path | None = None, *,
@@ -424,7 +75,7 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     before anything is written."""
     from taco.manifest import atomic_write_text
     from taco.report.efficiency_figure import figure
-    from taco.report.figures import save
+    from taco.report.plotting import save_figure
     from taco.report.html import write_markdown_page
 
     loss, fps, notes = read_curves(curves) if curves is not None else read_checkpoints(checkpoints or [])
@@ -447,7 +98,7 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     families = dict(zip(loss["size"], loss["architecture"])) if not loss.empty else {}
     page = render_markdown(df, cfg, calib, notes, families) + tuning_section(choices)
     pages = write_markdown_page(out / f"{NAME}.md", page)  # .md and .html
-    paths = save(figure(pairs, df, loss), out, NAME)
+    paths = save_figure(figure(pairs, df, loss), out, NAME)
     for r in rows_of_kind(df, "primary", "secondary").itertuples():
         print(f"{r.claim_id} {r.size} {r.form} {r.kind} T={r.target_step}: speedup {estimate_text(r)} -> {r.verdict}")
     return [out / f"{NAME}.csv", out / f"{NAME}_curves.csv", *pages, *paths]

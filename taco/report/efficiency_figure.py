@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.report.efficiency_markdown import estimate_text
+from taco.report.efficiency_page import estimate_text
 from taco.stats.speedup import COMPARED, LOSS_FORM, NOT_RUN, REFERENCE
 from taco.stats.speedup_decision import Pair
 from taco.report.style import objective_label

@@ -30,7 +30,6 @@ and the footnote says why they are absent otherwise.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import textwrap
 from collections.abc import Mapping
@@ -52,6 +51,7 @@ from taco.stats.aggregate import UNIT, fmt_fraction  # noqa: E402
 def _ci_short(cfg) -> str:
     """The interval's method in a figure's few words (analysis ``ci_method``)."""
     return "t CI" if cfg.ci_method == "t" else f"{cfg.ci_method} bootstrap CI"
+from taco.report.plotting import save_figure  # noqa: E402
 from taco.report.style import OBJECTIVE_STYLE, fraction_styles  # noqa: E402
 from taco.registry import SCORE_KEY_LABELS, OBJECTIVE_LABELS
 from taco.report.table_builders import TABLE2_KEYS, build_ablation, build_table2, control_average, load_paper_values
@@ -136,7 +136,7 @@ def score_label(cfg: AnalysisConfig, what: str = "average") -> str:
 
 def titled(cfg: AnalysisConfig, title: str) -> str:
     """``title`` with the synthetic-data label appended when the tasks are synthetic."""
-    from taco.report.tables import synthetic_label
+    from taco.report.synthetic_label import synthetic_label
 
     label = synthetic_label(cfg)
     return f"{title}\n{label}" if label else title
@@ -161,20 +161,6 @@ def _finish(fig, ax, title: str, footnote: str = "") -> None:
 
 def _empty(ax, msg: str) -> None:
     ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, fontsize=9)
-
-
-def save(fig, out_dir: Path, name: str, dpi: int = 150) -> list[Path]:
-    """Save ``name``.png and .pdf atomically (no timestamps in the files, so they are reproducible)."""
-    paths = []
-    for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Creator": None,
-                                                            "Producer": None})):
-        p = out_dir / f"{name}.{ext}"
-        tmp = out_dir / f".{name}.tmp-{os.getpid()}.{ext}"
-        fig.savefig(tmp, dpi=dpi, metadata=meta, bbox_inches="tight")
-        os.replace(tmp, p)
-        paths.append(p)
-    plt.close(fig)
-    return paths
 
 
 def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any],
@@ -373,9 +359,9 @@ def make_figures(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, out_dir: 
     written: list[Path] = []
     with plt.rc_context({"pdf.fonttype": 42, "svg.hashsalt": "taco", "font.size": 9}):
         abl = build_ablation(agg, cfg, pv)
-        written += save(figure5(agg, cfg, pv, abl), out, "figure5", dpi)
-        written += save(ablation_figure(agg, cfg, pv, abl), out, "ablation", dpi)
-        written += save(data_efficiency_figure(agg, cfg, pv), out, "data_efficiency", dpi)
+        written += save_figure(figure5(agg, cfg, pv, abl), out, "figure5", dpi)
+        written += save_figure(ablation_figure(agg, cfg, pv, abl), out, "ablation", dpi)
+        written += save_figure(data_efficiency_figure(agg, cfg, pv), out, "data_efficiency", dpi)
     return written
 
 

@@ -9,13 +9,16 @@ checks that a figure is readable (no legend over a plotted point, no ``6x10^0`` 
   points, error bars) that lies inside a legend's box, in display coordinates: the figure tests
   (``tests/test_figures.py``) require none.
 - :func:`math_tick_labels`: tick labels of log axes written in mathtext (``\\times``, ``^``).
+- :func:`save_figure`: a figure written as PNG and PDF, atomically and without timestamps.
 
 Imported by the figure modules only (matplotlib is loaded by them, with the Agg backend).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -148,3 +151,21 @@ def math_tick_labels(fig) -> list[str]:
                     if t.get_visible() and lo <= pos <= hi and ("\\times" in text or "^" in text):
                         bad.append(f"{name}: {text}")
     return bad
+
+
+def save_figure(fig, out_dir: Path, name: str, dpi: int = 150) -> list[Path]:
+    """Save ``name``.png and .pdf into ``out_dir`` atomically (no timestamps in the files, so they are
+    reproducible) and close the figure; returns the two paths."""
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Creator": None,
+                                                            "Producer": None})):
+        p = out_dir / f"{name}.{ext}"
+        tmp = out_dir / f".{name}.tmp-{os.getpid()}.{ext}"
+        fig.savefig(tmp, dpi=dpi, metadata=meta, bbox_inches="tight")
+        os.replace(tmp, p)
+        paths.append(p)
+    plt.close(fig)
+    return paths

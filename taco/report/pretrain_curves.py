@@ -194,7 +194,7 @@ def _markevery(n: int) -> int:
 
 def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
     """The four-panel figure (see the module docstring); a panel says so when it has nothing. ``label``
-    (:func:`taco.report.tables.synthetic_corpus_label`), when given, is the figure's title."""
+    (:func:`taco.report.synthetic_label.synthetic_corpus_label`), when given, is the figure's title."""
     fig, axes = plt.subplots(2, 2, figsize=(11.0, 7.4), layout="constrained")
     if label:
         fig.suptitle(label, fontsize=10)
@@ -281,12 +281,12 @@ def make(checkpoints: list[str | Path], out_dir: str | Path, label: str = "") ->
     """Collect, plot and write ``pretrain_curves.{png,pdf,csv}`` into ``out_dir``; returns the paths.
     ``label``: the figure's title (:func:`figure`)."""
     from taco.manifest import atomic_write_text
-    from taco.report.figures import save
+    from taco.report.plotting import save_figure
 
     train, val = collect(checkpoints)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = save(figure(train, val, label), out, NAME)
+    paths = save_figure(figure(train, val, label), out, NAME)
     csv = out / f"{NAME}.csv"
     atomic_write_text(csv, val.to_csv(index=False))
     return [*paths, csv]
@@ -306,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """``taco pretrain-curves``; exit 2 on bad input (nothing written in that case)."""
     from taco.stats.analysis_config import AnalysisConfigError, load_analysis
-    from taco.report.tables import synthetic_corpus_label
+    from taco.report.synthetic_label import synthetic_corpus_label
 
     args = build_parser().parse_args(argv)
     try:

@@ -46,6 +46,7 @@ from taco.stats.analysis_config import AnalysisConfig
 from taco.stats.aggregate import UNIT
 from taco.stats.inference import ci_method_name
 from taco.registry import SCORE_KEY_LABELS
+from taco.report.synthetic_label import synthetic_label
 from taco.report.table_builders import NOT_IN_PAPER, NOT_IN_TASKS, TITLES, build_tables
 
 NA = "n/a"
@@ -218,24 +219,6 @@ def capped_sets_note(cfg: AnalysisConfig | None) -> str:
 SYNTHETIC_TEST_NOTE = ("Test scores: none. These are dev-set numbers on this suite's SYNTHETIC GLUE-format tasks; "
                        "their test rows are not the GLUE test sets, so the `glue_submission` zips of this run "
                        "cannot be submitted to the GLUE server and nothing here compares with the paper's numbers.")
-
-
-def synthetic_label(cfg: AnalysisConfig | None) -> str:
-    """What is synthetic in this run, for titles (``''`` when the tasks are real): e.g.
-    ``SYNTHETIC GLUE-format tasks and synthetic corpus (smoke test; not comparable with the paper)``."""
-    if cfg is None or not cfg.synthetic_tasks:
-        return ""
-    return ("SYNTHETIC GLUE-format tasks" + (" and synthetic corpus" if cfg.synthetic_corpus else "")
-            + " (smoke test; not comparable with the paper)")
-
-
-def synthetic_corpus_label(cfg: AnalysisConfig | None) -> str:
-    """What is synthetic in a figure of the pre-training corpus alone (the pre-training curves, Figures 2
-    and 6), for titles (``''`` when the corpus is real): ``SYNTHETIC corpus (smoke test; not comparable
-    with the paper)``."""
-    if cfg is None or not cfg.synthetic_corpus:
-        return ""
-    return "SYNTHETIC corpus (smoke test; not comparable with the paper)"
 
 
 #: how to obtain test-set numbers (``taco glue-submission``; zips written by the workflow below the results folder)

@@ -1,6 +1,6 @@
 """The steps-to-target speedup of one comparison: per-unit crossings, the estimate, its interval, the verdict.
 
-The computation under ``taco efficiency`` (:mod:`taco.report.efficiency` reads the checkpoints and the
+The computation under ``taco efficiency`` (:mod:`taco.stats.efficiency` reads the checkpoints and the
 aggregate, builds the :class:`Pair` of every claim and writes the table, page and figure). Torch-free.
 
 **Estimand.** A reference arm A (MLM), an arm B (TACO), a target step T. The target level is A's mean

@@ -3,7 +3,7 @@
     python docs/records/2026-12-05-cpu-real-long/build_curves.py curves.csv, with the same parsers `taco efficiency --checkpoints` uses."""
 import math, sys
 import pandas as pd
-from taco.report.efficiency import CURVE_COLUMNS
+from taco.stats.efficiency import CURVE_COLUMNS
 from taco.stats.validation_points import load_eval, parse_eval, probe_points, PROBE_COLUMNS
 
 rec = "docs/records/2026-12-05-cpu-real-long"

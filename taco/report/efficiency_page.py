@@ -149,7 +149,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
     several), and the simulated coverage and level of the method for this run."""
     from taco.report.markdown_text import md_text
 
-    from taco.report.tables import synthetic_label
+    from taco.report.synthetic_label import synthetic_label
 
     lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
     label = synthetic_label(cfg)
