@@ -45,6 +45,10 @@ ABLATION_OBJECTIVES: tuple[str, ...] = ("taco", "taco_concentrated", "mlm", "mlm
 #: Table 4: MLM and TACO beside the baselines this suite reimplements from Kong et al. (ICLR 2020)
 TABLE4_OBJECTIVES: tuple[str, ...] = ("mlm", "taco", "bert_nce", "infoword")
 
+#: Table 2's score columns (25% of the data): MNLI-m/mm, QQP, QNLI, SST-2 (also the data-efficiency figure's
+#: panels and claim C3's keys)
+TABLE2_KEYS: tuple[str, ...] = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")
+
 #: every objective some paper table names; the others are "other objectives"
 TABLE_OBJECTIVES: frozenset[str] = frozenset((*COMPARISON, *ABLATION_OBJECTIVES, *TABLE4_OBJECTIVES))
 

@@ -23,7 +23,7 @@ import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
-#: the verdicts a claim can get (taco.report.claims.VERDICTS)
+#: the verdicts a claim can get (taco.stats.claim_rules)
 VERDICTS = ("supported", "not supported", "inconclusive", "not run")
 
 #: executables tried in this order when $TACO_CHROMIUM is unset

@@ -1,4 +1,4 @@
-"""taco.report.claims: every rule decided on constructed scores whose right verdict is known."""
+"""taco.stats.claims (and the command taco.report.claims): every rule decided on constructed scores whose right verdict is known."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from scipy import stats as sst
 
 from fixtures_stats import build_aggregate, smoke_spec
 from taco.stats.analysis_config import validate_analysis
-from taco.report.claims import CLAIMS, evaluate_claims, main
+from taco.report.claims import main
+from taco.stats.claims import CLAIMS, evaluate_claims
 from taco.stats.claim_rules import (
     INCONCLUSIVE,
     NOT_RUN,
@@ -239,7 +240,7 @@ def test_true_c3_at_the_margin_is_refuted_at_most_alpha():
     replications, and decided by the library's rule (:func:`decide`, :func:`holm_refutation`)."""
     import itertools
 
-    from taco.report.claims import holm_refutation
+    from taco.stats.claims import holm_refutation
     from taco.stats.claim_rules import tests_for
     from taco.stats.inference import interval, permutation_pvalue, rng_for
 
@@ -460,7 +461,7 @@ def test_both_arms_with_replicated_pretraining_do_not_differ_in_units_when_a_run
     the note gives both counts, not "arms differ in units"."""
     import pandas as pd
 
-    from taco.report.claims import arms_unit_note
+    from taco.stats.claims import arms_unit_note
 
     rows = []
     for obj in ("mlm", "taco"):
@@ -478,7 +479,7 @@ def test_both_arms_with_replicated_pretraining_do_not_differ_in_units_when_a_run
 
 
 def test_the_claims_sentence_says_which_steps_play_the_papers_budgets():
-    from taco.report.claims import CLAIMS, claim_sentence
+    from taco.stats.claims import CLAIMS, claim_sentence
 
     c1 = next(c for c in CLAIMS if c.id == "C1")
     text = claim_sentence(c1, ("tiny", "taco", 1.0, 100), ("tiny", "mlm", 1.0, 150))

@@ -218,12 +218,12 @@ print(json.dumps({{"train": len(ds["train"]), "labels": ds["train"]["label"][:2]
 
 
 def test_adding_a_claim_is_one_entry_in_claims_py(tmp_path):
-    """A new claim (TACO-150k beats MLM-150k) added to ``CLAIMS`` in taco/report/claims.py only."""
+    """A new claim (TACO-150k beats MLM-150k) added to ``CLAIMS`` in taco/stats/claims.py only."""
     from fixtures_stats import build_aggregate, smoke_spec
 
     dst = tmp_path / "pkg"
     shutil.copytree(REPO / "taco", dst / "taco", ignore=shutil.ignore_patterns("__pycache__"))
-    claims_py = dst / "taco" / "report" / "claims.py"
+    claims_py = dst / "taco" / "stats" / "claims.py"
     text = claims_py.read_text()
     anchor = '    Claim("S1", "pre-training helps'
     assert text.count(anchor) == 1

@@ -12,7 +12,8 @@ from fixtures_stats import build_aggregate, paper_table1_runs, smoke_spec, write
 from taco.stats.aggregate import main as aggregate_main
 from taco.stats.analysis_config import validate_analysis
 from taco.report.tables import NOT_AVAILABLE, main, write_tables
-from taco.report.table_builders import approach_label, budget_steps_from_name, build_tables, load_paper_values
+from taco.report.table_builders import approach_label, build_tables, load_paper_values
+from taco.stats.analysis_config import budget_steps_from_name
 
 PAPER_SPEC = {
     "roles": {"small": "small", "base": None},

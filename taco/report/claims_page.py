@@ -17,13 +17,9 @@ from taco.stats.analysis_config import AnalysisConfig
 from taco.stats.claim_rules import VERDICTS, decision_level, fewest_seeds
 from taco.stats.inference import min_attainable_pvalue
 from taco.report.markdown_text import md_text
+from taco.stats.claims import ZERO_VARIANCE_CAUSES
 from taco.stats.aggregate import UNIT_FINETUNE, UNIT_PRETRAIN
 from taco.registry import SCORE_KEY_LABELS
-
-
-#: what identical scores across seeds usually mean (claims page warnings)
-ZERO_VARIANCE_CAUSES = ("seeds that do not reach the runs, one result copied, or constant predictions; "
-                        "its interval is a single point")
 
 
 def unit_phrase(df: pd.DataFrame) -> str:

@@ -54,9 +54,9 @@ def _ci_short(cfg) -> str:
 from taco.report.plotting import save_figure  # noqa: E402
 from taco.report.style import OBJECTIVE_STYLE, fraction_styles  # noqa: E402
 from taco.registry import SCORE_KEY_LABELS, OBJECTIVE_LABELS
-from taco.report.table_builders import TABLE2_KEYS, build_ablation, build_table2, control_average, load_paper_values
+from taco.report.table_builders import build_ablation, build_table2, control_average, load_paper_values
 from taco.registry import CONTROL  # noqa: E402
-from taco.paper import COMPARISON  # noqa: E402
+from taco.paper import COMPARISON, TABLE2_KEYS  # noqa: E402
 
 FIGURES = ("figure5", "ablation", "data_efficiency")
 
@@ -116,7 +116,7 @@ def _budget_axis(ax, cfg: AnalysisConfig, size: str | None) -> None:
     if not size:
         return
     names = cfg.budget_names.get(size, {})
-    from taco.report.table_builders import budget_steps_from_name
+    from taco.stats.analysis_config import budget_steps_from_name
 
     if all(budget_steps_from_name(n) == s for n, s in names.items()):
         return

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -20,16 +19,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE4_OBJECTIVES, TABLE_OBJECTIVES
+from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE2_KEYS, TABLE4_OBJECTIVES, TABLE_OBJECTIVES
 from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS
 from taco.objectives import OBJECTIVE_SPECS
-from taco.stats.analysis_config import AnalysisConfig
+from taco.stats.analysis_config import AnalysisConfig, budget_steps_from_name
 from taco.registry import AVERAGE_KEYS
 from taco.stats.aggregate import UNIT, key_str, average_keys, average_label, fmt_fraction, seed_averages
 from taco.stats.inference import summarize
 
 #: the four largest GLUE tasks, the columns of the paper's Table 2
-TABLE2_KEYS = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")
 TABLES = ("table1", "table2", "table3", "table4", "ablation")
 KONG_2020 = "Kong et al., ICLR 2020 (cited by the paper; numbers not in paper_values.json)"
 #: ``paper_source`` of a row the paper does not have (the no-pre-training control)
@@ -41,15 +39,6 @@ NOT_IN_TASKS = "not in tasks"
 def load_paper_values() -> dict[str, Any]:
     """The published values packaged in ``taco/resources/paper_values.json`` (importlib.resources)."""
     return json.loads(resources.files("taco").joinpath("resources/paper_values.json").read_text())
-
-
-def budget_steps_from_name(name: str) -> int | None:
-    """``'250k'`` -> 250000, ``'1M'`` -> 1000000; None if the name is not of that form."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", name or "")
-    if not m:
-        return None
-    mult = {"": 1, "k": 1000, "m": 1_000_000}[m.group(2).lower()]
-    return int(round(float(m.group(1)) * mult))
 
 
 def approach_label(objective: str, budget: str, fraction: float = 1.0, step: int | None = None) -> str:

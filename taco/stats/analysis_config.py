@@ -28,7 +28,7 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
     non-inferiority.
 ``improvement_target`` / ``improvement_margin``
     GLUE points: "beats by about 1.2" means an improvement of at least target - margin (a larger
-    one supports the claim; see :mod:`taco.report.claims`).
+    one supports the claim; see :mod:`taco.stats.claims`).
 ``efficiency_margin``
     the minimum steps-to-target speedup (dimensionless, > 1; default 1.2: a fifth fewer steps) that
     ``taco efficiency``'s claims (E1-E3) must show: supported when the speedup interval's lower bound
@@ -71,6 +71,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -467,3 +468,12 @@ def load_analysis(path: str | Path | None) -> AnalysisConfig:
         return validate_analysis(data)
     except AnalysisConfigError as exc:
         raise AnalysisConfigError(f"{path}: {exc}") from None
+
+
+def budget_steps_from_name(name: str) -> int | None:
+    """``'250k'`` -> 250000, ``'1M'`` -> 1000000; None if the name is not of that form."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", name or "")
+    if not m:
+        return None
+    mult = {"": 1, "k": 1000, "m": 1_000_000}[m.group(2).lower()]
+    return int(round(float(m.group(1)) * mult))

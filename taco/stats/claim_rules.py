@@ -6,7 +6,7 @@ margins, ``match_rule``) and the numbers of one comparison: :func:`rule_text` (t
 p-values by name), :func:`decide` (interval and p-values -> verdict and reason),
 :func:`equivalence_detail` (TOST as a detail), :func:`decision_level` (1 - 2 alpha), and the seed
 counts :func:`fewest_seeds` / :func:`seeds_for_power`. The rules themselves are described in
-``taco.report.claims``, which evaluates the claims with them and re-exports every name here.
+``taco.stats.claims``, which evaluates the claims with them.
 """
 
 from __future__ import annotations

@@ -535,7 +535,7 @@ def target_costs(config: dict[str, Any], pre: list[dict[str, Any]], tasks: list[
         out[name] = _needs_cost(config, needs, pre_by_run, tasks, rates)
         out[name]["missing"] = roles_missing + out[name]["missing"]
     try:
-        from taco.report.claims import CLAIMS, LAST_BUDGET
+        from taco.stats.claims import CLAIMS, LAST_BUDGET
         from taco.registry import CONTROL, TASK_SCORE_KEYS
     except ImportError:  # the statistics environment is absent: tables only
         return out

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping
 
-#: The claim verdicts in the order the summary lists them (taco.report.claims' values).
+#: The claim verdicts in the order the summary lists them (taco.stats.claim_rules' values).
 VERDICTS = ("supported", "not supported", "inconclusive", "not run")
 
 
