@@ -158,6 +158,22 @@ print(json.dumps({{"toy": float(out.toy_loss), "loss": float(out.loss), "mlm": f
                           timeout=600, env=env)
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert "toy" in (tmp_path / "plan.md").read_text()
+    # taco pretrain trains it by hand: its new term is logged in training and recorded in validation
+    from tiny_blocks import write_blocks
+
+    blocks = write_blocks(tmp_path / "toyblocks")
+    out = tmp_path / "toy-step-4"
+    run = subprocess.run([sys.executable, "-m", "taco", "pretrain", "--blocks", str(blocks), "--objective", "toy",
+                          "--toy-weight", "0.75", "--size", "tiny", "--max-steps", "4", "--warmup-steps", "1",
+                          "--until", "4", "--per-device-batch-size", "4", "--logging-steps", "2", "--seed", "0",
+                          "--device", "cpu", "--no-progress", "--report-to", "none", "--output", str(out)],
+                         cwd=dst, capture_output=True, text=True, timeout=600, env={**env, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    logged = [json.loads(x) for x in (out / "train_log.jsonl").read_text().splitlines() if x.strip()]
+    assert any(r.get("toy_loss") is not None for r in logged if r.get("event") == "log"), logged[-3:]
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["objective"] == "toy" and ev["toy_loss"] > 0 and ev["tc_loss"] is None
+    assert json.loads((out / "config.json").read_text())["taco_toy_weight"] == 0.75
     assert (tmp_path / "agg").exists() and (dst / "tables" / "ablation.csv").exists()
     ablation = (dst / "tables" / "ablation.md").read_text()
     assert "other objectives (not in the paper)" in ablation and "Toy" in ablation, ablation
