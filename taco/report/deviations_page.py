@@ -1,30 +1,25 @@
 """``taco deviations``: the command and its page (``deviations.md``): reads a run configuration and an analysis
-spec, finds the differences from the paper's setup (:func:`taco.report.deviations.find_deviations`) and
+spec, finds the differences from the paper's setup (:func:`taco.stats.deviations.find_deviations`) and
 renders them as one table. Torch-free."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from taco.cli_parts import cli_error
-from taco.report.markdown_text import md_code
-from taco.report.deviations import Deviation, DeviationsInputError, check_config, find_deviations
-
-
-#: a bar after an even number of backslashes (none included): a column separator, not yet escaped
-_UNESCAPED_BAR = re.compile(r"(?<!\\)((?:\\\\)*)\|")
+from taco.report.markdown_text import md_code, md_text
+from taco.stats.deviations import Deviation, DeviationsInputError, check_config, find_deviations
 
 
 def _cell(text: str) -> str:
-    """A table cell: a bar not yet escaped gets its backslash (the configuration's values are escaped
-    where the rows put them, :func:`md_text`), line breaks become spaces."""
-    return _UNESCAPED_BAR.sub(r"\1\\|", str(text)).replace("\n", " ")
+    """A table cell: the row's plain text escaped for Markdown (:func:`md_text`: a configuration's value is
+    shown as written, never read as a link, an image or a column separator), on one line."""
+    return md_text(text)
 
 
 def render_markdown(devs: Sequence[Deviation], source: str = "") -> str:

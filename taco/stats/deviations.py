@@ -37,7 +37,6 @@ from typing import Any
 from taco.families import DEFAULT_FAMILY, get_family
 from taco.objectives.base import MLM_PROBABILITY
 from taco.objectives import OBJECTIVE_SPECS, options_of
-from taco.report.markdown_text import md_text
 from taco.paper import PAPER_BUDGETS, PAPER_GRID, PAPER_SETUP, PAPER_TASKS
 from taco.registry import (FINETUNE_HYPERPARAMETERS, MNLI_START_TASKS, PRESET_SHAPES,
                            PRETRAIN_SCHEDULE, finetune_hyperparameters)
@@ -54,7 +53,8 @@ class Deviation:
 
     ``kind``: ``"method"`` (every configuration of this suite) or ``"configuration"`` (set by this
     run's configuration, ``key``). ``topic``, ``paper``, ``here``, ``reason`` and ``effect`` are
-    Markdown: the configuration's values in them are escaped (:func:`taco.report.markdown_text.md_text`).
+    plain text, the configuration's values as written: the page (:mod:`taco.report.deviations_page`) escapes
+    every cell for Markdown.
     """
 
     topic: str
@@ -67,12 +67,12 @@ class Deviation:
 
 
 def _fmt(x: Any) -> str:
-    """A value in a cell: floats as ``%g``, lists joined by commas, strings escaped (:func:`md_text`)."""
+    """A value in a cell: floats as ``%g``, lists joined by commas, strings as written."""
     if isinstance(x, float):
         return f"{x:g}"
     if isinstance(x, (list, tuple)):
         return ", ".join(_fmt(v) for v in x)
-    return md_text(x)
+    return str(x)
 
 
 def _steps(n: int) -> str:
@@ -91,10 +91,9 @@ def _role_of(config: Mapping[str, Any], size: str) -> str | None:
 
 
 def _paths(config: Mapping[str, Any], paths: Sequence[str]) -> str:
-    """Paths as the run used them (``{data_root}`` filled in when the configuration sets it), escaped
-    for Markdown (:func:`md_text`)."""
+    """Paths as the run used them (``{data_root}`` filled in when the configuration sets it), comma-joined."""
     root = config.get("data_root")
-    return ", ".join(md_text(p.replace("{data_root}", str(root)) if root else p) for p in paths)
+    return ", ".join(str(p.replace("{data_root}", str(root)) if root else p) for p in paths)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,11 +103,11 @@ def _corpus_here(config: Mapping[str, Any]) -> str:
     """The configuration's corpus in one line (Hub datasets with config and split, local files, or the source)."""
     corpus = config.get("corpus", {})
     if corpus.get("source") == "hub":
-        return "; ".join(f"{md_text(d['name'])} ({md_text(d.get('config') or 'no config')}, "
-                         f"split {md_text(d.get('split', 'train'))})" for d in corpus.get("hub_datasets", []))
+        return "; ".join(f"{str(d['name'])} ({str(d.get('config') or 'no config')}, "
+                         f"split {str(d.get('split', 'train'))})" for d in corpus.get("hub_datasets", []))
     if corpus.get("source") == "local":
         return "local text files: " + _paths(config, corpus.get("paths", []))
-    return f"{md_text(corpus.get('source', 'n/a'))} corpus"
+    return f"{str(corpus.get('source', 'n/a'))} corpus"
 
 
 def _negative_pool_deviation(config: Mapping[str, Any]) -> Deviation:
@@ -185,7 +184,7 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
         Deviation(
             "MLM+TP weighting", f"not published; the {OFFICIAL} has no MLM+TP (train_small.sh:86: modes mlm "
             "and taco only)",
-            f"pretrain.tp.mode = {md_text(tp_mode)}" + (f", weight {tp_weight:g}: MLM mean + {tp_weight:g} x "
+            f"pretrain.tp.mode = {str(tp_mode)}" + (f", weight {tp_weight:g}: MLM mean + {tp_weight:g} x "
                                                 "token-prediction mean" if tp_mode == "separate"
                                                 else ": one cross-entropy over all predicted positions"),
             "the default mirrors TACO's MLM + 1.0 x TC (each part a mean); 'joint' is the other common reading",
@@ -217,10 +216,10 @@ def method_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     ]
     if corpus.get("source") == "hub":  # only a Hub corpus has versions to compare
         out.append(Deviation(
-            "corpus versions", f"paper: not published; {OFFICIAL}: Hub datasets `bookcorpus` (split train) and "
-            "`wikipedia` config `20220301.en` (run_mlm_with_contrastive.py:471-472), no revision pinned",
-            corpus_here, "the script-based `bookcorpus` and `wikipedia` loaders the official code calls do not "
-            "run on current `datasets` releases; the configuration names current Hub copies",
+            "corpus versions", f"paper: not published; {OFFICIAL}: Hub datasets bookcorpus (split train) and "
+            "wikipedia config 20220301.en (run_mlm_with_contrastive.py:471-472), no revision pinned",
+            corpus_here, "the script-based bookcorpus and wikipedia loaders the official code calls do not "
+            "run on current datasets releases; the configuration names current Hub copies",
             "a newer Wikipedia dump and a BookCorpus replica change the text distribution slightly; "
             "absolute scores may shift, comparisons between objectives on the same corpus should not",
             "method", "corpus.hub_datasets"))
@@ -257,7 +256,7 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
     (``analysis.roles``; a size that plays no paper size is compared with nothing but its shape)."""
     s = config["pretrain"]["sizes"][name]
     key = f"pretrain.sizes.{name}"
-    shown = md_text(name)  # the size's name as the rows print it
+    shown = name  # the size's name as the rows print it
     preset = s["preset"]
     role = _role_of(config, name)
     out: list[Deviation] = []
@@ -282,7 +281,7 @@ def size_deviations(config: Mapping[str, Any], name: str) -> list[Deviation]:
             else "BERT-small L4/H512/A8 and BERT-base L12/H768/A12"
         out.append(Deviation(
             f"{shown}: model shape" + (f" (plays BERT-{role})" if role else ""), paper_shape,
-            f"preset {md_text(repr(preset))}" + (f" (L{shape['num_hidden_layers']}/H{shape['hidden_size']}/"
+            f"preset {preset!r}" + (f" (L{shape['num_hidden_layers']}/H{shape['hidden_size']}/"
                                      f"A{shape['num_attention_heads']})" if shape else ""),
             "a model this configuration's hardware can train", "much lower absolute scores; whether "
             "the paper's differences between objectives hold at this size is what the run shows",
@@ -342,7 +341,7 @@ def recipe_deviations(config: Mapping[str, Any]) -> list[Deviation]:
             f"{OFFICIAL} (scripts/run_mlm_with_contrastive.py:566-591): every text (a Wikipedia article, a "
             "BookCorpus sentence) tokenized as [CLS] text [SEP], concatenated, cut into raw 256-token "
             "slices: ~2 special tokens per ~15-token sentence, a block rarely starts with [CLS]",
-            f"{md_text(block_format)}: every block [CLS] + {int(seq) - 2} tokens + [SEP] over the stream of documents "
+            f"{str(block_format)}: every block [CLS] + {int(seq) - 2} tokens + [SEP] over the stream of documents "
             "(and sentence spans), [SEP] after each document",
             "the suite's default format (pack.format: official gives the official one); it keeps the "
             "blocks of earlier runs of this configuration",
@@ -372,7 +371,7 @@ def runs_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     for entry in config["pretrain"]["runs"]:
         preset = sizes.get(entry["size"], {}).get("preset", "")
         role = (_role_of(config, entry["size"]) if entry["size"] in sizes else None) \
-            or f"{md_text(entry['size'])} (preset {md_text(preset)})"
+            or f"{str(entry['size'])} (preset {str(preset)})"
         for f in entry.get("fractions", [1.0]):
             have.setdefault(role, {}).setdefault(round(float(f), 6), set()).update(entry["objectives"])
     missing = []
@@ -464,7 +463,7 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
     missing = dict((spec or {}).get("missing_tasks") or {})
     if missing:
         out.append(Deviation("GLUE tasks skipped (data absent)", "all eight tasks",
-                             "; ".join(f"{md_text(t)}: {md_text(why)}" for t, why in missing.items()),
+                             "; ".join(f"{str(t)}: {str(why)}" for t, why in missing.items()),
                              "their files are absent from the local GLUE folder",
                              "averages cover fewer scores and are labelled partial", key="glue.data_dir"))
     if glue.get("source", "synthetic") == "synthetic":
@@ -474,7 +473,7 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
                              "scores say nothing about GLUE or the paper's claims; no table, figure or claim "
                              "compares them with the paper's numbers", key="glue.source"))
     if glue.get("source") == "local":
-        out.append(Deviation("GLUE data source", "GLUE distribution (via the Hub `glue` loader in HF run_glue.py)",
+        out.append(Deviation("GLUE data source", "GLUE distribution (via the Hub glue loader in HF run_glue.py)",
                              f"local TSV files ({_paths(config, [glue.get('data_dir', '')])})", "offline machine",
                              "none if the files are the original GLUE release", key="glue.source"))
     if ft.get("mnli_start"):
@@ -524,8 +523,8 @@ def corpus_deviations(config: Mapping[str, Any]) -> list[Deviation]:
     """Corpus and tokenizer sources that are not the paper's."""
     out: list[Deviation] = []
     corpus, tok = config.get("corpus", {}), config.get("tokenizer", {})
-    official_corpus = (f"BookCorpus + English Wikipedia ({OFFICIAL}: Hub `bookcorpus` and `wikipedia` "
-                       "`20220301.en`, run_mlm_with_contrastive.py:471-472)")
+    official_corpus = (f"BookCorpus + English Wikipedia ({OFFICIAL}: Hub bookcorpus and wikipedia "
+                       "20220301.en, run_mlm_with_contrastive.py:471-472)")
     if corpus.get("source") == "synthetic":
         out.append(Deviation("corpus", official_corpus, "synthetic documents",
                              "a smoke test of the pipeline", "scores say nothing about the paper's claims",
@@ -536,7 +535,7 @@ def corpus_deviations(config: Mapping[str, Any]) -> list[Deviation]:
                              key="corpus.paths"))
     official_vocab = f"bert-base-uncased vocabulary (30522; {OFFICIAL} train_small.sh:58)"
     if tok.get("kind") == "hub" and tok.get("hub_id") not in (None, "bert-base-uncased"):
-        out.append(Deviation("tokenizer", official_vocab, f"Hub tokenizer {md_text(tok['hub_id'])}",
+        out.append(Deviation("tokenizer", official_vocab, f"Hub tokenizer {str(tok['hub_id'])}",
                              "set in the configuration", "a different vocabulary", key="tokenizer.hub_id"))
     elif tok.get("kind") not in (None, "hub", "vocab"):
         size = tok.get("vocab_size", "n/a")
