@@ -1,7 +1,7 @@
 """Is every text of a figure readable in the saved image? One helper for every figure test.
 
 :func:`assert_text_fits` saves the figure (into memory) exactly as the suite saves it
-(``bbox_inches="tight"`` at the given dpi, as :func:`taco.report.figures.save`), and during that
+(``bbox_inches="tight"`` at the given dpi, as :func:`taco.report.plotting.save_figure`), and during that
 draw, in the saved image's own pixels, collects the boxes of every text artist: the suptitle and
 the figure's other texts (footnotes), figure legends, and per axes (secondary axes too) the
 titles, axis labels, tick labels that are drawn, offset texts, free texts and its legend. It

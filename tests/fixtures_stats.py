@@ -152,7 +152,7 @@ def build_aggregate(tmp: Path, spec: dict[str, Any], seeds: list[int],
                     skip: set[tuple[str, str, float, int]] = frozenset(),
                     extra_paths: list[Path] | None = None, spread: float = 0.5) -> tuple[Path, Path]:
     """Write runs for ``spec`` and run ``taco aggregate``; returns (aggregate dir, spec path)."""
-    from taco.stats.aggregate import main as aggregate_main
+    from taco.commands.aggregate import main as aggregate_main
 
     paths = write_smoke_runs(tmp / "runs", seeds, spec, skip=skip, spread=spread) + list(extra_paths or [])
     spec_path = write_spec(tmp / "analysis.json", spec)

@@ -122,7 +122,7 @@ FLOORS = (
     ("taco.data", "taco.model", "taco.flops"),
     ("taco.stats",),
     ("taco.training", "taco.report"),
-    ("taco.evaluation",),
+    ("taco.evaluation", "taco.commands"),
     ("taco.workflow",),
 )
 
@@ -175,17 +175,26 @@ def test_no_command_imports_the_dispatcher():
 
 
 def test_no_report_command_imports_another_command():
-    """The report's commands (``taco tables``, ``figures``, ``claims``, ``efficiency``, ``pretrain-curves``,
-    ``dynamics-figures``, ``deviations``) wire statistics to renderers and import no other command: what two
-    of them share (saving a figure, the synthetic-run label, efficiency.csv's reader) lives in a module of its
-    own (``taco.report.plotting``, ``taco.report.synthetic_label``, ``taco.stats.efficiency``)."""
+    """The commands of the statistics and the report (``taco aggregate``, ``tables``, ``figures``, ``claims``,
+    ``efficiency``, ``pretrain-curves``, ``dynamics-figures``, ``deviations``) are the modules of taco/commands/:
+    each wires taco.stats to taco.report's renderers and imports no other command; what two of them share
+    (saving a figure, the synthetic-run label, efficiency.csv's reader, the aggregate-reading shell) lives in a
+    module of its own. taco.stats and taco.report hold no command (no ``main``)."""
+    import ast
+
     from taco.cli import COMMANDS
 
-    commands = {m for m, _ in COMMANDS.values() if m.startswith("taco.report.")}
-    assert len(commands) == 7, commands
+    commands = {m for m, _ in COMMANDS.values() if m.startswith("taco.commands.")}
+    assert len(commands) == 8, commands
+    on_disk = {f"taco.commands.{p.stem}" for p in (REPO / "taco/commands").glob("*.py")
+               if p.stem not in ("__init__", "report_cli")}
+    assert on_disk == commands, on_disk ^ commands
     found = [f"{m} imports {imp} (line {line})" for m in sorted(commands)
              for imp, line in _imports(REPO / (m.replace(".", "/") + ".py")) if imp in commands and imp != m]
     assert not found, found
+    mains = [str(p.relative_to(REPO)) for pkg in ("stats", "report") for p in sorted((REPO / "taco" / pkg).glob("*.py"))
+             if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in ast.parse(p.read_text()).body)]
+    assert not mains, mains
 
 
 def test_the_tc_kernel_loads_without_the_objectives():

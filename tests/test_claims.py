@@ -11,7 +11,7 @@ from scipy import stats as sst
 
 from fixtures_stats import build_aggregate, smoke_spec
 from taco.stats.analysis_config import validate_analysis
-from taco.report.claims import main
+from taco.commands.claims import main
 from taco.stats.claims import CLAIMS, evaluate_claims
 from taco.stats.claim_rules import (
     INCONCLUSIVE,

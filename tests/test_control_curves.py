@@ -72,7 +72,7 @@ def _checkpoint(root: Path, objective: str, step: int, logs: list[dict], val: di
 
 
 def test_pretrain_curves_collects_logs_and_validation(tmp_path):
-    from taco.report.pretrain_curves import main
+    from taco.commands.pretrain_curves import main
 
     log = lambda s, **c: {"event": "log", "step": s, "loss": sum(c.values()), **c}  # noqa: E731
     ck = [
@@ -133,7 +133,7 @@ def test_every_objectives_loss_terms_are_drawn(tmp_path):
 def test_pretrain_curves_names_a_damaged_eval_json(tmp_path, capsys):
     """A truncated eval.json (a full disk, a copy cut short) stops `taco pretrain-curves` with exit 2 naming
     the file, as `taco efficiency` does, instead of a JSONDecodeError traceback; nothing is written."""
-    from taco.report.pretrain_curves import main
+    from taco.commands.pretrain_curves import main
 
     ck = _checkpoint(tmp_path, "mlm", 2, [], {"mlm_loss": 7.5, "mlm_accuracy": 0.1, "tc_loss": None,
                                               "n_masked_tokens": 100})
@@ -171,7 +171,8 @@ def test_nce_objectives_mlm_loss_is_marked_not_comparable(tmp_path):
     drawn dotted with the NOT_COMPARABLE label in (a) and (c), and the CSV says comparable = False."""
     import matplotlib.pyplot as plt
 
-    from taco.report.pretrain_curves import NOT_COMPARABLE, collect, figure, main
+    from taco.commands.pretrain_curves import main
+    from taco.report.pretrain_curves import NOT_COMPARABLE, collect, figure
 
     log = lambda s, **c: {"event": "log", "step": s, "loss": sum(c.values()), **c}  # noqa: E731
     val = {"mlm_loss": 7.0, "mlm_accuracy": 0.1, "tc_loss": None, "n_masked_tokens": 100}

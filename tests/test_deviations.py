@@ -13,7 +13,7 @@ import yaml
 
 from taco.paper import PAPER_SETUP
 from taco.stats.deviations import find_deviations
-from taco.report.deviations_page import main
+from taco.commands.deviations import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -98,7 +98,7 @@ def test_bad_input_exits_2(tmp_path, capsys):
 
 
 def test_statistics_environment_never_imports_torch():
-    code = "import sys, taco.stats.deviations, taco.report.deviations_page, taco.report.claims; sys.exit('torch' in sys.modules)"
+    code = "import sys, taco.stats.deviations, taco.commands.deviations, taco.commands.claims; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
 
 

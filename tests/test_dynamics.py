@@ -244,7 +244,7 @@ def _fake_record(objective, step, intra, inter, aligned=None):
 
 
 def test_figures_from_fabricated_inputs(tmp_path):
-    from taco.report import dynamics_figures as dynamics_plots
+    from taco.commands import dynamics_figures as dynamics_plots
 
     paths = []
     for obj, intra in (("mlm", [0.6, 0.45, 0.35]), ("taco", [0.6, 0.55, 0.55]), ("mlm_tp", [0.6, 0.4, 0.3])):
@@ -260,7 +260,7 @@ def test_figures_from_fabricated_inputs(tmp_path):
 
 
 def test_figures_errors(tmp_path, capsys):
-    from taco.report import dynamics_figures as dynamics_plots
+    from taco.commands import dynamics_figures as dynamics_plots
 
     p = tmp_path / "d.json"
     p.write_text(json.dumps(_fake_record("taco", 100, 0.5, 0.2)))

@@ -1,4 +1,4 @@
-"""Steps-to-target speedups (taco.stats.efficiency, the command taco.report.efficiency) on fixture curves whose answers are computed by hand.
+"""Steps-to-target speedups (taco.stats.efficiency, the command taco.commands.efficiency) on fixture curves whose answers are computed by hand.
 
 Fixture E1 (validation loss, nats, lower is better; three pre-training runs per arm, offsets -0.1, 0, +0.1):
 MLM at T = 4000: 5.9, 6.0, 6.1 (mean 6.0); TACO's mean curve 6.5 (step 1000), 5.5 (2000), 5.0 (4000).
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from taco.report import efficiency as eff_command
+from taco.commands import efficiency as eff_command
 from taco.stats import efficiency as eff
 from taco.report import efficiency_figure
 from taco.stats import speedup as sp
@@ -484,7 +484,7 @@ def test_calibrate_prints_the_checked_scenarios_and_the_limits(capsys):
 
 def test_claims_page_carries_the_efficiency_claims(tmp_path):
     """``taco claims --efficiency efficiency.csv`` adds E1 / E2 with their verdicts and the rule to claims.md."""
-    from taco.report.claims import main as claims_main
+    from taco.commands.claims import main as claims_main
     from tests.fixtures_stats import build_aggregate, smoke_spec
 
     ckpts = _e1_checkpoints(tmp_path / "pretrain")
@@ -554,7 +554,7 @@ def test_an_objective_no_paper_table_names_is_compared_with_mlm_as_other(tmp_pat
 def test_claims_on_an_old_or_mixed_efficiency_table_says_so_and_writes_nothing(tmp_path, capsys, content):
     """taco claims --efficiency on a format-1, mixed-format or incomplete table: its own message naming the file,
     exit 2, no claims.csv written (no traceback)."""
-    from taco.report.claims import main as claims_main
+    from taco.commands.claims import main as claims_main
     from tests.fixtures_stats import build_aggregate, smoke_spec
 
     agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(n_resamples=99), seeds=[1, 2])
@@ -570,7 +570,7 @@ def test_claims_on_an_old_or_mixed_efficiency_table_says_so_and_writes_nothing(t
 
 @pytest.mark.parametrize("text", ["[1, 2]", "{bad json"])
 def test_a_damaged_manifest_is_named_by_efficiency_and_pretrain_curves(tmp_path, capsys, text):
-    from taco.report import pretrain_curves
+    from taco.commands import pretrain_curves
 
     ckpts = _e1_checkpoints(tmp_path / "pretrain")
     (ckpts[1] / "manifest.json").write_text(text)

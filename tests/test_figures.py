@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_stats import PAPER_TABLE1_DEV, build_aggregate, smoke_spec, write_cell, write_spec
-from taco.report.figures import main
+from taco.commands.figures import main
 
 SPEC = smoke_spec(
     budget_names={"tiny": {"10k": 10, "50k": 20, "250k": 60}, "tinybase": {"250k": 40}},
@@ -238,7 +238,7 @@ def crossing_frames(tmp: Path, presets=None, **over):
     of the data at the last budget, one point below full data): (frames, cfg, paper values).
     ``over``: analysis spec keys to change (:data:`QUICK_START`: the quick start's synthetic tasks)."""
     from taco.stats.analysis_config import load_analysis
-    from taco.stats.aggregate import main as aggregate_main
+    from taco.commands.aggregate import main as aggregate_main
     from taco.stats.aggregate import read_aggregate
     from taco.report.table_builders import load_paper_values
 
@@ -418,7 +418,7 @@ def _text_figure(variant: str, tmp: Path):
     from taco.report import figures, pretrain_curves
 
     name, _, how = variant.partition(" ")
-    dpi = 200 if name in ("figure6", "figure2") else 150  # dynamics_figures' and figures.save's defaults
+    dpi = 200 if name in ("figure6", "figure2") else 150  # dynamics_figures' and save_figure's defaults
     makers = {"figure5": figures.figure5, "ablation": figures.ablation_figure,
               "data_efficiency": figures.data_efficiency_figure}
     if not how:
@@ -516,7 +516,9 @@ def test_a_synthetic_corpus_labels_the_corpus_figures(tmp_path):
     import matplotlib.pyplot as plt
 
     from fixtures_stats import smoke_spec
-    from taco.report import dynamics_figures, pretrain_curves
+    from taco.commands import dynamics_figures as dynamics_command
+    from taco.commands import pretrain_curves
+    from taco.report import dynamics_figures
     from taco.stats.analysis_config import load_analysis
     from taco.report.synthetic_label import synthetic_corpus_label
 
@@ -551,7 +553,7 @@ def test_a_synthetic_corpus_labels_the_corpus_figures(tmp_path):
         (dyn / str(i)).mkdir(parents=True)
         (dyn / str(i) / "dynamics.json").write_text(json.dumps(rec))
         inputs.append(str(dyn / str(i) / "dynamics.json"))
-    assert dynamics_figures.main(["--inputs", *inputs, "--analysis", str(spec), "--output-dir", str(dyn)]) == 0
-    assert dynamics_figures.main(["--inputs", *inputs, "--analysis", str(tmp_path / "none.json"),
+    assert dynamics_command.main(["--inputs", *inputs, "--analysis", str(spec), "--output-dir", str(dyn)]) == 0
+    assert dynamics_command.main(["--inputs", *inputs, "--analysis", str(tmp_path / "none.json"),
                                   "--output-dir", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()

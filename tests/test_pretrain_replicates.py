@@ -117,9 +117,9 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
 
 
 def test_table_and_claim_notes_say_what_the_uncertainty_covers(tmp_path):
-    from taco.report.claims import main as claims_main
-    from taco.stats.aggregate import main as aggregate_main
-    from taco.report.tables import main as tables_main
+    from taco.commands.claims import main as claims_main
+    from taco.commands.aggregate import main as aggregate_main
+    from taco.commands.tables import main as tables_main
 
     paths = [_write(tmp_path / "m", "mlm", p, s, 0.8 - 0.1 * p + 0.01 * s) for p in (0, 1) for s in (1, 2, 3)]
     paths += [_write(tmp_path / "m", "taco", None, s, 0.9) for s in (1, 2, 3)]

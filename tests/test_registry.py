@@ -122,8 +122,8 @@ from taco.model.modeling import PreTrainingModel
 from taco.model.configs import bert_config
 from taco.training.pretrain import build_parser
 from taco.report.style import objective_style
-from taco.report.tables import main as tables_main
-from taco.stats.aggregate import main as aggregate_main
+from taco.commands.tables import main as tables_main
+from taco.commands.aggregate import main as aggregate_main
 from taco.flops import pretrain_flops_per_token
 import yaml
 cfg = yaml.safe_load(open({str(cfg)!r}))
@@ -248,7 +248,7 @@ def test_adding_a_claim_is_one_entry_in_claims_py(tmp_path):
     agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(tasks=["sst2", "rte"], n_resamples=99),
                                 seeds=[1, 2, 3])
     out = tmp_path / "res"
-    code = ("import sys; from taco.report.claims import main; sys.exit(main(['--aggregate-dir', "
+    code = ("import sys; from taco.commands.claims import main; sys.exit(main(['--aggregate-dir', "
             f"{str(agg)!r}, '--analysis', {str(spec)!r}, '--output-dir', {str(out)!r}]))")
     run = subprocess.run([sys.executable, "-c", code], cwd=dst, capture_output=True, text=True, timeout=300,
                          env={"PYTHONPATH": str(dst), "PATH": "/usr/bin:/bin"})

@@ -54,8 +54,8 @@ def test_write_markdown_page_writes_both(tmp_path):
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     """claims and tables of a small fixture grid (three seeds), written by the commands."""
-    from taco.report.claims import main as claims_main
-    from taco.report.tables import main as tables_main
+    from taco.commands.claims import main as claims_main
+    from taco.commands.tables import main as tables_main
 
     tmp = tmp_path_factory.mktemp("pages")
     agg, spec = build_aggregate(tmp, smoke_spec(n_resamples=99, tasks=["sst2", "rte", "mrpc"]), seeds=[1, 2, 3])
@@ -96,7 +96,7 @@ def test_every_table_has_its_page(pages):
 
 
 def test_deviations_and_plan_pages(tmp_path):
-    from taco.report.deviations_page import main as deviations_main
+    from taco.commands.deviations import main as deviations_main
     from taco.workflow import plan, plan_costs, plan_render
 
     from test_deviations import resolved
@@ -174,7 +174,7 @@ def test_no_page_has_an_unsafe_link_or_an_image():
 def test_configuration_strings_show_as_written_in_deviations(tmp_path):
     from test_deviations import resolved
 
-    from taco.report.deviations_page import main
+    from taco.commands.deviations import main
 
     cfg = resolved("configs/local.yaml", corpus={"paths": HOSTILE, "split_by": "blank_line"},
                    tokenizer={"kind": "hub", "hub_id": "[tok](javascript:alert(3))"})

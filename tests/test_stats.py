@@ -21,7 +21,8 @@ from fixtures_stats import (
 )
 from taco.stats.analysis_config import AnalysisConfigError, load_analysis, validate_analysis
 from taco.registry import AVERAGE_KEYS
-from taco.stats.aggregate import InputError, load_metrics, main, per_seed_table
+from taco.commands.aggregate import main
+from taco.stats.aggregate import InputError, load_metrics, per_seed_table
 from taco.stats.inference import compare, hedges_g, holm, min_attainable_pvalue, rng_for, summarize, t_interval
 
 SMALL_SPEC = dict(
@@ -289,7 +290,7 @@ def test_compare_with_one_seed_gives_nan_tests():
 def test_undefined_metric_counts_as_zero_and_is_flagged(tmp_path):
     """A constant STS-B prediction has no correlation (null): aggregate must not crash (it used to
     stop with 'scores.stsb.pearson is not a number: None'); the run counts as 0, flagged degenerate."""
-    from taco.report.tables import main as tables_main
+    from taco.commands.tables import main as tables_main
 
     spec = dict(SMALL_SPEC, tasks=["stsb", "rte"], runs=[SMALL_SPEC["runs"][0]])
     paths = []

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 from fixtures_stats import build_aggregate, paper_table1_runs, smoke_spec, write_spec
-from taco.stats.aggregate import main as aggregate_main
+from taco.commands.aggregate import main as aggregate_main
 from taco.stats.analysis_config import validate_analysis
-from taco.report.tables import NOT_AVAILABLE, main, write_tables
+from taco.commands.tables import main
+from taco.report.tables import NOT_AVAILABLE, write_tables
 from taco.report.table_builders import approach_label, build_tables, load_paper_values
 from taco.stats.analysis_config import budget_steps_from_name
 

@@ -1,9 +1,9 @@
-"""claims.md: the claims page rendered from the claim rows of ``taco.report.claims``.
+"""claims.md: the claims page rendered from the claim rows of :mod:`taco.stats.claims`.
 
 :func:`render_markdown` turns the rows of ``evaluate_claims`` (a DataFrame, ``level`` claim/task)
 into the page: title and synthetic-data banner, :func:`page_warnings` (too few pre-training runs
 to decide, zero variance), the summary table, the method, then per claim its rule, test, reason
-and per-key table. Every name here is also importable from ``taco.report.claims``.
+and per-key table. The command that writes it: :mod:`taco.commands.claims`.
 """
 
 from __future__ import annotations

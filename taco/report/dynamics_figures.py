@@ -20,14 +20,11 @@ two inputs for the same (objective, size, fraction, step); no MLM input (figure 
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from taco.cli_parts import cli_error
 from taco.manifest import read_json_record
 
 from taco.report.plotting import save_figure  # noqa: E402
@@ -194,7 +191,7 @@ def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm", label: s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    mlm = _require_objective(records, objective)
+    mlm = require_objective(records, objective)
     groups = group_records(mlm)
     labels = _labels(list(groups))
     line_styles = ["-", "--", ":", "-."]
@@ -228,7 +225,7 @@ def draw_figure2(records: list[dict[str, Any]], objective: str = "mlm", label: s
     return fig
 
 
-def _require_objective(records: list[dict[str, Any]], objective: str) -> list[dict[str, Any]]:
+def require_objective(records: list[dict[str, Any]], objective: str) -> list[dict[str, Any]]:
     """The records of ``objective``; PlotInputError (listing what there is) if there are none."""
     chosen = [r for r in records if r["objective"] == objective]
     if not chosen:
@@ -237,37 +234,3 @@ def _require_objective(records: list[dict[str, Any]], objective: str) -> list[di
             f"(objectives: {', '.join(sorted({str(r['objective']) for r in records}))}); "
             "figure 2 needs MLM checkpoints")
     return chosen
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from taco.cli_parts import HelpFormatter
-    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco dynamics-figures", description=__doc__.split("\n\n")[0])
-    p.add_argument("--inputs", nargs="+", required=True, help="dynamics.json files (any order)")
-    p.add_argument("--output-dir", default="results", help="where figure6/figure2 .png/.pdf go")
-    p.add_argument("--figure2-objective", default="mlm", help="objective shown in figure 2 (default mlm)")
-    p.add_argument("--dpi", type=int, default=200, help="PNG resolution (default 200)")
-    p.add_argument("--analysis", help="analysis spec (JSON/YAML): a synthetic corpus puts the synthetic-data "
-                                      "label on both figures")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``taco dynamics-figures``; exit 2 on bad input (nothing written in that case)."""
-    from taco.stats.analysis_config import AnalysisConfigError, load_analysis
-    from taco.report.synthetic_label import synthetic_corpus_label
-
-    args = build_parser().parse_args(argv)
-    try:
-        label = synthetic_corpus_label(load_analysis(args.analysis)) if args.analysis else ""
-        records = load_records(args.inputs)
-        _require_objective(records, args.figure2_objective)  # fail before writing anything
-        written = (figure6(records, args.output_dir, args.dpi, label)
-                   + figure2(records, args.output_dir, args.figure2_objective, args.dpi, label))
-    except (PlotInputError, AnalysisConfigError, FileNotFoundError) as exc:
-        return cli_error("dynamics-figures", exc)
-    print("taco dynamics-figures: wrote " + ", ".join(str(p) for p in written))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

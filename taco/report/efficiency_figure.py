@@ -1,6 +1,6 @@
 """The efficiency figure (``efficiency.png`` / ``.pdf`` of ``taco efficiency``): per primary, secondary and
 other comparison the two arms' curves with the target, per E1 size the speedup as a function of the target,
-and the context probe of each E1 size. Rendering only: the rows come from :mod:`taco.report.efficiency`."""
+and the context probe of each E1 size. Rendering only: the rows come from :mod:`taco.stats.efficiency`."""
 
 from __future__ import annotations
 

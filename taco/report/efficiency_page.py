@@ -1,6 +1,6 @@
 """The efficiency page in words: the table of speedups with their intervals and verdicts (``efficiency.md``), the
 rule, the speedup curve's trend and the steps-to-target section of the claims page, from the rows of
-``efficiency.csv`` (:mod:`taco.report.efficiency`). Torch-free."""
+``efficiency.csv`` (:mod:`taco.stats.efficiency`; the command :mod:`taco.commands.efficiency`). Torch-free."""
 
 from __future__ import annotations
 

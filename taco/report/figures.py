@@ -9,7 +9,7 @@
 - ``data_efficiency.png/.pdf``: MLM and TACO on full vs reduced data, one panel per Table 2 score
   key plus their average, CIs as error bars.
 
-The figures plot exactly the numbers of the tables (:mod:`taco.report.tables` builds both). The x axis is
+The figures plot exactly the numbers of the tables (:mod:`taco.report.table_builders` builds both). The x axis is
 the pre-training step actually run; when the analysis spec maps the paper's budget names to other
 steps (a smoke run), the top axis names the paper budget each step plays, and a published point
 is drawn only at a budget that was run (the others are listed in the figure's footnote).
@@ -30,7 +30,6 @@ and the footnote says why they are absent otherwise.
 from __future__ import annotations
 
 import math
-import sys
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,7 +42,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from taco.report.cli import report_main
 from taco.stats.analysis_config import AnalysisConfig  # noqa: E402
 from taco.stats.aggregate import UNIT, fmt_fraction  # noqa: E402
 
@@ -166,7 +164,7 @@ def _empty(ax, msg: str) -> None:
 def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any],
             long: pd.DataFrame | None = None):
     """Figure 5: average GLUE dev vs steps, TACO and MLM (small role, full data), published points
-    overlaid. ``long``: the ablation table (:func:`taco.report.tables.build_ablation`) if already built."""
+    overlaid. ``long``: the ablation table (:func:`taco.report.table_builders.build_ablation`) if already built."""
     long = build_ablation(agg, cfg, paper_values) if long is None else long
     d = _steps_frame(long, "avg")
     size = cfg.roles.get("small")
@@ -363,26 +361,3 @@ def make_figures(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, out_dir: 
         written += save_figure(ablation_figure(agg, cfg, pv, abl), out, "ablation", dpi)
         written += save_figure(data_efficiency_figure(agg, cfg, pv), out, "data_efficiency", dpi)
     return written
-
-
-def _add_arguments(ap) -> None:
-    ap.add_argument("--dpi", type=int, default=150, help="PNG resolution")
-
-
-def build_parser():
-    """The command line of ``taco figures``."""
-    from taco.report.cli import report_parser
-
-    return report_parser("figures", __doc__.split("\n")[0], _add_arguments)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``taco figures``: aggregate CSVs + analysis spec -> figure5, ablation, data_efficiency (PNG, PDF)."""
-    return report_main(
-        "figures", __doc__.split("\n")[0],
-        lambda agg, cfg, args: make_figures(agg, cfg, args.output_dir, dpi=args.dpi), argv,
-        add_arguments=_add_arguments,
-    )
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -5,7 +5,7 @@ approach and column: the reproduced mean, SD and interval over seeds, the publis
 ``taco/resources/paper_values.json`` (:func:`load_paper_values`), the difference and the notes that say
 what is n/a and why. ``build_table1`` .. ``build_table4`` and ``build_ablation`` (:data:`BUILDERS`, titles
 in :data:`TITLES`) lay out each table's approaches, budgets and data fractions; :func:`build_tables`
-builds all five. Rendering them and the ``taco tables`` command live in :mod:`taco.report.tables`.
+builds all five. Rendering them: :mod:`taco.report.tables`; the command ``taco tables``: :mod:`taco.commands.tables`.
 """
 
 from __future__ import annotations

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,13 +40,12 @@ from typing import Any
 import pandas as pd
 
 from taco.manifest import atomic_write_text
-from taco.report.cli import report_main, report_parser
 from taco.stats.analysis_config import AnalysisConfig
 from taco.stats.aggregate import UNIT
 from taco.stats.inference import ci_method_name
 from taco.registry import SCORE_KEY_LABELS
 from taco.report.synthetic_label import synthetic_label
-from taco.report.table_builders import NOT_IN_PAPER, NOT_IN_TASKS, TITLES, build_tables
+from taco.report.table_builders import NOT_IN_PAPER, NOT_IN_TASKS, TITLES
 
 NA = "n/a"
 #: the label of the row under each "(ours)" row: the median over the same units as the mean
@@ -340,17 +338,3 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path,
         written += write_markdown_page(out / f"{name}.md", render_markdown(df, title, cfg))
         written.append(atomic_write_text(out / f"{name}.tex", render_latex(df, title)))
     return written
-
-
-def build_parser():
-    """The command line of ``taco tables``."""
-    return report_parser("tables", __doc__.split("\n")[0])
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``taco tables``: aggregate CSVs + analysis spec -> table{1,2,3,4}/ablation .csv/.md/.html/.tex."""
-    return report_main("tables", __doc__.split("\n")[0],
-                       lambda agg, cfg, args: write_tables(build_tables(agg, cfg), args.output_dir, cfg), argv)
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

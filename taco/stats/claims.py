@@ -85,7 +85,7 @@ its cells (``n_degenerate``) and says so in its reason and in the summary table.
 
 This module holds the claims (``CLAIMS``) and their evaluation on the aggregate tables
 (``evaluate_claims``: the claim rows as data); the rules above are :mod:`taco.stats.claim_rules`, the page
-:mod:`taco.report.claims_page` and the command :mod:`taco.report.claims`.
+:mod:`taco.report.claims_page` and the command :mod:`taco.commands.claims`.
 """
 
 from __future__ import annotations

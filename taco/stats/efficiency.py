@@ -1,7 +1,7 @@
 """The efficiency table of ``taco efficiency`` as data: its validation curves read from the checkpoints (or
 from ``efficiency_curves.csv``), the pairs of arms it compares (E1 on the validation MLM loss, E2/E3 on the
 GLUE average), each pair's speedup and verdict (:mod:`taco.stats.speedup_decision`), the calibration check
-of each row and ``efficiency.csv``'s reader. No Markdown and no plotting: :mod:`taco.report.efficiency`
+of each row and ``efficiency.csv``'s reader. No Markdown and no plotting: :mod:`taco.commands.efficiency`
 wires it to the page (:mod:`taco.report.efficiency_page`) and the figure (:mod:`taco.report.efficiency_figure`);
 the method is described there and in ``docs/efficiency.md``.
 

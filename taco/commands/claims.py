@@ -1,4 +1,4 @@
-"""The paper's claims, checked on the reproduced numbers: the command ``taco claims``.
+"""The paper's claims, checked on the reproduced numbers.
 
 ``taco claims --aggregate-dir results/aggregate --analysis FILE --output-dir results [--efficiency CSV]``
 writes ``claims.csv`` (one ``level = claim`` row per claim, plus ``level = task`` rows per score key),
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from taco.manifest import atomic_write_text
 from taco.report.claims_page import render_markdown
-from taco.report.cli import report_main, report_parser
+from taco.commands.report_cli import report_main, report_parser
 from taco.report.html import write_markdown_page
 from taco.stats.claims import evaluate_claims
 
