@@ -166,7 +166,7 @@ def test_bert_only_objectives_are_refused_by_the_config_check_and_the_cli(tmp_pa
     from taco.errors import UsageError
     from taco.training.pretrain import _check_schedule, build_parser
     from taco.workflow.plan import load_config
-    from taco.workflow.plan_costs import PlanError
+    from taco.workflow.plan_inputs import PlanError
 
     with pytest.raises(PlanError, match=r"pretrain.runs\[1\]: bert_nce on size 'mb'.*pretrain.sizes.mb.architecture "
                                           r"is modernbert"):
@@ -428,14 +428,9 @@ def test_an_installed_package_adds_a_family_through_the_entry_point_group(tmp_pa
     file in taco: the family table, the schema's architecture values and the model classes see it."""
     import os
 
-    site = tmp_path / "site"
-    (site / "debpkg").mkdir(parents=True)
-    (site / "debpkg" / "__init__.py").write_text("")
-    (site / "debpkg" / "deberta_v2.py").write_text(DEBERTA_MODULE)
-    dist = site / "debpkg-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: debpkg\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[taco.families]\ndeberta_v2 = debpkg.deberta_v2\n")
+    from entry_points import install_entry_point
+
+    site = install_entry_point(tmp_path / "site", "debpkg", "deberta_v2", DEBERTA_MODULE, "taco.families")
     code = """
 import json
 from taco.families import FAMILIES

@@ -12,7 +12,7 @@ import pytest
 
 from taco import flops
 from taco.workflow import config as wc
-from taco.workflow import plan, plan_costs, plan_render
+from taco.workflow import plan, plan_costs, plan_inputs, plan_render
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -297,7 +297,7 @@ def test_measured_throughput_is_used_where_it_exists(smoke, tmp_path):
     data = json.loads(path.read_text())
     data["device_mode"] = "cpu"
     path.write_text(json.dumps(data))
-    assert plan_costs.load_device_check(path) is None
+    assert plan_inputs.load_device_check(path) is None
 
 
 def test_time_limit_warning(smoke, tmp_path):

@@ -182,14 +182,9 @@ print(json.dumps({{"toy": float(out.toy_loss), "loss": float(out.loss), "mlm": f
 def test_an_installed_package_adds_an_objective_through_the_entry_point_group(tmp_path):
     """``[project.entry-points."taco.objectives"]`` of another distribution adds its module's objectives
     without a file in taco: the registry, the model and the FLOPs count see it."""
-    site = tmp_path / "site"
-    (site / "toypkg").mkdir(parents=True)
-    (site / "toypkg" / "__init__.py").write_text("")
-    (site / "toypkg" / "toy.py").write_text(TOY_MODULE)
-    dist = site / "toypkg-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toypkg\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[taco.objectives]\ntoy = toypkg.toy\n")
+    from entry_points import install_entry_point
+
+    site = install_entry_point(tmp_path / "site", "toypkg", "toy", TOY_MODULE, "taco.objectives")
     code = """
 import json
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS

@@ -40,6 +40,29 @@ MASK_SEED = 20240601
 VALIDATION_SPLIT = "validation"
 
 
+def _batches(model: Any, rows: list[list[int]], collator: Any, batch_size: int, mask_seed: int, sample: bool,
+             **forward: Any):
+    """Yield ``(batch, output)`` of each evaluation batch of ``rows``: batch ``i``'s masks drawn with
+    ``mask_seed + i`` and, when ``sample``, the loss terms' sampling with ``mask_seed + 1_000_003 + i``
+    (module docstring); ``forward``: extra keyword arguments of the model's forward."""
+    import torch
+
+    device = next(model.parameters()).device
+    for i, start in enumerate(range(0, len(rows), batch_size)):
+        collator.generator = torch.Generator().manual_seed(mask_seed + i)
+        batch = {k: v.to(device) for k, v in collator([{"input_ids": r} for r in rows[start:start + batch_size]]).items()}
+        generator = torch.Generator(device=device).manual_seed(mask_seed + 1_000_003 + i) if sample else None
+        yield batch, model(**batch, generator=generator, **forward)
+
+
+def _collect(out: Any, terms: list[str], values: dict[str, list[float]]) -> None:
+    """Append each of ``terms``' ``<term>_loss`` in the model output ``out`` (when there) to ``values``."""
+    for t in terms:
+        v = getattr(out, f"{t}_loss", None)
+        if v is not None:
+            values[t].append(float(v))
+
+
 def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_probability: float = MLM_PROBABILITY,
                         batch_size: int = 16, mask_seed: int = MASK_SEED,
                         max_blocks: int | None = None, probe: bool = True) -> dict[str, Any]:
@@ -82,47 +105,26 @@ def evaluate_validation(model: Any, blocks: str | Path, tokenizer: Any, *, mlm_p
         val = val.select(range(min(max_blocks, len(val))))
     rows = [list(r) for r in val["input_ids"]]
     collator = PreTrainingCollator(tokenizer, mlm_probability=mlm_probability)
-    device = next(model.parameters()).device
     terms = [t for t in model.objective.terms if t != "mlm"]
     values: dict[str, list[float]] = {t: [] for t in terms}
     was_training = model.training
     model.eval()
     ce_sum, n_sel, n_correct = 0.0, 0, 0
-
-    def term_generator(i: int):
-        return torch.Generator(device=device).manual_seed(mask_seed + 1_000_003 + i) if terms else None
-
-    def collect(out) -> None:
-        for t in terms:
-            v = getattr(out, f"{t}_loss", None)
-            if v is not None:
-                values[t].append(float(v))
-
     with torch.no_grad():
-        for i, start in enumerate(range(0, len(rows), batch_size)):
-            collator.generator = torch.Generator().manual_seed(mask_seed + i)
-            batch = collator([{"input_ids": r} for r in rows[start:start + batch_size]])
-            batch = {k: v.to(device) for k, v in batch.items()}
-            out = model(**batch, output_hidden_states=True, generator=term_generator(i))
+        for batch, out in _batches(model, rows, collator, batch_size, mask_seed, bool(terms), output_hidden_states=True):
             selected = batch["labels"] != -100  # (B, L)
             logits = model.mlm_logits(out.hidden_states[-1][selected]).float()  # (P, V)
             targets = batch["labels"][selected]  # (P,)
             ce_sum += float(F.cross_entropy(logits, targets, reduction="sum"))
             n_correct += int((logits.argmax(-1) == targets).sum())
             n_sel += int(selected.sum())
-            collect(out)
+            _collect(out, terms, values)
         missing = [t for t in terms if not values[t]]
         if missing and model.objective.collate is not None:  # terms that need the objective's own inputs
             own = PreTrainingCollator(tokenizer, mlm_probability=mlm_probability, objective=model.objective,
                                       objective_params=model.objective_params)
-            for i, start in enumerate(range(0, len(rows), batch_size)):
-                own.generator = torch.Generator().manual_seed(mask_seed + i)
-                batch = {k: v.to(device) for k, v in own([{"input_ids": r} for r in rows[start:start + batch_size]]).items()}
-                out = model(**batch, generator=term_generator(i))
-                for t in missing:
-                    v = getattr(out, f"{t}_loss", None)
-                    if v is not None:
-                        values[t].append(float(v))
+            for _, out in _batches(model, rows, own, batch_size, mask_seed, True):
+                _collect(out, missing, values)
     probed = {}
     if probe:
         from taco.training.context_probe import context_probe

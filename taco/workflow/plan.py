@@ -36,9 +36,9 @@ from taco.workflow.plan_costs import (
     DEVICE_CHECK,
     REPO,
     SLURM_PROFILE,
-    PlanError,
     build_plan,
 )
+from taco.workflow.plan_inputs import PlanError
 from taco.workflow.plan_render import render_json, render_markdown
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
