@@ -6,8 +6,8 @@ One class per encoder family (:mod:`taco.families`), each a subclass of transfor
 (``BertForMaskedLM``: ``bert.*`` without pooler, ``cls.predictions.*``, decoder tied to the word embeddings),
 ``RobertaPreTrainingModel`` (``RobertaForMaskedLM``), ``ModernBertPreTrainingModel``
 (``ModernBertForMaskedLM``); a new family's module adds its class with no edit here. Only ``forward``
-differs from the native class: it computes the objective's losses (``taco.objectives``). ``save_pretrained`` names the native class in ``config.json``
-(``architectures``), so the directory loads with ``AutoModelForMaskedLM``,
+differs from the native class: it computes the objective's losses (``taco.objectives``).
+``save_pretrained`` names the native class in ``config.json`` (``architectures``), so the directory loads with ``AutoModelForMaskedLM``,
 ``AutoModelForSequenceClassification`` or ``pipeline("fill-mask")`` without this package (the pooler /
 classifier then newly initialised, as for any MLM-only checkpoint, e.g. the official code's run_mlm ->
 run_glue path). The objective and its hyper-parameters live in the config (``taco_objective``,
