@@ -361,17 +361,11 @@ def test_adding_a_family_is_one_module(tmp_path):
     configuration check, the FLOPs count, the deviations page and a dry run of the smoke DAG with a
     DeBERTa size accept it."""
     import os
-    import shutil
-
     import yaml
+    from scratch_suite import REPO as repo, copy_suite
     from tiny_blocks import write_blocks
 
-    repo = Path(__file__).resolve().parents[1]
-    dst = tmp_path / "suite"
-    for name in ("taco", "workflow", "configs", "envs", "profiles"):
-        shutil.copytree(repo / name, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("Snakefile", "config.yaml", "pyproject.toml"):
-        shutil.copy(repo / name, dst / name)
+    dst = copy_suite(tmp_path / "suite")
     (dst / "taco/families/deberta_v2.py").write_text(DEBERTA_MODULE)
     env = {"PYTHONPATH": str(dst), "PATH": os.environ["PATH"], "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}

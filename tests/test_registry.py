@@ -94,11 +94,9 @@ def test_adding_an_objective_is_one_module(tmp_path):
     table lists it under "other objectives (not in the paper)"."""
     from fixtures_stats import smoke_spec, write_smoke_runs, write_spec
 
-    dst = tmp_path / "suite"
-    for name in ("taco", "workflow", "configs", "envs", "profiles"):
-        shutil.copytree(REPO / name, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("Snakefile", "config.yaml", "pyproject.toml"):
-        shutil.copy(REPO / name, dst / name)
+    from scratch_suite import copy_suite
+
+    dst = copy_suite(tmp_path / "suite")
     (dst / "taco/objectives/toy.py").write_text(TOY_MODULE)
 
     smoke = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())

@@ -69,16 +69,22 @@ def measured_kind(objective: str) -> str:
     return "taco" if objective in TC_OBJECTIVES else "mlm"
 
 
+def _resolved(path: str | None, config: dict[str, Any]) -> str | None:
+    """``path`` with ``{data_root}`` filled in (:func:`taco.workflow.config.substitute_root`); None when it
+    cannot be (the plan then uses its defaults: the configuration check names the key)."""
+    try:
+        return wc.substitute_root(path, config)
+    except wc.ConfigError:
+        return None
+
+
 def vocab_size(config: dict[str, Any]) -> int:
     """Vocabulary size V: the trained size, the lines of a vocab file, else bert-base-uncased's."""
     tok = config["tokenizer"]
     if tok["kind"] == "train":
         return int(tok["vocab_size"])
     if tok["kind"] == "vocab":
-        try:
-            path = wc.substitute_root(tok.get("vocab_file"), config)
-        except wc.ConfigError:
-            path = None
+        path = _resolved(tok.get("vocab_file"), config)
         if path and os.path.isfile(path):
             with open(path, encoding="utf-8") as fh:
                 return sum(1 for _ in fh)
@@ -89,10 +95,7 @@ def tasks_of(config: dict[str, Any]) -> list[str]:
     """The GLUE tasks that will run (a local folder's absent tasks dropped when the folder exists)."""
     g = config["glue"]
     if g["source"] == "local":
-        try:
-            d = wc.substitute_root(g.get("data_dir"), config)
-        except wc.ConfigError:
-            d = None
+        d = _resolved(g.get("data_dir"), config)
         if d and os.path.isdir(d):
             from taco.data.glue import available_local_tasks
 
