@@ -62,7 +62,28 @@ rule all:
 FORK_SERVER = []
 
 
+# The results folder is locked for the run (taco.workflow.results_lock): a second run on the same folder from
+# another working directory would delete this one's outputs when its jobs fail. `snakemake --unlock` clears it.
+if "--unlock" in sys.argv and workflow.is_main_process:
+    from taco.workflow.results_lock import clear as _clear_lock
+
+    if _clear_lock(R) is not None:
+        print(f"Removed the results folder's lock {R}/.taco-run.lock", file=sys.stderr)
+RESULTS_LOCK = []
+
+
 onstart:
+    if workflow.is_main_process and not workflow.dryrun and not workflow.touch:
+        from taco.workflow.config_checks import multi_node_refusal
+        from taco.workflow.results_lock import ResultsLockError, acquire
+
+        _refusal = multi_node_refusal(config, workflow.local_exec)
+        if _refusal:
+            raise WorkflowError(f"Invalid configuration: {_refusal}")
+        try:
+            RESULTS_LOCK.append(acquire(R))
+        except ResultsLockError as _err:
+            raise WorkflowError(str(_err)) from None
     if (config["fork_server"] and workflow.local_exec and workflow.is_main_process and not USE_CONDA
             and not workflow.dryrun and not workflow.touch):
         from taco.workflow.forkserver import start
@@ -79,6 +100,10 @@ onsuccess:
 
     for _server in FORK_SERVER:
         stop(_server)
+    if RESULTS_LOCK:
+        from taco.workflow.results_lock import release
+
+        release(R)
     print_summary(R, workflow.configfiles, workflow.config_settings.config)
 
 
@@ -87,3 +112,7 @@ onerror:
 
     for _server in FORK_SERVER:
         stop(_server)
+    if RESULTS_LOCK:
+        from taco.workflow.results_lock import release
+
+        release(R)

@@ -89,7 +89,37 @@ def config_notes(config: dict[str, Any]) -> list[str]:
     each, starting with the key (today: ``pretrain.seeds`` too few to decide a claim). The workflow
     prints each as ``NOTE: ...`` from its main process (``workflow/rules/common.smk``), ``taco plan`` as
     ``taco plan: note: ...``; call after :func:`check_config`."""
-    return [n for n in (_undecidable_pretrain_seeds_note(config), _tasks_per_job_note(config)) if n]
+    return [n for n in (_undecidable_pretrain_seeds_note(config), _tasks_per_job_note(config),
+                        _multi_node_note(config)) if n]
+
+
+def multi_node_sizes(config: dict[str, Any]) -> dict[str, int]:
+    """Size key -> ``pretrain.sizes.<size>.num_nodes`` of every size a pre-training run uses with more
+    than one node (empty when none does)."""
+    pre = config["pretrain"]
+    used = {r["size"] for r in pre.get("runs") or []}
+    return {size: int(s.get("num_nodes", 1)) for size, s in pre["sizes"].items()
+            if size in used and int(s.get("num_nodes", 1)) > 1}
+
+
+def _multi_node_note(config: dict[str, Any]) -> str | None:
+    sizes = multi_node_sizes(config)
+    if not sizes:
+        return None
+    keys = ", ".join(f"pretrain.sizes.{k}.num_nodes: {n}" for k, n in sizes.items())
+    return (f"{keys}: several nodes need a SLURM allocation (--workflow-profile workflow/profiles/slurm); "
+            "a run on the local executor refuses to start")
+
+
+def multi_node_refusal(config: dict[str, Any], local_exec: bool) -> str | None:
+    """The error that stops a run on the local executor before any job when a pre-training size asks
+    for several nodes (the launcher :mod:`taco.workflow.nodes` needs ``SLURM_JOB_ID``), or None."""
+    sizes = multi_node_sizes(config)
+    if not local_exec or not sizes:
+        return None
+    keys = ", ".join(f"pretrain.sizes.{k}.num_nodes: {n}" for k, n in sizes.items())
+    return (f"{keys} on the local executor: several nodes need a SLURM allocation; run with "
+            "--workflow-profile workflow/profiles/slurm, or set num_nodes: 1. Nothing was run.")
 
 
 def _tasks_per_job_note(config: dict[str, Any]) -> str | None:
