@@ -12,7 +12,9 @@ propagated through d ln k / d target = ln 2 / (1.0 nat): the same, so Welch-Satt
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import math
 from pathlib import Path
 
@@ -620,3 +622,31 @@ def test_an_interval_that_bounds_nothing_is_printed_as_none():
     assert t_interval_text(SimpleNamespace(**row, speedup_ci_low=1.78e-9, speedup_ci_high=2.72e8)) == \
         "no interval: 2/2 units, df 1.02"
     assert t_interval_text(SimpleNamespace(**row, speedup_ci_low=float("nan"), speedup_ci_high=3.0)) == "none"
+
+
+@pytest.mark.parametrize("fault, code", [(errno.ENOSPC, 4), (errno.EACCES, 2)], ids=["disk full", "read-only"])
+def test_a_failed_write_leaves_the_earlier_set_whole(tmp_path, monkeypatch, capsys, fault, code):
+    """Fault sweep IV, item 3: the disk filling up while the PNG was saved left new csv/md/html/curves beside
+    the old png/pdf/manifest. Now every file is written first and renamed after: a failure at the PNG leaves
+    the earlier set byte for byte, no temporary file, and one line naming the folder (no traceback)."""
+    from taco.report import plotting
+
+    ckpts = _e1_checkpoints(tmp_path / "pretrain")
+    out = tmp_path / "out"
+    assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out), "--calibration-reps", "0"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert {"efficiency.csv", "efficiency.png", "efficiency.manifest.json", "efficiency.html"} <= set(before)
+    real = plotting.write_figure
+
+    def failing(fig, path, ext, dpi=150):
+        if ext == "png":
+            raise OSError(fault, os.strerror(fault), str(path))
+        return real(fig, path, ext, dpi)
+
+    monkeypatch.setattr(plotting, "write_figure", failing)
+    other = _e1_checkpoints(tmp_path / "other", b_curve=(6.6, 5.7, 5.2))
+    capsys.readouterr()
+    assert eff_command.main(["--checkpoints", *map(str, other), "--output-dir", str(out), "--calibration-reps", "0"]) == code
+    err = capsys.readouterr().err
+    assert f"cannot write into the output folder {out}" in err and "Traceback" not in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

@@ -68,16 +68,20 @@ NAME = "efficiency"
 def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: AnalysisConfig,
          aggregate_dir: str | Path | None = None, step_times: str | Path | None = None, *,
          curves: str | Path | None = None, calibration_reps: int = CALIBRATION_REPS,
-         tuning: Sequence[str | Path] | None = None) -> list[Path]:
-    """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}`` and ``efficiency_curves.csv`` into
-    ``out_dir``; returns the paths. The validation curves come from ``checkpoints`` or, to rerun the check
-    from a results folder, from ``curves`` (an ``efficiency_curves.csv``). Every input is read and checked
-    before anything is written."""
-    from taco.manifest import atomic_write_text
+         tuning: Sequence[str | Path] | None = None, manifest: dict | None = None) -> list[Path]:
+    """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}``, ``efficiency_curves.csv`` and (given
+    ``manifest``: its parameters) ``efficiency.manifest.json`` into ``out_dir``; returns the paths. The
+    validation curves come from ``checkpoints`` or, to rerun the check from a results folder, from ``curves``
+    (an ``efficiency_curves.csv``). Every input is read and checked before anything is written, and the
+    files are written as one set (:class:`taco.output_set.OutputSet`): a full disk or a read-only folder
+    leaves the earlier set whole (OutputSetError naming the folder)."""
+    from taco.manifest import build_manifest
+    from taco.output_set import OutputSet
     from taco.report.efficiency_figure import figure
-    from taco.report.plotting import save_figure
-    from taco.report.html import write_markdown_page
+    from taco.report.html import html_path, markdown_to_html
+    from taco.report.plotting import write_figure
 
+    t0 = time.time()
     loss, fps, notes = read_curves(curves) if curves is not None else read_checkpoints(checkpoints or [])
     choices = read_choices(tuning or [])
     wall = read_step_times(step_times) if step_times else math.nan
@@ -91,17 +95,27 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     df = evaluate(pairs, cfg, wall, calibration_reps)
     calib = calibration_rows(pairs, df, cfg)
     df = record_diagnostic(df, calib)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"))
-    atomic_write_text(out / f"{NAME}_curves.csv", loss.to_csv(index=False))  # full precision: a rerun decides alike
     families = dict(zip(loss["size"], loss["architecture"])) if not loss.empty else {}
     page = render_markdown(df, cfg, calib, notes, families) + tuning_section(choices)
-    pages = write_markdown_page(out / f"{NAME}.md", page)  # .md and .html
-    paths = save_figure(figure(pairs, df, loss), out, NAME)
+    out = Path(out_dir)
+    with OutputSet(out) as files:
+        paths = [files.text(f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g")),
+                 files.text(f"{NAME}_curves.csv", loss.to_csv(index=False)),  # full precision: a rerun decides alike
+                 files.text(f"{NAME}.md", page),
+                 files.text(html_path(out / f"{NAME}.md").name, markdown_to_html(page))]
+        fig = figure(pairs, df, loss)
+        for ext in ("png", "pdf"):
+            paths.append(files.write(f"{NAME}.{ext}", lambda p, ext=ext: write_figure(fig, p, ext)))
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        if manifest is not None:
+            man = build_manifest(NAME, manifest, inputs={str(c): "" for c in (checkpoints or [curves])},
+                                 outputs=[p.name for p in paths], wall_time_s=round(time.time() - t0, 3))
+            files.text(f"{NAME}.manifest.json", json.dumps(man, indent=2, default=str) + "\n")
     for r in rows_of_kind(df, "primary", "secondary").itertuples():
         print(f"{r.claim_id} {r.size} {r.form} {r.kind} T={r.target_step}: speedup {estimate_text(r)} -> {r.verdict}")
-    return [out / f"{NAME}.csv", out / f"{NAME}_curves.csv", *pages, *paths]
+    return paths
 
 
 def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: float,
@@ -163,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``taco efficiency``: checkpoints (+ aggregate) -> efficiency.{csv,md,png,pdf} + manifest."""
-    from taco.manifest import atomic_write_text, build_manifest
+    from taco.errors import EXIT_NO_SPACE
+    from taco.output_set import OutputSetError
 
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -187,15 +202,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.calibration_reps < 0:
             raise ValueError(f"--calibration-reps must be >= 0, got {args.calibration_reps}")
         paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir, args.step_times,
-                     curves=args.curves, calibration_reps=args.calibration_reps, tuning=args.tuning)
+                     curves=args.curves, calibration_reps=args.calibration_reps, tuning=args.tuning,
+                     manifest={"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir,
+                               "step_times": args.step_times})
+    except OutputSetError as exc:
+        return cli_error("efficiency", exc, EXIT_NO_SPACE if exc.no_space else 2)
     except (AnalysisConfigError, FileNotFoundError, EvalFileError, ValueError) as exc:
         return cli_error("efficiency", exc)
-    man = build_manifest(NAME, {"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir,
-                                "step_times": args.step_times},
-                         inputs={str(c): "" for c in (args.checkpoints or [args.curves])},
-                         outputs=[p.name for p in paths], wall_time_s=round(time.time() - t0, 3))
-    atomic_write_text(Path(args.output_dir) / f"{NAME}.manifest.json", json.dumps(man, indent=2, default=str) + "\n")
-    print(f"taco efficiency: {len(paths)} files -> {args.output_dir}")
+    print(f"taco efficiency: {len(paths)} files and the manifest -> {args.output_dir} "
+          f"({time.time() - t0:.1f} s)")
     return 0
 
 

@@ -153,6 +153,17 @@ def math_tick_labels(fig) -> list[str]:
     return bad
 
 
+#: file metadata left out of the saved figures (no timestamps or versions: the files are reproducible)
+_NO_STAMPS = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Creator": None, "Producer": None}}
+
+
+def write_figure(fig, path: Path, ext: str, dpi: int = 150) -> Path:
+    """Save ``fig`` as the one file ``path`` in the format ``ext`` (``png`` or ``pdf``) without timestamps,
+    leaving the figure open (for :class:`taco.output_set.OutputSet`, which names the temporary path)."""
+    fig.savefig(path, format=ext, dpi=dpi, metadata=_NO_STAMPS[ext], bbox_inches="tight")
+    return Path(path)
+
+
 def save_figure(fig, out_dir: Path, name: str, dpi: int = 150) -> list[Path]:
     """Save ``name``.png and .pdf into ``out_dir`` atomically (no timestamps in the files, so they are
     reproducible) and close the figure; returns the two paths."""
@@ -160,11 +171,10 @@ def save_figure(fig, out_dir: Path, name: str, dpi: int = 150) -> list[Path]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Creator": None,
-                                                            "Producer": None})):
+    for ext in _NO_STAMPS:
         p = out_dir / f"{name}.{ext}"
         tmp = out_dir / f".{name}.tmp-{os.getpid()}.{ext}"
-        fig.savefig(tmp, dpi=dpi, metadata=meta, bbox_inches="tight")
+        write_figure(fig, tmp, ext, dpi)
         os.replace(tmp, p)
         paths.append(p)
     plt.close(fig)
