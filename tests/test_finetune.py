@@ -274,3 +274,35 @@ def test_damaged_weights_or_manifest_are_named_before_any_work(tmp_path, capsys)
     (listed / "manifest.json").write_text("{not json")
     assert _ft(listed, out) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_fine_tuning_dropout_is_the_runs_not_the_checkpoints(tmp_path, monkeypatch):
+    """Issue 51: the tuned arms were pre-trained with dropout 0 and the control with 0.1, and `taco finetune`
+    inherited each checkpoint's dropout (a confound). --dropout (config finetune.dropout, default 0.1) now sets
+    it for every checkpoint: a checkpoint saved with dropout 0 fine-tunes with 0.1, recorded in metrics.json."""
+    from taco.evaluation import finetune_trainer
+    from taco.model.configs import bert_config
+    from taco.model.modeling import PreTrainingModel
+
+    tok = _bert_tokenizer()
+    path = tmp_path / "step-10"
+    torch.manual_seed(0)
+    PreTrainingModel(bert_config("tiny", len(tok), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+                     objective="mlm").save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    write_manifest(path, build_manifest("pretrain", {}, step=10, tokens_seen=1280, objective="mlm", size="tiny",
+                                        size_preset="tiny", fraction=1.0, config_hash="x", parent_checkpoint=None,
+                                        wall_time_s=1.0))
+    seen = []
+    real = finetune_trainer.build_trainer
+
+    def spy(*a, **kw):
+        trainer = real(*a, **kw)
+        seen.append((trainer.model.config.hidden_dropout_prob, trainer.model.config.attention_probs_dropout_prob))
+        return trainer
+
+    monkeypatch.setattr(finetune, "build_trainer", spy)
+    assert _ft(path, tmp_path / "a", "stsb", source="synthetic") == 0
+    assert _ft(path, tmp_path / "b", "stsb", "--dropout", "0.05", source="synthetic") == 0
+    assert seen == [(0.1, 0.1), (0.05, 0.05)]
+    assert json.loads((tmp_path / "a" / "metrics.json").read_text())["hyperparameters"]["dropout"] == 0.1

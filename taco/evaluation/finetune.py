@@ -276,7 +276,7 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
         "wall_time_s": round(wall_time_s, 3),
         "hyperparameters": {
             "learning_rate": facts["lr"], "epochs": facts["epochs"], "batch_size": args.batch_size,
-            "max_length": args.max_length, "warmup_steps": args.warmup_steps,
+            "max_length": args.max_length, "warmup_steps": args.warmup_steps, "dropout": args.dropout,
             "weight_decay": args.weight_decay, "precision": precision,
             "max_train_samples": args.max_train_samples, "max_eval_samples": args.max_eval_samples,
             "data_seed": getattr(args, "data_seed", 0),

@@ -18,6 +18,10 @@ FINETUNE_RECIPE: tuple[Parameter, ...] = (
               maximum=65536),
     Parameter("--warmup-steps", "finetune.warmup_steps", "warmup_steps", 100,
               "linear warm-up steps of the learning rate", minimum=0),
+    Parameter("--dropout", "finetune.dropout", "dropout", 0.1,
+              "dropout of the encoder and head while fine-tuning, the same for every checkpoint and the control "
+              "(official run_glue.py: BERT's 0.1); a checkpoint's pre-training dropout is not inherited",
+              minimum=0.0, exclusive_maximum=1.0),
     Parameter("--report-rule", "finetune.report_rule", "report_rule", "last",
               "which epoch's dev scores are reported: the last, or the best by the primary metric",
               choices=("last", "best")),

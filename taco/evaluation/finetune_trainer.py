@@ -114,11 +114,16 @@ def build_trainer(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
     from transformers import (AutoModelForSequenceClassification, DataCollatorWithPadding, Trainer,
                               TrainingArguments, set_seed)
 
+    from taco.families import family_of_model_type
+
     task = data.task
     set_seed(args.seed)
+    # --dropout replaces the checkpoint's own (pre-training) dropout: every arm fine-tunes alike (issue 51)
+    family = family_of_model_type(facts["config"].model_type, f"--checkpoint {facts['checkpoint']}")
     model = AutoModelForSequenceClassification.from_pretrained(
         str(facts["checkpoint"]), num_labels=task.num_labels,
         problem_type="regression" if task.is_regression else "single_label_classification",
+        **{f: float(args.dropout) for f in family.dropout_fields},
     )
     if facts.get("init_from"):  # --init-from: the saved model's encoder, this run's new (seeded) head
         from taco.evaluation.finetune_init import load_encoder

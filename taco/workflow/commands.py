@@ -412,7 +412,7 @@ class Commands:
         recipe = lambda *names: [w for n in names for w in (FINETUNE_PARAMETERS[n].flag,  # noqa: E731
                                                              _s(FINETUNE_PARAMETERS[n].value(self.config)))]
         args += [*recipe("max_length", "batch_size"), "--lr", _s(hp["learning_rate"]), "--epochs", _s(hp["epochs"]),
-                 *recipe("warmup_steps", "report_rule")]
+                 *recipe("warmup_steps", "dropout", "report_rule")]
         if ft["max_train_samples"]:
             args += ["--max-train-samples", _s(ft["max_train_samples"])]
         if ft["max_eval_samples"]:
