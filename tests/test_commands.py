@@ -13,6 +13,7 @@ be set that the contract does not name. A rule without a contract here fails the
 
 from __future__ import annotations
 
+import json
 import copy
 import importlib
 import os
@@ -644,8 +645,9 @@ def expect_efficiency(cfg, job):
     from taco.workflow.tuning_grid import tuning_arms
 
     tuning = [f"{R}/tuning/{size}/{obj}/choice.json" for size, obj in tuning_arms(cfg)]
+    space = json.dumps(cfg["pretrain"]["tuning"]["space"], sort_keys=True, separators=(",", ":")) if tuning else None
     return {"checkpoints": sorted(set(ckpts)), "aggregate_dir": f"{R}/aggregate",
-            "analysis": f"{R}/analysis.json", "output_dir": R, "tuning": tuning or None}
+            "analysis": f"{R}/analysis.json", "output_dir": R, "tuning": tuning or None, "tuning_space": space}
 
 
 #: rule -> (the taco command it runs, expected values, extra checks)

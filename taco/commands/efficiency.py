@@ -68,7 +68,8 @@ NAME = "efficiency"
 def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: AnalysisConfig,
          aggregate_dir: str | Path | None = None, step_times: str | Path | None = None, *,
          curves: str | Path | None = None, calibration_reps: int = CALIBRATION_REPS,
-         tuning: Sequence[str | Path] | None = None, manifest: dict | None = None) -> list[Path]:
+         tuning: Sequence[str | Path] | None = None, manifest: dict | None = None,
+         tuning_space: dict | None = None) -> list[Path]:
     """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}``, ``efficiency_curves.csv`` and (given
     ``manifest``: its parameters) ``efficiency.manifest.json`` into ``out_dir``; returns the paths. The
     validation curves come from ``checkpoints`` or, to rerun the check from a results folder, from ``curves``
@@ -96,7 +97,15 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     calib = calibration_rows(pairs, df, cfg)
     df = record_diagnostic(df, calib)
     families = dict(zip(loss["size"], loss["architecture"])) if not loss.empty else {}
-    page = render_markdown(df, cfg, calib, notes, families) + tuning_section(choices)
+    edges = None
+    if tuning_space is not None:
+        from taco.training.tuning import edge_notes
+
+        edges = {arm: edge_notes(rec["chosen"]["setting"], tuning_space) for arm, rec in choices}
+        for arm, lines in edges.items():
+            for line in lines:
+                print(f"taco efficiency: note: tuning of {arm}: {line}")
+    page = render_markdown(df, cfg, calib, notes, families) + tuning_section(choices, edges)
     out = Path(out_dir)
     with OutputSet(out) as files:
         paths = [files.text(f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g")),
@@ -149,6 +158,22 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
                   f"{c['not_supported']:10.3f} | {r['coverage']:11.3f} {r['supported']:10.3f}")
 
 
+def _space(text: str | None) -> dict | None:
+    """``--tuning-space``: the JSON object, checked (ValueError naming the option)."""
+    if text is None:
+        return None
+    from taco.training.tuning import check_space
+
+    try:
+        space = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"--tuning-space: not JSON ({exc})") from None
+    errors = check_space(space, "--tuning-space") if isinstance(space, dict) else ["--tuning-space: a JSON object"]
+    if errors:
+        raise ValueError("; ".join(errors))
+    return space
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco efficiency``."""
     from taco.cli_parts import HelpFormatter
@@ -161,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "each row's calibrated test (0: decide by the t rule alone)")
     ap.add_argument("--tuning", nargs="+", default=None, help="choice.json files of `taco tuning-choice` (config "
                     "pretrain.tuning): the page lists every arm's trials and chosen setting")
+    ap.add_argument("--tuning-space", default=None, help="the search space of --tuning as JSON (config "
+                    "pretrain.tuning.space): a choice at its edge is noted on the page")
     ap.add_argument("--aggregate-dir", help="output folder of `taco aggregate` (adds the GLUE-average form)")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
     ap.add_argument("--step-times", help="JSON of benchmarks/step_time.py (one step of each objective measured side "
@@ -203,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--calibration-reps must be >= 0, got {args.calibration_reps}")
         paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir, args.step_times,
                      curves=args.curves, calibration_reps=args.calibration_reps, tuning=args.tuning,
+                     tuning_space=_space(args.tuning_space),
                      manifest={"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir,
                                "step_times": args.step_times})
     except OutputSetError as exc:

@@ -250,9 +250,11 @@ def claims_section(df: pd.DataFrame, alpha: float, margin: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def tuning_section(choices: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+def tuning_section(choices: Sequence[tuple[str, Mapping[str, Any]]], edges: Mapping[str, Sequence[str]] | None = None) -> str:
     """The page's "Equal tuning budgets" section: per arm every trial (setting, validation MLM loss at the
-    horizon) and the chosen one; "" without choices."""
+    horizon) and the chosen one, then each arm's choice that lies at the edge of its search space
+    (``edges``: arm -> notes of :func:`taco.training.tuning.edge_notes`, or a choice.json's ``at_edge``);
+    "" without choices."""
     if not choices:
         return ""
     from taco.report.markdown_text import md_text
@@ -274,4 +276,9 @@ def tuning_section(choices: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                          f"{loss:.4f} |" if isinstance(loss, (int, float)) and math.isfinite(loss) else
                          f"| {md_text(arm)} | {md_text(t['trial'])} | {s.get('learning_rate')} | {s.get('warmup_steps')} | "
                          f"{s.get('dropout')} | not finite (never chosen) |")
+    notes = [(arm, n) for arm, rec in choices for n in ((edges or {}).get(arm) or rec.get("at_edge") or [])]
+    if notes:
+        lines += ["", "**A choice at the edge of its search space** (the optimum may lie outside it: widen the space "
+                  "and raise the trial count, the same for every arm):", ""]
+        lines += [f"- {md_text(arm)}: {md_text(n)}" for arm, n in notes]
     return "\n".join(lines) + "\n"

@@ -40,6 +40,12 @@ TUNABLE: dict[str, str] = {"learning_rate": "lr", "warmup_steps": "warmup_steps"
 #: the keys of choice.json's chosen setting
 CHOICE_KEYS = tuple(TUNABLE)
 _PRIMES = (2, 3, 5, 7, 11, 13)
+#: the values each tunable parameter may take: (low, high, low included, high included)
+BOUNDS: dict[str, tuple[float, float, bool, bool]] = {"learning_rate": (0.0, math.inf, False, False),
+                                                      "warmup_steps": (0.0, math.inf, True, False),
+                                                      "dropout": (0.0, 1.0, True, False)}
+#: a choice within this fraction of a range's end (in log space for log_uniform) lies at the edge
+EDGE_FRACTION = 0.1
 
 
 class TuningError(ValueError):
@@ -56,8 +62,21 @@ def _radical_inverse(i: int, base: int) -> float:
     return out
 
 
-def check_space(space: Mapping[str, Any], where: str = "pretrain.tuning.space") -> list[str]:
-    """Problems of a search space, one line each naming the key (empty when it is good)."""
+def _out_of_bounds(key: str, value: float) -> bool:
+    lo, hi, lo_in, hi_in = BOUNDS[key]
+    return not ((value > lo or (lo_in and value == lo)) and (value < hi or (hi_in and value == hi)))
+
+
+def _bounds_text(key: str) -> str:
+    lo, hi, lo_in, hi_in = BOUNDS[key]
+    return f"{'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
+
+
+def check_space(space: Mapping[str, Any], where: str = "pretrain.tuning.space",
+                horizon: int | None = None) -> list[str]:
+    """Problems of a search space, one line each naming the key (empty when it is good): each value within
+    its parameter's :data:`BOUNDS` (a learning rate > 0, a dropout in [0, 1), warmup steps >= 0 and, given
+    ``horizon``, below the trials' horizon)."""
     errors = []
     if not space:
         errors.append(f"{where}: empty; give at least one of {', '.join(TUNABLE)}")
@@ -69,6 +88,11 @@ def check_space(space: Mapping[str, Any], where: str = "pretrain.tuning.space") 
             if not spec or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                                    for v in spec):
                 errors.append(f"{where}.{key}: a list of finite numbers, got {spec!r}")
+            elif any(_out_of_bounds(key, v) for v in spec):
+                errors.append(f"{where}.{key}: every value in {_bounds_text(key)}, got {spec!r}")
+            elif key == "warmup_steps" and horizon is not None and max(spec) >= horizon:
+                errors.append(f"{where}.{key}: every value below the trials' horizon ({horizon} steps: "
+                              f"pretrain.tuning.horizon), got {spec!r}")
         elif isinstance(spec, Mapping) and len(spec) == 1 and next(iter(spec)) in ("log_uniform", "uniform"):
             kind, rng = next(iter(spec.items()))
             ok = (isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, (int, float)) for v in rng)
@@ -76,6 +100,11 @@ def check_space(space: Mapping[str, Any], where: str = "pretrain.tuning.space") 
             if not ok:
                 errors.append(f"{where}.{key}.{kind}: [low, high] with low < high" +
                               (" and low > 0" if kind == "log_uniform" else "") + f", got {rng!r}")
+            elif any(_out_of_bounds(key, v) for v in rng):
+                errors.append(f"{where}.{key}.{kind}: both ends in {_bounds_text(key)}, got {rng!r}")
+            elif key == "warmup_steps" and horizon is not None and rng[1] >= horizon:
+                errors.append(f"{where}.{key}.{kind}: below the trials' horizon ({horizon} steps: "
+                              f"pretrain.tuning.horizon), got {rng!r}")
         else:
             errors.append(f"{where}.{key}: a list of values or {{log_uniform: [lo, hi]}} / {{uniform: [lo, hi]}}, "
                           f"got {spec!r}")
@@ -94,22 +123,66 @@ def trial_settings(space: Mapping[str, Any], trials: int, seed: int) -> list[dic
     keys = list(space)
     rng = random.Random(seed)
     shift = [rng.random() for _ in keys]
-    out = []
-    for i in range(1, trials + 1):
-        setting: dict[str, float | int] = {}
-        for d, key in enumerate(keys):
-            u = (_radical_inverse(i, _PRIMES[d % len(_PRIMES)]) + shift[d]) % 1.0
-            spec = space[key]
-            if isinstance(spec, list):
-                value: float = spec[min(int(u * len(spec)), len(spec) - 1)]
-            else:
-                kind, (lo, hi) = next(iter(spec.items()))
-                value = (math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))) if kind == "log_uniform"
-                         else lo + u * (hi - lo))
-                value = float(f"{value:.3g}")
-            setting[key] = int(round(value)) if key == "warmup_steps" else float(value)
+    grid = math.prod(len(space[k]) for k in keys) if all(isinstance(space[k], list) for k in keys) else math.inf
+    out: list[dict[str, float | int]] = []
+    seen: set[tuple] = set()
+    i = 0
+    while len(out) < trials:
+        i += 1
+        setting = _halton_setting(space, keys, shift, i)
+        point = tuple(setting.values())
+        # a repeat is skipped while unused points remain (a list-only space; a continuous one never repeats
+        # but by rounding): the sequence's next point is taken instead
+        if point in seen and len(seen) < grid and i < 1000 * trials:
+            continue
+        seen.add(point)
         out.append(setting)
     return out
+
+
+def _halton_setting(space: Mapping[str, Any], keys: list[str], shift: list[float], i: int) -> dict[str, float | int]:
+    setting: dict[str, float | int] = {}
+    for d, key in enumerate(keys):
+        u = (_radical_inverse(i, _PRIMES[d % len(_PRIMES)]) + shift[d]) % 1.0
+        spec = space[key]
+        if isinstance(spec, list):
+            value: float = spec[min(int(u * len(spec)), len(spec) - 1)]
+        else:
+            kind, (lo, hi) = next(iter(spec.items()))
+            value = (math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))) if kind == "log_uniform"
+                     else lo + u * (hi - lo))
+            value = float(f"{value:.3g}")
+        setting[key] = int(round(value)) if key == "warmup_steps" else float(value)
+    return setting
+
+
+def edge_notes(setting: Mapping[str, Any], space: Mapping[str, Any]) -> list[str]:
+    """One line per parameter whose chosen value lies at the edge of its search space: the end value of a
+    list (unless the end is the parameter's own bound, such as dropout 0), or within :data:`EDGE_FRACTION`
+    of a range's end (in log space for ``log_uniform``). A choice at the edge says the optimum may lie
+    outside the space: widen it (and raise the trial count, the same for every arm)."""
+    notes = []
+    for key, spec in space.items():
+        value = setting.get(key)
+        if key not in TUNABLE or not isinstance(value, (int, float)):
+            continue
+        if isinstance(spec, list):
+            if len(set(spec)) < 2:
+                continue
+            lo_end, hi_end = min(spec), max(spec)
+            at_lo = value == lo_end and lo_end != BOUNDS[key][0]
+            at_hi = value == hi_end
+        else:
+            kind, (lo, hi) = next(iter(spec.items()))
+            f = (lambda v: math.log(v)) if kind == "log_uniform" else (lambda v: v)
+            pos = (f(value) - f(lo)) / (f(hi) - f(lo)) if value > 0 or kind == "uniform" else 0.0
+            at_lo = pos <= EDGE_FRACTION and lo != BOUNDS[key][0]
+            at_hi = pos >= 1 - EDGE_FRACTION
+        if at_lo or at_hi:
+            where = "lowest" if at_lo else "highest"
+            notes.append(f"{key} {value:g} lies at the {where} edge of its search space {spec}: the optimum may lie "
+                         "outside it; widen the space (and raise the trial count, the same for every arm)")
+    return notes
 
 
 def _trial_record(trial_dir: Path) -> dict[str, Any]:
@@ -127,9 +200,18 @@ def _trial_record(trial_dir: Path) -> dict[str, Any]:
         ev = json.loads(ev_path.read_text())
     except (OSError, ValueError) as exc:
         raise TuningError(f"{ev_path}: no readable validation result ({exc})") from None
-    loss = ev.get("mlm_loss") if isinstance(ev, Mapping) else None
-    loss = float(loss) if isinstance(loss, (int, float)) and not isinstance(loss, bool) else math.nan
+    if not isinstance(ev, Mapping) or "mlm_loss" not in ev:
+        raise TuningError(f"{ev_path}: no mlm_loss (a validation result of taco pretrain has one)")
+    loss = ev["mlm_loss"]
+    if loss is None:  # a non-finite loss is written as null (strict JSON): a diverged trial, listed, never chosen
+        loss = math.nan
+    elif isinstance(loss, bool) or not isinstance(loss, (int, float)):
+        raise TuningError(f"{ev_path}: mlm_loss {loss!r} is not a number")
+    if ev.get("step") != m.get("step"):
+        raise TuningError(f"{ev_path}: step {ev.get('step')!r}, but {trial_dir / 'manifest.json'} says step "
+                          f"{m.get('step')!r}: the validation result is not this checkpoint's")
     return {"trial": trial_dir.parent.name, "path": str(trial_dir), "step": m.get("step"),
+            "objective": m.get("objective"), "max_steps": hi.get("max_steps", m.get("max_steps")),
             "setting": {"learning_rate": hi.get("lr"), "warmup_steps": hi.get("warmup_steps"),
                         "dropout": hi.get("dropout")},
             "mlm_loss": loss}
@@ -138,6 +220,12 @@ def _trial_record(trial_dir: Path) -> dict[str, Any]:
 def choose(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The trial with the lowest finite validation MLM loss (the first on a tie): ``{"chosen": <record>,
     "trials": records, "left_out": [trials without a finite loss]}``. TuningError when none has one."""
+    for field, what in (("objective", "objectives"), ("step", "horizons"), ("max_steps", "schedules")):
+        values = {r.get(field) for r in records}
+        if len(values) > 1:
+            raise TuningError(f"the trials hold {len(values)} {what} ({', '.join(sorted(map(str, values)))}): one "
+                              "arm's trials share objective and horizon; " +
+                              ", ".join(f"{r['path']}: {r.get(field)}" for r in records))
     finite = [r for r in records if math.isfinite(r["mlm_loss"])]
     if not finite:
         raise TuningError("no trial has a finite validation MLM loss: " + ", ".join(r["path"] for r in records))
@@ -161,8 +249,9 @@ def apply_choice(args: argparse.Namespace, path: str | Path) -> dict[str, Any]:
         raise UsageError(f"--tuned-recipe {p}: no such file (taco tuning-choice writes it)") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"--tuned-recipe {p}: not a choice of `taco tuning-choice` ({exc!r})") from None
-    if not isinstance(lr, (int, float)) or not isinstance(warmup, int) or not (dropout is None or
-                                                                                isinstance(dropout, (int, float))):
+    bad = lambda v: isinstance(v, bool)  # noqa: E731 (JSON true is an int in Python)
+    if (bad(lr) or bad(warmup) or bad(dropout) or not isinstance(lr, (int, float)) or not isinstance(warmup, int)
+            or not (dropout is None or isinstance(dropout, (int, float)))):
         raise UsageError(f"--tuned-recipe {p}: chosen.setting needs a number learning_rate, an integer warmup_steps "
                          f"and a number or null dropout, got {setting!r}")
     args.lr, args.warmup_steps, args.dropout = float(lr), int(warmup), None if dropout is None else float(dropout)
@@ -178,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              "the horizon) and every trial, as choice.json")
     ap.add_argument("--trials", nargs="+", required=True, help="the arm's trial checkpoints (taco pretrain)")
     ap.add_argument("--output", required=True, help="choice.json to write")
+    ap.add_argument("--space", default=None, help="the search space as JSON (config pretrain.tuning.space): a "
+                    "choice at its edge is noted on stdout and in choice.json's at_edge")
     return ap
 
 
@@ -188,13 +279,26 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        space = None
+        if args.space is not None:
+            try:
+                space = json.loads(args.space)
+            except ValueError as exc:
+                raise TuningError(f"--space: not JSON ({exc})") from None
+            errors = check_space(space, "--space") if isinstance(space, dict) else ["--space: a JSON object"]
+            if errors:
+                raise TuningError("; ".join(errors))
         result = choose([_trial_record(Path(t)) for t in args.trials])
+        if space is not None:
+            result["at_edge"] = edge_notes(result["chosen"]["setting"], space)
     except TuningError as exc:
         return cli_error("tuning-choice", exc)
     atomic_write_text(Path(args.output), json.dumps(result, indent=2, sort_keys=True) + "\n")
     c = result["chosen"]
     print(f"taco tuning-choice: {c['trial']} (validation MLM loss {c['mlm_loss']:.4f}; {c['setting']}) of "
           f"{len(result['trials'])} trials -> {args.output}")
+    for note in result.get("at_edge", []):
+        print(f"taco tuning-choice: note: {note}")
     return 0
 
 

@@ -48,6 +48,7 @@ A Hub dataset without a config (``config: null``) is passed as the token ``none`
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -527,8 +528,14 @@ class Commands:
                 "--output-dir", os.path.dirname(output.png)]
 
     def efficiency_args(self, wildcards: Any = None) -> list[str]:
-        """``taco efficiency``: its options all come from the analysis spec (a file input)."""
-        return self._taco("efficiency")
+        """``taco efficiency``: its options come from the analysis spec (a file input) and, with
+        ``pretrain.tuning`` on, the search space (a choice at its edge is noted on the page)."""
+        from taco.workflow.tuning_grid import tuning_enabled
+
+        if not tuning_enabled(self.config):
+            return self._taco("efficiency")
+        space = json.dumps(self.config["pretrain"]["tuning"]["space"], sort_keys=True, separators=(",", ":"))
+        return self._taco("efficiency") + ["--tuning-space", space]
 
     def efficiency_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         tuning = _files(input.tuning) if getattr(input, "tuning", None) else []

@@ -77,7 +77,7 @@ def check_tuning(config: dict[str, Any]) -> None:
     if not tuning_enabled(config):
         return
     t = config["pretrain"]["tuning"]
-    errors = check_space(t["space"])
+    errors = check_space(t["space"], horizon=int(t["horizon"]))
     if errors:
         raise ConfigError("; ".join(errors))
     if not tuning_arms(config):

@@ -6,7 +6,7 @@ rows = collections.defaultdict(dict)
 for f in sorted(glob.glob(f"{sys.argv[1]}/ft/*/*/*/seed-*/metrics.json")):
     m = json.load(open(f)); arm, setting, task = f.split("/")[-5:-2]
     rows[(task, setting)][arm] = rows[(task, setting)].get(arm, []) + [100 * m["scores"][task][PRIMARY[task]]]
-arms = ["control", "mlm", "taco"]
+arms = sorted({a for by in rows.values() for a in by}, key=lambda a: (a not in ("control", "mlm", "taco"), a))
 print("| task | setting | " + " | ".join(arms) + " |\n|---|---|" + "---|" * len(arms))
 for (task, setting), by in sorted(rows.items()):
     cells = [", ".join(f"{v:.1f}" for v in by.get(a, [])) + (f" (mean {sum(by[a]) / len(by[a]):.1f})" if by.get(a) else "")

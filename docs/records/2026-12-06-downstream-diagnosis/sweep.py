@@ -1,13 +1,15 @@
 """The fine-tuning sweep of the downstream diagnosis (issue 51, item 1): every checkpoint x lr x task x seed
 with `taco finetune`, two single-threaded jobs at a time. Usage:
     python sweep.py DIAG_DIR GLUE_DIR  (DIAG_DIR holds control/step-0, mlm/step-1000, taco/step-1000)
+Environment: ARMS ("name=relative/path ..."), LRS, TASKS, SEEDS, EXTRA (more taco finetune words), TAG.
 Each run writes DIAG_DIR/ft/<arm>/lr-<lr>[-<extra>]/<task>/seed-<seed>/metrics.json; finished runs are skipped."""
 import itertools, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 diag, glue = Path(sys.argv[1]), sys.argv[2]
-arms = {"control": "control/step-0", "mlm": "mlm/step-1000", "taco": "taco/step-1000"}
+arms = dict(a.split("=") for a in os.environ.get(
+    "ARMS", "control=control/step-0 mlm=mlm/step-1000 taco=taco/step-1000").split())
 lrs = [float(x) for x in os.environ.get("LRS", "5e-5 1e-4 3e-4 1e-3").split()]
 tasks = os.environ.get("TASKS", "sst2 cola").split()
 extra = os.environ.get("EXTRA", "").split()  # e.g. "--epochs 6" or "--dropout 0.1"
