@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("taco.training.control", "write the no-pre-training control (random init, step 0)"),
     "tuning-choice": ("taco.training.tuning", "the best of an arm's tuning trials (pretrain.tuning) as choice.json"),
     "finetune": ("taco.evaluation.finetune", "fine-tune one checkpoint on one GLUE task with one seed"),
+    "finetune-choice": ("taco.evaluation.finetune_tuning",
+                        "per task the best of a checkpoint's fine-tuning trials (finetune.tuning) as choice.json"),
     "glue-submission": ("taco.evaluation.submission",
                         "zip one checkpoint's GLUE test predictions (one seed) for the GLUE server"),
     "probe": ("taco.evaluation.probe", "frozen-feature linear probe of one checkpoint on GLUE tasks (no fine-tuning)"),

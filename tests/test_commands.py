@@ -312,6 +312,33 @@ def expect_pretrain_trial(cfg, job):
     }
 
 
+def expect_finetune_trial(cfg, job):
+    """One job per (checkpoint, trial): the reported runs' words, the trial's setting after them, its own seeds."""
+    from taco.evaluation.finetune_tuning import trial_settings
+
+    w = job["wildcards"]
+    t = cfg["finetune"]["tuning"]
+    setting = trial_settings(t["space"])[int(w["trial"])]
+    base = expect_finetune(cfg, {**job, "wildcards": {k: v for k, v in w.items() if k != "trial"}})
+    base.update(lr=setting.get("learning_rate", base["lr"]), epochs=setting.get("epochs", base["epochs"]),
+                warmup_steps=setting.get("warmup_steps", base["warmup_steps"]), tuned_recipe=None,
+                seed=list(t["seeds"]), test_predictions=False,
+                output=f"{cfg['results_dir']}/finetune_tuning/{run_dir(w)}/trial-{w['trial']}/{{task}}/seed-{{seed}}")
+    base["task"] = [x for x in cfg["glue"]["tasks"] if any(f"/{x}/seed-" in o for o in job["output"])]
+    return base
+
+
+def expect_finetune_choice(cfg, job):
+    from taco.evaluation.finetune_tuning import trial_settings
+
+    R, w = cfg["results_dir"], job["wildcards"]
+    n = len(trial_settings(cfg["finetune"]["tuning"]["space"]))
+    tasks = sorted({m.split("/")[-3] for m in job["input"]["metrics"]})
+    return {"trials": [f"{R}/finetune_tuning/{run_dir(w)}/trial-{i}" for i in range(n)], "tasks": tasks,
+            "space": json.dumps(cfg["finetune"]["tuning"]["space"], separators=(",", ":")),
+            "output": f"{R}/finetune_tuning/{run_dir(w)}/choice.json"}
+
+
 def expect_tuning_choice(cfg, job):
     R, w = cfg["results_dir"], job["wildcards"]
     t = cfg["pretrain"]["tuning"]
@@ -527,6 +554,10 @@ def expect_finetune(cfg, job):
         "glue_source": g["source"], "glue_dir": sub_root(g.get("data_dir"), cfg) if g["source"] == "local" else None,
         "max_length": ft["max_length"], "batch_size": ft["batch_size"], "lr": hp["learning_rate"],
         "epochs": hp["epochs"], "warmup_steps": ft["warmup_steps"], "report_rule": ft["report_rule"],
+        "dropout": ft["dropout"],
+        # finetune.tuning: the checkpoint's choice.json (each task's chosen setting replaces lr/epochs/warm-up)
+        "tuned_recipe": (f"{R}/finetune_tuning/{run_dir(w)}/choice.json"
+                         if (ft.get("tuning") or {}).get("enabled") else None),
         "max_train_samples": ft["max_train_samples"] or None, "max_eval_samples": ft["max_eval_samples"] or None,
         # capped sets are a sample drawn with the top-level seed; rule best chooses by the analysis' metric
         **({"data_seed": cfg["seed"]} if ft["max_train_samples"] or ft["max_eval_samples"] else {}),
@@ -674,6 +705,8 @@ CONTRACT = {
     "efficiency": ("efficiency", expect_efficiency, None),
     "pretrain_trial": ("pretrain", expect_pretrain_trial, None),
     "tuning_choice": ("tuning-choice", expect_tuning_choice, None),
+    "finetune_trial": ("finetune", expect_finetune_trial, None),
+    "finetune_choice": ("finetune-choice", expect_finetune_choice, None),
 }
 #: rules that run Python inside Snakemake (no command line)
 LOCAL_RULES = {"all", "analysis_spec", "aggregate_inputs", "run_config", "plan"}

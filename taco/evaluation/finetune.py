@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=None, help=f"default per preset: {by_preset('learning_rate')}")
     p.add_argument("--epochs", type=int, default=None, help=f"default per preset: {by_preset('epochs')}")
     p.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay")
+    p.add_argument("--tuned-recipe", default=None, metavar="CHOICE",
+                   help="a choice.json of `taco finetune-choice` (config finetune.tuning): each task's chosen learning "
+                        "rate, epochs and warm-up replace --lr, --epochs and --warmup-steps")
     p.add_argument("--primary-metric", nargs="*", default=[], metavar="KEY=METRIC",
                    help="score key -> metric that --report-rule best chooses the epoch by (e.g. mrpc=accuracy); "
                         "keys not given use the default (MRPC/QQP F1, STS-B Spearman, CoLA MCC, others accuracy)")
@@ -194,6 +197,14 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--checkpoint {ckpt}: {MANIFEST_NAME} has no known size_preset ({size!r}) to take the "
                          "fine-tuning learning rate and epochs from; pass --lr and --epochs")
     defaults = defaults or {}
+    tuned = None
+    if getattr(args, "tuned_recipe", None):
+        from taco.evaluation.finetune_tuning import read_choice
+
+        tuned = read_choice(args.tuned_recipe, args.task)
+        args.lr = float(tuned["learning_rate"]) if tuned.get("learning_rate") is not None else args.lr
+        args.epochs = int(tuned["epochs"]) if tuned.get("epochs") is not None else args.epochs
+        args.warmup_steps = int(tuned["warmup_steps"]) if tuned.get("warmup_steps") is not None else args.warmup_steps
     manifest_sha256 = sha256_file(ckpt / MANIFEST_NAME)
     init_from = None
     if getattr(args, "init_from", None):
@@ -205,6 +216,7 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
         "tokenizer": tokenizer, "config": config, "size_preset": size,
         "lr": args.lr if args.lr is not None else float(defaults["learning_rate"]),
         "epochs": args.epochs if args.epochs is not None else int(defaults["epochs"]),
+        "tuned_recipe": None if tuned is None else {"path": str(args.tuned_recipe), "setting": tuned},
     }
 
 
@@ -281,6 +293,7 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
             "max_train_samples": args.max_train_samples, "max_eval_samples": args.max_eval_samples,
             "data_seed": getattr(args, "data_seed", 0),
         },
+        "tuned_recipe": facts.get("tuned_recipe"),
         "test_predictions": None if test_rows is None else {
             "epoch": reported["epoch"],
             "files": {f: len(idx) for f, (idx, _) in test_rows.items()},

@@ -485,6 +485,22 @@ def finetune_deviations(config: Mapping[str, Any], spec: Mapping[str, Any] | Non
                              "usually higher scores on these small tasks (intermediate-task transfer); their "
                              "columns and the averages are not comparable with the paper's (marked † in the tables)",
                              key="finetune.mnli_start"))
+    tuning = ft.get("tuning") or {}
+    if tuning.get("enabled"):
+        space = ", ".join(f"{k} {v}" for k, v in (tuning.get("space") or {}).items())
+        out.append(Deviation("fine-tuning settings chosen per task",
+                             "one setting per model size (finetune_small.sh / finetune_base.sh)",
+                             f"every checkpoint, the no-pre-training control included, runs the same grid ({space}) "
+                             f"with its own seeds {tuning.get('seeds')}; per task the setting with the highest mean "
+                             "primary dev metric is used by the reported seeds (chosen on dev, as the paper's "
+                             "tables report dev)", "equal fine-tuning budgets: a checkpoint fine-tuned at a setting "
+                             "chosen for another is compared unfairly",
+                             "dev scores are optimistic by the selection among the trials, equally for every arm",
+                             key="finetune.tuning"))
+    dropout = ft.get("dropout", 0.1)
+    if _differs(0.1, dropout):
+        out.append(Deviation("fine-tuning dropout", "0.1 (BERT's, kept by run_glue.py)", _fmt(dropout),
+                             "set in the configuration", "changes fine-tuning", key="finetune.dropout"))
     caps = [(k, label) for k, label in (("max_train_samples", "training"), ("max_eval_samples", "dev"))
             if ft.get(k)]
     for k, label in caps:

@@ -452,10 +452,40 @@ class Commands:
         init = _files(getattr(input, "init", None) or [])
         if init and "seed" not in wildcards.keys():  # every seed of the job: each from its own seed's model
             init = [os.path.join(os.path.dirname(os.path.dirname(init[0])), "seed-{seed}", os.path.basename(init[0]))]
+        recipe = _files(getattr(input, "recipe", None) or [])  # finetune.tuning: the checkpoint's choice.json
         return (["--task", *tasks, "--checkpoint", input.checkpoint,
-                 *(["--init-from", init[0]] if init else []),
+                 *(["--init-from", init[0]] if init else []), *(["--tuned-recipe", recipe[0]] if recipe else []),
                  "--seed", *seeds, "--output", out, *(["--save-model"] if getattr(output, "model", None) else [])]
                 + self.monitoring_words("finetune", wildcards))
+
+    # ---- finetune.tuning: the same grid of trials for every checkpoint (taco.evaluation.finetune_tuning)
+    def finetune_trial_args(self, wildcards: Any) -> list[str]:
+        """``taco finetune`` of one trial: the reported runs' words with the trial's learning rate, epochs and
+        warm-up (the later flag wins in argparse) and no test predictions."""
+        from taco.evaluation.finetune_tuning import trial_settings
+
+        setting = trial_settings(self.config["finetune"]["tuning"]["space"])[int(wildcards.trial)]
+        flags = {"learning_rate": "--lr", "epochs": "--epochs", "warmup_steps": "--warmup-steps"}
+        return (self.finetune_args(wildcards) + [w for k, v in setting.items() for w in (flags[k], _s(v))]
+                + ["--no-test-predictions"])
+
+    def finetune_trial_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        """Every task and trial seed of one (checkpoint, trial) in one process."""
+        metrics = _files(output.metrics)
+        tasks = list(dict.fromkeys(os.path.basename(os.path.dirname(os.path.dirname(m))) for m in metrics))
+        out = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(metrics[0]))), "{task}", "seed-{seed}")
+        seeds = [_s(s) for s in self.config["finetune"]["tuning"]["seeds"]]
+        return (["--task", *tasks, "--checkpoint", input.checkpoint, "--seed", *seeds, "--output", out]
+                + self.monitoring_words("finetune", wildcards))
+
+    def finetune_choice_args(self, wildcards: Any = None) -> list[str]:
+        space = json.dumps(self.config["finetune"]["tuning"]["space"], separators=(",", ":"))
+        return self._taco("finetune-choice") + ["--space", space]
+
+    def finetune_choice_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
+        trials = sorted({os.path.dirname(os.path.dirname(os.path.dirname(m))) for m in _files(input.metrics)})
+        tasks = sorted({os.path.basename(os.path.dirname(os.path.dirname(m))) for m in _files(input.metrics)})
+        return ["--trials", *trials, "--tasks", *tasks, "--output", _files(output)[0]]
 
     def glue_submission_args(self, wildcards: Any = None) -> list[str]:
         return self._taco("glue-submission")

@@ -110,7 +110,26 @@ def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict
         "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs
                          if wc.finetuned(config, r)) * per_ckpt + control_runs,
         "dynamics": len(wc.dynamics_checkpoints(config)),
+        # finetune.tuning: one job per (checkpoint, trial), every task and trial seed in it; a choice per checkpoint
+        "finetune_trial": _finetune_checkpoints(config) * len(_finetune_trials(config)),
+        "finetune_choice": _finetune_checkpoints(config) if _finetune_trials(config) else 0,
     }
+
+
+def _finetune_trials(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The settings of ``finetune.tuning``'s grid ([] when off)."""
+    t = config["finetune"].get("tuning") or {}
+    if not t.get("enabled"):
+        return []
+    from taco.evaluation.finetune_tuning import trial_settings
+
+    return trial_settings(t["space"])
+
+
+def _finetune_checkpoints(config: dict[str, Any]) -> int:
+    """Checkpoints that are fine-tuned, the controls included."""
+    return (sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in wc.runs(config) if wc.finetuned(config, r))
+            + len(wctl.finetuned_checkpoints(config)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -244,6 +263,15 @@ def finetune_costs(config: dict[str, Any], tasks: list[str], rates: Rates) -> di
         flops = len(ckpts) * len(seeds) * sum(c["flops"] for c in per_task.values())
         hours = (len(ckpts) * len(seeds) * sum(c["gpu_hours"] for c in per_task.values())
                  + processes * rates.overhead / 3600)
+        # finetune.tuning: every trial on every task with the trials' seeds, its epochs against the default's
+        trials = _finetune_trials(config)
+        if trials:
+            epochs0 = int(wc.finetune_hyperparameters(config, size)["epochs"])
+            scale = sum(int(t.get("epochs", epochs0)) / epochs0 for t in trials)
+            t_seeds = len(config["finetune"]["tuning"]["seeds"])
+            flops += len(ckpts) * t_seeds * scale * sum(c["flops"] for c in per_task.values())
+            hours += (len(ckpts) * t_seeds * scale * sum(c["gpu_hours"] for c in per_task.values())
+                      + len(ckpts) * len(trials) * rates.overhead / 3600)
         if finetune_jobs_per_checkpoint(config, len(tasks)) == 1 and len(tasks) * len(seeds) > 1:  # one job per checkpoint
             job_h = len(seeds) * sum(c["gpu_hours"] for c in per_task.values()) + rates.overhead / 3600
         else:

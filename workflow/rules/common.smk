@@ -132,6 +132,28 @@ def tuned_recipe(wildcards):
     return f"{R}/tuning/{arm[0]}/{arm[1]}/choice.json"
 
 
+FT_TUNING = bool((config["finetune"].get("tuning") or {}).get("enabled"))
+FT_TRIAL_SEEDS = list(config["finetune"]["tuning"]["seeds"]) if FT_TUNING else []
+
+
+def finetune_trial_metrics(wildcards):
+    """Every trial's metrics of one checkpoint (finetune.tuning): trial-<i>/<task>/seed-<seed>/metrics.json."""
+    from taco.evaluation.finetune_tuning import trial_settings
+
+    run = run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, wildcards.pseed)
+    n = len(trial_settings(config["finetune"]["tuning"]["space"]))
+    return [f"{R}/finetune_tuning/{run}/trial-{i}/{t}/seed-{s}/metrics.json"
+            for i in range(n) for t in TASKS for s in FT_TRIAL_SEEDS]
+
+
+def finetune_recipe(wildcards):
+    """The checkpoint's fine-tuning choice.json with finetune.tuning on, else []."""
+    if not FT_TUNING:
+        return []
+    run = run_path(wildcards.size, wildcards.objective, wildcards.fraction, wildcards.step, wildcards.pseed)
+    return f"{R}/finetune_tuning/{run}/choice.json"
+
+
 def tuning_choices():
     return [f"{R}/tuning/{size}/{objective}/choice.json" for size, objective in tg.tuning_arms(config)]
 

@@ -14,6 +14,7 @@ rule finetune:
     input:
         checkpoint=f"{R}/pretrain/{RUN}",
         init=mnli_start_model,
+        recipe=finetune_recipe,
     output:
         metrics=f"{FT_RUN}/seed-{{seed}}/metrics.json",
         predictions=f"{FT_RUN}/seed-{{seed}}/predictions.tsv",
