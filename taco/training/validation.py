@@ -161,9 +161,20 @@ def evaluate_checkpoint_dir(checkpoint: str | Path, blocks: str | Path, *, mlm_p
 
 
 def write_eval(checkpoint: str | Path, result: dict[str, Any], step: int) -> Path:
-    """Write ``eval.json`` (``result`` plus ``step``) into ``checkpoint``; returns its path."""
+    """Write ``eval.json`` (``result`` plus ``step``) into ``checkpoint`` as strict JSON (a loss that is not
+    finite, e.g. of a validation set that drew no masked token, is written as ``null``; such a set is also
+    named on stderr and recorded in ``note``); returns its path."""
+    import sys
+
+    from taco.manifest import finite_or_null
+
+    record = {"step": int(step), **result}
+    if record.get("n_masked_tokens") == 0:
+        record["note"] = ("the validation set drew no masked token (blocks too short for the MLM rate): no "
+                          "validation loss; pack more or longer validation blocks")
+        print(f"taco: warning: {Path(checkpoint)}: {record['note']}", file=sys.stderr)
     path = Path(checkpoint) / EVAL_NAME
-    path.write_text(json.dumps({"step": int(step), **result}, indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps(finite_or_null(record), indent=2, sort_keys=True, allow_nan=False) + "\n")
     return path
 
 
