@@ -650,3 +650,55 @@ def test_a_failed_write_leaves_the_earlier_set_whole(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert f"cannot write into the output folder {out}" in err and "Traceback" not in err, err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+RECORD_CURVES = Path(__file__).resolve().parent.parent / "docs" / "records" / "2026-12-05-cpu-real-e1-tuned" / "efficiency_curves.csv"
+
+
+def _damaged(tmp_path, edit) -> Path:
+    lines = RECORD_CURVES.read_text().splitlines()
+    out = tmp_path / "curves.csv"
+    out.write_text("\n".join(edit(lines)) + "\n")
+    return out
+
+
+def _replace_field(line: str, index: int, value: str) -> str:
+    fields = line.split(",")
+    fields[index] = value
+    return ",".join(fields)
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda ls: ls + [_replace_field(ls[5], 6, "9.9")], "given twice with different losses"),
+    (lambda ls: [ls[0], _replace_field(ls[1], 6, "-1.0")] + ls[2:], "line 2, column value: '-1.0' is not a loss"),
+    (lambda ls: [ls[0], _replace_field(ls[1], 5, "abc")] + ls[2:], "line 2, column step: 'abc' is not a positive"),
+    (lambda ls: [ls[0], _replace_field(ls[1], 6, "lots")] + ls[2:], "line 2, column value: 'lots'"),
+    (lambda ls: ls[:3] + [ls[0]] + ls[3:], "line 4, column fraction: 'fraction'"),
+    (lambda ls: [ls[0], _replace_field(ls[1], 1, "foo")] + ls[2:], "line 2, column objective: unknown objective 'foo'"),
+    (lambda ls: ls[:-1] + [ls[-1][:20]], "fields (a truncated or damaged file)"),
+], ids=["conflicting duplicate", "negative loss", "text step", "text loss", "repeated header", "unknown objective",
+        "truncated"])
+def test_a_damaged_curves_file_is_named_not_decided(tmp_path, capsys, edit, needle):
+    """Fault sweep IV, item 5: a conflicting duplicate changed E1 from supported to inconclusive without a word;
+    the other damages gave a traceback, an error naming nothing, or exit 0 with no E1 row."""
+    if not RECORD_CURVES.is_file():
+        pytest.skip(f"{RECORD_CURVES} absent")
+    path = _damaged(tmp_path, edit)
+    assert eff_command.main(["--curves", str(path), "--output-dir", str(tmp_path / "o"), "--calibration-reps", "0"]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and needle in err and "Traceback" not in err, err
+    assert not (tmp_path / "o" / "efficiency.csv").exists()
+
+
+def test_unbounded_calibration_and_a_short_taco_arm_are_named(tmp_path, capsys):
+    if not RECORD_CURVES.is_file():
+        pytest.skip(f"{RECORD_CURVES} absent")
+    assert eff_command.main(["--curves", str(RECORD_CURVES), "--output-dir", str(tmp_path / "o"),
+                             "--calibration-reps", "1000000000"]) == 2
+    assert "--calibration-reps must be in [0, 100,000]" in capsys.readouterr().err
+    df = pd.read_csv(RECORD_CURVES)
+    short = tmp_path / "short.csv"
+    df[~((df["objective"] == "taco") & (df["step"] > 3000))].to_csv(short, index=False)
+    assert eff_command.main(["--curves", str(short), "--output-dir", str(tmp_path / "o"), "--calibration-reps", "0"]) == 0
+    row = eff.read_table(tmp_path / "o" / "efficiency.csv").query("kind == 'primary'").iloc[0]
+    assert row["target_step"] == 2000 and "T = 2000, not 4000: TACO reached only 2000" in row["reason"]

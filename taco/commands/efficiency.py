@@ -64,6 +64,8 @@ from taco.stats.efficiency import (CALIBRATION_REPS, build_pairs, calibration_ro
 from taco.stats.validation_points import EvalFileError
 
 NAME = "efficiency"
+#: the most simulated experiments per row (10,000 is the default; the Monte Carlo error at 100,000 is ~0.0007)
+MAX_CALIBRATION_REPS = 100_000
 
 def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: AnalysisConfig,
          aggregate_dir: str | Path | None = None, step_times: str | Path | None = None, *,
@@ -226,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--checkpoints or --curves is required (or --calibrate)")
         if args.checkpoints and args.curves:
             raise ValueError("give --checkpoints or --curves, not both")
-        if args.calibration_reps < 0:
-            raise ValueError(f"--calibration-reps must be >= 0, got {args.calibration_reps}")
+        if not 0 <= args.calibration_reps <= MAX_CALIBRATION_REPS:
+            raise ValueError(f"--calibration-reps must be in [0, {MAX_CALIBRATION_REPS:,}] (each row's test costs "
+                             f"about 1 s per 10,000 draws), got {args.calibration_reps:,}")
         paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir, args.step_times,
                      curves=args.curves, calibration_reps=args.calibration_reps, tuning=args.tuning,
                      tuning_space=_space(args.tuning_space),

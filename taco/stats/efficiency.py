@@ -146,10 +146,65 @@ def read_curves(path: str | Path) -> tuple[pd.DataFrame, dict[tuple[str, str], f
     if missing:
         raise ValueError(f"{p}: missing column(s) {', '.join(missing)} (written by another version? rerun "
                          "`taco efficiency --checkpoints ...`)")
+    _check_curve_rows(p, df)
     df["budget"] = df["budget"].astype(str).str.lower().isin(("true", "1"))
     fps = {(str(r.size), str(r.objective)): float(r.flops_per_step) for r in df.itertuples()
            if math.isfinite(float(r.flops_per_step))}
     return df[CURVE_COLUMNS], fps, []
+
+
+def _check_curve_rows(p: Path, df: pd.DataFrame) -> None:
+    """Every row of a curves file as :func:`read_checkpoints` writes it, or ValueError naming the file, the
+    row (its line in the file: header = line 1), the column and the value: numbers where numbers belong
+    (a repeated header, "5.x", "lots" or a truncated last row are named), a non-negative loss, a positive
+    integer step, a known objective, and no conflicting duplicate of a (run, step) point."""
+    if df.empty:
+        raise ValueError(f"{p}: no rows (written by taco efficiency with at least one validation point)")
+    import csv
+
+    with open(p, newline="", encoding="utf-8", errors="replace") as fh:
+        rows = list(csv.reader(fh))
+    width = len(rows[0])
+    for n, row in enumerate(rows[1:], start=2):
+        if row and len(row) != width:
+            raise ValueError(f"{p}: line {n} has {len(row)} of the header's {width} fields (a truncated or "
+                             "damaged file)")
+    numeric = {"fraction": "a number in (0, 1]", "pretrain_seed": "an integer", "seed": "an integer",
+               "step": "a positive integer", "value": "a loss >= 0 or empty", "flops_per_step": "a number or empty",
+               **{c: "a number or empty" for c in PROBE_COLUMNS}}
+    for col, what in numeric.items():
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() & df[col].notna()
+        if col in ("fraction", "pretrain_seed", "seed", "step"):
+            bad |= df[col].isna()
+        if col in ("pretrain_seed", "seed", "step"):
+            bad |= values.notna() & (values != values.round())
+        if col == "step":
+            bad |= values <= 0
+        if col == "fraction":
+            bad |= (values <= 0) | (values > 1)
+        if col == "value":
+            bad |= values < 0
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise ValueError(f"{p}: line {i + 2}, column {col}: {str(df[col].iloc[i])!r} is not {what}")
+        df[col] = values
+    unknown = sorted(set(df["objective"].astype(str)) - set(OBJECTIVE_SPECS))
+    if unknown:
+        i = int((df["objective"].astype(str) == unknown[0]).to_numpy().nonzero()[0][0])
+        raise ValueError(f"{p}: line {i + 2}, column objective: unknown objective {unknown[0]!r} "
+                         f"(known: {', '.join(sorted(OBJECTIVE_SPECS))})")
+    key = ["size", "objective", "fraction", "pretrain_seed", "seed", "step"]
+    dup = df.duplicated(key, keep=False)
+    if dup.any():
+        groups = df[dup].groupby(key, dropna=False)["value"].nunique(dropna=False)
+        conflict = groups[groups > 1]
+        if len(conflict):
+            k = conflict.index[0]
+            lines = [int(j) + 2 for j in df.index[(df[key] == pd.Series(k, index=key)).all(axis=1)]]
+            point = ", ".join(f"{c} {v.item() if hasattr(v, 'item') else v}" for c, v in zip(key, k))
+            raise ValueError(f"{p}: lines {', '.join(map(str, lines))}: the point ({point}) is given twice with "
+                             "different losses; which one counts cannot be guessed")
 
 
 def read_choices(paths: Sequence[str | Path]) -> list[tuple[str, dict[str, Any]]]:
@@ -277,8 +332,11 @@ def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConf
         t = budgets[-1]
         name = lambda s: cfg.budget_name(size, s) or ""  # noqa: E731
         b_budgets = _budget_steps(loss, size, COMPARED)
+        a_budgets = _budget_steps(loss, size, REFERENCE)
         moved = (f"T = {t}, not {max(b_budgets)}: MLM reached only {t} (a short MLM run moves T)"
-                 if b_budgets and max(b_budgets) > t else "")
+                 if b_budgets and max(b_budgets) > t else
+                 f"T = {t}, not {max(a_budgets)}: TACO reached only {t} (a short TACO run moves T)"
+                 if a_budgets and max(a_budgets) > t else "")
         pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats", target_budget=name(t),
                           flops_per_step=fp, title=CLAIM_TEXT["E1"], note=moved, **exits))
         for s in budgets[:-1]:
