@@ -17,9 +17,6 @@ others in :data:`_ORDER`, then by name. Torch-free: the hooks that touch tensors
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
-import pkgutil
 from types import ModuleType
 
 from taco.families.base import Family
@@ -40,13 +37,16 @@ def _order(name: str) -> tuple[int, str]:
 
 
 def _modules() -> list[ModuleType]:
-    names = [m.name for m in pkgutil.iter_modules(__path__) if m.name not in _SUPPORT_MODULES and not m.name.startswith("_")]
-    mods = [importlib.import_module(f"{__name__}.{n}") for n in names]
-    mods += [ep.load() for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
-    for mod in mods:
-        if not isinstance(getattr(mod, "DECLARED", None), Family):
-            raise ValueError(f"{getattr(mod, '__file__', mod.__name__)}: a family module must declare DECLARED "
-                             "(a taco.families.base.Family); helper modules start with '_'")
+    """The family modules: this package's (a scan), then the entry points'; a module that fails to import or
+    declares no Family is left out and named (:func:`taco.plugins.load_modules`, kept in :data:`BROKEN`)."""
+    from taco.plugins import load_modules
+
+    def declares(mod: ModuleType) -> str | None:
+        return None if isinstance(getattr(mod, "DECLARED", None), Family) else (
+            "a family module must declare DECLARED (a taco.families.base.Family); helper modules start with '_'")
+
+    mods, broken = load_modules(__name__, __path__, ENTRY_POINT_GROUP, "family", _SUPPORT_MODULES, declares)
+    BROKEN.update(broken)
     return mods
 
 
@@ -65,6 +65,8 @@ def _load(mods: list[ModuleType]) -> dict[str, Family]:
     return dict(sorted(out.items(), key=lambda kv: _order(kv[0])))
 
 
+#: family modules left out (where -> why): they failed to import or declare no family
+BROKEN: dict[str, str] = {}
 #: every encoder family, name -> declaration, BERT first
 FAMILIES: dict[str, Family] = _load(_modules())
 
@@ -74,7 +76,8 @@ def get_family(name: str) -> Family:
     try:
         return FAMILIES[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown architecture {name!r}; valid: {', '.join(FAMILIES)}") from None
+        broken = "".join(f"; left out: {w} ({why})" for w, why in BROKEN.items())
+        raise ValueError(f"unknown architecture {name!r}; valid: {', '.join(FAMILIES)}{broken}") from None
 
 
 def family_of_model_type(model_type: object, where: str = "model config") -> Family:

@@ -19,9 +19,6 @@ entry-point group :data:`ENTRY_POINT_GROUP` (``[project.entry-points."taco.objec
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
-import pkgutil
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -41,16 +38,19 @@ def _order(name: str) -> tuple[int, str]:
 
 
 def _modules() -> list[ModuleType]:
-    """The objective modules: this package's (a scan), then the entry points', in table order."""
-    names = [m.name for m in pkgutil.iter_modules(__path__)
-             if m.name not in _SUPPORT_MODULES and not m.name.startswith("_")]
-    mods = [importlib.import_module(f"{__name__}.{n}") for n in names]
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        mods.append(ep.load())
-    for mod in mods:
-        if not getattr(mod, "DECLARED", None):
-            raise ValueError(f"{getattr(mod, '__file__', mod.__name__)}: an objective module must declare DECLARED "
-                             f"(a tuple of taco.objectives.base.Objective); helper modules start with '_'")
+    """The objective modules: this package's (a scan), then the entry points', in table order; a module that
+    fails to import or declares no objective is left out and named (:func:`taco.plugins.load_modules`, kept in
+    :data:`BROKEN`)."""
+    from taco.plugins import load_modules
+
+    def declares(mod: ModuleType) -> str | None:
+        decl = getattr(mod, "DECLARED", None)
+        ok = isinstance(decl, tuple) and decl and all(isinstance(o, Objective) for o in decl)
+        return None if ok else ("an objective module must declare DECLARED (a tuple of "
+                                "taco.objectives.base.Objective); helper modules start with '_'")
+
+    mods, broken = load_modules(__name__, __path__, ENTRY_POINT_GROUP, "objective", _SUPPORT_MODULES, declares)
+    BROKEN.update(broken)
     return sorted(mods, key=lambda m: min(_order(o.name) for o in m.DECLARED))
 
 
@@ -77,6 +77,8 @@ def _load(mods: list[ModuleType]):
     return specs, options, tuple(checks)
 
 
+#: objective modules left out (where -> why): they failed to import or declare no objective
+BROKEN: dict[str, str] = {}
 #: every pre-training objective, name -> declaration, in table order
 OBJECTIVE_SPECS: dict[str, Objective]
 #: every objective option, model parameter name -> declaration
@@ -100,8 +102,9 @@ def get_objective(name: str) -> Objective:
     try:
         return OBJECTIVE_SPECS[name]
     except (KeyError, TypeError):
+        broken = "".join(f"; left out: {w} ({why})" for w, why in BROKEN.items())
         raise ValueError(
-            f"unknown objective {name!r}; valid objectives: {', '.join(OBJECTIVE_SPECS)}"
+            f"unknown objective {name!r}; valid objectives: {', '.join(OBJECTIVE_SPECS)}{broken}"
         ) from None
 
 
