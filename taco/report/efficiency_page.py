@@ -193,6 +193,16 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
                    f"{_f(r.calibrated_ci_high)}]; the plain t interval: {t_interval_text(r)} (descriptive; the t rule "
                    f"alone: {r.t_rule_verdict or 'n/a'})" if _finite(r.calibrated_p_supported) else
                    "- Calibrated test: not run (fewer than 2 units in an arm)"),
+                  *([f"- The paper's numbers, by the same test: p(speedup <= 1) = {_f(r.calibrated_p_faster, 3)} "
+                     f"(faster at all); " + (f"p(speedup <= {_f(r.paper_factor)}) = {_f(r.calibrated_p_paper_factor, 3)} "
+                                            "(the paper's factor); " if _finite(r.paper_factor) else
+                                            "the paper's factor: no role (analysis.roles) for this size; ")
+                     + f"p(speedup <= {_f(r.margin)}) = {_f(r.calibrated_p_supported, 3)} (the margin)"
+                     + (". With A at 5 runs or fewer each p includes the +0.01 of the Berger-Boos bound, so no p falls "
+                        "below 0.01; a p within 0.005 of it is almost all that term (A's SD taken at its 99% upper "
+                        "bound), not evidence of a precisely estimated speedup" if str(r.berger_boos).lower() in ("true", "1", "1.0")
+                        else "")]
+                    if _finite(getattr(r, "calibrated_p_faster", float("nan"))) else []),
                   f"- Regime: {md_text(r.regime) or 'no context probe in these checkpoints'}; plateau-exit step "
                   f"per run (order gap > {PLATEAU_EXIT_GAP:g} nats; 'never': not within its points): A "
                   f"{r.plateau_exit_a or 'n/a'}, B {r.plateau_exit_b or 'n/a'}",

@@ -58,7 +58,10 @@ CSV_COLUMNS = [
     "calibrated_p_not_supported", "critical_value", "calibration_mc_error", "calibration_reps", "berger_boos",
     "calibrated_ci_low", "calibrated_ci_high", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b",
     "regime", "calibrated_level", "calibrated_coverage", "interval_note", "curve_steps", "title",
+    "calibrated_p_faster", "paper_factor", "calibrated_p_paper_factor",
 ]
+#: columns added within format 3 (issue 51): absent from older files, read as empty
+OPTIONAL_COLUMNS = ("calibrated_p_faster", "paper_factor", "calibrated_p_paper_factor")
 TEXT_COLUMNS = ("claim_id", "kind", "form", "unit_of_value", "better", "size", "a", "b", "target_budget", "status",
                 "estimate_bound", "verdict", "reason", "unit", "unit_k", "unit_speedups", "interval_note",
                 "curve_steps", "title", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b", "regime")
@@ -369,6 +372,19 @@ def evaluate(pairs: Sequence[Pair], cfg: AnalysisConfig, wall_time_ratio: float 
     for p in pairs:
         row = evaluate_pair(p, alpha=cfg.alpha, margin=cfg.efficiency_margin, columns=CSV_COLUMNS,
                             calibration_reps=calibration_reps, seed=cfg.seed)
+        # the paper's own numbers tested as stated, beside the margin: "faster at all" (> 1x) and the paper's
+        # factor (5x small, 2x base: the row's own for E2/E3, the size's role's for E1), by the same test
+        roles = {v: k for k, v in cfg.roles.items() if v}
+        factor = p.paper_speedup if p.paper_speedup and math.isfinite(p.paper_speedup) else (
+            PAPER_SPEEDUP[roles[p.size]][3] if p.size in roles and roles[p.size] in PAPER_SPEEDUP else math.nan)
+        row["paper_factor"] = factor
+        for col, m in (("calibrated_p_faster", 1.0), ("calibrated_p_paper_factor", factor)):
+            row[col] = math.nan
+            if calibration_reps and p.kind in ("primary", "secondary") and math.isfinite(m) and \
+                    math.isfinite(row.get("calibrated_p_supported", math.nan)):
+                other = evaluate_pair(p, alpha=cfg.alpha, margin=m, columns=CSV_COLUMNS,
+                                      calibration_reps=calibration_reps, seed=cfg.seed)
+                row[col] = other["calibrated_p_supported"]
         row["format_version"] = FORMAT_VERSION
         row["wall_time_ratio"] = wall_time_ratio
         row["wall_speedup"] = row["speedup"] * wall_time_ratio
@@ -393,6 +409,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
             f"{p}: efficiency table of format {', '.join(map(str, found)) or '?'}, this taco reads format "
             f"{FORMAT_VERSION} (columns changed: docs/INTERFACES.md); rerun `taco efficiency` (snakemake re-runs "
             "the efficiency rule when its code changes: `snakemake -R efficiency`)")
+    for c in OPTIONAL_COLUMNS:
+        if c not in df.columns:
+            df[c] = math.nan
     missing = [c for c in CSV_COLUMNS if c not in df.columns]
     if missing:
         raise EfficiencyTableError(f"{p}: missing column(s) {', '.join(missing)}")
