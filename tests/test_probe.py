@@ -1,0 +1,58 @@
+"""The frozen-feature probe (issue 51 item 3; taco.evaluation.probe): the linear models recover a known answer,
+the command writes a deterministic record, and bad input is named before any work."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from taco.evaluation import probe
+
+
+def test_a_separable_task_is_learned_and_noise_is_not():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 8))
+    y = (x[:, 0] + 0.1 * x[:, 1] > 0).astype(int)
+    good = probe.fit_probe("sst2", x[:300], y[:300], x[300:], y[300:])
+    assert good["metrics"]["accuracy"] > 0.9
+    noise = probe.fit_probe("sst2", rng.normal(size=(300, 8)), y[:300], rng.normal(size=(100, 8)), y[300:])
+    assert 0.3 < noise["metrics"]["accuracy"] < 0.7
+    target = 2.5 + x[:, 2]
+    reg = probe.fit_probe("stsb", x[:300], target[:300], x[300:], target[300:])
+    assert reg["primary"] > 0.95 and reg["choice"] in probe.ALPHA_GRID
+
+
+def test_the_command_writes_a_deterministic_record(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from transformers import AutoTokenizer
+
+    from taco.manifest import build_manifest, write_manifest
+    from taco.model.configs import bert_config
+    from taco.model.modeling import PreTrainingModel
+    from shared_data import bert_tokenizer
+
+    import torch
+
+    tok = bert_tokenizer()
+    ckpt = tmp_path / "step-0"
+    torch.manual_seed(0)
+    PreTrainingModel(bert_config("tiny", len(tok)), objective="mlm").save_pretrained(str(ckpt))
+    tok.save_pretrained(str(ckpt))
+    write_manifest(ckpt, build_manifest("pretrain", {}, step=0, objective="control", size="tiny", size_preset="tiny"))
+    args = ["--checkpoint", str(ckpt), "--task", "sst2", "stsb", "--glue-source", "synthetic",
+            "--max-train-samples", "200", "--max-eval-samples", "100"]
+    assert probe.main([*args, "--output", str(tmp_path / "a.json")]) == 0
+    assert probe.main([*args, "--output", str(tmp_path / "b.json")]) == 0
+    a, b = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
+    for rec in (a, b):
+        rec.pop("cpu_seconds")
+    assert a == b
+    assert set(a["tasks"]) == {"sst2", "stsb"} and a["step"] == 0 and a["objective"] == "control"
+    assert a["average"]["mean"] == pytest.approx((a["tasks"]["sst2"]["mean"]["primary"]
+                                                   + a["tasks"]["stsb"]["mean"]["primary"]) / 2)
+    assert probe.main([*args, "--output", str(tmp_path / "a.json")]) == 2  # never overwritten
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert probe.main(["--checkpoint", str(ckpt), "--task", "nope", "--output", str(tmp_path / "c.json")]) == 2
+    assert "unknown GLUE task" in capsys.readouterr().err
