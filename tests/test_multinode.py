@@ -130,3 +130,29 @@ def test_the_plan_prices_a_two_node_segment_with_all_its_gpus():
     assert (a["gpus"], b["gpus"]) == (2, 16) and a["global_batch"] == b["global_batch"] == 2048
     assert b["gpu_hours"] == pytest.approx(a["gpu_hours"])
     assert b["longest_segment_hours"] == pytest.approx(a["longest_segment_hours"] / 8)
+
+
+@pytest.mark.parametrize("port", ["abc", "-1", "99999", "80"])
+def test_a_bad_rendezvous_port_is_named(port):
+    """Fault sweep IV, item 9: TACO_RDZV_PORT=abc gave a ValueError traceback, -1 and 99999 went on to torchrun."""
+    import taco.workflow.nodes as nodes
+
+    with pytest.raises(nodes.NodesError, match=rf"TACO_RDZV_PORT='{port}': a TCP port in \[1024, 65535\]"):
+        nodes.rendezvous_port("7", {"TACO_RDZV_PORT": port})
+
+
+def test_a_hanging_scontrol_and_a_missing_srun_are_named(tmp_path, monkeypatch, capsys):
+    import taco.workflow.nodes as nodes
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "scontrol").write_text("#!/bin/sh\nexec /bin/sleep 30\n")
+    (fake / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))
+    monkeypatch.setattr(nodes, "SCONTROL_TIMEOUT_S", 1)
+    with pytest.raises(nodes.NodesError, match=r"scontrol show job 7 gave no answer within 1 s"):
+        nodes.allocation_hosts("7")
+    monkeypatch.setattr(nodes, "allocation_hosts", lambda job_id: ["a", "b"])
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    assert nodes.main(["--nnodes", "2", "--nproc-per-node", "1", "--", "-m", "taco", "pretrain"]) == 2
+    assert "srun is not on PATH" in capsys.readouterr().err

@@ -49,7 +49,11 @@ def rendezvous_port(job_id: str, env: dict[str, str] | None = None) -> int:
     """The c10d rendezvous port of job ``job_id``: ``$TACO_RDZV_PORT``, else 20000 + id mod 20000."""
     env = os.environ if env is None else env
     if env.get("TACO_RDZV_PORT"):
-        return int(env["TACO_RDZV_PORT"])
+        text = env["TACO_RDZV_PORT"].strip()
+        if not text.isdigit() or not 1024 <= int(text) <= 65535:
+            raise NodesError(f"TACO_RDZV_PORT={env['TACO_RDZV_PORT']!r}: a TCP port in [1024, 65535] for the c10d "
+                             "rendezvous (unset it for 20000 + job id mod 20000)")
+        return int(text)
     digits = "".join(ch for ch in str(job_id) if ch.isdigit()) or "0"
     return PORT_BASE + int(digits) % PORT_SPAN
 
@@ -68,15 +72,28 @@ def srun_words(job_id: str, nnodes: int, gpus_per_node: int) -> list[str]:
             *([f"--gpus-per-node={gpus_per_node}"] if gpus_per_node > 0 else [])]
 
 
+#: seconds one scontrol call may take before the launcher gives up naming it (a hung slurmctld)
+SCONTROL_TIMEOUT_S = 60
+
+
+def _scontrol(args: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=SCONTROL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise NodesError(f"scontrol {' '.join(args)} gave no answer within {SCONTROL_TIMEOUT_S} s (is slurmctld "
+                         "reachable?)") from None
+
+
 def allocation_hosts(job_id: str) -> list[str]:
-    """The host names of job ``job_id``'s nodes, in SLURM's order (``scontrol``); NodesError if unknown."""
+    """The host names of job ``job_id``'s nodes, in SLURM's order (``scontrol``, each call given
+    :data:`SCONTROL_TIMEOUT_S`); NodesError if unknown or when scontrol hangs."""
     if shutil.which("scontrol") is None:
         raise NodesError("scontrol is not on PATH: a multi-node segment runs inside a SLURM allocation")
-    show = subprocess.run(["scontrol", "show", "job", str(job_id)], capture_output=True, text=True)
+    show = _scontrol(["show", "job", str(job_id)])
     nodelist = next((w.split("=", 1)[1] for w in show.stdout.split() if w.startswith("NodeList=")), "")
     if show.returncode != 0 or not nodelist or nodelist == "(null)":
         raise NodesError(f"scontrol show job {job_id}: no NodeList ({(show.stderr or show.stdout).strip()[:200]})")
-    hosts = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True)
+    hosts = _scontrol(["show", "hostnames", nodelist])
     if hosts.returncode != 0:
         raise NodesError(f"scontrol show hostnames {nodelist}: {hosts.stderr.strip()[:200]}")
     return hosts.stdout.split()
@@ -123,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     except NodesError as exc:
         return cli_error(NAME, exc)
     print("taco nodes: " + " ".join(words), file=sys.stderr, flush=True)
-    os.execvp(words[0], words)
+    try:
+        os.execvp(words[0], words)
+    except FileNotFoundError:
+        return cli_error(NAME, f"{words[0]} is not on PATH: a multi-node segment starts its agents with {words[0]} "
+                               "inside the SLURM allocation")
     return 0  # pragma: no cover - exec does not return
 
 
