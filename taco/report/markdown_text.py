@@ -43,3 +43,13 @@ def md_code(value: object) -> str:
     fence = "`" * (max(runs, default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_cell(value: object) -> str:
+    """``str(value)`` made safe for a Markdown table cell while its raw text stays readable (tables people also
+    read as plain text): ``<``/``>``/``&`` become entities (no raw HTML), ``](`` becomes ``]\\(`` (no link),
+    ``|`` is escaped (no new column), line breaks become a space. Brackets, underscores and stars stay as written
+    (use :func:`md_text` where every Markdown character must be shown literally)."""
+    text = _NEWLINES_RE.sub(" ", str(value)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("](", "]\\(").replace("|", "\\|")
+

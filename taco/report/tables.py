@@ -252,9 +252,14 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
     were capped (from ``cfg``), and the notes (what is n/a and why)."""
     w = wide_table(long)
     head = list(w.columns)
-    lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    from taco.report.markdown_text import md_cell
+
+    # every cell and header may hold configuration strings (budget names, objective labels): escaped, so a name
+    # like "<img ...>" or "[x](javascript:...)" shows as written and is never live HTML or a link
+    lines = [f"## {md_cell(title)}", "", "| " + " | ".join(md_cell(h) for h in head) + " |",
+             "|" + "|".join("---" for _ in head) + "|"]
     for _, r in w.iterrows():
-        lines.append("| " + " | ".join(str(r[h]).replace("|", "\\|") for h in head) + " |")
+        lines.append("| " + " | ".join(md_cell(r[h]) for h in head) + " |")
     ci = (f"{cfg.confidence_level * 100:g}% CI in the CSV: {ci_method_name(cfg.ci_method)}" if cfg is not None
           else f"CI in the CSV: {ci_method_name('t')}")
     lines += ["", f"Values in {UNIT}; ours = mean ±SD over fine-tuning seeds ({ci}); {MEDIAN_NOTE}; "
@@ -272,7 +277,7 @@ def render_markdown(long: pd.DataFrame, title: str, cfg: AnalysisConfig | None =
         lines += ["", capped]
     notes = _notes(long)
     if notes:
-        lines += ["", "Notes:"] + [f"- {n}" for n in notes]
+        lines += ["", "Notes:"] + [f"- {md_cell(n)}" for n in notes]
     return "\n".join(lines) + "\n"
 
 
