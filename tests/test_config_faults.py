@@ -88,3 +88,45 @@ def test_an_entrys_own_seeds_get_the_too_few_to_decide_note(tmp_path):
     notes = config_notes(cfg)
     assert any(n.startswith("pretrain.runs[0].seeds: 2 pre-training runs") and "no claim can be decided" in n
                for n in notes), notes
+
+
+def _bomb(path: Path, levels: int = 7) -> Path:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("text, needle", [
+    (None, "aliases expand to more than 200,000 values"),
+    ("a: &x\n  b: *x\n", "a recursive alias"),
+    ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ("a: " + "[" * 70 + "]" * 70 + "\n", "nested deeper than 64 levels"),
+], ids=["billion laughs", "recursive alias", "5000 deep", "70 deep"])
+def test_hostile_yaml_is_refused_quickly_naming_the_file(tmp_path, text, needle):
+    """Fault sweep IV, item 10: an alias bomb took `taco plan` past 3 GB within 46 s (and `snakemake -n` within
+    36 s); a recursive alias or 5,000-deep nesting gave a RecursionError traceback."""
+    import time
+
+    f = tmp_path / "overlay.yaml"
+    _bomb(f) if text is None else f.write_text(text)
+    t0 = time.monotonic()
+    with pytest.raises(ConfigFileError, match=needle) as err:
+        read_config_file(f)
+    assert str(f) in str(err.value) and time.monotonic() - t0 < 10
+    plan = subprocess.run([sys.executable, "-m", "taco", "plan", "--no-snakemake", "--configfile",
+                           str(REPO / "configs" / "smoke.yaml"), str(f)], capture_output=True, text=True, timeout=120)
+    assert plan.returncode == 2 and needle in plan.stderr and "Traceback" not in plan.stderr, plan.stderr[-2000:]
+
+
+def test_an_alias_bomb_stops_snakemake_before_it_expands(tmp_path):
+    """(A recursive alias or 5,000-deep nesting fails inside Snakemake's own loading, before the Snakefile runs: its
+    traceback is Snakemake's, quick and small; nothing of this suite can run earlier.)"""
+    f = _bomb(tmp_path / "overlay.yaml")
+    work = tmp_path / "w"
+    work.mkdir()
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "--dry-run", "--cores", "1", "--snakefile",
+                          str(REPO / "Snakefile"), "--directory", str(work), "--configfile",
+                          str(REPO / "configs" / "smoke.yaml"), str(f)], cwd=work, capture_output=True, text=True,
+                         timeout=120)
+    assert dry.returncode != 0 and "aliases expand to more than 200,000 values" in dry.stderr, dry.stderr[-2000:]

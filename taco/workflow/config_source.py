@@ -97,6 +97,45 @@ class DuplicateKeyError(Exception):
         self.key, self.line, self.first = key, line, first
 
 
+#: the most values a configuration file may hold once its YAML aliases are expanded, and its deepest nesting
+MAX_EXPANDED_NODES = 200_000
+MAX_DEPTH = 64
+
+
+def _check_expansion(path: str | os.PathLike, root: yaml.Node) -> None:
+    """ConfigFileError when the node graph, with every alias expanded, would hold more than
+    :data:`MAX_EXPANDED_NODES` values, nests deeper than :data:`MAX_DEPTH`, or an alias refers to a node
+    that contains it. Counted on the graph (each shared node once, memoised), so the check itself is cheap."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(node: yaml.Node, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise ConfigFileError(f"{path}: line {node.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels; a "
+                                  "configuration is a few levels deep")
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            raise ConfigFileError(f"{path}: line {node.start_mark.line + 1}: an alias refers to a node that contains it "
+                                  "(a recursive alias)")
+        open_.add(key)
+        if isinstance(node, yaml.MappingNode):
+            n = 1 + sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            n = 1 + sum(size(v, depth + 1) for v in node.value)
+        else:
+            n = 1
+        open_.discard(key)
+        sizes[key] = n
+        if n > MAX_EXPANDED_NODES:
+            raise ConfigFileError(f"{path}: line {node.start_mark.line + 1}: its YAML aliases expand to more than "
+                                  f"{MAX_EXPANDED_NODES:,} values (an alias bomb?); a configuration holds a few hundred")
+        return n
+
+    size(root, 0)
+
+
 def read_config_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[tuple, tuple[int, int]]]:
     """A YAML configuration file as a mapping, and the 1-based (line, column) of each of its keys by
     key path (``("pretrain", "runs", 0, "size")``).
@@ -113,9 +152,14 @@ def read_config_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[tupl
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _check_expansion(path, node)  # before anything walks the aliases: a "billion laughs" never expands
         data = loader.construct_document(node) if node is not None else {}
     except yaml.YAMLError as exc:
         raise ConfigFileError(yaml_error_line(path, exc)) from None
+    except RecursionError:
+        raise ConfigFileError(f"{path}: nested too deeply for a configuration (more than Python's recursion "
+                              "limit); a configuration is a few levels deep") from None
     finally:
         loader.dispose()
     if data is None:
@@ -245,7 +289,8 @@ def missing_bases_note(configfiles: list[str | os.PathLike]) -> str:
 
 def config_file_errors(configfiles: list[str | os.PathLike]) -> list[str]:
     """What is wrong with the configuration files as given, before the merged configuration is checked, one
-    line each: a file that gives a key twice (:func:`read_config_file`), and an overlay given before its base
+    line each: a file that gives a key twice or whose YAML aliases or nesting blow up (:func:`read_config_file`:
+    an alias bomb is refused before anything expands it), and an overlay given before its base
     (its usage line names the base: ``configs/cpu-real-families.yaml`` after ``configs/cpu-real.yaml``; the
     other order lets the base replace the overlay's runs without a word). Empty when all is well."""
     errors: list[str] = []
@@ -254,7 +299,8 @@ def config_file_errors(configfiles: list[str | os.PathLike]) -> list[str]:
         try:
             read_config_file(f)
         except ConfigFileError as exc:
-            if "given twice" in str(exc):
+            if any(w in str(exc) for w in ("given twice", "aliases expand", "nested deeper", "recursive alias",
+                                           "nested too deeply")):
                 errors.append(str(exc))
         late = [b for b in overlay_bases(f) if Path(b).name in names[i + 1:]]
         if late:
