@@ -105,6 +105,7 @@ def test_snakefile_onsuccess_prints_the_summary(tmp_path):
     (tmp_path / "Snakefile").write_text(textwrap.dedent("""\
         R = config["results_dir"]
         FORK_SERVER = []  # the Snakefile's fork servers of this run (none here)
+        RESULTS_LOCK = []  # the results-folder lock the Snakefile took (none here)
 
         rule all:
             output: f"{R}/done.txt"

@@ -33,7 +33,7 @@ PRELOAD = ("numpy", "torch", "transformers", "transformers.trainer", "transforme
 #: keeps the list equal to theirs): no other command is forked
 RULE_COMMANDS = frozenset({"corpus", "tokenizer", "pack", "pretrain", "init", "tuning-choice", "finetune", "dynamics",
                            "glue-submission", "aggregate", "tables", "figures", "claims", "deviations", "efficiency",
-                           "pretrain-curves", "dynamics-figures"})
+                           "pretrain-curves", "dynamics-figures", "finetune-choice"})
 #: seconds a client has to send its whole request
 REQUEST_DEADLINE = 10.0
 #: the longest Unix socket path (sockaddr_un.sun_path, 108 bytes with its NUL on Linux)
