@@ -195,7 +195,8 @@ def test_compute_jobs_equal_snakemakes_dag(smoke, tmp_path):
     assert stats, "snakemake -n failed"
     finetune = stats.get("finetune", 0) + stats.get("finetune_seeds", 0) + stats.get("finetune_checkpoint", 0)
     got = {"pack": stats["pack"], "pretrain": stats["pretrain"], "pretrain_control": stats.get("pretrain_control", 0),
-           "pretrain_trial": stats.get("pretrain_trial", 0), "finetune": finetune, "dynamics": stats["dynamics"]}
+           "pretrain_trial": stats.get("pretrain_trial", 0), "finetune": finetune, "dynamics": stats["dynamics"],
+           "finetune_trial": stats.get("finetune_trial", 0), "finetune_choice": stats.get("finetune_choice", 0)}
     assert got == plan_costs.compute_jobs(smoke)
     assert stats["plan"] == 1
 
@@ -207,7 +208,9 @@ def test_tuning_trials_are_counted_and_priced_as_snakemake_plans_them(smoke, tmp
     import copy
 
     overlay = tmp_path / "tuning.yaml"
-    overlay.write_text("pretrain: {tuning: {enabled: true, trials: 3, horizon: 20}}\n")
+    # warm-up below the horizon: the default space's [200, 400] is refused at a 20-step horizon
+    overlay.write_text("pretrain: {tuning: {enabled: true, trials: 3, horizon: 20, space: {learning_rate: "
+                       "{log_uniform: [3.0e-4, 3.0e-3]}, warmup_steps: [2, 4]}}}\n")
     stats = plan.snakemake_job_stats([str(REPO / "configs" / "smoke.yaml"), str(overlay)], cwd=tmp_path)
     assert stats, "snakemake -n failed"
     cfg = copy.deepcopy(smoke)
