@@ -34,3 +34,21 @@ def cli_error(command: str, message: object, status: int = 2) -> int:
     """
     print(f"taco {command}: error: {message}", file=sys.stderr)
     return status
+
+
+def json_mapping_option(flag: str, text: str | None, check) -> dict | None:
+    """The JSON object of an option such as ``--space`` (None when the option is absent), checked by
+    ``check(value, where) -> list of error lines``; ValueError naming ``flag`` when it is not a JSON object or
+    the check finds a problem."""
+    if text is None:
+        return None
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag}: not JSON ({exc})") from None
+    errors = check(value, flag) if isinstance(value, dict) else [f"{flag}: a JSON object, got {text!r}"]
+    if errors:
+        raise ValueError("; ".join(errors))
+    return value

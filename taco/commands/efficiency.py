@@ -160,22 +160,6 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
                   f"{c['not_supported']:10.3f} | {r['coverage']:11.3f} {r['supported']:10.3f}")
 
 
-def _space(text: str | None) -> dict | None:
-    """``--tuning-space``: the JSON object, checked (ValueError naming the option)."""
-    if text is None:
-        return None
-    from taco.training.tuning import check_space
-
-    try:
-        space = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"--tuning-space: not JSON ({exc})") from None
-    errors = check_space(space, "--tuning-space") if isinstance(space, dict) else ["--tuning-space: a JSON object"]
-    if errors:
-        raise ValueError("; ".join(errors))
-    return space
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco efficiency``."""
     from taco.cli_parts import HelpFormatter
@@ -206,8 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``taco efficiency``: checkpoints (+ aggregate) -> efficiency.{csv,md,png,pdf} + manifest."""
+    from taco.cli_parts import json_mapping_option
     from taco.errors import EXIT_NO_SPACE
     from taco.output_set import OutputSetError
+    from taco.training.tuning import check_space
 
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -233,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                              f"about 1 s per 10,000 draws), got {args.calibration_reps:,}")
         paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir, args.step_times,
                      curves=args.curves, calibration_reps=args.calibration_reps, tuning=args.tuning,
-                     tuning_space=_space(args.tuning_space),
+                     tuning_space=json_mapping_option("--tuning-space", args.tuning_space, check_space),
                      manifest={"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir,
                                "step_times": args.step_times})
     except OutputSetError as exc:

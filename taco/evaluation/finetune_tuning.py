@@ -187,23 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``taco finetune-choice --trials DIR ... --output choice.json``."""
-    from taco.cli_parts import cli_error
+    from taco.cli_parts import cli_error, json_mapping_option
     from taco.manifest import atomic_write_json
 
     args = build_parser().parse_args(argv)
     try:
-        space = None
-        if args.space is not None:
-            try:
-                space = json.loads(args.space)
-            except ValueError as exc:
-                raise FineTuningError(f"--space: not JSON ({exc})") from None
-            errors = check_space(space, "--space")
-            if errors:
-                raise FineTuningError("; ".join(errors))
+        space = json_mapping_option("--space", args.space, check_space)
         trials = [_trial_scores(Path(t), args.tasks) for t in args.trials]
         result = choose(trials, space)
-    except FineTuningError as exc:
+    except ValueError as exc:  # FineTuningError included
         return cli_error("finetune-choice", exc)
     atomic_write_json(Path(args.output), result, sort_keys=True)
     for task, c in result["chosen"].items():

@@ -274,24 +274,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``taco tuning-choice --trials DIR ... --output choice.json``."""
-    from taco.cli_parts import cli_error
+    from taco.cli_parts import cli_error, json_mapping_option
     from taco.manifest import atomic_write_text
 
     args = build_parser().parse_args(argv)
     try:
-        space = None
-        if args.space is not None:
-            try:
-                space = json.loads(args.space)
-            except ValueError as exc:
-                raise TuningError(f"--space: not JSON ({exc})") from None
-            errors = check_space(space, "--space") if isinstance(space, dict) else ["--space: a JSON object"]
-            if errors:
-                raise TuningError("; ".join(errors))
+        space = json_mapping_option("--space", args.space, check_space)
         result = choose([_trial_record(Path(t)) for t in args.trials])
         if space is not None:
             result["at_edge"] = edge_notes(result["chosen"]["setting"], space)
-    except TuningError as exc:
+    except ValueError as exc:  # TuningError included
         return cli_error("tuning-choice", exc)
     atomic_write_text(Path(args.output), json.dumps(result, indent=2, sort_keys=True) + "\n")
     c = result["chosen"]

@@ -149,6 +149,21 @@ def gpu_resource_note(provided_gpu: int | None, gpus: int) -> str | None:
             f"taco gpu-slot runs them on the {gpus} slots, the rest waiting; keep them equal (--resources gpu={gpus})")
 
 
+def _check_finetune_tuning(config: dict[str, Any]) -> None:
+    """``finetune.tuning`` (when on): a good grid, and trial seeds apart from the reported seeds."""
+    ft_tuning = (config.get("finetune") or {}).get("tuning") or {}
+    if ft_tuning.get("enabled"):
+        from taco.evaluation.finetune_tuning import check_space as check_finetune_space
+
+        errors = check_finetune_space(ft_tuning.get("space"))
+        if errors:
+            raise ConfigError("; ".join(errors))
+        clash = sorted(set(ft_tuning.get("seeds") or []) & set(config["finetune"]["seeds"]))
+        if clash:
+            raise ConfigError(f"finetune.tuning.seeds: {clash} also in finetune.seeds; the trials' seeds are kept apart "
+                              "from the reported runs' (a score that chose its setting would be reported)")
+
+
 def _check_runs(pre: dict[str, Any]) -> None:
     """``pretrain.runs``: at least one entry, each with a known size, known objectives and fractions in (0, 1]."""
     sizes = pre["sizes"]
@@ -186,17 +201,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
     _check_runs(pre)
 
     check_tuning(config)
-    ft_tuning = (config.get("finetune") or {}).get("tuning") or {}
-    if ft_tuning.get("enabled"):
-        from taco.evaluation.finetune_tuning import check_space as check_finetune_space
-
-        errors = check_finetune_space(ft_tuning.get("space"))
-        if errors:
-            raise ConfigError("; ".join(errors))
-        clash = sorted(set(ft_tuning.get("seeds") or []) & set(config["finetune"]["seeds"]))
-        if clash:
-            raise ConfigError(f"finetune.tuning.seeds: {clash} also in finetune.seeds; the trials' seeds are kept apart "
-                              "from the reported runs' (a score that chose its setting would be reported)")
+    _check_finetune_tuning(config)
     sel = (config.get("finetune") or {}).get("pretrain_seeds", "all")
     if sel != "all":
         known = {int(x) for x in (pre.get("seeds") or [config["seed"]])} | {
