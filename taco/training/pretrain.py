@@ -243,8 +243,7 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
         raise UsageError(f"--until {until} exceeds --max-steps {max_steps} (budgets must not pass the full run)")
     if warmup >= max_steps:
         print(f"taco pretrain: note: warm-up {warmup} steps >= the schedule's {max_steps} steps (--warmup-steps, "
-              f"--max-steps): the learning rate never reaches its peak {args.lr if args.lr is not None else ''}"
-              .rstrip(), file=sys.stderr)
+              "--max-steps): the learning rate never reaches its peak", file=sys.stderr)
     if args.architecture not in objective.architectures:
         raise UsageError(f"--architecture {args.architecture}: objective {args.objective!r} works on "
                          f"{', '.join(objective.architectures)} only (it reaches those models' own modules)")

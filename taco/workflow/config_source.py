@@ -33,6 +33,12 @@ class ConfigFileError(ValueError):
     (and, for a YAML syntax error, the line and column)."""
 
 
+class ConfigShapeError(ConfigFileError):
+    """A file that parses but that YAML (or Snakemake, which reads it first) would take wrongly or endlessly: a key
+    given twice in one mapping, aliases that expand past :data:`MAX_EXPANDED_NODES`, nesting past :data:`MAX_DEPTH`,
+    a recursive alias. :func:`config_file_errors` reports these; Snakemake names missing and unparsable files itself."""
+
+
 def _mark(mark: Any) -> tuple[int, int]:
     """A PyYAML mark as 1-based (line, column)."""
     return mark.line + 1, mark.column + 1
@@ -111,13 +117,13 @@ def _check_expansion(path: str | os.PathLike, root: yaml.Node) -> None:
 
     def size(node: yaml.Node, depth: int) -> int:
         if depth > MAX_DEPTH:
-            raise ConfigFileError(f"{path}: line {node.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels; a "
+            raise ConfigShapeError(f"{path}: line {node.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels; a "
                                   "configuration is a few levels deep")
         key = id(node)
         if key in sizes:
             return sizes[key]
         if key in open_:
-            raise ConfigFileError(f"{path}: line {node.start_mark.line + 1}: an alias refers to a node that contains it "
+            raise ConfigShapeError(f"{path}: line {node.start_mark.line + 1}: an alias refers to a node that contains it "
                                   "(a recursive alias)")
         open_.add(key)
         if isinstance(node, yaml.MappingNode):
@@ -129,7 +135,7 @@ def _check_expansion(path: str | os.PathLike, root: yaml.Node) -> None:
         open_.discard(key)
         sizes[key] = n
         if n > MAX_EXPANDED_NODES:
-            raise ConfigFileError(f"{path}: line {node.start_mark.line + 1}: its YAML aliases expand to more than "
+            raise ConfigShapeError(f"{path}: line {node.start_mark.line + 1}: its YAML aliases expand to more than "
                                   f"{MAX_EXPANDED_NODES:,} values (an alias bomb?); a configuration holds a few hundred")
         return n
 
@@ -158,7 +164,7 @@ def read_config_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[tupl
     except yaml.YAMLError as exc:
         raise ConfigFileError(yaml_error_line(path, exc)) from None
     except RecursionError:
-        raise ConfigFileError(f"{path}: nested too deeply for a configuration (more than Python's recursion "
+        raise ConfigShapeError(f"{path}: nested too deeply for a configuration (more than Python's recursion "
                               "limit); a configuration is a few levels deep") from None
     finally:
         loader.dispose()
@@ -171,7 +177,7 @@ def read_config_file(path: str | os.PathLike) -> tuple[dict[str, Any], dict[tupl
         try:
             _locations(node, (), where)
         except DuplicateKeyError as dup:
-            raise ConfigFileError(f"{path}:{dup.line}: key {dup.key!r} is given twice in one mapping (first at line "
+            raise ConfigShapeError(f"{path}:{dup.line}: key {dup.key!r} is given twice in one mapping (first at line "
                                   f"{dup.first}); YAML would keep the last silently: keep one") from None
     return data, where
 
@@ -298,10 +304,10 @@ def config_file_errors(configfiles: list[str | os.PathLike]) -> list[str]:
     for i, f in enumerate(configfiles):
         try:
             read_config_file(f)
-        except ConfigFileError as exc:
-            if any(w in str(exc) for w in ("given twice", "aliases expand", "nested deeper", "recursive alias",
-                                           "nested too deeply")):
-                errors.append(str(exc))
+        except ConfigShapeError as exc:
+            errors.append(str(exc))
+        except ConfigFileError:
+            pass  # missing or unparsable: Snakemake names it itself
         late = [b for b in overlay_bases(f) if Path(b).name in names[i + 1:]]
         if late:
             errors.append(f"{f} is an overlay of {' '.join(late)}: give {' '.join(late)} before it (--configfile "
