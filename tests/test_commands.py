@@ -851,3 +851,30 @@ def test_every_report_item_shown_inline_has_a_name(dag):
     for path, rep in shown.items():
         key = "figure" if path.endswith(".png") else "page"
         assert set(rep["labels"]) == {key} and rep["labels"][key].strip(), (path, rep)
+
+
+def test_the_glue_probe_reaches_the_runs_not_the_trials_and_is_checked():
+    """pretrain.glue_probe (issue 51.3): its words in every run's params (the glue block's data), none without
+    tasks (the params of the runs made before it stay), none in a tuning trial's; bad tasks or a cadence off
+    the validation points are refused naming the key."""
+    from taco.workflow.commands import Commands
+    from taco.workflow.config import ConfigError
+    from taco.workflow.config_checks import check_config
+
+    class W:  # the wildcards of one pretrain job (and of a trial)
+        size, objective, fraction, step, trial, pseed = "tiny", "taco", "1.0", "40", "0", ""
+
+    base = ["configs/smoke.yaml"]
+    plain = Commands(load_config(base, {})).pretrain_args(W())
+    assert "--glue-probe-tasks" not in plain
+    cfg = load_config(base, {"pretrain": {"glue_probe": {"tasks": ["sst2", "cola"], "every": 0}}})
+    words = Commands(cfg).pretrain_args(W())
+    assert words[len(plain):] == ["--glue-probe-tasks", "sst2,cola", "--glue-probe-every", "0",
+                                  "--glue-probe-max-train-samples", "5000", "--glue-probe-max-eval-samples", "2000",
+                                  "--glue-source", cfg["glue"]["source"]]
+    if cfg["pretrain"].get("tuning", {}).get("enabled"):
+        assert "--glue-probe-tasks" not in Commands(cfg).trial_args(W())
+    for bad, key in (({"tasks": ["nope"]}, "pretrain.glue_probe.tasks"), ({"tasks": ["sst2"], "every": 7},
+                                                                           "pretrain.glue_probe.every")):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            check_config(load_config(base, {"pretrain": {"glue_probe": bad}}))

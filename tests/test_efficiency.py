@@ -354,6 +354,50 @@ def test_plateau_exits_and_the_regime_come_from_the_probe(tmp_path):
     assert "on the plateau" in md and "plateau-exit step" in md
 
 
+def _with_glue_probe(ckpts):
+    """The GLUE probe average (0-1) linear in log2(step): MLM 0.40 + 0.05 log2(s / 1000), TACO the same curve
+    at half the steps (+ 0.01 per run offset), so TACO reaches MLM's 0.50 at T = 4,000 at step 2,000: 2x."""
+    for c in ckpts:
+        ev = json.loads((c / "eval.json").read_text())
+        run = int(c.parent.name.split("-")[1])
+        half = 500 if "taco" in str(c) else 1000
+        value = lambda s: 0.40 + 0.05 * math.log2(s / half) + 0.01 * (run - 1)  # noqa: E731
+        for p in [ev, *ev.get("points", [])]:
+            p.update(glue_probe_mean=value(p["step"]), glue_probe_cls=0.3)
+        (c / "eval.json").write_text(json.dumps(ev))
+    return ckpts
+
+
+def test_the_glue_probe_gets_its_own_steps_to_target_row(tmp_path):
+    """Issue 51.3: a secondary E1 row on the frozen-feature probe average (higher is better, points x100), T the
+    largest common budget, decided by the same test; the curves file carries the probe and reruns the row; a
+    curves file written before the probe (no such columns) still reads, without the row."""
+    ckpts = _with_glue_probe(_e1_checkpoints(tmp_path / "pretrain"))
+    loss, fps, _ = eff.read_checkpoints(ckpts)
+    df = eff.evaluate(eff.build_pairs(loss, None, _cfg(), fps), _cfg(), calibration_reps=0)
+    probe_rows = df[df["form"] == sp.PROBE_FORM]
+    assert len(probe_rows) == 1
+    row = probe_rows.iloc[0]
+    assert row["kind"] == "secondary" and row["better"] == sp.HIGHER and row["target_step"] == 4000
+    assert row["target_value"] == pytest.approx(50.0)  # MLM's mean at T, x100
+    assert row["speedup"] == pytest.approx(2.0, rel=0.02)
+    ks = [2000 * 2 ** (0.2 * (1 - run)) for run in range(3)]  # each TACO run's own crossing of 0.50
+    assert [float(k) for k in row["unit_k"].split(";")] == pytest.approx(ks, abs=0.5)  # written rounded
+    # the loss rows are those of the same checkpoints without the probe
+    plain, fps2, _ = eff.read_checkpoints(_e1_checkpoints(tmp_path / "plain"))
+    without = eff.evaluate(eff.build_pairs(plain, None, _cfg(), fps2), _cfg(), calibration_reps=0)
+    assert len(without) == len(df) - 1
+    out = tmp_path / "out"
+    assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out), "--calibration-reps", "0"]) == 0
+    curves = pd.read_csv(out / "efficiency_curves.csv")
+    assert curves["glue_probe_mean"].notna().all()
+    again, _, _ = eff.read_curves(out / "efficiency_curves.csv")
+    assert eff.build_pairs(again, None, _cfg(), fps)[-1].form == sp.PROBE_FORM
+    curves.drop(columns=["glue_probe_mean", "glue_probe_cls"]).to_csv(tmp_path / "old.csv", index=False)
+    old, _, _ = eff.read_curves(tmp_path / "old.csv")
+    assert all(p.form != sp.PROBE_FORM for p in eff.build_pairs(old, None, _cfg(), fps))
+
+
 # ---------------------------------------------------------------------------------------------
 # the GLUE form: pre-training runs with fine-tuning seeds nested
 # ---------------------------------------------------------------------------------------------

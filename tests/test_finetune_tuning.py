@@ -110,7 +110,7 @@ def test_the_plan_counts_and_prices_the_trials(tmp_path):
 
     cfg = load_config([str(REPO / "configs" / "cpu-real.yaml")], _data_root(tmp_path))
     jobs = compute_jobs(cfg, ["cola", "sst2", "mrpc", "stsb"])
-    checkpoints = 2 * 2 + 1  # MLM and TACO at two budgets, and the control
+    checkpoints = 2 * 3 + 1  # MLM and TACO at three budgets, and the control
     assert jobs["finetune_trial"] == 3 * checkpoints and jobs["finetune_choice"] == checkpoints
     from taco.workflow.plan_costs import Rates, finetune_costs
 

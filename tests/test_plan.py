@@ -355,8 +355,8 @@ def test_configfiles_merge_nested_keys_as_snakemake(tmp_path):
 
 
 def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
-    """cpu-real: five replicates, dynamics on the first (the top-level seed's plain path) x 2 budgets
-    x 2 objectives = 4 jobs, the count `taco plan` prints; with seeds that leave out the top-level seed,
+    """cpu-real: three replicates, dynamics on the first (the top-level seed's plain path) x 3 budgets
+    x 2 objectives = 6 jobs, the count `taco plan` prints; with seeds that leave out the top-level seed,
     the first listed replicate is measured (not none)."""
     from taco.workflow import config as wc
 
@@ -372,8 +372,9 @@ def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
     cfg = plan.load_config([str(REPO / "configs" / "cpu-real.yaml")], {"data_root": str(tmp_path)})
     got = wc.dynamics_checkpoints(cfg)
     assert sorted((r.objective, r.pretrain_seed, s) for r, s in got) == [
-        ("mlm", None, 2000), ("mlm", None, 4000), ("taco", None, 2000), ("taco", None, 4000)]
-    assert plan_costs.compute_jobs(cfg)["dynamics"] == 4
+        ("mlm", None, 800), ("mlm", None, 2000), ("mlm", None, 4000), ("taco", None, 800), ("taco", None, 2000),
+        ("taco", None, 4000)]
+    assert plan_costs.compute_jobs(cfg)["dynamics"] == 6
     cfg["pretrain"]["seeds"] = [5, 6]
     assert {r.pretrain_seed for r, _ in wc.dynamics_checkpoints(cfg)} == {5}
     cfg["dynamics"]["enabled"] = False

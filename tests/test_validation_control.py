@@ -170,3 +170,39 @@ def test_progress_line_rates_and_time_left():
     assert line == ("pretrain mlm: step 120/800 (15%) | loss 7.1235 (mlm 6.5, tc 0.62) | 16.0 examples/s | "
                     "elapsed 1m40s, left ~22m40s")
     assert format_duration(3725) == "1h02m" and format_duration(9.4) == "9s" and format_duration(math.nan) == "?"
+
+
+def test_the_glue_probe_inside_pretraining_records_every_point_and_changes_no_weight(blocks, tmp_path, capsys):
+    """``--glue-probe-tasks`` (issue 51.3): the frozen-feature probe at each validation point and at the budget,
+    in eval.json; the budget's value equals ``taco probe`` of the written checkpoint (an independent path:
+    AutoModel from disk), and the weights equal those of the same run without the probe."""
+    from safetensors.torch import load_file
+
+    from taco.evaluation import probe
+
+    base = ["--blocks", str(blocks), "--objective", "mlm", "--size", "tiny", "--max-steps", "4", "--warmup-steps",
+            "0", "--per-device-batch-size", "4", "--save-every", "0", "--logging-steps", "1", "--seed", "3",
+            "--device", "cpu", "--no-progress", "--eval-every", "2"]
+    opts = ["--glue-probe-tasks", "sst2,stsb", "--glue-source", "synthetic", "--glue-probe-max-train-samples", "60",
+            "--glue-probe-max-eval-samples", "40"]
+    with_probe, without = tmp_path / "p" / "step-4", tmp_path / "n" / "step-4"
+    assert pretrain.main([*base, *opts, "--output", str(with_probe)]) == 0
+    assert pretrain.main([*base, "--output", str(without)]) == 0
+    a, b = load_file(str(with_probe / "model.safetensors")), load_file(str(without / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    ev = json.loads((with_probe / EVAL_NAME).read_text())
+    assert [p["step"] for p in ev["points"]] == [2]
+    for point in (ev, ev["points"][0]):
+        assert -1.0 <= point["glue_probe_mean"] <= 1.0  # accuracy and Spearman, averaged
+        assert point["glue_probe_mean"] == pytest.approx((point["glue_probe_sst2"] + point["glue_probe_stsb"]) / 2)
+    assert "glue_probe_mean" not in json.loads((without / EVAL_NAME).read_text())
+    rec = probe.probe_checkpoint(with_probe, ["sst2", "stsb"], glue_source="synthetic", glue_dir=None,
+                                 max_train_samples=60, max_eval_samples=40)
+    assert ev["glue_probe_mean"] == pytest.approx(rec["average"]["mean"], abs=1e-6)
+    assert ev["glue_probe_cls"] == pytest.approx(rec["average"]["cls"], abs=1e-6)
+    # bad probe options are named before any work
+    assert pretrain.main([*base, *opts, "--glue-probe-every", "3", "--output", str(tmp_path / "x")]) == 2
+    assert "--glue-probe-every 3" in capsys.readouterr().err
+    assert pretrain.main([*base, "--glue-probe-tasks", "nope", "--output", str(tmp_path / "y")]) == 2
+    assert "unknown GLUE task" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

@@ -46,7 +46,8 @@ from typing import Any
 
 from taco.errors import UsageError
 
-__all__ = ["C_GRID", "ALPHA_GRID", "PROBE_TASKS", "encode_features", "fit_probe", "probe_checkpoint", "main"]
+__all__ = ["C_GRID", "ALPHA_GRID", "PROBE_TASKS", "GLUE_PROBE_AVERAGE_KEYS", "encode_features", "fit_probe",
+           "probe_checkpoint", "probe_point", "main"]
 
 #: inverse L2 strengths of the logistic-regression probe (scikit-learn ``C``), chosen by 5-fold CV
 C_GRID: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
@@ -56,6 +57,18 @@ ALPHA_GRID: tuple[float, ...] = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
 PROBE_TASKS: tuple[str, ...] = ("cola", "sst2", "mrpc", "stsb", "rte")
 FEATURES: tuple[str, ...] = ("mean", "cls")
 FORMAT = 1
+#: the flat keys of a probe inside pre-training (:func:`probe_point`: a validation point's and eval.json's),
+#: the probe average (0-1) of each feature; ``glue_probe_<task>`` adds each task's mean-pool primary metric
+GLUE_PROBE_AVERAGE_KEYS: tuple[str, ...] = tuple(f"glue_probe_{f}" for f in FEATURES)
+
+
+def _last_hidden_state(model: Any, enc: dict[str, Any]) -> Any:
+    """(B, L, H) last hidden states of a Hugging Face encoder (``AutoModel``) or of a pre-training model
+    (:class:`taco.model.modeling.PreTrainingModel`, through its family's ``encode``: no MLM head)."""
+    if hasattr(model, "encode") and hasattr(model, "objective"):
+        return model.encode(enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids"),
+                            output_hidden_states=False).last_hidden_state
+    return model(**enc).last_hidden_state
 
 
 def encode_features(model: Any, tokenizer: Any, texts: Sequence[Sequence[str]], *, max_length: int = 128,
@@ -77,7 +90,7 @@ def encode_features(model: Any, tokenizer: Any, texts: Sequence[Sequence[str]], 
             chunk = [list(field[start:start + batch_size]) for field in texts]
             enc = tokenizer(*chunk, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
             enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-            hidden = model(**enc).last_hidden_state.float()  # (B, L, H)
+            hidden = _last_hidden_state(model, enc).float()  # (B, L, H)
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (B, L, 1)
             means.append((hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0))
             clss.append(hidden[:, 0])
@@ -190,6 +203,22 @@ def probe_checkpoint(checkpoint: str | Path, tasks: Sequence[str], *, glue_sourc
     record["cpu_seconds"] = round(time.process_time() - start, 1)
     record["torch_threads"] = torch.get_num_threads()
     return record
+
+
+def probe_point(model: Any, tokenizer: Any, tasks: Sequence[str], *, glue_source: str, glue_dir: str | None,
+                max_train_samples: int | None, max_eval_samples: int | None) -> dict[str, Any]:
+    """The probe of a model in memory, as flat keys for a validation point of pre-training (``taco pretrain
+    --glue-probe-tasks``): :data:`GLUE_PROBE_AVERAGE_KEYS` (the probe average over ``tasks``, 0-1, per
+    feature), ``glue_probe_<task>`` (each task's mean-pool primary metric) and ``glue_probe_cpu_seconds``.
+    The model is left in the mode it came in; the torch random generators are not touched (the probe
+    draws none: scikit-learn's folds are unshuffled and lbfgs is deterministic)."""
+    record = probe_checkpoint("<in memory>", tasks, glue_source=glue_source, glue_dir=glue_dir,
+                              max_train_samples=max_train_samples, max_eval_samples=max_eval_samples,
+                              model=model, tokenizer=tokenizer)
+    out: dict[str, Any] = {f"glue_probe_{f}": record["average"][f] for f in FEATURES}
+    out.update({f"glue_probe_{t}": record["tasks"][t]["mean"]["primary"] for t in tasks})
+    out["glue_probe_cpu_seconds"] = record["cpu_seconds"]
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:

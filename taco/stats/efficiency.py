@@ -26,14 +26,35 @@ from taco.objectives import OBJECTIVE_SPECS
 from taco.paper import TABLE_OBJECTIVES
 from taco.registry import OBJECTIVE_LABELS
 from taco.stats.analysis_config import AnalysisConfig
-from taco.stats.speedup import COMPARED, GLUE_FORM, HIGHER, LOSS_FORM, LOWER, REFERENCE, ArmCurves, arm_curves
+from taco.stats.speedup import (
+    COMPARED,
+    GLUE_FORM,
+    HIGHER,
+    LOSS_FORM,
+    LOWER,
+    PROBE_FORM,
+    REFERENCE,
+    ArmCurves,
+    arm_curves,
+)
 from taco.stats.speedup_decision import Pair, evaluate_pair
-from taco.stats.validation_points import PLATEAU_EXIT_GAP, PROBE_COLUMNS, load_eval, parse_eval, probe_points
+from taco.stats.validation_points import (
+    GLUE_PROBE_COLUMNS,
+    PLATEAU_EXIT_GAP,
+    PROBE_COLUMNS,
+    glue_probe_points,
+    load_eval,
+    parse_eval,
+    probe_points,
+)
 
 #: the claim each E1 row decides (its ``title``); E2/E3 rows name the paper's budgets instead
 CLAIM_TEXT = {
     "E1": "B (TACO) reaches A's (MLM's) validation MLM loss at T in fewer steps",
 }
+#: the probe row of E1 (issue 51.3): the frozen-feature GLUE probe average instead of the loss
+PROBE_TEXT = ("B (TACO) reaches A's (MLM's) frozen-feature GLUE probe average (mean-pooled features) at T in fewer "
+              "steps (a secondary row: E1 is decided on the loss)")
 #: version of efficiency.csv's columns; 3: the calibrated test, units left out, plateau exits (2: per-unit
 #: speedups, margin, kinds; 1: the mean-curve bootstrap)
 FORMAT_VERSION = 3
@@ -66,9 +87,11 @@ TEXT_COLUMNS = ("claim_id", "kind", "form", "unit_of_value", "better", "size", "
                 "estimate_bound", "verdict", "reason", "unit", "unit_k", "unit_speedups", "interval_note",
                 "curve_steps", "title", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b", "regime")
 #: efficiency_curves.csv: every run's validation points (the inputs of E1; ``taco efficiency --curves`` reads
-#: them back), with the context probe's losses where the run has them
+#: them back), with the context probe's losses and the GLUE probe's averages where the run has them
 CURVE_COLUMNS = ["size", "objective", "fraction", "pretrain_seed", "seed", "step", "value", "budget", "architecture",
-                 "flops_per_step", *PROBE_COLUMNS]
+                 "flops_per_step", *PROBE_COLUMNS, *GLUE_PROBE_COLUMNS]
+#: curve columns added later (issue 51.3): absent from older files, read as empty
+OPTIONAL_CURVE_COLUMNS = GLUE_PROBE_COLUMNS
 
 
 class EfficiencyTableError(ValueError):
@@ -125,13 +148,15 @@ def read_checkpoints(checkpoints: Sequence[str | Path]) -> tuple[pd.DataFrame, d
             ev, source = m.get("validation") or {}, f"{ckpt}/manifest.json (validation)"
         points, why = parse_eval(ev, source, step)
         probes = probe_points(ev, step) if isinstance(ev, Mapping) else {}
+        glue = glue_probe_points(ev, step) if isinstance(ev, Mapping) else {}
         notes += why
         for s, v in points:
             rows[(size, obj, frac, run, s)] = {
                 "size": size, "objective": obj, "fraction": frac, "pretrain_seed": run, "seed": NO_FINETUNE,
                 "step": s, "value": v, "budget": s == step,
                 "architecture": str(m.get("architecture") or DEFAULT_FAMILY), "flops_per_step": f,
-                **{k: probes.get(s, {}).get(k, math.nan) for k in PROBE_COLUMNS}}
+                **{k: probes.get(s, {}).get(k, math.nan) for k in PROBE_COLUMNS},
+                **{k: glue.get(s, {}).get(k, math.nan) for k in GLUE_PROBE_COLUMNS}}
     return pd.DataFrame(list(rows.values()), columns=CURVE_COLUMNS), fps, notes
 
 
@@ -145,6 +170,9 @@ def read_curves(path: str | Path) -> tuple[pd.DataFrame, dict[tuple[str, str], f
         df = pd.read_csv(p, dtype={"size": str, "objective": str, "architecture": str})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ValueError(f"{p}: not a readable CSV ({exc})") from None
+    for c in OPTIONAL_CURVE_COLUMNS:
+        if c not in df.columns:
+            df[c] = math.nan
     missing = [c for c in CURVE_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{p}: missing column(s) {', '.join(missing)} (written by another version? rerun "
@@ -174,7 +202,7 @@ def _check_curve_rows(p: Path, df: pd.DataFrame) -> None:
                              "damaged file)")
     numeric = {"fraction": "a number in (0, 1]", "pretrain_seed": "an integer", "seed": "an integer",
                "step": "a positive integer", "value": "a loss >= 0 or empty", "flops_per_step": "a number or empty",
-               **{c: "a number or empty" for c in PROBE_COLUMNS}}
+               **{c: "a number or empty" for c in (*PROBE_COLUMNS, *GLUE_PROBE_COLUMNS)}}
     for col, what in numeric.items():
         values = pd.to_numeric(df[col], errors="coerce")
         bad = values.isna() & df[col].notna()
@@ -311,6 +339,33 @@ def _other_pairs(loss: pd.DataFrame, size: str, cfg: AnalysisConfig,
     return out
 
 
+def _probe_frame(loss: pd.DataFrame) -> pd.DataFrame:
+    """The GLUE probe's points as curve rows: ``value`` = the mean-pool probe average x100 (points), rows
+    without a probe left out."""
+    sub = loss[np.isfinite(loss["glue_probe_mean"].astype(float))]
+    return sub.assign(value=100.0 * sub["glue_probe_mean"].astype(float))
+
+
+def _probe_pairs(loss: pd.DataFrame, size: str, budgets: Sequence[int], name: Any,
+                 fp: tuple[float, float]) -> list[Pair]:
+    """E1's probe row of ``size`` (issue 51.3: TACO reaches MLM's frozen-feature GLUE probe average at T in fewer
+    steps; a secondary row, decided by the same calibrated test): T is the largest common budget at which
+    every run of both arms has the probe; none when the runs were not probed."""
+    frame = _probe_frame(loss)
+    if frame.empty:
+        return []
+    a, b = _arm(frame, size, REFERENCE, 1.0), _arm(frame, size, COMPARED, 1.0)
+    if not a.runs or not b.runs:
+        return []
+    common = [s for s in budgets if s in set(a.steps.tolist()) and s in set(b.steps.tolist())]
+    if not common:
+        return [Pair("E1", PROBE_FORM, size, 1.0, a, b, None, HIGHER, "probe points (x100)", flops_per_step=fp,
+                     kind="secondary", title=PROBE_TEXT, note="no budget at which both arms were probed")]
+    t = common[-1]
+    return [Pair("E1", PROBE_FORM, size, 1.0, a, b, t, HIGHER, "probe points (x100)", target_budget=name(t),
+                 flops_per_step=fp, kind="secondary", title=PROBE_TEXT)]
+
+
 def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConfig,
                 fps: Mapping[tuple[str, str], float]) -> list[Pair]:
     """The comparisons of the run (module docstring): per size with MLM and TACO on all the data, E1's
@@ -348,6 +403,7 @@ def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConf
         for s in sorted(x for x in grid if budgets[0] <= x <= t):
             pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, s, LOWER, "nats", target_budget=name(s),
                               flops_per_step=fp, kind="curve", title=CLAIM_TEXT["E1"], **exits))
+        pairs += _probe_pairs(loss, size, budgets, name, fp)
     if glue is not None:
         for role, (cid, t_name, b_name, paper) in PAPER_SPEEDUP.items():
             size = cfg.roles.get(role)

@@ -29,6 +29,7 @@ from taco.stats.speedup import (
     GLUE_FORM,
     INCONCLUSIVE,
     LOSS_FORM,
+    PROBE_FORM,
     NEVER,
     NOT_RUN,
     NOT_SUPPORTED,
@@ -105,7 +106,7 @@ class Pair:
 
 def _unit_label(a: ArmCurves, b: ArmCurves, form: str) -> str:
     def one(arm: ArmCurves) -> str:
-        if form == LOSS_FORM or arm.nested:
+        if form in (LOSS_FORM, PROBE_FORM) or arm.nested:
             return "pre-training run"
         return "fine-tuning seed"
     ua, ub = one(a), one(b)
@@ -241,7 +242,7 @@ def _interval_note(pair: Pair, level: float, df: float, n_a: int, n_b: int, left
     notes = []
     if n_a < 2 or n_b < 2:
         notes.append(f"no interval: {n_a}/{n_b} units (A/B)" + (" (the interval is over pre-training runs; run "
-                     "pretrain.seeds >= 3)" if pair.form == LOSS_FORM else ""))
+                     "pretrain.seeds >= 3)" if pair.form in (LOSS_FORM, PROBE_FORM) else ""))
     else:
         notes.append(f"{level * 100:g}% t interval on log speedups over {n_a}/{n_b} units (A/B), "
                      f"A's target level propagated, df {df:.3g} (descriptive)")

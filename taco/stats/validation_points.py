@@ -103,3 +103,22 @@ def probe_points(ev: Mapping[str, Any], manifest_step: int | None = None) -> dic
             continue
         out[int(s)] = {k: float(p[k]) for k in PROBE_COLUMNS}
     return out
+
+
+#: the frozen-feature GLUE probe's averages per point (``taco pretrain --glue-probe-tasks``,
+#: taco.evaluation.probe.GLUE_PROBE_AVERAGE_KEYS: 0-1, mean-pooled and [CLS] features)
+GLUE_PROBE_COLUMNS = ("glue_probe_mean", "glue_probe_cls")
+
+
+def glue_probe_points(ev: Mapping[str, Any], manifest_step: int | None = None) -> dict[int, dict[str, float]]:
+    """The GLUE probe's averages (:data:`GLUE_PROBE_COLUMNS`) per step of one ``eval.json`` object, as
+    :func:`probe_points` reads the context probe's: points without the probe (a step between its cadence, a
+    run without it) or with a non-number are left out."""
+    out: dict[int, dict[str, float]] = {}
+    pts = [p for p in (ev.get("points") or []) if isinstance(p, Mapping)]
+    own = ev.get("step") if ev.get("step") is not None else manifest_step
+    for p, s in [(p, p.get("step")) for p in pts] + [(ev, own)]:
+        if not (_number(s) and all(_number(p.get(k)) for k in GLUE_PROBE_COLUMNS)):
+            continue
+        out[int(s)] = {k: float(p[k]) for k in GLUE_PROBE_COLUMNS}
+    return out

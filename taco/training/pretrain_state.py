@@ -385,10 +385,15 @@ def export_budget(plan: SegmentPlan, ckpt: Path, t0: float, wall_before: float) 
         validation = validate_checkpoint(tmp, plan.blocks, plan.until, mlm_probability=a.mlm_probability,
                                          device=a.device)
         points = validation_points(plan.state_dir / "logs", plan.start_step, plan.until)
-        if points and "skipped" not in validation:
-            from taco.training.validation import write_eval
+        if "skipped" not in validation:
+            from taco.training.validation import budget_glue_probe, write_eval
 
-            write_eval(tmp, {k: v for k, v in validation.items() if k != "step"} | {"points": points}, plan.until)
+            # the frozen-feature GLUE probe at the budget (taco pretrain --glue-probe-tasks), beside the loss
+            probed = budget_glue_probe(tmp, a)
+            validation.update(probed)
+            if points or probed:
+                write_eval(tmp, {k: v for k, v in validation.items() if k != "step"} | (
+                    {"points": points} if points else {}), plan.until)
         manifest = build_manifest(
             KIND, parameters, inputs,
             step=plan.until,

@@ -336,12 +336,17 @@ def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
     MLM loss on the fixed blocks and masks (:func:`taco.training.validation.evaluate_validation`, own
     generators, dropout off, train mode restored) inside ``torch.random.fork_rng``, so no training
     random generator moves and the weights are those of a run without it; writes the log event
-    ``validation`` (step, :data:`taco.training.runlog.VALIDATION_KEYS`: MLM loss and accuracy and every loss term's ``<term>_loss``, and the context probe's keys). Blocks without a validation split: no-op."""
+    ``validation`` (step, :data:`taco.training.runlog.VALIDATION_KEYS`: MLM loss and accuracy and every loss term's ``<term>_loss``, and the context probe's keys; with ``--glue-probe-tasks``, at every
+    ``--glue-probe-every``-th step, the frozen-feature GLUE probe's keys, :func:`taco.training.validation.glue_probe`).
+    Blocks without a validation split: no-op."""
     import torch
 
     from taco.training.context_probe import PROBE_KEYS
     from taco.training.runlog import VALIDATION_KEYS
-    from taco.training.validation import evaluate_validation
+    from taco.training.validation import evaluate_validation, glue_probe, glue_probe_tasks
+
+    probe_tasks = glue_probe_tasks(plan.args)
+    probe_every = plan.args.glue_probe_every or getattr(plan.args, "eval_every", 0) or 1
 
     def evaluate(step: int, model: Any) -> None:
         devices = [torch.cuda.current_device()] if torch.cuda.is_available() and plan.args.device != "cpu" else []
@@ -351,6 +356,9 @@ def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
             except ValueError:
                 return
         keys = (*VALIDATION_KEYS, "n_blocks", "mask_seed", *PROBE_KEYS)
-        runlog.write_event({"event": "validation", "step": int(step), **{k: result[k] for k in keys if k in result}})
+        event = {"event": "validation", "step": int(step), **{k: result[k] for k in keys if k in result}}
+        if probe_tasks and int(step) % probe_every == 0:
+            event.update(glue_probe(model, tokenizer, plan.args))
+        runlog.write_event(event)
 
     return evaluate

@@ -160,6 +160,39 @@ def evaluate_checkpoint_dir(checkpoint: str | Path, blocks: str | Path, *, mlm_p
     return evaluate_validation(model, blocks, tokenizer, mlm_probability=mlm_probability, **kwargs)
 
 
+def glue_probe_tasks(args: Any) -> list[str]:
+    """The tasks of ``taco pretrain --glue-probe-tasks`` (comma-separated; empty: no probe)."""
+    return [t.strip() for t in str(getattr(args, "glue_probe_tasks", "") or "").split(",") if t.strip()]
+
+
+def glue_probe(model: Any, tokenizer: Any, args: Any) -> dict[str, Any]:
+    """The frozen-feature GLUE probe of ``model`` at a validation point of pre-training
+    (:func:`taco.evaluation.probe.probe_point`: ``glue_probe_mean``, ``glue_probe_cls`` (probe averages,
+    0-1), ``glue_probe_<task>``) on ``args.glue_probe_tasks`` with ``taco pretrain``'s probe options
+    (``--glue-source``, ``--glue-dir``, the caps); ``{}`` when no task is asked for."""
+    from taco.evaluation.probe import probe_point
+
+    tasks = glue_probe_tasks(args)
+    if not tasks:
+        return {}
+    return probe_point(model, tokenizer, tasks, glue_source=args.glue_source, glue_dir=args.glue_dir,
+                       max_train_samples=args.glue_probe_max_train_samples,
+                       max_eval_samples=args.glue_probe_max_eval_samples)
+
+
+def budget_glue_probe(checkpoint: str | Path, args: Any) -> dict[str, Any]:
+    """:func:`glue_probe` of the budget checkpoint directory ``checkpoint`` (its weights and tokenizer, on
+    the CPU; ``{}`` without ``--glue-probe-tasks``)."""
+    if not glue_probe_tasks(args):
+        return {}
+    from transformers import AutoTokenizer
+
+    from taco.model.modeling import load_pretraining_model
+
+    model = load_pretraining_model(Path(checkpoint))
+    return glue_probe(model, AutoTokenizer.from_pretrained(str(checkpoint)), args)
+
+
 def write_eval(checkpoint: str | Path, result: dict[str, Any], step: int) -> Path:
     """Write ``eval.json`` (``result`` plus ``step``) into ``checkpoint`` as strict JSON (a loss that is not
     finite, e.g. of a validation set that drew no masked token, is written as ``null``; such a set is also

@@ -164,6 +164,27 @@ def _check_finetune_tuning(config: dict[str, Any]) -> None:
                               "from the reported runs' (a score that chose its setting would be reported)")
 
 
+def _check_glue_probe(config: dict[str, Any]) -> None:
+    """``pretrain.glue_probe`` (when it has tasks): known GLUE tasks, and a cadence on every size's validation
+    points (``every`` a multiple of ``eval_every``; a size without validation points would never probe inside
+    its segments)."""
+    from taco.registry import GLUE_TASK_SPECS
+
+    gp = config["pretrain"].get("glue_probe") or {}
+    if not gp.get("tasks"):
+        return
+    unknown = [t for t in gp["tasks"] if t not in GLUE_TASK_SPECS]
+    if unknown:
+        raise ConfigError(f"pretrain.glue_probe.tasks: unknown GLUE task(s) {unknown}; expected some of "
+                          f"{', '.join(GLUE_TASK_SPECS)}")
+    every = int(gp.get("every", 0) or 0)
+    for name, s in config["pretrain"]["sizes"].items():
+        ev = int(s.get("eval_every", 0) or 0)
+        if every and (not ev or every % ev):
+            raise ConfigError(f"pretrain.glue_probe.every: {every} is not a multiple of pretrain.sizes.{name}."
+                              f"eval_every ({ev}): the probe runs at validation points")
+
+
 def _check_runs(pre: dict[str, Any]) -> None:
     """``pretrain.runs``: at least one entry, each with a known size, known objectives and fractions in (0, 1]."""
     sizes = pre["sizes"]
@@ -202,6 +223,7 @@ def check_config(config: dict[str, Any], tasks_available: dict[str, str | None] 
 
     check_tuning(config)
     _check_finetune_tuning(config)
+    _check_glue_probe(config)
     sel = (config.get("finetune") or {}).get("pretrain_seeds", "all")
     if sel != "all":
         known = {int(x) for x in (pre.get("seeds") or [config["seed"]])} | {
