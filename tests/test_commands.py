@@ -264,7 +264,7 @@ def expect_pretrain(cfg, job):
         "state_dir": f"{R}/.state/pretrain/{run_dir(w)}",
         "eval_every": int(s.get("eval_every", 0) or 0),  # the parser's default 0 when not configured
         **expect_tc(cfg, w), **expect_tp(cfg, w), **expect_baselines(cfg, w), **expect_monitoring(cfg, "pretrain", w),
-        **expect_architecture(s), **expect_tuned(cfg, w, s),
+        **expect_architecture(s), **expect_tuned(cfg, w, s), **expect_glue_probe(cfg, every=True),
     }
 
 
@@ -638,7 +638,24 @@ def expect_pretrain_control(cfg, job):
     pseed = w.get("pseed", "")  # one control per pre-training replicate, with that replicate's seed
     return {"size": s["preset"], "size_name": w["size"], "seed": pretrain_seed_of(cfg, pseed),
             "mlm_probability": cfg["pretrain"]["mlm_probability"], "blocks": f"{R}/data/blocks/data-1.0",
-            "output": f"{R}/pretrain/{w['size']}/control/data-1.0{pseed}/step-0", **expect_architecture(s)}
+            "output": f"{R}/pretrain/{w['size']}/control/data-1.0{pseed}/step-0", **expect_architecture(s),
+            **expect_glue_probe(cfg, every=False)}
+
+
+def expect_glue_probe(cfg, every: bool) -> dict:
+    """pretrain.glue_probe: written only when it has tasks (the params of earlier runs unchanged); the glue
+    block's data; a run's cadence (``every``), none for the control."""
+    gp = cfg["pretrain"].get("glue_probe") or {}
+    if not gp.get("tasks"):
+        return {}
+    g = cfg["glue"]
+    out = {"glue_probe_tasks": ",".join(gp["tasks"]), "glue_probe_max_train_samples": gp["max_train_samples"],
+           "glue_probe_max_eval_samples": gp["max_eval_samples"], "glue_source": g["source"]}
+    if every:
+        out["glue_probe_every"] = gp["every"]
+    if g["source"] == "local":
+        out["glue_dir"] = g["data_dir"].replace("{data_root}", str(cfg["data_root"]))
+    return out
 
 
 def expect_architecture(size: dict) -> dict:

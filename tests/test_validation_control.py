@@ -200,7 +200,17 @@ def test_the_glue_probe_inside_pretraining_records_every_point_and_changes_no_we
                                  max_train_samples=60, max_eval_samples=40)
     assert ev["glue_probe_mean"] == pytest.approx(rec["average"]["mean"], abs=1e-6)
     assert ev["glue_probe_cls"] == pytest.approx(rec["average"]["cls"], abs=1e-6)
+    # the control (taco init) gets the same probe at step 0, equal to taco probe of its checkpoint
+    ctl = tmp_path / "control"
+    assert control.main(["--blocks", str(blocks), "--size", "tiny", "--device", "cpu", "--output", str(ctl), *opts]) == 0
+    ctl_ev = json.loads((ctl / EVAL_NAME).read_text())
+    ctl_rec = probe.probe_checkpoint(ctl, ["sst2", "stsb"], glue_source="synthetic", glue_dir=None,
+                                     max_train_samples=60, max_eval_samples=40)
+    assert ctl_ev["glue_probe_mean"] == pytest.approx(ctl_rec["average"]["mean"], abs=1e-6)
     # bad probe options are named before any work
+    assert control.main(["--blocks", str(blocks), "--size", "tiny", "--output", str(tmp_path / "z"),
+                         "--glue-probe-tasks", "nope"]) == 2
+    assert "unknown GLUE task" in capsys.readouterr().err
     assert pretrain.main([*base, *opts, "--glue-probe-every", "3", "--output", str(tmp_path / "x")]) == 2
     assert "--glue-probe-every 3" in capsys.readouterr().err
     assert pretrain.main([*base, "--glue-probe-tasks", "nope", "--output", str(tmp_path / "y")]) == 2

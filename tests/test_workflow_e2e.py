@@ -233,6 +233,11 @@ def test_local_config_end_to_end(tmp_path, shared_data):
             ev = json.loads((results / "pretrain" / "tiny" / objective / "data-1.0" / f"step-{step}" / "eval.json")
                             .read_text())
             assert ev["step"] == step and ev["mlm_loss"] > 0 and (ev["tc_loss"] is None) == (objective == "mlm")
+    # the frozen-feature GLUE probe (pretrain.glue_probe) at each budget, and its steps-to-target row
+    ev = json.loads((results / "pretrain" / "tiny" / "taco" / "data-1.0" / "step-16" / "eval.json").read_text())
+    assert -1 <= ev["glue_probe_mean"] <= 1 and set(ev) >= {"glue_probe_sst2", "glue_probe_stsb", "glue_probe_cls"}
+    rows = [r for r in read_csv(results / "efficiency.csv") if r["form"] == "glue_probe_average" and r["size"] == "tiny"]
+    assert len(rows) == 1 and rows[0]["target_step"] == "16" and rows[0]["kind"] == "secondary", rows
     curves = read_csv(results / "pretrain_curves.csv")
     for size in ("tiny", "modernbert_tiny", "roberta_tiny"):
         assert {(r["objective"], r["step"]) for r in curves if r["size"] == size} == {

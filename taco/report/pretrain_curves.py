@@ -44,7 +44,7 @@ from taco.objectives import LOSS_TERMS, OBJECTIVE_SPECS  # noqa: E402
 from taco.registry import CONTROL  # noqa: E402
 from taco.report.plotting import plain_log_axis  # noqa: E402
 from taco.report.style import fraction_styles, objective_label, objective_style  # noqa: E402
-from taco.stats.validation_points import load_eval  # noqa: E402
+from taco.stats.validation_points import GLUE_PROBE_COLUMNS, load_eval  # noqa: E402
 
 NAME = "pretrain_curves"
 #: the loss components of a training log line (means over the logging window): ``<term>_loss`` of every
@@ -62,9 +62,11 @@ def aux_panel_title(objectives: Any) -> str:
              for t in AUX_TERMS if any(t in o.terms for o in specs)]
     return "(b) training loss of the other terms" + (": " + "; ".join(parts) if parts else "")
 #: the validation frame's columns: the MLM loss and accuracy, ``val_<term>_loss`` for every other loss term
-#: (:data:`AUX_TERMS`; empty where the run's objective has no such term), the masked-token count
+#: (:data:`AUX_TERMS`; empty where the run's objective has no such term), the masked-token count and the GLUE
+#: probe's averages (empty without pretrain.glue_probe)
 CSV_COLUMNS = ["size", "objective", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy",
-               *(f"val_{t}_loss" for t in AUX_TERMS), "n_masked_tokens", "comparable", "checkpoint"]
+               *(f"val_{t}_loss" for t in AUX_TERMS), "n_masked_tokens", "comparable", "checkpoint",
+               *GLUE_PROBE_COLUMNS]
 #: label suffix of an MLM-loss curve that is not comparable with the others (:func:`mlm_loss_comparable`)
 NOT_COMPARABLE = "(not comparable: head trained on in-batch candidates)"
 
@@ -121,7 +123,8 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
                              "val_mlm_loss": ev.get("mlm_loss"), "val_mlm_accuracy": ev.get("mlm_accuracy"),
                              **{f"val_{t}_loss": ev.get(f"{t}_loss") for t in AUX_TERMS},
                              "n_masked_tokens": ev.get("n_masked_tokens"),
-                             "comparable": mlm_loss_comparable(key[1]), "checkpoint": str(ckpt)})
+                             "comparable": mlm_loss_comparable(key[1]), "checkpoint": str(ckpt),
+                             **{c: ev.get(c) for c in GLUE_PROBE_COLUMNS}})
     train = pd.DataFrame(list(train_rows.values()))
     if not train.empty:
         train = train.sort_values(["size", "objective", "fraction", "step"]).reset_index(drop=True)

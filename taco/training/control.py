@@ -57,13 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
     MLM_PROBABILITY_PARAMETER.add_to(p, help_suffix="; the masks of the control's validation loss")
     p.add_argument("--output", required=True, help="checkpoint directory to write (must not exist)")
     p.add_argument("--device", choices=("auto", "cpu"), default="auto", help="device of the validation pass")
+    from taco.training.validation import add_glue_probe_options
+
+    add_glue_probe_options(p, every=False)
     return p
 
 
 def check_inputs(args: argparse.Namespace) -> dict:
     """Validate; returns the facts needed. Raises UsageError / FileNotFoundError / FileExistsError."""
     from taco.objectives import get_objective
+    from taco.training.validation import check_glue_probe_options
 
+    check_glue_probe_options(args)
     try:
         get_objective(args.init_objective)
     except ValueError as exc:
@@ -103,7 +108,7 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
 
     from taco.model.configs import encoder_config, special_token_ids
     from taco.model.modeling import pretraining_model_class
-    from taco.training.validation import EVAL_NAME, evaluate_validation, write_eval
+    from taco.training.validation import EVAL_NAME, evaluate_validation, glue_probe, write_eval
 
     t0 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(str(facts["blocks"] / "tokenizer"))
@@ -118,6 +123,7 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
         try:
             validation = evaluate_validation(model.to(device), facts["blocks"], tokenizer,
                                              mlm_probability=args.mlm_probability)
+            validation.update(glue_probe(model, tokenizer, args))  # the control's probe (--glue-probe-tasks)
             write_eval(tmp, validation, step=0)
         except ValueError as exc:  # blocks without a validation split: the checkpoint is still usable
             validation = {"skipped": str(exc)}

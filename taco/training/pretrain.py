@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from taco.families import DEFAULT_FAMILY, FAMILIES
+from taco.training.validation import add_glue_probe_options
 from taco.cli_parts import cli_error
 from taco.errors import UsageError, is_disk_full
 from taco.manifest import (MANIFEST_NAME, ManifestError, read_json_record, read_manifest, sha256_file, sha256_json,
@@ -131,19 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="validation MLM loss on the fixed validation blocks and masks every N steps inside the "
                         "segment (log event 'validation', eval.json 'points'); 0: only at the budget. Changes no "
                         "weight (own generators, train mode restored) and is not in the config hash")
-    probe = p.add_argument_group("frozen-feature GLUE probe inside pre-training (taco.evaluation.probe; changes no "
-                                 "weight, not in the config hash)")
-    probe.add_argument("--glue-probe-tasks", default="", metavar="LIST",
-                       help="comma-separated GLUE tasks probed at every --glue-probe-every-th step and at the budget "
-                            "(log event 'validation', eval.json); empty: no probe")
-    probe.add_argument("--glue-probe-every", type=int, default=0,
-                       help="steps between probes inside the segment, a multiple of --eval-every (0: --eval-every)")
-    probe.add_argument("--glue-source", choices=("hub", "local", "synthetic"), default="hub",
-                       help="where the probe's GLUE data comes from (as taco finetune)")
-    probe.add_argument("--glue-dir", default=None, help="GLUE folder (needed for --glue-source local)")
-    probe.add_argument("--glue-probe-max-train-samples", type=int, default=5000,
-                       help="cap of each task's training sample (taco finetune's seeded sample)")
-    probe.add_argument("--glue-probe-max-eval-samples", type=int, default=2000, help="cap of each task's dev split")
+    add_glue_probe_options(p, every=True)
     p.add_argument("--fresh-optimizer", action="store_true",
                    help="continue from a state or --resume-from budget that lacks its optimizer/scheduler/RNG "
                         "files with a fresh optimizer (the weights then differ from an uninterrupted run; "
@@ -376,25 +365,14 @@ def _hash_inputs(args: argparse.Namespace, sched: _Schedule, info: _BlocksInfo, 
 
 
 def _check_glue_probe(args: argparse.Namespace) -> None:
-    """The probe's options before any work: known tasks, a cadence on the validation points, a GLUE folder
-    that exists, caps large enough for 5-fold cross-validation; UsageError naming the option."""
-    from taco.registry import GLUE_TASK_SPECS
-    from taco.training.validation import glue_probe_tasks
+    """The probe's options before any work (:func:`taco.training.validation.check_glue_probe_options`) and a
+    cadence on the validation points; UsageError naming the option."""
+    from taco.training.validation import check_glue_probe_options, glue_probe_tasks
 
-    tasks = glue_probe_tasks(args)
-    if not tasks:
-        return
-    unknown = [t for t in tasks if t not in GLUE_TASK_SPECS]
-    if unknown:
-        raise UsageError(f"--glue-probe-tasks: unknown GLUE task(s) {unknown}; expected some of {', '.join(GLUE_TASK_SPECS)}")
+    check_glue_probe_options(args)
     every, eval_every = args.glue_probe_every, getattr(args, "eval_every", 0)
-    if every < 0 or (every and (not eval_every or every % eval_every)):
+    if glue_probe_tasks(args) and (every < 0 or (every and (not eval_every or every % eval_every))):
         raise UsageError(f"--glue-probe-every {every}: must be 0 or a positive multiple of --eval-every ({eval_every})")
-    if args.glue_source == "local" and not (args.glue_dir and Path(args.glue_dir).is_dir()):
-        raise UsageError(f"--glue-source local needs --glue-dir, an existing folder (got {args.glue_dir!r})")
-    for flag in ("glue_probe_max_train_samples", "glue_probe_max_eval_samples"):
-        if getattr(args, flag) < 10:
-            raise UsageError(f"--{flag.replace('_', '-')} must be >= 10 (5-fold cross-validation)")
 
 
 def num_nodes() -> int:

@@ -160,6 +160,46 @@ def evaluate_checkpoint_dir(checkpoint: str | Path, blocks: str | Path, *, mlm_p
     return evaluate_validation(model, blocks, tokenizer, mlm_probability=mlm_probability, **kwargs)
 
 
+def add_glue_probe_options(parser: Any, every: bool) -> None:
+    """The frozen-feature GLUE probe's options of ``taco pretrain`` (``every``: with ``--glue-probe-every``)
+    and ``taco init`` (the control, at step 0): tasks, data, caps. They change no weight and are in no
+    config hash."""
+    g = parser.add_argument_group("frozen-feature GLUE probe (taco.evaluation.probe; changes no weight, not in "
+                                  "the config hash)")
+    g.add_argument("--glue-probe-tasks", default="", metavar="LIST",
+                   help="comma-separated GLUE tasks probed at the checkpoint" + (
+                       " and at every --glue-probe-every-th step (log event 'validation')" if every else "")
+                   + ", written to eval.json; empty: no probe")
+    if every:
+        g.add_argument("--glue-probe-every", type=int, default=0,
+                       help="steps between probes inside the segment, a multiple of --eval-every (0: --eval-every)")
+    g.add_argument("--glue-source", choices=("hub", "local", "synthetic"), default="hub",
+                   help="where the probe's GLUE data comes from (as taco finetune)")
+    g.add_argument("--glue-dir", default=None, help="GLUE folder (needed for --glue-source local)")
+    g.add_argument("--glue-probe-max-train-samples", type=int, default=5000,
+                   help="cap of each task's training sample (taco finetune's seeded sample)")
+    g.add_argument("--glue-probe-max-eval-samples", type=int, default=2000, help="cap of each task's dev split")
+
+
+def check_glue_probe_options(args: Any) -> None:
+    """The probe's options before any work: known tasks, a GLUE folder that exists, caps large enough for
+    5-fold cross-validation. Raises :class:`taco.errors.UsageError` naming the option."""
+    from taco.errors import UsageError
+    from taco.registry import GLUE_TASK_SPECS
+
+    tasks = glue_probe_tasks(args)
+    if not tasks:
+        return
+    unknown = [t for t in tasks if t not in GLUE_TASK_SPECS]
+    if unknown:
+        raise UsageError(f"--glue-probe-tasks: unknown GLUE task(s) {unknown}; expected some of {', '.join(GLUE_TASK_SPECS)}")
+    if args.glue_source == "local" and not (args.glue_dir and Path(args.glue_dir).is_dir()):
+        raise UsageError(f"--glue-source local needs --glue-dir, an existing folder (got {args.glue_dir!r})")
+    for flag in ("glue_probe_max_train_samples", "glue_probe_max_eval_samples"):
+        if getattr(args, flag) < 10:
+            raise UsageError(f"--{flag.replace('_', '-')} must be >= 10 (5-fold cross-validation)")
+
+
 def glue_probe_tasks(args: Any) -> list[str]:
     """The tasks of ``taco pretrain --glue-probe-tasks`` (comma-separated; empty: no probe)."""
     return [t.strip() for t in str(getattr(args, "glue_probe_tasks", "") or "").split(",") if t.strip()]

@@ -251,20 +251,7 @@ class Commands:
             *self._recipe_args(RECIPE_AFTER_OBJECTIVE, wildcards),
             "--seed", _s(wc.pretrain_seed_of(self.config, getattr(wildcards, "pseed", ""))),
             "--until", wildcards.step] + (
-            ["--eval-every", _s(s["eval_every"])] if int(s.get("eval_every", 0) or 0) > 0 else []) + self._glue_probe_args()
-
-    def _glue_probe_args(self) -> list[str]:
-        """``--glue-probe-tasks ...`` of config ``pretrain.glue_probe`` (nothing when it has no task, so the
-        params of every run made before the probe existed stay as they were); the glue block's data."""
-        gp = self.config["pretrain"].get("glue_probe") or {}
-        if not gp.get("tasks"):
-            return []
-        g = self.config["glue"]
-        return ["--glue-probe-tasks", ",".join(gp["tasks"]), "--glue-probe-every", _s(gp.get("every", 0)),
-                "--glue-probe-max-train-samples", _s(gp.get("max_train_samples", 5000)),
-                "--glue-probe-max-eval-samples", _s(gp.get("max_eval_samples", 2000)),
-                "--glue-source", g["source"]] + (
-            ["--glue-dir", wc.substitute_root(g["data_dir"], self.config)] if g["source"] == "local" else [])
+            ["--eval-every", _s(s["eval_every"])] if int(s.get("eval_every", 0) or 0) > 0 else []) + wc.glue_probe_words(self.config)
 
     @staticmethod
     def _distributed(size: dict[str, Any]) -> list[str]:

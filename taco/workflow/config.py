@@ -302,3 +302,18 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
         return validate_analysis(spec).to_dict()
     except AnalysisConfigError as exc:
         raise ConfigError(f"analysis: {exc}") from None
+
+
+def glue_probe_words(config: dict[str, Any], every: bool = True) -> list[str]:
+    """``--glue-probe-tasks ...`` of config ``pretrain.glue_probe`` for ``taco pretrain`` (``every``: with
+    ``--glue-probe-every``) and ``taco init`` (the control); nothing when it has no task, so the params of
+    every run made before the probe existed stay as they were. The data are the glue block's."""
+    gp = config["pretrain"].get("glue_probe") or {}
+    if not gp.get("tasks"):
+        return []
+    g = config["glue"]
+    return (["--glue-probe-tasks", ",".join(gp["tasks"])]
+            + (["--glue-probe-every", str(gp.get("every", 0))] if every else [])
+            + ["--glue-probe-max-train-samples", str(gp.get("max_train_samples", 5000)),
+               "--glue-probe-max-eval-samples", str(gp.get("max_eval_samples", 2000)), "--glue-source", g["source"]]
+            + (["--glue-dir", substitute_root(g["data_dir"], config)] if g["source"] == "local" else []))

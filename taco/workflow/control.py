@@ -63,4 +63,5 @@ def init_args(config: dict[str, Any], size: str, pseed: str = "") -> list[str]:
     return ["-m", "taco", "init", "--size", s["preset"], "--size-name", size,
             *(["--architecture", arch] if arch != DEFAULT_FAMILY else []),
             "--seed", str(wc.pretrain_seed_of(config, pseed)),
-            MLM_PROBABILITY_PARAMETER.flag, str(MLM_PROBABILITY_PARAMETER.value(config))]
+            MLM_PROBABILITY_PARAMETER.flag, str(MLM_PROBABILITY_PARAMETER.value(config)),
+            *wc.glue_probe_words(config, every=False)]
