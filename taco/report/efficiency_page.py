@@ -14,6 +14,7 @@ import pandas as pd
 from taco.families import DEFAULT_FAMILY, FAMILIES
 from taco.stats.analysis_config import AnalysisConfig
 from taco.stats.validation_points import PLATEAU_EXIT_GAP
+from taco.stats.speedup import PROBE_FORM
 from taco.report.style import objective_label
 
 
@@ -142,6 +143,13 @@ def family_section(df: pd.DataFrame, families: Mapping[str, str]) -> list[str]:
     return lines + [""]
 
 
+def _kind_label(r: Any) -> str:
+    """A row's kind as the page names it: ``other: <objective>``; the GLUE-probe row ``secondary (GLUE probe)``."""
+    if r.kind == "other":
+        return f"other: {md_text(objective_label(r.b))}"
+    return f"{r.kind} (GLUE probe)" if r.form == PROBE_FORM else r.kind
+
+
 def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence[Mapping[str, Any]] = (),
                     notes: Sequence[str] = (), families: Mapping[str, str] | None = None) -> str:
     """efficiency.md: the claims' table, the rule, per claim the verdict, units and notes, the
@@ -162,10 +170,10 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
     for r in shown.itertuples():
         t = int(r.target_step) if _finite(r.target_step) else "n/a"
         budget = f" ({md_text(r.target_budget)})" if r.target_budget else ""
-        kind = r.kind if r.kind != "other" else f"other: {md_text(objective_label(r.b))}"
+        kind = _kind_label(r)
         p = (f"{_f(r.calibrated_p_supported, 2)} / {_f(r.calibrated_p_not_supported, 2)}"
              if _finite(r.calibrated_p_supported) else "not run")
-        verdict = r.verdict if r.kind == "primary" else f"{r.kind}: {r.verdict}"
+        verdict = r.verdict if r.kind == "primary" else f"{_kind_label(r)}: {r.verdict}"
         lines.append(f"| **{verdict}** | {r.claim_id} | {kind} | {md_text(r.size)} | {t}{budget} | {estimate_text(r)} | "
                      f"{p} | {_f(r.n_units_a)}/{_f(r.n_units_b)} | {_f(r.paper_speedup)} |")
     lines += ["", f"Rule (alpha = {cfg.alpha}, margin {cfg.efficiency_margin:g}x): "
@@ -176,7 +184,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
               "|---|---|---|---|---|---|---|---|---|---|"]
     for r in shown.itertuples():
         t = int(r.target_step) if _finite(r.target_step) else "n/a"
-        kind = r.kind if r.kind != "other" else f"other: {md_text(objective_label(r.b))}"
+        kind = _kind_label(r)
         lines.append(f"| {r.claim_id} | {kind} | {md_text(r.size)} | {t} | {_f(r.target_value, 4)} | "
                      f"{t_interval_text(r)} | {r.unit_k or 'n/a'} | {_f(r.model_flops_speedup)} / "
                      f"{_f(r.wall_speedup)} | {_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | "
