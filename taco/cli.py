@@ -13,6 +13,7 @@ import sys
 
 #: command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "data-recipe": ("taco.data.recipe", "fetch and check the real-data folder of configs/cpu-real.yaml (docs/data.md)"),
     "corpus": ("taco.data.corpus", "materialize a corpus (synthetic, local text, Hub) as documents"),
     "tokenizer": ("taco.data.tokenizer", "build or train the WordPiece tokenizer (save_pretrained dir)"),
     "pack": ("taco.data.packing", "tokenize and pack documents into [CLS] ... [SEP] blocks"),

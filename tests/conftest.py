@@ -65,8 +65,8 @@ def shared_data() -> Path:
     """
     path = Path(os.environ.get("TACO_SHARED_DATA", REPO.parent / "shared" / "data"))
     if not path.is_dir():
-        pytest.skip(f"shared data folder {path} not found (set TACO_SHARED_DATA to the folder "
-                    "that holds glue/, corpus/ and bert/)")
+        pytest.skip(f"shared data folder {path} not found: `taco data-recipe --output {path}` fetches it "
+                    "(docs/data.md), or set TACO_SHARED_DATA to a folder that holds glue/ and corpus/")
     return path
 
 

@@ -401,6 +401,28 @@ def build_wikipedia(repo: Path, raw_file: Path, articles: int = 24) -> None:
     (repo / "README.md").write_text(_yaml_front(meta, "\n# Wikipedia (stand-in: a few articles)\n"))
 
 
+def build_wikitext(repo: Path, wikitext_dir: Path) -> None:
+    """``Salesforce/wikitext`` config ``wikitext-2-v1``: validation and test parquet files, one row per line
+    of the tokenized release (column ``text``, each line with its newline, as on the Hub)."""
+    from datasets import Dataset, Features, Value
+
+    repo.mkdir(parents=True, exist_ok=True)
+    (repo / ".gitattributes").write_text(GITATTRIBUTES)
+    feats = Features({"text": Value("string")})
+    (repo / "wikitext-2-v1").mkdir(exist_ok=True)
+    split_infos, data_files = [], []
+    for split, name in (("validation", "valid.txt"), ("test", "test.txt")):
+        lines = (wikitext_dir / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        ds = Dataset.from_dict({"text": lines}, features=feats)
+        ds.to_parquet(str(repo / "wikitext-2-v1" / f"{split}-00000-of-00001.parquet"))
+        split_infos.append({"name": split, "num_bytes": ds.data.nbytes, "num_examples": len(ds)})
+        data_files.append({"split": split, "path": f"wikitext-2-v1/{split}-*"})
+    meta = {"language": ["en"], "license": ["cc-by-sa-3.0", "gfdl"],
+            "dataset_info": [{"config_name": "wikitext-2-v1", "features": feats._to_yaml_list(), "splits": split_infos}],
+            "configs": [{"config_name": "wikitext-2-v1", "data_files": data_files}]}
+    (repo / "README.md").write_text(_yaml_front(meta, "\n# WikiText (stand-in: WikiText-2 validation and test)\n"))
+
+
 def build_bookcorpus(repo: Path, texts: list[Path], sentences: int = 1500) -> None:
     """``rojagtap/bookcorpus``: ``books_large_p{1,2}.txt``, one lower-cased sentence per line."""
     repo.mkdir(parents=True, exist_ok=True)
