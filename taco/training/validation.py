@@ -169,7 +169,7 @@ def add_glue_probe_options(parser: Any, every: bool) -> None:
     g.add_argument("--glue-probe-tasks", default="", metavar="LIST",
                    help="comma-separated GLUE tasks probed at the checkpoint" + (
                        " and at every --glue-probe-every-th step (log event 'validation')" if every else "")
-                   + ", written to eval.json; empty: no probe")
+                   + ", written to eval.json (default: empty, no probe)")
     if every:
         g.add_argument("--glue-probe-every", type=int, default=0,
                        help="steps between probes inside the segment, a multiple of --eval-every (0: --eval-every)")
