@@ -43,7 +43,7 @@ def test_scenarios_cover_both_forms_and_the_real_spreads():
     forms = {m.better for m in SCENARIOS.values()}
     assert forms == {sp.LOWER, sp.HIGHER}
     real = SCENARIOS["loss: cpu-real T=4000 spreads"]
-    assert real.sd_a == 0.0024 and real.target_step == 4000  # MLM's SD at T on cpu-real (docs/cpu-experiment.md)
+    assert real.sd_a == 0.0024 and real.target_step == 4000  # MLM's SD at T on cpu-real (docs/records/2026-12-04-cpu-real-e1/)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

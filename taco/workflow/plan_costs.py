@@ -487,10 +487,10 @@ def target_costs(config: dict[str, Any], pre: list[dict[str, Any]], tasks: list[
 # the plan
 # ------------------------------------------------------------------------------------------------
 #: MEASURED model FLOP/s of one CPU core (one thread): BERT-tiny's MLM step (V 8,192, batch 32 x 128, 1.52e10
-#: model FLOPs) took 0.26 CPU-s on the 2-core development VM (docs/cpu-experiment.md); a CPU-only configuration
+#: model FLOPs) took 0.26 CPU-s on the 2-core development VM (docs/records/2026-11-30-cpu-experiment-notebook.md); a CPU-only configuration
 #: (num_gpus 0 everywhere) is priced in CPU-hours at this rate, the reference GPU's hours beside it
 CPU_MODEL_FLOPS_PER_CORE_S = 5.85e10
-CPU_RATE_SOURCE = "BERT-tiny MLM step, 0.26 CPU-s on the 2-core development VM (docs/cpu-experiment.md)"
+CPU_RATE_SOURCE = "BERT-tiny MLM step, 0.26 CPU-s on the 2-core development VM (docs/records/2026-11-30-cpu-experiment-notebook.md)"
 
 
 def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = DEVICE_CHECK,
