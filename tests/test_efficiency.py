@@ -570,6 +570,13 @@ def test_the_efficiency_figure_text_fits(tmp_path):
     fig = efficiency_figure.figure(pairs, df)
     try:
         assert_text_fits(fig, 150)
+        # a comparison that was not run is a line under the figure, not an empty panel (issue 53.3); steps are
+        # integers ("T = 4000", never "T = 4000.0")
+        titles = [ax.get_title() for ax in fig.axes]
+        assert not any("not run" in t for t in titles), titles
+        assert any("E3 (tiny): not run" in t.get_text() for t in fig.texts)
+        labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+        assert any("at T = 4000" in x for x in labels) and not any(".0" in x for x in labels if "T = " in x), labels
     finally:
         plt.close(fig)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from taco.report.efficiency_page import estimate_text
-from taco.stats.speedup import COMPARED, LOSS_FORM, NOT_RUN, REFERENCE
+from taco.stats.speedup import COMPARED, LOSS_FORM, NOT_RUN, PROBE_FORM, REFERENCE
 from taco.stats.speedup_decision import Pair
 from taco.report.style import objective_label
 from taco.stats.validation_points import PLATEAU_EXIT_GAP
@@ -76,7 +76,10 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
     from taco.report.plotting import plain_log_axis, step_number
     from taco.report.style import objective_style
 
-    shown = [(p, r) for p, r in zip(pairs, df.itertuples()) if r.kind in ("primary", "secondary", "other")]
+    listed = [(p, r) for p, r in zip(pairs, df.itertuples()) if r.kind in ("primary", "secondary", "other")]
+    # a comparison that was not run gets no empty panel: one line under the figure says which and why
+    not_run = [f"{p.claim_id} ({p.size}): not run, {str(r.reason)[:80]}" for p, r in listed if r.verdict == NOT_RUN]
+    shown = [(p, r) for p, r in listed if r.verdict != NOT_RUN]
     curves = {}
     for p, r in zip(pairs, df.itertuples()):
         if r.kind == "curve":
@@ -85,18 +88,14 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
     n = max(1, len(shown) + len(curves) + len(probed))
     fig, axes = plt.subplots(n, 1, figsize=(8.5, 3.6 * n), squeeze=False)
     if not shown:
-        axes[0, 0].text(0.5, 0.5, "no pair of MLM and TACO curves found", ha="center", va="center",
-                        transform=axes[0, 0].transAxes)
+        axes[0, 0].text(0.5, 0.5, "\n".join(["no pair of MLM and TACO curves found", *not_run]), ha="center",
+                        va="center", transform=axes[0, 0].transAxes, fontsize=9)
+        not_run = []
         axes[0, 0].set_axis_off()
     for ax, (pair, row) in zip(axes[:, 0], shown):
         kind = row.kind if row.kind != "other" else f"other: {objective_label(pair.b_objective)}"
         t_text = f"T = {int(row.target_step)}" if _is_step(row.target_step) else "no target step"
         head = f"{pair.claim_id} ({pair.size}, {kind}, {t_text})"
-        if row.verdict == NOT_RUN:
-            ax.text(0.5, 0.5, f"{head}: not run\n{row.reason[:90]}", ha="center", va="center", transform=ax.transAxes,
-                    fontsize=9)
-            ax.set_axis_off()
-            continue
         for obj, arm in ((REFERENCE, pair.a), (pair.b_objective, pair.b)):
             st = objective_style(obj)
             units = arm.units()
@@ -116,12 +115,13 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
                     markersize=4, label=f"{objective_label(obj)}: mean")
         if math.isfinite(row.target_value):
             ax.axhline(row.target_value, color="grey", linestyle="--", linewidth=1,
-                       label=f"target: {objective_label(REFERENCE)} at T = {row.target_step}")
+                       label=f"target: {objective_label(REFERENCE)} at T = {int(row.target_step)}")
             ax.axvline(row.target_step, color="grey", linestyle=":", linewidth=1)
         ax.set_xscale("log")
         plain_log_axis(ax.xaxis, step_number)  # 2000, 4000, 250k: not 2x10^3
         ax.set_xlabel("pre-training step (log scale)")
-        ax.set_ylabel("validation MLM loss (nats)" if pair.form == LOSS_FORM else "GLUE average (points)")
+        ax.set_ylabel({LOSS_FORM: "validation MLM loss (nats)", PROBE_FORM: "GLUE probe average (points)"}.get(
+            pair.form, "GLUE average (points)"))
         verdict = row.verdict if row.kind == "primary" else f"{row.kind}: {row.verdict}"
         ax.set_title(f"{head}: speedup {estimate_text(row)}, {verdict}", fontsize=9)
         ax.grid(True, alpha=0.3, which="both")
@@ -150,5 +150,9 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     for ax, size in zip(axes[len(shown) + len(curves):, 0], probed):
         _probe_panel(ax, loss, size)
-    fig.tight_layout()
+    if not_run:
+        fig.text(0.01, 0.003, "\n".join(not_run), fontsize=7, va="bottom", ha="left")
+        fig.tight_layout(rect=(0, (len(not_run) + 0.5) * 0.14 / fig.get_figheight(), 1, 1))  # ~0.14 in a line
+    else:
+        fig.tight_layout()
     return fig
