@@ -119,6 +119,10 @@ def test_data_efficiency_panels_only_for_what_was_run(tmp_path):
     assert panels[-1][1] == "average of MNLI-m, MNLI-mm, SST-2 (3 of the 5 Table 2 scores)"
     fig = data_efficiency_figure(frames, cfg, pv)
     assert len(fig.axes) == 4
+    # the title promises bars only where some are drawn (a point of >= 3 seeds; issue 53.3)
+    seeds = build_table2(frames, cfg, pv)["n_seeds"].astype(float)
+    want = "bars: 95%" if (seeds >= 3).any() else "no bars: every point rests on fewer than 3 seeds"
+    assert want in fig._suptitle.get_text(), fig._suptitle.get_text()
     plt.close(fig)
     one = dict(SPEC, tasks=["sst2"])  # one score: no "average" of it
     frames, cfg, pv = _frames(tmp_path / "b", one)

@@ -343,8 +343,13 @@ def data_efficiency_figure(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
     fig.supylabel(score_label(cfg, ""), fontsize=9)  # one for every row: a label per row is taller than it
     if handles:  # below the panels (constrained layout makes room): over no data
         fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center", ncol=4, fontsize=8)
+    # the bars are drawn only where a point rests on MIN_BAND_SEEDS seeds or more (_plot_series): say which
+    shown = long[long["column"].isin([c for c, _ in panels]) & np.isfinite(long["mean"].astype(float))]
+    seeds = shown["n_seeds"].astype(float) if "n_seeds" in shown.columns else pd.Series(dtype=float)
+    bars = (f"bars: {int(cfg.confidence_level * 100)}% {_ci_short(cfg)}" if (seeds >= MIN_BAND_SEEDS).any() else
+            f"no bars: every point rests on fewer than {MIN_BAND_SEEDS} seeds")
     fig.suptitle(titled(cfg, f"Data efficiency: {fmt_fraction(red)} vs full pre-training data "
-                             f"(small role; bars: {int(cfg.confidence_level * 100)}% {_ci_short(cfg)})"), fontsize=10)
+                             f"(small role; {bars})"), fontsize=10)
     return fig
 
 
