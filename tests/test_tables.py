@@ -223,6 +223,7 @@ def test_synthetic_tasks_are_labelled_and_never_compared_with_the_paper(tmp_path
     t1 = pd.read_csv(out / "table1.csv")
     assert set(t1.section) == {"dev"}  # no test section beside the paper's test rows
     assert "Table 1: BERT-small on synthetic GLUE-format tasks" in (out / "table1.md").read_text()
+    assert "test published only" not in (out / "table1.md").read_text()  # no test rows on synthetic tasks
 
 
 def test_tiny_model_on_real_glue_prints_no_difference_against_bert_small(tmp_path):
@@ -345,6 +346,13 @@ def test_median_over_seeds_stands_beside_the_mean_in_every_format(tmp_path):
     assert "TACO-50k (ours, median" not in md.replace("TACO-50k (ours, n=0)", "")
     for name in ("table2", "table3", "ablation"):
         assert "(ours, median, n=3)" in (out / f"{name}.md").read_text(), name
+    # at two seeds the median is the mean: no row repeats it (issue 53.3); the csv keeps the column
+    agg2, spec2 = build_aggregate(tmp_path / "two", spec, seeds=[1, 2], spread=3.0)
+    out2 = tmp_path / "res2"
+    assert main(["--aggregate-dir", str(agg2), "--analysis", str(spec2), "--output-dir", str(out2)]) == 0
+    md2 = (out2 / "table1.md").read_text()
+    assert "(ours, n=2)" in md2 and "(ours, median" not in md2
+    assert "shown from 3 runs" in md2 and pd.read_csv(out2 / "table1.csv")["median"].notna().any()
 
 
 def test_columns_not_fine_tuned_are_noted_once_per_table(tmp_path):

@@ -132,7 +132,8 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
             paper[headers[c]] = _fmt(r["paper"])
             diff[headers[c]] = _fmt(r["diff"], signed=True)
         out.append(ours)
-        if any(math.isfinite(float(x)) for x in medians):
+        # at 1 or 2 seeds the median is the mean: a row repeating it says nothing (MEDIAN_NOTE says so)
+        if any(math.isfinite(float(x)) for x in medians) and max(ns, default=0) >= 3:
             out.append(median)
         if (g["paper_source"] == NOT_IN_PAPER).all() or blocker.startswith("synthetic"):
             continue
@@ -229,7 +230,7 @@ TEST_SCORES_NOTE = ("Test scores: these are dev-set numbers. For each fine-tuned
 
 #: what the median row is (encoder papers quote the median of 5 fine-tuning runs)
 MEDIAN_NOTE = ("ours, median = the median over the same runs as the mean (the number encoder papers quote, \"median of 5\"; "
-               "it equals the mean at 1 or 2 seeds)")
+               "shown from 3 runs: at 1 or 2 it equals the mean)")
 
 
 def start_note(long: pd.DataFrame) -> str:
@@ -323,6 +324,8 @@ def table_title(name: str, long: pd.DataFrame, cfg: AnalysisConfig | None = None
     synthetic = synthetic_label(cfg)
     if synthetic:
         title = title.replace(" on GLUE", " on synthetic GLUE-format tasks")
+    if "section" in long and "test" not in set(long["section"]):  # no test rows here (synthetic tasks)
+        title = title.replace("; test published only", "")
     if sizes and sizes != [role]:
         title += f" [size run: {', '.join(sizes)}, in the role of BERT-{role}]"
     return f"{title} - {synthetic}" if synthetic else title
