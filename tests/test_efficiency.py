@@ -383,7 +383,9 @@ def test_the_glue_probe_gets_its_own_steps_to_target_row(tmp_path):
     assert row["speedup"] == pytest.approx(2.0, rel=0.02)
     ks = [2000 * 2 ** (0.2 * (1 - run)) for run in range(3)]  # each TACO run's own crossing of 0.50
     assert [float(k) for k in row["unit_k"].split(";")] == pytest.approx(ks, abs=0.5)  # written rounded
-    assert "| E1 | secondary (GLUE probe) | tiny | 4000 |" in render_markdown(df, _cfg())
+    md = render_markdown(df, _cfg())
+    assert "| E1 | secondary (GLUE probe) | tiny | 4000 |" in md
+    assert "A **unit** is one pre-training run" in md and "**Berger-Boos**" in md  # the page's terms (53.3)
     # the loss rows are those of the same checkpoints without the probe
     plain, fps2, _ = eff.read_checkpoints(_e1_checkpoints(tmp_path / "plain"))
     without = eff.evaluate(eff.build_pairs(plain, None, _cfg(), fps2), _cfg(), calibration_reps=0)

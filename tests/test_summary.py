@@ -58,7 +58,8 @@ def test_summary_text(tmp_path, monkeypatch):
     assert lines[0].startswith("TACO run finished. Results: results/smoke/")
     assert "Claims (5): 1 supported, 1 not supported, 1 inconclusive, 2 not run" in lines[1]
     assert "results/smoke/claims.md" in lines[1]
-    assert lines[2].startswith("Degenerate runs: 2 of 4 fine-tuning runs")
+    assert lines[2].startswith("Degenerate runs: 2 of 4 fine-tuning runs predicted one class")
+    assert "frequent where the model learned little" in lines[2]  # said where it is read (issue 53.3)
     assert lines[3] == ("Report: snakemake --report report.html --configfile configs/smoke.yaml "
                         "--config data_root=../d")
 

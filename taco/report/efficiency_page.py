@@ -163,6 +163,12 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
     label = synthetic_label(cfg)
     lines = ["# Steps-to-target speedups (TACO against MLM)", "",
              *([f"**{label}**: these numbers only show that the pipeline works.", ""] if label else []),
+             "Terms: A is MLM, B is TACO. A **unit** is one pre-training run (a fine-tuning seed where each arm has "
+             "one fine-tuned run); **k** is the step at which a unit of B reaches A's mean value at the target step "
+             "**T**, so its speedup is T / k. The **critical value** is the simulated quantile the t statistic must "
+             "pass; **Berger-Boos**: each p is the largest over plausible SDs of A, plus 0.01. A step **plays** a paper "
+             "budget (50k, 250k) when `analysis.budget_names` maps that name to it. More: docs/efficiency.md and "
+             "docs/glossary.md in the repository.", "",
              f"| verdict | claim | kind | size | T | speedup [{lvl} calibrated bounds] | calibrated p (<= / >= "
              f"{cfg.efficiency_margin:g}x) | n units (A/B) | paper |",
              "|---|---|---|---|---|---|---|---|---|"]

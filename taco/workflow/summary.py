@@ -108,8 +108,9 @@ def run_summary(results_dir: str | os.PathLike, configfiles: Iterable[str | os.P
     except (ValueError, OSError, csv.Error) as err:
         lines.append(f"Degenerate runs: {_display(per_seed)} unreadable ({err})")
     else:
-        lines.append(f"Degenerate runs: {degenerate} of {runs} fine-tuning runs (constant predictions or an "
-                     "undefined metric; marked * in the tables)")
+        lines.append(f"Degenerate runs: {degenerate} of {runs} fine-tuning runs predicted one class or a constant "
+                     "score (the metric is then 0 or undefined; marked * in the tables): frequent where the model "
+                     "learned little, as in the quick start's 150 steps")
     lines.append("Report: " + report_command(configfiles, config_overrides))
     return "\n".join(lines)
 
