@@ -168,7 +168,7 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     long = build_ablation(agg, cfg, paper_values) if long is None else long
     d = _steps_frame(long, "avg")
     size = cfg.roles.get("small")
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.2, 5.4), layout="constrained")
     drawn = False
     avg_label = d["column_label"].iloc[0] if not d.empty else ""
     partial = avg_label.startswith("partial")
@@ -222,14 +222,18 @@ def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: 
     _budget_axis(ax, cfg, size)
     foot = []
     if blocker:
-        foot.append(f"the paper's Figure 5 points are not drawn: {blocker}")
+        foot.append(f"The paper's Figure 5 points are not drawn, because {blocker[0].lower() + blocker[1:]}.")
     if partial:
-        foot.append(f"ours: {avg_label}; the published points average all 9 scores: not directly comparable")
+        covered = avg_label[avg_label.find("(") + 1:avg_label.rfind(")")] if "(" in avg_label else avg_label
+        n_of, _, keys = covered.partition(": ")
+        foot.append(f"Our average covers {n_of} GLUE scores ({keys}), the published points all 9, so the two are "
+                    "not directly comparable." if keys else f"Ours is a {avg_label}, the published points average "
+                    "all 9 scores, so the two are not directly comparable.")
     if unplaced:
-        foot.append("published points at budgets not run here (not drawn): " + ", ".join(unplaced))
+        foot.append("Published points at budgets not run here are not drawn (" + ", ".join(unplaced) + ").")
     foot = "\n".join(foot)
-    if drawn:  # outside the axes, right of them: never over the curves' last points
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    if drawn:  # below the figure, in two columns: the plot keeps the figure's width and no point is covered
+        fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=2, frameon=False)
     _finish(fig, ax, titled(cfg, f"Figure 5: average {'score' if cfg.synthetic_tasks else 'GLUE'} vs pre-training "
                                 f"steps (size {size!r}, full data)"), foot)
     return fig
