@@ -999,7 +999,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         from device_repro import DATA_ROOT, prepare
 
-        man = prepare(Path(args.carry), Path(args.data_root) if args.data_root else DATA_ROOT, toy=args.toy)
+        try:
+            man = prepare(Path(args.carry), Path(args.data_root) if args.data_root else DATA_ROOT, toy=args.toy)
+        except FileNotFoundError as exc:  # no data folder: say how to make one, no traceback
+            print(f"device_check --prepare: {exc}", file=sys.stderr)
+            return 2
         print(json.dumps(man, indent=1, default=str))
         return 0
     groups = PART_GROUPS[args.part]

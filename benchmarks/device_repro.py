@@ -165,7 +165,8 @@ def prepare(carry: Path = CARRY, data_root: Path = DATA_ROOT, toy: bool = False,
     r = REPRO[mode]
     for need in ("bert/vocab.txt", *(TOY_CORPUS if toy else FULL_CORPUS)):
         if not (data_root / need).exists():
-            raise FileNotFoundError(f"{data_root / need} is missing (set TACO_SHARED_DATA or --data-root)")
+            raise FileNotFoundError(f"{data_root / need} is missing: `taco data-recipe --output data` makes the "
+                                    "folder (docs/data.md); then pass --data-root data (or set TACO_SHARED_DATA)")
     t0 = time.time()
     carry = Path(carry)
     shutil.rmtree(carry, ignore_errors=True)

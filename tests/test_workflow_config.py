@@ -424,3 +424,16 @@ def test_tasks_per_job_with_mnli_start_falls_back_and_says_so():
     (note,) = [n for n in config_notes(cfg) if n.startswith("finetune.tasks_per_job")]
     assert "not used with finetune.mnli_start" in note
     assert not [n for n in config_notes(load_config([str(REPO / "configs/smoke.yaml")], {})) if "tasks_per_job" in n]
+
+
+def test_a_profile_gpu_count_that_disagrees_with_the_config_is_named():
+    """Issue 53.5: the SLURM profile's set-resources (pretrain gpu: 2) on gpu-mini (num_gpus 1) would allocate
+    2 GPUs and run on 1, silently: named per rule and key; agreeing or absent overrides say nothing."""
+    cfg = load("configs/gpu-mini.yaml")
+    notes = wcc.profile_gpu_notes({"pretrain": {"gpu": 2}, "finetune": {"gpu": 1}}, cfg)
+    assert notes == ["the profile's set-resources gives rule pretrain gpu=2, but pretrain.sizes.small.num_gpus is 1: "
+                     "the cluster allocates 2 GPU(s) and the job uses 1; set one to the other"]
+    assert wcc.profile_gpu_notes({"pretrain": {"gpu": "1"}}, cfg) == []
+    assert wcc.profile_gpu_notes(None, cfg) == [] and wcc.profile_gpu_notes({"pretrain": {"mem_mb": 9}}, cfg) == []
+    cpu = load("configs/cpu-real.yaml")  # no GPU configured: a profile's gpu is not this check's business
+    assert wcc.profile_gpu_notes({"pretrain": {"gpu": 2}}, cpu) == []

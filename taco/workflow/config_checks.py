@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from taco.families import DEFAULT_FAMILY
@@ -128,6 +129,41 @@ def _tasks_per_job_note(config: dict[str, Any]) -> str | None:
         return ("finetune.tasks_per_job: all is not used with finetune.mnli_start: true (RTE, MRPC and STS-B wait "
                 "for MNLI's own job): one job per (checkpoint, task), as finetune.seeds_per_job says")
     return None
+
+
+def profile_gpu_notes(set_resources: Mapping[str, Mapping[str, Any]] | None, config: dict[str, Any]) -> list[str]:
+    """Where a profile's ``set-resources`` (Snakemake's per-rule overrides, e.g. the SLURM profile's
+    ``pretrain: {gpu: 2}``) gives a GPU rule another ``gpu`` count than the configuration's ``num_gpus``: the
+    cluster then allocates that many GPUs while the job launches one process per configured GPU, silently
+    idle or short. One line per (rule, size); empty where they agree or nothing is overridden."""
+    out = []
+    set_resources = set_resources or {}
+    sizes = config["pretrain"]["sizes"]
+    run_sizes = sorted({e["size"] for e in config["pretrain"]["runs"]})
+    wants = {rule: [(f"pretrain.sizes.{n}.num_gpus", int(sizes[n].get("num_gpus", 0) or 0)) for n in run_sizes]
+             for rule in ("pretrain", "pretrain_trial", "pretrain_control")}
+    ft = int((config.get("finetune") or {}).get("num_gpus", 0) or 0)
+    for rule in ("finetune", "finetune_seeds", "finetune_checkpoint", "finetune_trial"):
+        wants[rule] = [("finetune.num_gpus", min(ft, 1) if ft else 0)]
+    for rule, keys in wants.items():
+        given = (set_resources.get(rule) or {}).get("gpu")
+        try:
+            given = int(getattr(given, "raw", given))
+        except (TypeError, ValueError):
+            continue
+        for key, want in keys:
+            if want and given != want:
+                out.append(f"the profile's set-resources gives rule {rule} gpu={given}, but {key} is {want}: the "
+                           f"cluster allocates {given} GPU(s) and the job uses {want}; set one to the other")
+    return out
+
+
+def warn_profile_gpus(set_resources: Mapping[str, Mapping[str, Any]] | None, config: dict[str, Any]) -> None:
+    """Print :func:`profile_gpu_notes` to stderr, one ``WARNING:`` line each (the workflow's start)."""
+    import sys
+
+    for line in profile_gpu_notes(set_resources, config):
+        print(f"WARNING: {line}", file=sys.stderr)
 
 
 def gpu_resource_note(provided_gpu: int | None, gpus: int) -> str | None:

@@ -81,6 +81,10 @@ _PROVIDED_GPU = workflow.global_resources.get("gpu")  # a snakemake.resources.Re
 _GPU_RESOURCE_NOTE = wcc.gpu_resource_note(getattr(_PROVIDED_GPU, "value", _PROVIDED_GPU), GPUS)
 if _GPU_RESOURCE_NOTE and workflow.is_main_process:
     print(f"NOTE: {_GPU_RESOURCE_NOTE}", file=sys.stderr)
+# a profile whose GPUs per job disagree with the config's num_gpus (the SLURM profile's two for pre-training on a
+# one-GPU configuration) are said at the start, the dry run included
+if workflow.is_main_process:
+    wcc.warn_profile_gpus(getattr(workflow.resource_settings, "overwrite_resources", None), config)
 
 
 wildcard_constraints:
