@@ -481,3 +481,24 @@ def test_a_large_synthetic_corpus_is_estimated_not_generated(smoke, monkeypatch)
     exact, how_small = plan_costs._corpus_words(small)
     assert how_small.startswith("counted") and exact == sum(len(d.split()) for d in real(200, int(small["seed"])))
     assert words == pytest.approx(exact / 200 * 10_000_000, rel=0.1)
+
+
+def test_the_plan_gives_wall_time_and_keeps_unavailable_targets_apart():
+    """Issue 53.5: wall-clock hours on N GPUs (the GPU-hours over N, never below the longest chain: a run's
+    segments in order plus one fine-tuning job, computed here by hand); unavailable targets in their own table,
+    never priced at the top of the cheapest-first one; the data stage's download named."""
+    from taco.workflow.plan_render import render_markdown
+
+    cfg = plan.load_config([str(REPO / "configs" / "gpu-mini.yaml")])
+    p = plan_costs.build_plan(cfg, device_check=None)
+    chain = max(r["gpu_hours"] / r["gpus"] for r in p["pretrain"]) + p["finetune"]["longest_job_hours"]
+    w = p["wall_hours"]
+    assert w["critical_path"] == pytest.approx(chain)
+    assert w["by_gpus"][1] == pytest.approx(max(p["totals"]["gpu_hours"], chain))
+    assert w["by_gpus"][64] == pytest.approx(chain)  # 64 GPUs cannot beat the chain
+    md = render_markdown(p)
+    ready = md.split("## Cost of each table")[1].split("## Unavailable in this configuration")[0]
+    assert "C1:" not in ready and "not a budget here" not in ready
+    unavailable = md.split("## Unavailable in this configuration")[1]
+    assert "C1: TACO-50k matches MLM-250k" in unavailable and "not a budget here" in unavailable
+    assert "downloads" in md and "from the Hub" in md

@@ -493,6 +493,19 @@ CPU_MODEL_FLOPS_PER_CORE_S = 5.85e10
 CPU_RATE_SOURCE = "BERT-tiny MLM step, 0.26 CPU-s on the 2-core development VM (docs/records/2026-11-30-cpu-experiment-notebook.md)"
 
 
+def wall_hours(plan: dict[str, Any], gpus: int) -> dict[str, Any]:
+    """Wall-clock hours of the whole run on N GPUs, for N in 1, 8, 64 and the config's ``gpus``: at least the
+    GPU-hours shared perfectly over N (``total / N``) and at least the longest chain of jobs that must run one
+    after another (a run's budget segments in order, then one fine-tuning job of its last checkpoint:
+    ``critical_path``), whichever is larger. A lower bound: queueing, the data stage and job start-up are not
+    in it. ``{"critical_path": h, "by_gpus": {N: h}}``."""
+    ft = plan["finetune"].get("longest_job_hours", 0.0)
+    chain = max((p["gpu_hours"] / max(1, int(p.get("gpus", 1))) for p in plan["pretrain"]), default=0.0) + ft
+    total = plan["totals"]["gpu_hours"]
+    counts = sorted({1, 8, 64, *([gpus] if gpus > 0 else [])})
+    return {"critical_path": chain, "by_gpus": {n: max(total / n, chain) for n in counts}}
+
+
 def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = DEVICE_CHECK,
                peak_tflops: float = H200_BF16_DENSE_TFLOPS,
                pretrain_utilization: float = DEFAULT_PRETRAIN_UTILIZATION,
@@ -544,6 +557,7 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
         "time_limits": checks,
     }
     plan["totals"]["gpu_hours"] = plan["totals"]["pretrain_gpu_hours"] + plan["totals"]["finetune_gpu_hours"]
+    plan["wall_hours"] = wall_hours(plan, int(config.get("gpus") or 0))
     plan["cpu_only"] = (all(int(s["num_gpus"]) == 0 for s in config["pretrain"]["sizes"].values())
                         and int(config["finetune"]["num_gpus"]) == 0)
     if plan["cpu_only"]:

@@ -80,10 +80,14 @@ def render_markdown(plan: dict[str, Any]) -> str:
     lines += ["", f"**Total**: {tot['flops']:.3g} model FLOPs; {_h(tot['pretrain_gpu_hours'])} GPU-h pre-training + "
                   f"{_h(tot['finetune_gpu_hours'])} GPU-h fine-tuning = **{_h(tot['gpu_hours'])} GPU-h** "
                   f"(dynamics jobs: {plan['dynamics_jobs']}, not priced: forward passes over a few blocks).", "",
+              *_wall_lines(plan),
               "## Disk", "", f"Corpus: {plan['disk']['corpus_words']:.3g} words ({md_text(plan['disk']['corpus_words_source'])}).",
               "", "| artifact kind | GB |", "|---|---:|"]
     lines += [f"| {k} | {_gb(v)} |" for k, v in plan["disk"]["kinds"].items()]
-    lines += [f"| **total** | {_gb(plan['disk']['total'])} |", "", "## Longest job against the time limit", "",
+    download = plan["disk"]["kinds"].get("hub_download", 0.0)
+    lines += [f"| **total** | {_gb(plan['disk']['total'])} |", "",
+              f"The data stage (download, tokenize, pack) downloads {_gb(download)} GB from the Hub and is CPU work: "
+              "its time is in none of the hours above.", "", "## Longest job against the time limit", "",
               "| rule | job | hours | config runtime (min) | slurm profile runtime (min) | fits |",
               "|---|---|---:|---:|---:|---|"]
     for c in plan["time_limits"]:
@@ -91,15 +95,32 @@ def render_markdown(plan: dict[str, Any]) -> str:
         lines.append(f"| {c['rule']} | {md_text(c['job'])} | {_h(c['hours'])} | {c['config_runtime_min']} | "
                      f"{c['profile_runtime_min']} | {fits} |")
     if plan.get("targets"):
-        lines += ["", "## Cost of each table, figure and claim (on its own; cheapest first)", "",
-                  "| target | pre-training needed (run: up to step) | fine-tuning runs | GPU-h | not available here |",
-                  "|---|---|---:|---:|---|"]
-        # what this configuration can produce first (cheapest first), then what it cannot
-        for name, c in sorted(plan["targets"].items(), key=lambda kv: (bool(kv[1]["missing"]), kv[1]["gpu_hours"])):
+        ready = sorted(((n, c) for n, c in plan["targets"].items() if not c["missing"]), key=lambda kv: kv[1]["gpu_hours"])
+        absent = sorted((n, c) for n, c in plan["targets"].items() if c["missing"])
+        lines += ["", "## Cost of each table, figure and claim this configuration makes (on its own; cheapest first)",
+                  "", "| target | pre-training needed (run: up to step) | fine-tuning runs | GPU-h |", "|---|---|---:|---:|"]
+        for name, c in ready:
             need = "; ".join(f"{md_text(k)}: {v:,}" for k, v in c["pretrain_steps"].items()) or "-"
-            lines.append(f"| {name} | {need} | {c['finetune_runs']} | {_h(c['gpu_hours'])} | "
-                         f"{'; '.join(map(md_text, c['missing'])) or '-'} |")
+            lines.append(f"| {name} | {need} | {c['finetune_runs']} | {_h(c['gpu_hours'])} |")
+        if absent:  # not priced as if cheap: what is missing, and what of it this configuration would run
+            lines += ["", "## Unavailable in this configuration", "",
+                      "| target | why | GPU-h of the part it would run |", "|---|---|---:|"]
+            lines += [f"| {name} | {'; '.join(map(md_text, c['missing']))} | "
+                      f"{_h(c['gpu_hours']) if c['gpu_hours'] else '-'} |" for name, c in absent]
     return "\n".join(lines) + "\n"
+
+
+def _wall_lines(plan: dict[str, Any]) -> list[str]:
+    """The wall-clock table of :func:`taco.workflow.plan_costs.wall_hours` (none in a plan without it)."""
+    w = plan.get("wall_hours")
+    if not w:
+        return []
+    cells = " | ".join(_h(h) for h in w["by_gpus"].values())
+    return ["", "Wall-clock hours on N GPUs (at least the GPU-hours shared over N, at least the longest chain: "
+                f"{_h(w['critical_path'])} h, a run's segments in order and one fine-tuning job; queueing and the data "
+                "stage not included):", "",
+            "| GPUs | " + " | ".join(str(n) for n in w["by_gpus"]) + " |",
+            "|---|" + "---:|" * len(w["by_gpus"]), f"| hours | {cells} |", ""]
 
 
 def summary_line(plan: dict[str, Any]) -> str:
