@@ -437,3 +437,22 @@ def test_a_profile_gpu_count_that_disagrees_with_the_config_is_named():
     assert wcc.profile_gpu_notes(None, cfg) == [] and wcc.profile_gpu_notes({"pretrain": {"mem_mb": 9}}, cfg) == []
     cpu = load("configs/cpu-real.yaml")  # no GPU configured: a profile's gpu is not this check's business
     assert wcc.profile_gpu_notes({"pretrain": {"gpu": 2}}, cpu) == []
+
+
+def test_a_small_local_corpus_is_noted_before_any_job(tmp_path):
+    """Issue 53.6: from the bytes of corpus.paths (BYTES_PER_TOKEN word pieces per byte), a corpus the validation
+    blocks would eat, or one a size's schedule reads more than 10 times, is noted with the numbers; cpu-real's own
+    corpus (~3.4 M word pieces, ~5 passes) is not."""
+    cfg = load("configs/cpu-real.yaml")
+    text = tmp_path / "my-corpus"
+    text.mkdir()
+    (text / "a.txt").write_bytes(b"word " * 84_000)  # 420,000 bytes: ~100,000 word pieces
+    cfg["corpus"].update(paths=[str(text)], split_by=["blank_line"])
+    notes = wcc.config_notes(cfg)
+    val = next(n for n in notes if n.startswith("validation_blocks:"))
+    assert "~98% of the corpus" in val  # 768 x 128 = 98,304 of ~100,000
+    passes = next(n for n in notes if n.startswith("pretrain.sizes.tiny:"))
+    # 4,000 x 32 x 128 tokens over the ~1,696 word pieces left for training
+    assert f"~{4000 * 32 * 128 / (100_000 - 768 * 128):.0f} passes" in passes
+    (text / "a.txt").write_bytes(b"word " * 4_000_000)  # 20 MB: ~4.8 M word pieces, ~3.4 passes
+    assert not [n for n in wcc.config_notes(cfg) if n.startswith(("validation_blocks:", "pretrain.sizes"))]

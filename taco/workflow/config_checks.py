@@ -91,7 +91,54 @@ def config_notes(config: dict[str, Any]) -> list[str]:
     prints each as ``NOTE: ...`` from its main process (``workflow/rules/common.smk``), ``taco plan`` as
     ``taco plan: note: ...``; call after :func:`check_config`."""
     return [n for n in (_undecidable_pretrain_seeds_note(config), _tasks_per_job_note(config),
-                        _multi_node_note(config)) if n]
+                        _multi_node_note(config), *_corpus_size_notes(config)) if n]
+
+
+#: bytes of local text per word piece: configs/cpu-real.yaml's corpus, 14.2 MB of text in 3.4 M word pieces of
+#: its own 8,192-entry WordPiece (docs/cpu-experiment.md); an estimate for the notes below, not a measurement
+BYTES_PER_TOKEN = 4.2
+#: passes over the training data above which a configuration is noted as repeating its corpus
+MANY_EPOCHS = 10.0
+#: share of the corpus the validation blocks may take before they are noted
+VALIDATION_SHARE = 0.2
+
+
+def _corpus_size_notes(config: dict[str, Any]) -> list[str]:
+    """For a local corpus (``corpus.source: local``): a corpus whose validation blocks would take more than
+    :data:`VALIDATION_SHARE` of it, or which a size's schedule would read more than :data:`MANY_EPOCHS` times,
+    estimated from the files' bytes (:data:`BYTES_PER_TOKEN`) before anything is tokenized. Files that do not
+    exist yet are left to the workflow's own error."""
+    from taco.data.local_text import local_input_files_split
+
+    corpus = config.get("corpus") or {}
+    if corpus.get("source") != "local" or not corpus.get("paths"):
+        return []
+    paths = [substitute_root(p, config) for p in corpus["paths"]]
+    try:
+        files = local_input_files_split(paths, "blank_line")
+    except (FileNotFoundError, ValueError):
+        return []
+    tokens = sum(f.stat().st_size for f, _ in files) / BYTES_PER_TOKEN
+    if tokens <= 0:
+        return []
+    seq = int(config["max_seq_length"])
+    val = int(config.get("validation_blocks", 0) or 0) * seq
+    out = []
+    if val > VALIDATION_SHARE * tokens:
+        out.append(f"validation_blocks: {config['validation_blocks']} blocks of {seq} tokens are ~{val / tokens:.0%} of "
+                   f"the corpus (~{tokens:,.0f} word pieces estimated from corpus.paths' bytes); fewer validation "
+                   "blocks or more text")
+    train = max(tokens - val, 1.0)
+    sizes = config["pretrain"]["sizes"]
+    for name in sorted({e["size"] for e in config["pretrain"]["runs"]}):
+        s = sizes[name]
+        per_step = int(s["per_device_batch_size"]) * int(s.get("grad_accum", 1) or 1) * max(1, int(s.get("num_gpus", 0) or 0)) * seq
+        epochs = int(s["max_steps"]) * per_step / train
+        if epochs > MANY_EPOCHS:
+            out.append(f"pretrain.sizes.{name}: {s['max_steps']:,} steps read ~{epochs:.0f} passes over the corpus "
+                       f"(~{train:,.0f} training word pieces estimated from corpus.paths' bytes): the later budgets "
+                       "measure memorising this text as much as learning; more text or fewer steps")
+    return out
 
 
 def multi_node_sizes(config: dict[str, Any]) -> dict[str, int]:
