@@ -95,7 +95,7 @@ def test_workflow_replicates_pretraining_per_seed(tmp_path):
     seed1 = [c for c in cmds if "/pretrain-seed-1/" in c]
     smoke = yaml.safe_load((repo / "configs/smoke.yaml").read_text())["pretrain"]
     runs = sum(len(r["objectives"]) * len(r["fractions"]) for r in smoke["runs"])
-    assert len(plain) == len(seed1) == runs * len(smoke["sizes"]["tiny"]["budgets"]) == 24  # 8 runs x 3 budgets
+    assert len(plain) == len(seed1) == runs * len(smoke["sizes"]["tiny"]["budgets"]) == 16  # 8 runs x 2 budgets
     assert all(re.search(r"--seed 0 ", c) for c in plain) and all(re.search(r"--seed 1 ", c) for c in seed1)
     assert any("results/smoke/pretrain/tiny/mlm/data-1.0/step-50" in c for c in plain)
     # replicates read the same packed blocks: one pack job per fraction

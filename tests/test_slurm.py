@@ -50,8 +50,8 @@ PROFILE = REPO / "workflow" / "profiles" / "slurm" / "config.v8+.yaml"
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 # The smoke grid, reduced so that both runs (SLURM and local) fit in a few minutes on 2 cores:
-# two objectives (MLM, TACO) on all data instead of eight runs, the first two of the three budget
-# segments (50, 100: the same checkpoints as configs/smoke.yaml's, whose schedule of 150 steps stays),
+# two objectives (MLM, TACO) on all data instead of eight runs, both budget segments (50, 100: the same
+# checkpoints as configs/smoke.yaml's, with its schedule of 100 steps),
 # one GLUE-format task (SST-2) instead of three, smaller fine-tuning subsets, no dynamics. The seeds
 # (1, 2), the model and every recipe setting are those of configs/smoke.yaml. Both runs use this same
 # derived file.
