@@ -119,9 +119,11 @@ FLOORS = (
      "taco.cli_parts", "taco.tc"),
     ("taco.objectives",),
     ("taco.registry",),
-    ("taco.data", "taco.model", "taco.flops"),
+    # the GLUE metrics (they read only the registry) stand with the data: the probe below uses them
+    ("taco.data", "taco.model", "taco.flops", "taco.evaluation.metrics"),
     ("taco.stats",),
-    ("taco.training", "taco.report"),
+    # the frozen-feature probe runs inside pre-training (taco pretrain --glue-probe-tasks) as after it (taco probe)
+    ("taco.training", "taco.report", "taco.evaluation.probe"),
     ("taco.evaluation", "taco.commands"),
     ("taco.workflow",),
 )

@@ -147,7 +147,7 @@ def test_a_size_tuned_as_another_reads_that_sizes_choices_and_runs_no_trials(tmp
         "  tuning: {enabled: true, trials: 2, horizon: 10, space: {warmup_steps: [1, 2]}}\n"
         "  runs: [{size: tiny, objectives: [mlm, taco], fractions: [1.0]}, {size: long, objectives: [taco]}]\n"
         "  sizes: {long: {preset: tiny, tuned_as: tiny, max_steps: 40, budgets: [20, 40]}}\n"
-        "finetune: {budgets: {tiny: [150]}}\n")
+        "finetune: {budgets: {tiny: [100]}}\n")
     cfg = load_config([str(base), str(overlay)])
     assert tg.tuning_arms(cfg) == [("tiny", "mlm"), ("tiny", "taco")]
     assert tg.recipe_arm(cfg, "long", "taco") == ("tiny", "taco") and tg.tuned_arm(cfg, "long", "taco")
@@ -156,7 +156,7 @@ def test_a_size_tuned_as_another_reads_that_sizes_choices_and_runs_no_trials(tmp
     for sizes, word in [("{long: {preset: tiny, tuned_as: nowhere, max_steps: 40, budgets: [40]}}", "nowhere"),
                         ("{long: {preset: tiny, tuned_as: long, max_steps: 40, budgets: [40]}}", "another size")]:
         overlay.write_text(overlay.read_text().split("  sizes:")[0] + f"  sizes: {sizes}\n"
-                           "finetune: {budgets: {tiny: [150]}}\n")
+                           "finetune: {budgets: {tiny: [100]}}\n")
         with pytest.raises(PlanError, match=rf"pretrain\.sizes\.long\.tuned_as: .*{word}"):
             load_config([str(base), str(overlay)])
     # an objective the named size does not tune

@@ -240,7 +240,7 @@ def test_cross_key_and_results_dir_errors_name_the_keys(smoke, mutate, key, need
 @pytest.mark.parametrize("mutate", [
     lambda c: c["dynamics"].update(enabled=False, objectives=["taco"]),  # no dynamics: no figure 2
     lambda c: c["dynamics"].update(objectives=["mlm"]),
-    lambda c: c["finetune"].update(budgets={"tiny": [150]}),
+    lambda c: c["finetune"].update(budgets={"tiny": [100]}),
 ])
 def test_configs_whose_report_steps_can_run_pass(smoke, mutate):
     cfg = copy.deepcopy(smoke)

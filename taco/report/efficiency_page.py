@@ -145,6 +145,8 @@ def family_section(df: pd.DataFrame, families: Mapping[str, str]) -> list[str]:
 
 def _kind_label(r: Any) -> str:
     """A row's kind as the page names it: ``other: <objective>``; the GLUE-probe row ``secondary (GLUE probe)``."""
+    from taco.report.markdown_text import md_text
+
     if r.kind == "other":
         return f"other: {md_text(objective_label(r.b))}"
     return f"{r.kind} (GLUE probe)" if r.form == PROBE_FORM else r.kind
