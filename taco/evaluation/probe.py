@@ -65,6 +65,9 @@ GLUE_PROBE_AVERAGE_KEYS: tuple[str, ...] = tuple(f"glue_probe_{f}" for f in FEAT
 def _last_hidden_state(model: Any, enc: dict[str, Any]) -> Any:
     """(B, L, H) last hidden states of a Hugging Face encoder (``AutoModel``) or of a pre-training model
     (:class:`taco.model.modeling.PreTrainingModel`, through its family's ``encode``: no MLM head)."""
+    # a family without segment embeddings (ModernBERT; RoBERTa's single type) gets none: ModernBERT refuses them
+    if int(getattr(model.config, "type_vocab_size", 0) or 0) <= 1:
+        enc = {k: v for k, v in enc.items() if k != "token_type_ids"}
     if hasattr(model, "encode") and hasattr(model, "objective"):
         return model.encode(enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids"),
                             output_hidden_states=False).last_hidden_state
