@@ -91,6 +91,14 @@ onstart:
 
         os.makedirs(f"{R}/logs", exist_ok=True)
         FORK_SERVER.append(start(f"{R}/logs/forkserver.log"))
+    if workflow.is_main_process and not workflow.dryrun and not workflow.touch:
+        # the time left after each "N of M steps done" line (taco.workflow.progress)
+        import logging as _logging
+        from taco.workflow.progress import ProgressHandler
+
+        _quiet = {str(q).lower() for q in (getattr(workflow.output_settings, "quiet", None) or ())}
+        if not _quiet & {"progress", "all", "quietness.progress", "quietness.all"}:
+            _logging.getLogger("snakemake.logging").addHandler(ProgressHandler(workflow.dag.stats()[1]))
 
 
 # At the end of a successful run: where the results are, the claims' verdicts, degenerate runs and the

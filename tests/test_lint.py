@@ -19,7 +19,7 @@ CONFIGS = [files for files in config_sets() if not files[-1].startswith("tests/"
 
 def _data_root(configfiles, root: Path) -> Path:
     """The shared data folder as the configuration sees it: its entries linked, and a folder with one text file
-    for each ``{data_root}/<name>`` the files name that it lacks (``configs/own-corpus.yaml``'s my-corpus/)."""
+    for each ``{data_root}/<name>`` the files name that it lacks (a corpus folder of one's own)."""
     import re
 
     root.mkdir(parents=True)

@@ -142,6 +142,22 @@ def test_init_writes_the_untrained_model_as_a_step_0_control(blocks, tmp_path):
                          "--output", str(tmp_path / "x")]) == 2
 
 
+def test_a_failing_glue_probe_fails_init_and_is_not_taken_for_a_missing_validation_split(blocks, tmp_path,
+                                                                                          monkeypatch):
+    """Only a missing validation split may leave the control without eval.json ("skipped"); an error of the GLUE
+    probe (here a ValueError, as a damaged task file gives) stops `taco init` and leaves no checkpoint."""
+    import taco.training.validation as validation
+
+    def broken(*args, **kwargs):
+        raise ValueError("sst2: damaged file")
+
+    monkeypatch.setattr(validation, "glue_probe", broken)
+    out = tmp_path / "control" / "step-0"
+    with pytest.raises(ValueError, match="damaged file"):
+        control.main(["--blocks", str(blocks), "--size", "tiny", "--output", str(out), "--device", "cpu"])
+    assert not out.exists()
+
+
 def test_pretrain_budget_records_its_validation_losses(blocks, tmp_path, capsys):
     out = tmp_path / "taco" / "step-2"
     args = ["--blocks", str(blocks), "--objective", "taco", "--size", "tiny", "--max-steps", "2",

@@ -13,6 +13,7 @@ import csv
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -86,6 +87,8 @@ def test_smoke_config_end_to_end(tmp_path):
     text = out.stdout + out.stderr
     assert "TACO run finished. Results: results/smoke/" in text and "Claims (" in text, text[-3000:]
     assert "Degenerate runs: " in text and "Report: snakemake --report report.html --configfile " in text
+    # the time left after "N of M steps done" lines (taco.workflow.progress, added by the Snakefile's onstart)
+    assert re.search(r"taco: \d+ of \d+ jobs done, about .+ left \(estimated\)", text), text[-3000:]
     # every objective of the grid was pre-trained at each of the three budgets
     assert len(SMOKE_BUDGETS) == 3
     for objective in ("mlm", "taco", "mlm_tp", "taco_concentrated"):

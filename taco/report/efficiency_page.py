@@ -152,17 +152,10 @@ def _kind_label(r: Any) -> str:
     return f"{r.kind} (GLUE probe)" if r.form == PROBE_FORM else r.kind
 
 
-def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence[Mapping[str, Any]] = (),
-                    notes: Sequence[str] = (), families: Mapping[str, str] | None = None) -> str:
-    """efficiency.md: the claims' table, the rule, per claim the verdict, units and notes, the
-    speedup curve's trend, E1 per encoder family (``families``: size -> architecture, when the run has
-    several), and the simulated coverage and level of the method for this run."""
+def _claims_tables(df: pd.DataFrame, cfg: AnalysisConfig, lvl: str, label: str | None) -> list[str]:
+    """The page's head: title, terms, the claims' verdict table, the rule and the descriptive details."""
     from taco.report.markdown_text import md_text
 
-    from taco.report.synthetic_label import synthetic_label
-
-    lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
-    label = synthetic_label(cfg)
     lines = ["# Steps-to-target speedups (TACO against MLM)", "",
              *([f"**{label}**: these numbers only show that the pipeline works.", ""] if label else []),
              "Terms: A is MLM, B is TACO. A **unit** is one pre-training run (a fine-tuning seed where each arm has "
@@ -197,60 +190,89 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
                      f"{t_interval_text(r)} | {r.unit_k or 'n/a'} | {_f(r.model_flops_speedup)} / "
                      f"{_f(r.wall_speedup)} | {_f(r.mean_a_at_t, 4)} / {_f(r.mean_b_at_t, 4)} | "
                      f"{md_text(r.regime) or 'no context probe'} |")
-    lines.append("")
+    return lines + [""]
+
+
+def _claim_section(df: pd.DataFrame, r: Any, lvl: str) -> list[str]:
+    """One primary claim's section: verdict, calibrated test, the paper's numbers by the same test, regime,
+    per-unit speedups, FLOPs and wall-clock ratios, and the speedup curve's trend."""
+    from taco.report.markdown_text import md_text
+
+    lines = [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
+             f"- Verdict: **{r.verdict}** - {r.reason}",
+             (f"- Calibrated test: t = {_f(r.t_statistic)}, critical value {_f(r.critical_value)} (supported "
+              f"needs t above it), p(speedup <= m) = {_f(r.calibrated_p_supported, 2)}, p(speedup >= m) = "
+              f"{_f(r.calibrated_p_not_supported, 2)}, Monte Carlo error {_f(r.calibration_mc_error, 2)} over "
+              f"{_f(r.calibration_reps)} simulated experiments; its {lvl} bounds [{_f(r.calibrated_ci_low)}, "
+              f"{_f(r.calibrated_ci_high)}]; the plain t interval: {t_interval_text(r)} (descriptive; the t rule "
+              f"alone: {r.t_rule_verdict or 'n/a'})" if _finite(r.calibrated_p_supported) else
+              "- Calibrated test: not run (fewer than 2 units in an arm)"),
+             *([f"- The paper's numbers, by the same test: p(speedup <= 1) = {_f(r.calibrated_p_faster, 3)} "
+                f"(faster at all); " + (f"p(speedup <= {_f(r.paper_factor)}) = {_f(r.calibrated_p_paper_factor, 3)} "
+                                       "(the paper's factor); " if _finite(r.paper_factor) else
+                                       "the paper's factor: no role (analysis.roles) for this size; ")
+                + f"p(speedup <= {_f(r.margin)}) = {_f(r.calibrated_p_supported, 3)} (the margin)"
+                + (". With A at 5 runs or fewer each p includes the +0.01 of the Berger-Boos bound, so no p falls "
+                   "below 0.01; a p within 0.005 of it is almost all that term (A's SD taken at its 99% upper "
+                   "bound), not evidence of a precisely estimated speedup" if str(r.berger_boos).lower() in ("true", "1", "1.0")
+                   else "")]
+               if _finite(getattr(r, "calibrated_p_faster", float("nan"))) else []),
+             f"- Regime: {md_text(r.regime) or 'no context probe in these checkpoints'}; plateau-exit step "
+             f"per run (order gap > {PLATEAU_EXIT_GAP:g} nats; 'never': not within its points): A "
+             f"{r.plateau_exit_a or 'n/a'}, B {r.plateau_exit_b or 'n/a'}",
+             *([f"- Left out: {md_text(r.left_out)}"] if r.left_out else []),
+             f"- Per-unit speedups of B: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
+             "'>' never reaches the target, extrapolated; '<' beats it at the first point, extrapolated)",
+             "- Where B's mean curve reaches the target (secondary, not the estimate): "
+             + (f"{_f(r.mean_curve_speedup)}x (k = {_f(r.mean_curve_k, 4)})" if _finite(r.mean_curve_k)
+                else "not within its points"),
+             f"- Unit: {r.unit}; interval: {r.interval_note or 'n/a'}",
+             f"- Model FLOPs per step A / B: {_f(r.model_flops_per_step_a)} / {_f(r.model_flops_per_step_b)}; "
+             f"wall-clock step time A / B: {_f(r.wall_time_ratio)} "
+             + ("(benchmarks/step_time.py, side by side in one run)" if math.isfinite(r.wall_time_ratio)
+                else "(not measured: run benchmarks/step_time.py and pass --step-times)"),
+             ""]
+    curve = df[(df["kind"] == "curve") & (df["claim_id"] == r.claim_id) & (df["size"] == r.size)]
+    if not curve.empty:
+        lines += ["- " + trend_sentence(curve), ""]
+    return lines
+
+
+def _calibration_section(calibration: Sequence[Mapping[str, Any]], cfg: AnalysisConfig, lvl: str) -> list[str]:
+    """The diagnostic: the plain t interval simulated at this run's counts and spreads."""
+    from taco.report.markdown_text import md_text
+
+    lines = ["## Diagnostic: the plain t interval simulated at this run's counts and spreads", "",
+             "Not a veto: the verdict above is the calibrated test's. Curves with a known speedup equal to the "
+             "margin, drawn with this run's numbers of units and spreads (A's SD at T, the SD of B's log "
+             "speedups) from the documented curve model (taco.stats.speedup_simulation); the rates are the "
+             f"t interval's over the simulated experiments. Nominal: coverage {lvl}, false 'supported' "
+             f"{cfg.alpha:g}.", "",
+             "| claim | size | n units (A/B) | SD of A at T | SD of B's log speedups | coverage | false supported | experiments |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in calibration:
+        lines.append(f"| {c['claim_id']} | {md_text(c['size'])} | {c['n_a']}/{c['n_b']} | {_f(c['sd_a'])} | "
+                     f"{_f(c['sd_log_b'])} | {c['coverage']:.3f} | {c['supported']:.3f} | {c['reps']} |")
+    lines += ["", "`taco efficiency --calibrate` prints the suite's checked scenarios and its known limits "
+              "(strongly skewed A runs; A and B both flat where B crosses).", ""]
+    return lines
+
+
+def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence[Mapping[str, Any]] = (),
+                    notes: Sequence[str] = (), families: Mapping[str, str] | None = None) -> str:
+    """efficiency.md: the claims' table, the rule, per claim the verdict, units and notes, the
+    speedup curve's trend, E1 per encoder family (``families``: size -> architecture, when the run has
+    several), and the simulated coverage and level of the method for this run."""
+    from taco.report.markdown_text import md_text
+    from taco.report.synthetic_label import synthetic_label
+
+    lvl = f"{(1 - 2 * cfg.alpha) * 100:g}%"
+    lines = _claims_tables(df, cfg, lvl, synthetic_label(cfg))
     lines += family_section(df, families or {})
     for r in rows_of_kind(df, "primary").itertuples():
-        lines += [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
-                  f"- Verdict: **{r.verdict}** - {r.reason}",
-                  (f"- Calibrated test: t = {_f(r.t_statistic)}, critical value {_f(r.critical_value)} (supported "
-                   f"needs t above it), p(speedup <= m) = {_f(r.calibrated_p_supported, 2)}, p(speedup >= m) = "
-                   f"{_f(r.calibrated_p_not_supported, 2)}, Monte Carlo error {_f(r.calibration_mc_error, 2)} over "
-                   f"{_f(r.calibration_reps)} simulated experiments; its {lvl} bounds [{_f(r.calibrated_ci_low)}, "
-                   f"{_f(r.calibrated_ci_high)}]; the plain t interval: {t_interval_text(r)} (descriptive; the t rule "
-                   f"alone: {r.t_rule_verdict or 'n/a'})" if _finite(r.calibrated_p_supported) else
-                   "- Calibrated test: not run (fewer than 2 units in an arm)"),
-                  *([f"- The paper's numbers, by the same test: p(speedup <= 1) = {_f(r.calibrated_p_faster, 3)} "
-                     f"(faster at all); " + (f"p(speedup <= {_f(r.paper_factor)}) = {_f(r.calibrated_p_paper_factor, 3)} "
-                                            "(the paper's factor); " if _finite(r.paper_factor) else
-                                            "the paper's factor: no role (analysis.roles) for this size; ")
-                     + f"p(speedup <= {_f(r.margin)}) = {_f(r.calibrated_p_supported, 3)} (the margin)"
-                     + (". With A at 5 runs or fewer each p includes the +0.01 of the Berger-Boos bound, so no p falls "
-                        "below 0.01; a p within 0.005 of it is almost all that term (A's SD taken at its 99% upper "
-                        "bound), not evidence of a precisely estimated speedup" if str(r.berger_boos).lower() in ("true", "1", "1.0")
-                        else "")]
-                    if _finite(getattr(r, "calibrated_p_faster", float("nan"))) else []),
-                  f"- Regime: {md_text(r.regime) or 'no context probe in these checkpoints'}; plateau-exit step "
-                  f"per run (order gap > {PLATEAU_EXIT_GAP:g} nats; 'never': not within its points): A "
-                  f"{r.plateau_exit_a or 'n/a'}, B {r.plateau_exit_b or 'n/a'}",
-                  *([f"- Left out: {md_text(r.left_out)}"] if r.left_out else []),
-                  f"- Per-unit speedups of B: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
-                  "'>' never reaches the target, extrapolated; '<' beats it at the first point, extrapolated)",
-                  "- Where B's mean curve reaches the target (secondary, not the estimate): "
-                  + (f"{_f(r.mean_curve_speedup)}x (k = {_f(r.mean_curve_k, 4)})" if _finite(r.mean_curve_k)
-                     else "not within its points"),
-                  f"- Unit: {r.unit}; interval: {r.interval_note or 'n/a'}",
-                  f"- Model FLOPs per step A / B: {_f(r.model_flops_per_step_a)} / {_f(r.model_flops_per_step_b)}; "
-                  f"wall-clock step time A / B: {_f(r.wall_time_ratio)} "
-                  + ("(benchmarks/step_time.py, side by side in one run)" if math.isfinite(r.wall_time_ratio)
-                     else "(not measured: run benchmarks/step_time.py and pass --step-times)"),
-                  ""]
-        curve = df[(df["kind"] == "curve") & (df["claim_id"] == r.claim_id) & (df["size"] == r.size)]
-        if not curve.empty:
-            lines += ["- " + trend_sentence(curve), ""]
+        lines += _claim_section(df, r, lvl)
     if calibration:
-        lines += ["## Diagnostic: the plain t interval simulated at this run's counts and spreads", "",
-                  "Not a veto: the verdict above is the calibrated test's. Curves with a known speedup equal to the "
-                  "margin, drawn with this run's numbers of units and spreads (A's SD at T, the SD of B's log "
-                  "speedups) from the documented curve model (taco.stats.speedup_simulation); the rates are the "
-                  f"t interval's over the simulated experiments. Nominal: coverage {lvl}, false 'supported' "
-                  f"{cfg.alpha:g}.", "",
-                  "| claim | size | n units (A/B) | SD of A at T | SD of B's log speedups | coverage | false supported | experiments |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for c in calibration:
-            lines.append(f"| {c['claim_id']} | {md_text(c['size'])} | {c['n_a']}/{c['n_b']} | {_f(c['sd_a'])} | "
-                         f"{_f(c['sd_log_b'])} | {c['coverage']:.3f} | {c['supported']:.3f} | {c['reps']} |")
-        lines += ["", "`taco efficiency --calibrate` prints the suite's checked scenarios and its known limits "
-                  "(strongly skewed A runs; A and B both flat where B crosses).", ""]
+        lines += _calibration_section(calibration, cfg, lvl)
     if notes:
         lines += ["## Notes on the inputs", ""] + [f"- {md_text(n)}" for n in notes] + [""]
     return "\n".join(lines)

@@ -123,10 +123,11 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
         try:
             validation = evaluate_validation(model.to(device), facts["blocks"], tokenizer,
                                              mlm_probability=args.mlm_probability)
-            validation.update(glue_probe(model, tokenizer, args))  # the control's probe (--glue-probe-tasks)
-            write_eval(tmp, validation, step=0)
         except ValueError as exc:  # blocks without a validation split: the checkpoint is still usable
             validation = {"skipped": str(exc)}
+        else:  # a failing GLUE probe is an error of the run, not a missing validation split
+            validation.update(glue_probe(model, tokenizer, args))  # the control's probe (--glue-probe-tasks)
+            write_eval(tmp, validation, step=0)
         manifest = build_manifest(
             KIND, vars(args), {"blocks": str(facts["blocks"]),
                                "blocks_manifest_sha256": facts["blocks_manifest_sha256"]},
