@@ -599,6 +599,14 @@ def expect_report(cfg, job):
     return {"aggregate_dir": f"{R}/aggregate", "analysis": f"{R}/analysis.json", "output_dir": R}
 
 
+def expect_tables(cfg, job):
+    """The report's options, and the pretrain_curves.csv of the GLUE probe's column when pretrain.glue_probe has
+    tasks (independently of taco.workflow.config: the config's own key)."""
+    probe = (cfg["pretrain"].get("glue_probe") or {}).get("tasks")
+    return {**expect_report(cfg, job),
+            **({"pretrain_curves": f"{cfg['results_dir']}/pretrain_curves.csv"} if probe else {})}
+
+
 def expect_claims(cfg, job):
     return {**expect_report(cfg, job), "efficiency": f"{cfg['results_dir']}/efficiency.csv"}
 
@@ -711,7 +719,7 @@ CONTRACT = {
     "finetune_mnli_seeds": ("finetune", expect_finetune, check_finetune),
     "dynamics": ("dynamics", expect_dynamics, None),
     "aggregate": ("aggregate", expect_aggregate, None),
-    "tables": ("tables", expect_report, None),
+    "tables": ("tables", expect_tables, None),
     "figures": ("figures", expect_report, None),
     "claims": ("claims", expect_claims, None),
     "deviations": ("deviations", expect_deviations, None),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -407,3 +408,37 @@ def test_runs_started_from_mnli_are_marked_and_explained(tmp_path):
     # the same runs without the record: no mark anywhere
     plain = _rendered(tmp_path / "plain", tasks=["mnli", "sst2", "rte"])
     assert "†" not in (plain / "table1.md").read_text()
+
+
+def test_the_frozen_feature_probe_stands_beside_the_glue_average(tmp_path):
+    """Issue 51.3: with --pretrain-curves every reproduced approach gets a 'probe' column: the GLUE probe average
+    (x100) over its pre-training runs' checkpoints, summarised like every cell (here three runs at 0.50 / 0.60 /
+    0.70: mean 60, SD 10, the t interval computed independently); an approach without probe values says so; a
+    CSV without the probe column exits 2 naming the file."""
+    from scipy import stats
+
+    spec = smoke_spec(n_resamples=99)
+    agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1, 2])
+    base = ["--aggregate-dir", str(agg), "--analysis", str(spec_path)]
+    assert main([*base, "--output-dir", str(tmp_path / "plain")]) == 0
+    plain = pd.read_csv(tmp_path / "plain" / "table1.csv")
+    assert "probe" not in set(plain["column"])  # without the option the tables are as before
+    mlm = plain[(plain["objective"] == "mlm") & (plain["column"] == "avg") & (plain["kind"] == "reproduced")].iloc[0]
+    curves = tmp_path / "pretrain_curves.csv"
+    pd.DataFrame({"size": [mlm["size"]] * 4, "objective": ["mlm"] * 4, "fraction": [mlm["fraction"]] * 4,
+                  "step": [int(mlm["step"])] * 4, "glue_probe_mean": [0.5, 0.6, 0.7, None]}).to_csv(curves, index=False)
+    out = tmp_path / "probe"
+    assert main([*base, "--output-dir", str(out), "--pretrain-curves", str(curves)]) == 0
+    t1 = pd.read_csv(out / "table1.csv")
+    row = t1[(t1["objective"] == "mlm") & (t1["column"] == "probe") & (t1["step"] == mlm["step"])].iloc[0]
+    half = stats.t.ppf(0.975, 2) * 10 / np.sqrt(3)
+    assert (row["n_seeds"], row["mean"], row["std"]) == (3, pytest.approx(60.0), pytest.approx(10.0))
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(60 - half), pytest.approx(60 + half))
+    assert row["paper_source"] == "not in the paper" and np.isnan(row["diff"])
+    other = t1[(t1["objective"] == "taco") & (t1["column"] == "probe") & t1["step"].notna()]
+    assert len(other) and (other["n_seeds"] == 0).all()
+    assert other["note"].str.contains("no GLUE probe in these checkpoints").all()
+    md = (out / "table1.md").read_text()
+    assert "Probe avg. (frozen)" in md and "60.0 ±10.0" in md and "frozen-feature GLUE probe's average" in md
+    pd.DataFrame({"size": ["x"], "step": [1]}).to_csv(tmp_path / "bad.csv", index=False)
+    assert main([*base, "--output-dir", str(tmp_path / "bad"), "--pretrain-curves", str(tmp_path / "bad.csv")]) == 2

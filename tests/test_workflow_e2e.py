@@ -241,6 +241,11 @@ def test_local_config_end_to_end(tmp_path, shared_data):
     assert -1 <= ev["glue_probe_mean"] <= 1 and set(ev) >= {"glue_probe_sst2", "glue_probe_stsb", "glue_probe_cls"}
     rows = [r for r in read_csv(results / "efficiency.csv") if r["form"] == "glue_probe_average" and r["size"] == "tiny"]
     assert len(rows) == 1 and rows[0]["target_step"] == "16" and rows[0]["kind"] == "secondary", rows
+    # ... and its column in the tables: TACO-250k (step 16) over its two pre-training runs, the probe's average x100
+    t1 = [r for r in read_csv(results / "table1.csv") if r["column"] == "probe" and r["objective"] == "taco"
+          and r["step"] == "16" and r["size"] == "tiny"]
+    assert len(t1) == 1 and t1[0]["n_seeds"] == "2" and -100 <= float(t1[0]["mean"]) <= 100, t1
+    assert "Probe avg. (frozen)" in (results / "table1.md").read_text()
     curves = read_csv(results / "pretrain_curves.csv")
     for size in ("tiny", "modernbert_tiny", "roberta_tiny"):
         assert {(r["objective"], r["step"]) for r in curves if r["size"] == size} == {

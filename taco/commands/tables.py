@@ -9,19 +9,35 @@ from __future__ import annotations
 import sys
 
 from taco.commands.report_cli import report_main, report_parser
-from taco.report.table_builders import build_tables
+from taco.report.table_builders import build_tables, probe_values
 from taco.report.tables import write_tables
+
+
+def _add_arguments(ap) -> None:
+    ap.add_argument("--pretrain-curves", metavar="CSV",
+                    help="pretrain_curves.csv of `taco pretrain-curves`: with the GLUE probe's averages in it "
+                         "(pretrain.glue_probe), every reproduced row gets the frozen-feature probe column")
 
 
 def build_parser():
     """The command line of ``taco tables``."""
-    return report_parser("tables", __doc__.split("\n")[0])
+    return report_parser("tables", __doc__.split("\n")[0], _add_arguments)
+
+
+def _produce(agg, cfg, args):
+    """Read ``--pretrain-curves`` (FileNotFoundError / ValueError name the file), build and write the tables."""
+    import pandas as pd
+
+    probe = None
+    if args.pretrain_curves:
+        probe = probe_values(pd.read_csv(args.pretrain_curves), args.pretrain_curves)
+    return write_tables(build_tables(agg, cfg, probe=probe), args.output_dir, cfg)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``taco tables``: aggregate CSVs + analysis spec -> table{1,2,3,4}/ablation .csv/.md/.html/.tex."""
-    return report_main("tables", __doc__.split("\n")[0],
-                       lambda agg, cfg, args: write_tables(build_tables(agg, cfg), args.output_dir, cfg), argv)
+    """``taco tables``: aggregate CSVs + analysis spec (+ ``--pretrain-curves``) -> table{1,2,3,4}/ablation
+    .csv/.md/.html/.tex."""
+    return report_main("tables", __doc__.split("\n")[0], _produce, argv, _add_arguments)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -59,10 +59,14 @@ def _nan(x: Any) -> float:
 class TableBuilder:
     """Builds long-form rows of one table from the aggregate frames and the spec."""
 
-    def __init__(self, agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, role: str | None = None):
+    def __init__(self, agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, role: str | None = None,
+                 probe: Mapping[tuple, Sequence[float]] | None = None):
         """``role``: the paper size (``small``/``base``) the table's published numbers belong to;
-        rows of a size that is not that model get no difference against them."""
+        rows of a size that is not that model get no difference against them. ``probe``: the frozen-feature
+        GLUE probe's averages (:func:`probe_values`); with it every reproduced approach gets a ``probe``
+        column beside its GLUE average."""
         self.agg, self.cfg, self.role = agg, cfg, role
+        self._probe = probe
         self.cells = agg["cells"]
         self.per_seed = agg["per_seed"]
         self.rows: list[dict[str, Any]] = []
@@ -179,6 +183,31 @@ class TableBuilder:
                 else "UNKNOWN (not published)"
             rec["note"] = "; ".join(dict.fromkeys(n for n in notes if n))
             self.rows.append(rec)
+        if self._probe is not None and avg_keys is not None and kind == "reproduced" and ours_available:
+            self.rows.append(self._probe_row(self.rows[-1]))
+
+    def _probe_row(self, avg_row: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``probe`` column of the approach whose average row is ``avg_row``: the frozen-feature GLUE
+        probe average (x100) over its pre-training runs' checkpoints at that step, summarised as every cell
+        (:func:`taco.stats.inference.summarize`; the unit is a pre-training run). No published value."""
+        rec = {**avg_row, "column": PROBE_COLUMN, "column_label": PROBE_LABEL, "metric": PROBE_COLUMN,
+               "n_seeds": 0, "mean": math.nan, "std": math.nan, "median": math.nan, "ci_low": math.nan,
+               "ci_high": math.nan, "n_degenerate": 0, "not_fine_tuned": "", "init_from": "", "paper": math.nan,
+               "diff": math.nan, "paper_source": NOT_IN_PAPER, "note": ""}
+        size, step = avg_row["size"], avg_row["step"]
+        if not (size and step != ""):
+            return rec
+        values = list(self._probe.get((size, avg_row["objective"], round(float(avg_row["fraction"]), 6),
+                                        int(step)), ()))
+        if not values:
+            rec["note"] = "no GLUE probe in these checkpoints"
+            return rec
+        s = summarize(values, confidence_level=self.cfg.confidence_level, n_resamples=self.cfg.n_resamples,
+                      method=self.cfg.ci_method, seed=self.cfg.seed,
+                      label=key_str(size, avg_row["objective"], avg_row["fraction"], int(step), PROBE_COLUMN))
+        rec.update(n_seeds=s["n"], mean=s["mean"], std=s["std"], median=s["median"], ci_low=s["ci_low"],
+                   ci_high=s["ci_high"])
+        return rec
 
     def frame(self) -> pd.DataFrame:
         """The long-form table."""
@@ -188,6 +217,28 @@ class TableBuilder:
 # ---------------------------------------------------------------------------------------------
 # the five tables
 # ---------------------------------------------------------------------------------------------
+#: the tables' column of the frozen-feature GLUE probe (taco.evaluation.probe), beside the fine-tuned average
+PROBE_COLUMN = "probe"
+PROBE_LABEL = "Probe avg. (frozen)"
+
+
+def probe_values(curves: pd.DataFrame, source: str = "pretrain_curves.csv") -> dict[tuple, list[float]]:
+    """(size, objective, fraction rounded to 6 places, step) -> the GLUE probe average x100 of each
+    checkpoint at that step (one per pre-training run), from ``taco pretrain-curves``' CSV (columns size,
+    objective, fraction, step, glue_probe_mean; a row without a probe value is left out). Raises
+    ``ValueError`` naming ``source`` and the missing columns."""
+    need = ["size", "objective", "fraction", "step", "glue_probe_mean"]
+    if missing := [c for c in need if c not in curves.columns]:
+        raise ValueError(f"{source}: no column(s) {', '.join(missing)} (written by taco pretrain-curves)")
+    out: dict[tuple, list[float]] = {}
+    for r in curves[need].itertuples(index=False):
+        v = pd.to_numeric(r.glue_probe_mean, errors="coerce")
+        if pd.notna(v):
+            out.setdefault((str(r.size), str(r.objective), round(float(r.fraction), 6), int(r.step)),
+                           []).append(100.0 * float(v))
+    return out
+
+
 def _budget_note(cfg: AnalysisConfig, size: str | None, budget: str, role: str) -> tuple[int | None, str]:
     if size is None:
         return None, f"no run size plays BERT-{role} (roles.{role} is null): not run"
@@ -205,10 +256,11 @@ def _step_note(cfg: AnalysisConfig, size: str | None, budget: str, step: int | N
     return step, ""
 
 
-def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
+                 probe: Mapping[tuple, Sequence[float]] | None = None) -> pd.DataFrame:
     """Table 1: BERT-small MLM-250k, TACO-50k, TACO-250k, GLUE dev (reproduced beside published)
     and test (published only: the test set needs the GLUE server)."""
-    tb = TableBuilder(agg, cfg, "small")
+    tb = TableBuilder(agg, cfg, "small", probe)
     size = cfg.roles.get("small")
     pv = (paper_values.get("table1_bert_small") or {})
     src = "paper Table 1 (paper_values.json)"
@@ -246,10 +298,11 @@ def control_average(agg, cfg: AnalysisConfig, size: str | None) -> dict[str, Any
     return TableBuilder(agg, cfg)._avg(size, CONTROL, 1.0, 0, average_keys(cfg))
 
 
-def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
+                 probe: Mapping[tuple, Sequence[float]] | None = None) -> pd.DataFrame:
     """Table 2: MLM and TACO on the reduced fraction vs full data, at every budget a reduced-data
     run was fine-tuned at (default 250k), on MNLI-m/mm, QQP, QNLI, SST-2 plus their average."""
-    tb = TableBuilder(agg, cfg, "small")
+    tb = TableBuilder(agg, cfg, "small", probe)
     size = cfg.roles.get("small")
     red = cfg.reduced_fraction
     published = paper_values.get("table2_data_efficiency") or {}  # "MLM-250k (25% data)" -> {key: value}
@@ -275,9 +328,10 @@ def build_table2(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     return tb.frame()
 
 
-def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
+                 probe: Mapping[tuple, Sequence[float]] | None = None) -> pd.DataFrame:
     """Table 3: the BERT-base role, MLM and TACO at each budget of that size (published: UNKNOWN)."""
-    tb = TableBuilder(agg, cfg, "base")
+    tb = TableBuilder(agg, cfg, "base", probe)
     size = cfg.roles.get("base")
     published = paper_values.get("table3_base") or {}  # "TACO-250k" -> {key: value}
     budgets = cfg.size_steps(size)
@@ -295,7 +349,8 @@ def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     return tb.frame()
 
 
-def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
+                 probe: Mapping[tuple, Sequence[float]] | None = None) -> pd.DataFrame:
     """Table 4: TACO beside BERT-NCE and INFOWORD.
 
     Published rows: the paper cites BERT-NCE and INFOWORD from Kong et al. (ICLR 2020); those numbers
@@ -306,7 +361,7 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     the published numbers."""
     size = cfg.roles.get("base") or cfg.roles.get("small")
     role = "base" if cfg.roles.get("base") else "small"
-    tb = TableBuilder(agg, cfg, role)
+    tb = TableBuilder(agg, cfg, role, probe)
     published = paper_values.get("table4_bert_nce_infoword") or {}
     for obj in TABLE4_OBJECTIVES:
         spec = OBJECTIVE_SPECS[obj]
@@ -344,12 +399,13 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> p
     return tb.frame()
 
 
-def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any]) -> pd.DataFrame:
+def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
+                   probe: Mapping[tuple, Sequence[float]] | None = None) -> pd.DataFrame:
     """Ablation: TACO, concentrated TACO, MLM, MLM+TP at each small-role budget (100% data). The
     published average is known only where Figure 5 plots it (TACO at every budget, MLM at 250k,
     read from the plot +-0.1 points). Objectives that no paper table names (``taco.paper``), run at
     the small role on full data, follow in the section "other objectives (not in the paper)"."""
-    tb = TableBuilder(agg, cfg, "small")
+    tb = TableBuilder(agg, cfg, "small", probe)
     size = cfg.roles.get("small")
     fig5 = paper_values.get("figure5_small_dev_avg_read_from_pixels") or {}
     budgets = cfg.size_steps(size) or [("250k", None)]
@@ -390,7 +446,9 @@ TITLES = {
 
 
 def build_tables(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
-                 paper_values: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
-    """All five tables as long-form DataFrames (keys: table1, table2, table3, table4, ablation)."""
+                 paper_values: Mapping[str, Any] | None = None,
+                 probe: Mapping[tuple, Sequence[float]] | None = None) -> dict[str, pd.DataFrame]:
+    """All five tables as long-form DataFrames (keys: table1, table2, table3, table4, ablation); with
+    ``probe`` (:func:`probe_values`) each reproduced approach also gets the frozen-feature probe column."""
     pv = paper_values if paper_values is not None else load_paper_values()
-    return {name: BUILDERS[name](agg, cfg, pv) for name in TABLES}
+    return {name: BUILDERS[name](agg, cfg, pv, probe) for name in TABLES}

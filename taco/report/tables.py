@@ -45,7 +45,7 @@ from taco.stats.aggregate import UNIT
 from taco.stats.inference import ci_method_name
 from taco.registry import SCORE_KEY_LABELS
 from taco.report.synthetic_label import synthetic_label
-from taco.report.table_builders import NOT_IN_PAPER, NOT_IN_TASKS, TITLES
+from taco.report.table_builders import NOT_IN_PAPER, NOT_IN_TASKS, PROBE_COLUMN, PROBE_LABEL, TITLES
 
 NA = "n/a"
 #: the label of the row under each "(ours)" row: the median over the same units as the mean
@@ -112,7 +112,7 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
                 continue
             row = {"Set": section, "Approach": approach}
             for c in cols:
-                row[headers[c]] = _fmt(g.loc[c]["paper"])
+                row[headers[c]] = _fmt(g.loc[c]["paper"]) if c in g.index else ""
             out.append(row)
             continue
         ns = sorted({int(n) for n in g["n_seeds"] if n})
@@ -123,6 +123,10 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
         diff = {"Set": section, "Approach": "  difference (ours - paper)"}
         medians = g["median"] if "median" in g else pd.Series(math.nan, index=g.index)
         for c in cols:
+            if c not in g.index:  # a column only some sections have (the probe: not on the test set)
+                for row in (ours, median, paper, diff):
+                    row[headers[c]] = ""
+                continue
             r = g.loc[c]
             m, sd = r["mean"], r["std"]
             start = START_MARK if isinstance(r.get("init_from"), str) and r.get("init_from") else ""
@@ -178,7 +182,10 @@ def _notes(long: pd.DataFrame) -> list[str]:
 
 
 METRIC_LABELS = {"accuracy": "accuracy", "f1": "F1", "matthews_correlation": "Matthews corr.",
-                 "pearson": "Pearson corr.", "spearmanr": "Spearman corr.", "mean": "mean of its metrics"}
+                 "pearson": "Pearson corr.", "spearmanr": "Spearman corr.", "mean": "mean of its metrics",
+                 PROBE_COLUMN: "the frozen-feature GLUE probe's average (x100; a linear / ridge probe on the "
+                               "checkpoint's mean-pooled features, no fine-tuning; the tasks of "
+                               "pretrain.glue_probe, not necessarily the columns' tasks; n = pre-training runs)"}
 
 
 def column_metrics_note(long: pd.DataFrame) -> str:
@@ -189,7 +196,8 @@ def column_metrics_note(long: pd.DataFrame) -> str:
         if col == "avg":
             continue
         metric = next((m for m in g["metric"] if isinstance(m, str) and m), "")
-        parts.append(f"{SCORE_KEY_LABELS.get(col, col)} = {METRIC_LABELS.get(metric, metric or 'n/a')}")
+        label = PROBE_LABEL if col == PROBE_COLUMN else SCORE_KEY_LABELS.get(col, col)
+        parts.append(f"{label} = {METRIC_LABELS.get(metric, metric or 'n/a')}")
     note = "Columns: " + ", ".join(parts)
     if "avg" in set(long["column"]):
         note += "; Avg. = plain mean of the score columns it names, each in its own metric"

@@ -530,7 +530,8 @@ class Commands:
         return self._report_args("tables")
 
     def tables_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
-        return self._report_paths(input, output)
+        curves = ["--pretrain-curves", input.curves] if "curves" in input.keys() else []
+        return self._report_paths(input, output) + curves
 
     def figures_args(self, wildcards: Any = None) -> list[str]:
         return self._report_args("figures")

@@ -13,6 +13,8 @@ AGG = {
 rule tables:
     input:
         **AGG,
+        # the frozen-feature GLUE probe column (pretrain.glue_probe; curves.smk writes the CSV)
+        **({"curves": f"{R}/pretrain_curves.csv"} if wc.glue_probe_words(config) else {}),
     output:
         **{t: report_csv(t, "Tables") for t in REPORT_TABLES},
         **{f"{t}_html": report_page(t, "Tables", REPORT_TABLE_LABELS[t]) for t in REPORT_TABLES},
