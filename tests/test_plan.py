@@ -354,22 +354,28 @@ def test_configfiles_merge_nested_keys_as_snakemake(tmp_path):
     assert cfg["pretrain"]["sizes"]["base"]["max_steps"] == 500000
 
 
+def _cpu_real(root: Path) -> dict:
+    """configs/cpu-real.yaml on a data root with empty stand-ins of the files it names (taco plan checks the
+    corpus and the local GLUE folder as the workflow does)."""
+    for f in ("corpus/wikitext-2/valid.txt", "corpus/wikitext-2/test.txt", "corpus/gutenberg/a.txt"):
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_text("text\n")
+    from taco.data.glue import local_files
+
+    for task in ("cola", "sst2", "mrpc", "stsb"):
+        for path in local_files(task, root / "glue").values():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
+    return plan.load_config([str(REPO / "configs" / "cpu-real.yaml")], {"data_root": str(root)})
+
+
 def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
     """cpu-real: three replicates, dynamics on the first (the top-level seed's plain path) x 3 budgets
     x 2 objectives = 6 jobs, the count `taco plan` prints; with seeds that leave out the top-level seed,
     the first listed replicate is measured (not none)."""
     from taco.workflow import config as wc
 
-    for f in ("corpus/wikitext-2/valid.txt", "corpus/wikitext-2/test.txt", "corpus/gutenberg/a.txt"):
-        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / f).write_text("text\n")
-    from taco.data.glue import local_files
-
-    for task in ("cola", "sst2", "mrpc", "stsb"):  # taco plan checks the local GLUE folder as the workflow does
-        for path in local_files(task, tmp_path / "glue").values():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("")
-    cfg = plan.load_config([str(REPO / "configs" / "cpu-real.yaml")], {"data_root": str(tmp_path)})
+    cfg = _cpu_real(tmp_path)
     got = wc.dynamics_checkpoints(cfg)
     assert sorted((r.objective, r.pretrain_seed, s) for r, s in got) == [
         ("mlm", None, 800), ("mlm", None, 2000), ("mlm", None, 4000), ("taco", None, 800), ("taco", None, 2000),
@@ -502,3 +508,25 @@ def test_the_plan_gives_wall_time_and_keeps_unavailable_targets_apart():
     unavailable = md.split("## Unavailable in this configuration")[1]
     assert "C1: TACO-50k matches MLM-250k" in unavailable and "not a budget here" in unavailable
     assert "downloads" in md and "from the Hub" in md
+
+
+def test_the_glue_probe_is_priced_by_its_points_and_examples(tmp_path):
+    """cpu-real probes cola, sst2, mrpc, stsb, rte every 500 steps and at the budgets 800 / 2,000 / 4,000: 9 points a
+    run, 6 runs, and one point per control (3); each point encodes and fits the capped train split (5,000) and the
+    first dev split (2,000) of each task, GLUE's released sizes by hand. Without probe tasks it costs nothing."""
+    cfg = _cpu_real(tmp_path)
+    sizes = {"cola": (8551, 1043), "sst2": (67349, 872), "mrpc": (3668, 408), "stsb": (5749, 1500), "rte": (2490, 277)}
+    examples = sum(min(n, 5000) + min(d, 2000) for n, d in sizes.values())
+    assert plan_costs.probe_examples(cfg) == examples == 25_258
+    assert plan_costs.probe_points(cfg, "tiny") == [500, 800, 1000, 1500, 2000, 2500, 3000, 3500, 4000]
+    p = plan_costs.build_plan(cfg, device_check=None, profile=None, with_targets=False)
+    point_h = examples * plan_costs.PROBE_SECONDS_PER_EXAMPLE / 3600
+    assert p["totals"]["glue_probe_hours"] == pytest.approx((6 * 9 + 3) * point_h)
+    run = p["pretrain"][0]
+    assert run["glue_probe_points"] == 9 and run["glue_probe_hours"] == pytest.approx(9 * point_h)
+    cfg["pretrain"]["glue_probe"] = {}
+    bare = plan_costs.build_plan(cfg, device_check=None, profile=None, with_targets=False)
+    assert bare["totals"]["glue_probe_hours"] == 0
+    assert p["totals"]["cpu_hours"] - bare["totals"]["cpu_hours"] == pytest.approx((6 * 9 + 3) * point_h)
+    assert "The frozen-feature GLUE probe" in plan_render.render_markdown(p)
+    assert "frozen-feature GLUE probe" not in plan_render.render_markdown(bare)

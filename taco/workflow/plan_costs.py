@@ -18,6 +18,9 @@ Where the numbers come from
   same count, start-up and evaluation included). Otherwise from a **stated utilisation** of the
   GPU's peak (``--pretrain-utilization``, ``--finetune-utilization``, ``--peak-tflops``; the
   defaults below are assumptions, not measurements). Several GPUs per job: linear scaling assumed.
+- The frozen-feature GLUE probe (``pretrain.glue_probe``): its points per run times the examples it encodes
+  and fits at a point, at a MEASURED rate (:data:`PROBE_SECONDS_PER_EXAMPLE`), in the run's GPU-hours and
+  in the CPU-hours of a CPU configuration.
 - Disk: ``taco.data.disk.data_disk_plan`` (the data stage's estimates, one implementation) for the
   corpus, Hub cache, tokenizer and packed blocks; checkpoints here: a budget checkpoint holds the
   fp32 weights (4 bytes/parameter, decoder tied) and the AdamW state (two fp32 moments, 8
@@ -39,7 +42,7 @@ from taco.registry import CONTROL
 from taco.workflow import config as wc
 from taco.workflow import tuning_grid as tg
 from taco.workflow import control as wctl
-from taco.workflow.plan_inputs import PlanError, measured_kind, load_device_check, task_sizes, tasks_of, vocab_size
+from taco.workflow.plan_inputs import GLUE_SIZES, PlanError, measured_kind, load_device_check, task_sizes, tasks_of, vocab_size
 from taco.flops import (
     H200_BF16_DENSE_TFLOPS,
     finetune_flops_per_token,
@@ -180,8 +183,50 @@ def _global_batch(s: dict[str, Any]) -> int:
     return int(s["per_device_batch_size"]) * int(s["grad_accum"]) * _processes(s)
 
 
+#: MEASURED seconds of the frozen-feature GLUE probe (pretrain.glue_probe) per example it encodes and fits
+#: (train + dev, over its tasks): 49-59 CPU-s per probed point of cola, sst2, mrpc, stsb, rte at 5,000 / 2,000
+#: examples (~25,000 examples) on BERT-tiny, one core of the 2-core development VM, 2026-12-06
+#: (``glue_probe_cpu_seconds`` of the cpu-real E1 runs' eval.json). Most of it is scikit-learn's fits, on the
+#: CPU whatever the device, so the plan uses it for every preset (a GPU encodes faster: an upper bound there).
+PROBE_SECONDS_PER_EXAMPLE = 55.0 / 25_000
+PROBE_RATE_SOURCE = "measured: ~55 CPU-s per point of 5 tasks, ~25,000 examples, BERT-tiny (2026-12-06)"
+
+
+def probe_examples(config: dict[str, Any]) -> int:
+    """Examples the GLUE probe encodes and fits at one point: per task of ``pretrain.glue_probe.tasks`` its
+    train split and first dev split, capped at ``max_train_samples`` / ``max_eval_samples``; 0 without tasks."""
+    gp = config["pretrain"].get("glue_probe") or {}
+    total = 0
+    for task in gp.get("tasks") or []:
+        if config["glue"]["source"] == "synthetic":
+            from taco.data.synthetic import DEFAULT_SIZES
+
+            n_train, n_dev = DEFAULT_SIZES[task]
+        else:
+            if task not in GLUE_SIZES:
+                raise PlanError(f"pretrain.glue_probe.tasks: task {task!r} has no released split sizes")
+            n_train, n_dev = GLUE_SIZES[task]
+            n_dev //= len(GLUE_TASK_SPECS[task].dev_splits)
+        total += min(n_train, int(gp.get("max_train_samples") or n_train))
+        total += min(n_dev, int(gp.get("max_eval_samples") or n_dev))
+    return total
+
+
+def probe_points(config: dict[str, Any], size: str) -> list[int]:
+    """The steps of one pre-training run of ``size`` at which the GLUE probe runs: every multiple of
+    ``pretrain.glue_probe.every`` up to the last budget, and each budget; [] without probe tasks."""
+    gp = config["pretrain"].get("glue_probe") or {}
+    if not gp.get("tasks"):
+        return []
+    steps = wc.budgets(config, size)
+    every = int(gp.get("every") or 0)
+    return sorted(set(steps) | (set(range(every, steps[-1] + 1, every)) if every > 0 else set()))
+
+
 def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
-    """Per pre-training run: steps, tokens, FLOPs, GPU-hours, wall hours of the longest segment."""
+    """Per pre-training run: steps, tokens, FLOPs, GPU-hours, wall hours of the longest segment; the GLUE
+    probe's points and hours (:data:`PROBE_SECONDS_PER_EXAMPLE`; the job holds its GPUs meanwhile, so its
+    hours x GPUs are in the GPU-hours and its share in the longest segment)."""
     V, L = vocab_size(config), int(config["max_seq_length"])
     options = {"tc_num_negatives": int(config["pretrain"]["tc"]["num_negatives"]),
                "mlm_probability": float(config["pretrain"]["mlm_probability"])}
@@ -195,14 +240,20 @@ def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]
         rate, source = rates.pretrain(preset, r.objective)
         gpus = _processes(s)
         segments = [b - a for a, b in zip([0] + steps[:-1], steps)]
+        points = probe_points(config, r.size)
+        probe_h = len(points) * probe_examples(config) * PROBE_SECONDS_PER_EXAMPLE / 3600
+        bounds = list(zip([0] + steps[:-1], steps))
+        longest = max(range(len(segments)), key=lambda i: segments[i])
+        probe_longest_h = (sum(bounds[longest][0] < s <= bounds[longest][1] for s in points)
+                           * probe_examples(config) * PROBE_SECONDS_PER_EXAMPLE / 3600)
         out.append({
             "size": r.size, "preset": preset, "objective": r.objective, "fraction": r.fraction,
             "steps": steps[-1], "global_batch": _global_batch(s), "tokens": steps[-1] * _global_batch(s) * L,
             "flops_per_token": fpt, "flops": steps[-1] * per_step, "gpus": gpus,
-            "gpu_hours": steps[-1] * per_step / rate / 3600, "rate_source": source,
+            "gpu_hours": steps[-1] * per_step / rate / 3600 + probe_h * gpus, "rate_source": source,
             "seconds_per_step": per_step / (rate * gpus), "longest_segment_steps": max(segments),
-            "longest_segment_hours": max(segments) * per_step / (rate * gpus) / 3600,
-            "flops_per_step": per_step, "rate": rate,
+            "longest_segment_hours": max(segments) * per_step / (rate * gpus) / 3600 + probe_longest_h,
+            "flops_per_step": per_step, "rate": rate, "glue_probe_points": len(points), "glue_probe_hours": probe_h,
         })
     return out
 
@@ -560,8 +611,14 @@ def build_plan(config: dict[str, Any], device_check: str | os.PathLike | None = 
     plan["wall_hours"] = wall_hours(plan, int(config.get("gpus") or 0))
     plan["cpu_only"] = (all(int(s["num_gpus"]) == 0 for s in config["pretrain"]["sizes"].values())
                         and int(config["finetune"]["num_gpus"]) == 0)
+    # the GLUE probe: its points in the runs above, and the controls' one point each (taco init)
+    controls = len(wctl.checkpoints(config))
+    plan["totals"]["glue_probe_hours"] = (sum(p["glue_probe_hours"] for p in pre)
+                                          + controls * probe_examples(config) * PROBE_SECONDS_PER_EXAMPLE / 3600)
+    plan["totals"]["glue_probe_source"] = PROBE_RATE_SOURCE
     if plan["cpu_only"]:
-        plan["totals"]["cpu_hours"] = plan["totals"]["flops"] / CPU_MODEL_FLOPS_PER_CORE_S / 3600
+        plan["totals"]["cpu_hours"] = (plan["totals"]["flops"] / CPU_MODEL_FLOPS_PER_CORE_S / 3600
+                                       + plan["totals"]["glue_probe_hours"])
         plan["totals"]["cpu_rate_source"] = CPU_RATE_SOURCE
     if with_targets:
         plan["targets"] = target_costs(config, pre, tasks, rates)

@@ -60,6 +60,12 @@ def render_markdown(plan: dict[str, Any]) -> str:
         lines.append(f"| {md_text(p['size'])}/{p['objective']}/data-{p['fraction']:g} | {p['steps']:,} | {p['global_batch']} | "
                      f"{p['tokens']:.3g} | {p['flops']:.3g} | {_h(p['gpu_hours'])} | "
                      f"{_h(p['longest_segment_hours'])} | {md_text(p['rate_source'])} |")
+    probe = [p for p in plan["pretrain"] if p.get("glue_probe_points")]
+    if probe:
+        tot = plan["totals"]
+        lines += ["", f"The frozen-feature GLUE probe (pretrain.glue_probe) runs at {probe[0]['glue_probe_points']} "
+                  f"points of each run and once per control: {_h(tot['glue_probe_hours'])} h in all, in the GPU-h "
+                  f"and segment hours above ({md_text(tot['glue_probe_source'])}; mostly scikit-learn fits on the CPU)."]
     if plan.get("tuning"):
         lines += ["", "Tuning trials (pretrain.tuning; in the pre-training total):", "",
                   "| arm | trials | steps | model FLOPs | GPU-h |", "|---|---:|---:|---:|---:|"]
