@@ -60,10 +60,12 @@ def test_cpu_real_config_asks_for_the_control_and_three_seeds():
     assert any("gutenberg" in p for p in cfg["corpus"]["paths"])
 
 
-def _checkpoint(root: Path, objective: str, step: int, logs: list[dict], val: dict | None) -> Path:
-    d = root / objective / f"step-{step}"
+def _checkpoint(root: Path, objective: str, step: int, logs: list[dict], val: dict | None,
+                seed: int | None = None) -> Path:
+    d = root / objective / (f"pretrain-seed-{seed}" if seed is not None else "") / f"step-{step}"
     d.mkdir(parents=True)
-    man = {"kind": "pretrain", "size": "tiny", "objective": objective, "fraction": 1.0, "step": step}
+    man = {"kind": "pretrain", "size": "tiny", "objective": objective, "fraction": 1.0, "step": step,
+           **({"pretrain_seed": seed} if seed is not None else {})}
     (d / "manifest.json").write_text(json.dumps(man))
     (d / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logs) + '{"event": "lo')
     if val is not None:
@@ -193,3 +195,28 @@ def test_nce_objectives_mlm_loss_is_marked_not_comparable(tmp_path):
         assert "BERT-NCE " + NOT_COMPARABLE in legend
     finally:
         plt.close(fig)
+
+
+def test_replicate_runs_stay_apart_in_the_csv_and_are_one_mean_line_with_a_band(tmp_path):
+    """Three pre-training seeds of MLM: the training log keeps each seed's lines (not the last seed's only), the
+    CSV one row per checkpoint with its seed, and the figure one line per objective at the seeds' mean (7.0, 8.0,
+    9.0 at step 2: 8.0) with their range as a band."""
+    from taco.commands.pretrain_curves import main
+    from taco.report.pretrain_curves import collect, figure
+
+    log = lambda s, v: {"event": "log", "step": s, "loss": v, "mlm_loss": v}  # noqa: E731
+    ck = [_checkpoint(tmp_path, "mlm", 2, [log(1, 9.0 + seed), log(2, 8.0 + seed)],
+                      {"mlm_loss": 7.0 + seed, "mlm_accuracy": 0.1, "tc_loss": None, "n_masked_tokens": 100}, seed=seed)
+          for seed in (0, 1, 2)]
+    train, val = collect(ck)
+    assert sorted(zip(train.pretrain_seed, train.step, train.mlm_loss)) == [
+        (0, 1, 9.0), (0, 2, 8.0), (1, 1, 10.0), (1, 2, 9.0), (2, 1, 11.0), (2, 2, 10.0)]
+    fig = figure(train, val)
+    (line,) = fig.axes[2].get_lines()
+    assert list(line.get_ydata()) == [8.0] and len(fig.axes[2].collections) == 1  # the band
+    (train_line,) = fig.axes[0].get_lines()
+    assert list(train_line.get_ydata()) == [10.0, 9.0]
+    out = tmp_path / "out"
+    assert main(["--checkpoints", *map(str, ck), "--output-dir", str(out)]) == 0
+    csv = pd.read_csv(out / "pretrain_curves.csv")
+    assert list(zip(csv.pretrain_seed, csv.val_mlm_loss)) == [(0, 7.0), (1, 8.0), (2, 9.0)]

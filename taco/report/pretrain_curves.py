@@ -10,10 +10,11 @@ checkpoint of ``taco pretrain`` (and the control of ``taco init``):
 - ``manifest.json``: the size, objective, data fraction and step.
 
 and writes ``pretrain_curves.png`` / ``.pdf`` and ``pretrain_curves.csv`` (one row per checkpoint:
-size, objective, fraction, step, validation MLM loss, accuracy, TC loss). The figure has four panels:
+size, objective, fraction, pre-training seed, step, validation MLM loss, accuracy, TC loss, GLUE probe averages). The figure has four panels:
 (a) training MLM loss and (b) training TC / TP loss over steps (means over the logging window, log
 scale with plain tick labels), (c) validation MLM loss and (d) validation TC loss at each budget
-(and the control at step 0, when there is one). One run is one style in every panel: the colour and marker of its objective,
+(and the control at step 0, when there is one). Replicate runs (pre-training seeds) of one objective are
+one line, their mean at each step, with their range as a band of the same colour. One run is one style in every panel: the colour and marker of its objective,
 and the line style and marker fill of its data fraction (full data solid with filled markers, the
 next fraction dashed with hollow markers, ...). One legend, below the panels, covers no data or title.
 
@@ -64,7 +65,7 @@ def aux_panel_title(objectives: Any) -> str:
 #: the validation frame's columns: the MLM loss and accuracy, ``val_<term>_loss`` for every other loss term
 #: (:data:`AUX_TERMS`; empty where the run's objective has no such term), the masked-token count and the GLUE
 #: probe's averages (empty without pretrain.glue_probe)
-CSV_COLUMNS = ["size", "objective", "fraction", "step", "val_mlm_loss", "val_mlm_accuracy",
+CSV_COLUMNS = ["size", "objective", "fraction", "pretrain_seed", "step", "val_mlm_loss", "val_mlm_accuracy",
                *(f"val_{t}_loss" for t in AUX_TERMS), "n_masked_tokens", "comparable", "checkpoint",
                *GLUE_PROBE_COLUMNS]
 #: label suffix of an MLM-loss curve that is not comparable with the others (:func:`mlm_loss_comparable`)
@@ -97,8 +98,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(training log, validation) frames from checkpoint directories.
 
-    Training log: one row per (run, step) with ``size``, ``objective``, ``fraction``, ``step`` and the
-    component columns present (:data:`COMPONENTS`: ``mlm_loss``, ``tc_loss``, ...); a step logged by two segments
+    Training log: one row per (run, step) with ``size``, ``objective``, ``fraction``, ``pretrain_seed`` (the
+    manifest's; -1 where it has none), ``step`` and the component columns present (:data:`COMPONENTS`:
+    ``mlm_loss``, ``tc_loss``, ...); replicate runs (pre-training seeds) stay apart; a step logged by two segments
     (a resumed segment re-logs nothing, but a rerun may) keeps the last line. Validation: one row per
     checkpoint (``CSV_COLUMNS``). Raises FileNotFoundError naming a directory without a manifest, and
     :class:`~taco.stats.validation_points.EvalFileError` naming a damaged ``eval.json``.
@@ -108,18 +110,22 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     for ckpt in map(Path, checkpoints):
         m = read_manifest(ckpt)
         key = (str(m.get("size")), str(m.get("objective")), float(m.get("fraction") or 1.0))
+        seed = m.get("pretrain_seed")
+        seed = int(seed) if seed is not None else -1  # -1: a manifest from before the field
         for rec in _read_jsonl(ckpt / "train_log.jsonl"):
             if rec.get("event") != "log" or "loss" not in rec or "step" not in rec:
                 continue
-            row = {"size": key[0], "objective": key[1], "fraction": key[2], "step": int(rec["step"])}
+            row = {"size": key[0], "objective": key[1], "fraction": key[2], "pretrain_seed": seed,
+                   "step": int(rec["step"])}
             row.update({c: float(rec[c]) for c in COMPONENTS if rec.get(c) is not None})
-            train_rows[(*key, int(rec["step"]))] = row
+            train_rows[(*key, seed, int(rec["step"]))] = row
         ev = m.get("validation") or {}
         eval_file = ckpt / "eval.json"
         if eval_file.is_file():
             ev = load_eval(eval_file)
         if "mlm_loss" in ev:
-            val_rows.append({"size": key[0], "objective": key[1], "fraction": key[2], "step": int(m.get("step", 0)),
+            val_rows.append({"size": key[0], "objective": key[1], "fraction": key[2], "pretrain_seed": seed,
+                             "step": int(m.get("step", 0)),
                              "val_mlm_loss": ev.get("mlm_loss"), "val_mlm_accuracy": ev.get("mlm_accuracy"),
                              **{f"val_{t}_loss": ev.get(f"{t}_loss") for t in AUX_TERMS},
                              "n_masked_tokens": ev.get("n_masked_tokens"),
@@ -127,10 +133,10 @@ def collect(checkpoints: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
                              **{c: ev.get(c) for c in GLUE_PROBE_COLUMNS}})
     train = pd.DataFrame(list(train_rows.values()))
     if not train.empty:
-        train = train.sort_values(["size", "objective", "fraction", "step"]).reset_index(drop=True)
+        train = train.sort_values(["size", "objective", "fraction", "pretrain_seed", "step"]).reset_index(drop=True)
     val = pd.DataFrame(val_rows, columns=CSV_COLUMNS)
     if not val.empty:
-        val = val.sort_values(["size", "objective", "fraction", "step"]).reset_index(drop=True)
+        val = val.sort_values(["size", "objective", "fraction", "pretrain_seed", "step"]).reset_index(drop=True)
     return train, val
 
 
@@ -208,9 +214,20 @@ def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
     fractions = {r[2] for r in runs}
     styles = run_styles(runs)
     handles: dict[str, Any] = {}
+    replicated: set[tuple] = set()
 
-    def plot(ax, run, x, y, markevery=1, mlm=False, term=""):
+    def plot(ax, run, g, column, markevery=None, mlm=False, term=""):
+        """One line per run: the mean of ``column`` over its replicate runs (pre-training seeds) at each
+        step, and with several replicates their range as a band of the same colour."""
+        d = g[g[column].notna()].assign(**{column: lambda f: f[column].astype(float)})
+        by_step = d.groupby("step")[column]
+        x, y, lo, hi = by_step.mean().index, by_step.mean().to_numpy(), by_step.min(), by_step.max()
+        if markevery is None:
+            markevery = _markevery(len(x))
         st = styles[run]
+        if "pretrain_seed" in d and d["pretrain_seed"].nunique() > 1:
+            ax.fill_between(x, lo.to_numpy(), hi.to_numpy(), color=st["color"], alpha=0.15, linewidth=0)
+            replicated.add(run)
         lab = _run_label(*run, sizes, fractions) + (f" {term}" if term else "")
         linestyle = st["linestyle"]
         if mlm and not mlm_loss_comparable(run[1]):  # an MLM-loss curve of BERT-NCE / INFOWORD
@@ -227,14 +244,11 @@ def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
         have_aux = False
         for run, g in train.groupby(["size", "objective", "fraction"], sort=True):
             if "mlm_loss" in g and g["mlm_loss"].notna().any():
-                d = g[g["mlm_loss"].notna()]
-                plot(ax_tm, run, d["step"], d["mlm_loss"], _markevery(len(d)), mlm=True)
+                plot(ax_tm, run, g, "mlm_loss", mlm=True)
             logged = [t for t in AUX_TERMS if f"{t}_loss" in g and g[f"{t}_loss"].notna().any()]
             for t in logged:
-                d = g[g[f"{t}_loss"].notna()]
                 # a run with several terms (INFOWORD: NCE and DIM) names each line's term
-                plot(ax_ta, run, d["step"], d[f"{t}_loss"], _markevery(len(d)),
-                     term=t.upper() if len(logged) > 1 else "")
+                plot(ax_ta, run, g, f"{t}_loss", term=t.upper() if len(logged) > 1 else "")
                 have_aux = True
         for ax in (ax_tm, ax_ta):
             if ax.get_lines():
@@ -252,11 +266,10 @@ def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
     else:
         have_aux = False
         for run, g in val.groupby(["size", "objective", "fraction"], sort=True):
-            plot(ax_vm, run, g["step"], g["val_mlm_loss"].astype(float), mlm=True)
+            plot(ax_vm, run, g, "val_mlm_loss", markevery=1, mlm=True)
             kept = [t for t in AUX_TERMS if g[f"val_{t}_loss"].notna().any()]
             for t in kept:
-                d = g[g[f"val_{t}_loss"].notna()]
-                plot(ax_vt, run, d["step"], d[f"val_{t}_loss"].astype(float), term=t.upper() if len(kept) > 1 else "")
+                plot(ax_vt, run, g, f"val_{t}_loss", markevery=1, term=t.upper() if len(kept) > 1 else "")
                 have_aux = True
         if not have_aux:
             _panel_empty(ax_vt, "no validation loss but MLM's (no objective here adds a term)")
@@ -271,7 +284,8 @@ def figure(train: pd.DataFrame, val: pd.DataFrame, label: str = ""):
     if handles:
         # below the panels, in columns: right of them a legend as tall as the figure ran into the
         # long title of panel (b) (constrained layout does not keep a title wider than its axes clear of it)
+        title = legend_title(runs) + ("\nline: mean over pre-training runs; band: their range" if replicated else "")
         fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center", fontsize=8,
-                   ncol=2 if len(handles) > 3 else len(handles), title=legend_title(runs), title_fontsize=8,
+                   ncol=2 if len(handles) > 3 else len(handles), title=title, title_fontsize=8,
                    frameon=False)
     return fig
