@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                         "per task the best of a checkpoint's fine-tuning trials (finetune.tuning) as choice.json"),
     "glue-submission": ("taco.evaluation.submission",
                         "zip one checkpoint's GLUE test predictions (one seed) for the GLUE server"),
-    "probe": ("taco.evaluation.probe", "frozen-feature linear probe of one checkpoint on GLUE tasks (no fine-tuning)"),
+    "probe": ("taco.training.glue_probe", "frozen-feature linear probe of one checkpoint on GLUE tasks (no fine-tuning)"),
     "dynamics": ("taco.evaluation.dynamics", "representation similarity dynamics of one checkpoint"),
     "dynamics-figures": ("taco.commands.dynamics_figures", "figures 2 and 6 from dynamics.json files"),
     "aggregate": ("taco.commands.aggregate", "aggregate fine-tuning metrics.json files into per-cell statistics"),

@@ -94,7 +94,7 @@ class GlueTask:
         label_names: Hub ``ClassLabel`` names in id order (empty for STS-B).
         dev_splits: names of the dev split(s) in the returned DatasetDict.
         score_keys: one score key per dev split, same order (``mnli_m``, ``mnli_mm`` for MNLI).
-        metrics: metric names computed by ``taco.evaluation.metrics.compute_glue_metrics``.
+        metrics: metric names computed by ``taco.data.glue_metrics.compute_glue_metrics``.
         train_file: local train file name; dev_files: local dev file per dev split.
         local_columns: Hub column -> column name in the local file header, or index when the file
             has no header (CoLA). ``label`` included.

@@ -119,11 +119,12 @@ FLOORS = (
      "taco.cli_parts", "taco.tc"),
     ("taco.objectives",),
     ("taco.registry",),
-    # the GLUE metrics (they read only the registry) stand with the data: the probe below uses them
-    ("taco.data", "taco.model", "taco.flops", "taco.evaluation.metrics"),
+    # taco.data.glue_metrics (they read only the registry): the GLUE task's metrics beside its data
+    ("taco.data", "taco.model", "taco.flops"),
     ("taco.stats",),
-    # the frozen-feature probe runs inside pre-training (taco pretrain --glue-probe-tasks) as after it (taco probe)
-    ("taco.training", "taco.report", "taco.evaluation.probe"),
+    # taco.training.glue_probe: the frozen-feature probe runs inside pre-training (taco pretrain
+    # --glue-probe-tasks) as after it (taco probe)
+    ("taco.training", "taco.report"),
     ("taco.evaluation", "taco.commands"),
     ("taco.workflow",),
 )

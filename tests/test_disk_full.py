@@ -123,3 +123,21 @@ def test_simulated_full_disk_in_corpus_and_pack(corpus_and_tokenizer, tmp_path, 
     _assert_no_space(_pack(corpus_and_tokenizer, tmp_path / "blocks"), capsys.readouterr().err, tmp_path / "blocks")
     monkeypatch.undo()
     assert _pack(corpus_and_tokenizer, tmp_path / "blocks") == 0  # the same command, once there is space
+
+
+def test_simulated_full_disk_in_tokenizer(corpus_and_tokenizer, tmp_path, monkeypatch, capsys):
+    """`taco tokenizer` ends as the other data commands on a full disk (taco.data.command): exit EXIT_NO_SPACE
+    naming its output, no folder left, not a traceback (it used to re-raise every OSError)."""
+    import errno
+
+    from taco.data import tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    def full_save(self, path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(PreTrainedTokenizerFast, "save_pretrained", full_save)
+    out = tmp_path / "tok"
+    rc = tokenizer.main(["--kind", "train", "--corpus", str(corpus_and_tokenizer[0]), "--vocab-size", "200",
+                         "--output", str(out)])
+    _assert_no_space(rc, capsys.readouterr().err, out)

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from taco.registry import AVERAGE_KEYS, DEFAULT_PRIMARY_METRIC
-from taco.evaluation.metrics import GlueAverage, compute_glue_metrics, glue_average
+from taco.data.glue_metrics import GlueAverage, compute_glue_metrics, glue_average
 
 
 def test_accuracy_and_f1_mrpc_qqp():

@@ -1,4 +1,4 @@
-"""The frozen-feature probe (issue 51 item 3; taco.evaluation.probe): the linear models recover a known answer,
+"""The frozen-feature probe (issue 51 item 3; taco.training.glue_probe): the linear models recover a known answer,
 the command writes a deterministic record, and bad input is named before any work."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from taco.evaluation import probe
+from taco.training import glue_probe as probe
 
 
 def test_a_separable_task_is_learned_and_noise_is_not():

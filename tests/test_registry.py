@@ -213,7 +213,7 @@ def test_adding_a_glue_task_is_one_registry_entry(tmp_path):
     code = f"""
 import json
 from taco.data.glue import load_glue_task
-from taco.evaluation.metrics import compute_glue_metrics
+from taco.data.glue_metrics import compute_glue_metrics
 from taco.registry import GLUE_TASK_NAMES, TASK_SCORE_KEYS
 ds = load_glue_task("rte2", "local", data_dir={str(tmp_path / "glue")!r})
 m = compute_glue_metrics("rte2", [0, 1, 0], [0, 1, 1])

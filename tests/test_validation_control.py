@@ -194,7 +194,7 @@ def test_the_glue_probe_inside_pretraining_records_every_point_and_changes_no_we
     AutoModel from disk), and the weights equal those of the same run without the probe."""
     from safetensors.torch import load_file
 
-    from taco.evaluation import probe
+    from taco.training import glue_probe as probe
 
     base = ["--blocks", str(blocks), "--objective", "mlm", "--size", "tiny", "--max-steps", "4", "--warmup-steps",
             "0", "--per-device-batch-size", "4", "--save-every", "0", "--logging-steps", "1", "--seed", "3",

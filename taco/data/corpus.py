@@ -47,8 +47,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from taco.cli_parts import cli_error
-from taco.errors import EXIT_NO_SPACE, is_disk_full, no_space_message
 from taco.data.corpus_store import (DEFAULT_SPAN_ROWS, FORMAT, ROW_KINDS, CorpusReader,
                                     check_parquet_shard, file_records, iter_parquet_texts, rows_per_document,
                                     write_text_file)
@@ -415,13 +413,13 @@ def _split_arg(value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli_parts import HelpFormatter
-    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco corpus", description=__doc__.split("\n")[0])
+    from taco.data.command import data_parser
+
+    p = data_parser("corpus", __doc__.split("\n")[0], output_help="artifact directory to write",
+                    overwrite_help="replace an artifact made otherwise")
     p.add_argument("--source", choices=SOURCES, default="synthetic",
                    help="synthetic: an artificial language (offline); local: text files (--paths); hub: Hub "
                         "datasets (--hub-*)")
-    p.add_argument("--output", required=True, help="artifact directory to write")
-    p.add_argument("--overwrite", action="store_true", help="replace an artifact made otherwise")
     g = p.add_argument_group("synthetic")
     g.add_argument("--num-documents", type=int, default=4000, help="documents of the synthetic language")
     g.add_argument("--seed", type=int, default=0, help="seed of the synthetic language")
@@ -465,27 +463,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from taco.data.command import run_data_command
+
     args = build_parser().parse_args(argv)
-    try:
-        out = build_corpus(
-            args.source, args.output, paths=args.paths,
-            split_by=args.split_by[0] if len(args.split_by) == 1 else args.split_by,
-            wikitext_detokenize=args.wikitext_detokenize, unk_policy=args.unk_policy,
-            hub_datasets=args.hub_dataset, hub_configs=args.hub_config, hub_splits=args.hub_split,
-            hub_revisions=args.hub_revision, hub_preset=args.hub_preset,
-            hub_text_column=args.hub_text_column, cache_dir=args.cache_dir, num_proc=args.num_proc,
-            num_documents=args.num_documents, seed=args.seed, overwrite=args.overwrite,
-            rows=args.rows, text_column=args.text_column, hub_rows=args.hub_rows,
-            span_rows=args.span_rows, workers=args.workers, encoding=args.encoding,
-            max_document_chars=args.max_document_chars)
-    except Exception as e:  # noqa: BLE001 - bad input and a full disk are reported, everything else re-raised
-        if is_disk_full(e):
-            return cli_error("corpus", no_space_message(args.output, e), EXIT_NO_SPACE)
-        if isinstance(e, (ValueError, FileNotFoundError, FileExistsError)):
-            return cli_error("corpus", e)
-        raise
-    print(out)
-    return 0
+    return run_data_command("corpus", args.output, lambda: build_corpus(
+        args.source, args.output, paths=args.paths,
+        split_by=args.split_by[0] if len(args.split_by) == 1 else args.split_by,
+        wikitext_detokenize=args.wikitext_detokenize, unk_policy=args.unk_policy,
+        hub_datasets=args.hub_dataset, hub_configs=args.hub_config, hub_splits=args.hub_split,
+        hub_revisions=args.hub_revision, hub_preset=args.hub_preset,
+        hub_text_column=args.hub_text_column, cache_dir=args.cache_dir, num_proc=args.num_proc,
+        num_documents=args.num_documents, seed=args.seed, overwrite=args.overwrite,
+        rows=args.rows, text_column=args.text_column, hub_rows=args.hub_rows,
+        span_rows=args.span_rows, workers=args.workers, encoding=args.encoding,
+        max_document_chars=args.max_document_chars))
 
 
 if __name__ == "__main__":  # pragma: no cover

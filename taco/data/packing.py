@@ -83,8 +83,6 @@ from typing import Any
 
 import numpy as np
 
-from taco.cli_parts import cli_error
-from taco.errors import EXIT_NO_SPACE, is_disk_full, no_space_message
 from taco.data.blocks import (
     CHUNK_ROWS, BlockPacker, DocumentEncoder)
 from taco.data.parallel import Progress
@@ -394,11 +392,12 @@ def load_packed(path: str | os.PathLike):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli_parts import HelpFormatter
-    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco pack", description=__doc__.split("\n")[0])
+    from taco.data.command import data_parser
+
+    p = data_parser("pack", __doc__.split("\n")[0], output_help="packed-blocks directory to write",
+                    overwrite_help="replace blocks made with other settings")
     p.add_argument("--corpus", required=True, help="corpus artifact (taco corpus)")
     p.add_argument("--tokenizer", required=True, help="tokenizer directory (taco tokenizer)")
-    p.add_argument("--output", required=True, help="packed-blocks directory to write")
     p.add_argument("--max-seq-length", type=int, default=256, help="tokens per block")
     p.add_argument("--fraction", type=float, default=1.0,
                    help="share of the training documents kept (whole documents, drawn with --seed)")
@@ -414,28 +413,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per tokenization task")
     p.add_argument("--no-hash-inputs", dest="hash_inputs", action="store_false",
                    help="skip re-hashing the corpus files (sizes and row counts are still checked)")
-    p.add_argument("--overwrite", action="store_true", help="replace blocks made with other settings")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    from taco.data.command import run_data_command
+
     args = build_parser().parse_args(argv)
-    try:
-        out = pack_documents(
-            args.corpus, args.tokenizer, args.output, max_seq_length=args.max_seq_length,
-            fraction=args.fraction, seed=args.seed,
-            validation_fraction=0.01 if args.validation_fraction is None else args.validation_fraction,
-            validation_blocks=args.validation_blocks, document_separator=args.document_separator,
-            block_format=args.block_format, hash_inputs=args.hash_inputs, workers=args.workers, chunk_rows=args.chunk_rows,
-            overwrite=args.overwrite)
-    except Exception as e:  # noqa: BLE001 - bad input and a full disk are reported, everything else re-raised
-        if is_disk_full(e):
-            return cli_error("pack", no_space_message(args.output, e), EXIT_NO_SPACE)
-        if isinstance(e, (ValueError, FileNotFoundError, FileExistsError)):
-            return cli_error("pack", e)
-        raise
-    print(out)
-    return 0
+    return run_data_command("pack", args.output, lambda: pack_documents(
+        args.corpus, args.tokenizer, args.output, max_seq_length=args.max_seq_length,
+        fraction=args.fraction, seed=args.seed,
+        validation_fraction=0.01 if args.validation_fraction is None else args.validation_fraction,
+        validation_blocks=args.validation_blocks, document_separator=args.document_separator,
+        block_format=args.block_format, hash_inputs=args.hash_inputs, workers=args.workers, chunk_rows=args.chunk_rows,
+        overwrite=args.overwrite))
 
 
 if __name__ == "__main__":  # pragma: no cover

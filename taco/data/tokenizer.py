@@ -282,12 +282,13 @@ def load_tokenizer(path: str | os.PathLike):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from taco.cli_parts import HelpFormatter
-    p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco tokenizer", description=__doc__.split("\n")[0])
+    from taco.data.command import data_parser
+
+    p = data_parser("tokenizer", __doc__.split("\n")[0], output_help="tokenizer directory to write (save_pretrained)",
+                    overwrite_help="replace a tokenizer made with other settings")
     p.add_argument("--kind", choices=KINDS, default="vocab",
                    help="vocab: from a vocab.txt (--vocab-file); hub: a Hub tokenizer (--hub-id); train: a new "
                         "WordPiece vocabulary trained on --corpus")
-    p.add_argument("--output", required=True, help="tokenizer directory to write (save_pretrained)")
     p.add_argument("--corpus", help="documents artifact (kind train)")
     p.add_argument("--vocab-file", help="vocab.txt (kind vocab)")
     p.add_argument("--hub-id", help="Hub id or local save_pretrained dir (kind hub)")
@@ -298,7 +299,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-max-length", type=int, default=512, help="the tokenizer's model_max_length")
     p.add_argument("--workers", type=int, default=None,
                    help="threads of the Rust WordPiece trainer (RAYON_NUM_THREADS; default: all cores)")
-    p.add_argument("--overwrite", action="store_true", help="replace a tokenizer made with other settings")
     return p
 
 
@@ -308,15 +308,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers < 1:
             return cli_error("tokenizer", f"--workers must be >= 1, got {args.workers}")
         os.environ["RAYON_NUM_THREADS"] = str(args.workers)  # before the trainer starts its pool
-    try:
-        out = build_tokenizer(args.kind, args.output, corpus=args.corpus, vocab_file=args.vocab_file,
-                              hub_id=args.hub_id, vocab_size=args.vocab_size, lowercase=args.lowercase,
-                              min_frequency=args.min_frequency, model_max_length=args.model_max_length,
-                              overwrite=args.overwrite)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        return cli_error("tokenizer", e)
-    print(out)
-    return 0
+    from taco.data.command import run_data_command
+
+    return run_data_command("tokenizer", args.output, lambda: build_tokenizer(
+        args.kind, args.output, corpus=args.corpus, vocab_file=args.vocab_file, hub_id=args.hub_id,
+        vocab_size=args.vocab_size, lowercase=args.lowercase, min_frequency=args.min_frequency,
+        model_max_length=args.model_max_length, overwrite=args.overwrite))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -201,7 +201,7 @@ def _make_epoch_evaluator(data: TaskData, report_rule: str, primary: dict[str, s
     (:class:`taco.training.monitoring.Monitor`, tags ``dev/<score key>/<metric>``) when given."""
     from transformers import TrainerCallback
 
-    from taco.evaluation.metrics import compute_glue_metrics
+    from taco.data.glue_metrics import compute_glue_metrics
 
     task = data.task
 

@@ -217,7 +217,7 @@ class TableBuilder:
 # ---------------------------------------------------------------------------------------------
 # the five tables
 # ---------------------------------------------------------------------------------------------
-#: the tables' column of the frozen-feature GLUE probe (taco.evaluation.probe), beside the fine-tuned average
+#: the tables' column of the frozen-feature GLUE probe (taco.training.glue_probe), beside the fine-tuned average
 PROBE_COLUMN = "probe"
 PROBE_LABEL = "Probe avg. (frozen)"
 

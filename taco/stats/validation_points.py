@@ -106,7 +106,7 @@ def probe_points(ev: Mapping[str, Any], manifest_step: int | None = None) -> dic
 
 
 #: the frozen-feature GLUE probe's averages per point (``taco pretrain --glue-probe-tasks``,
-#: taco.evaluation.probe.GLUE_PROBE_AVERAGE_KEYS: 0-1, mean-pooled and [CLS] features)
+#: taco.training.glue_probe.GLUE_PROBE_AVERAGE_KEYS: 0-1, mean-pooled and [CLS] features)
 GLUE_PROBE_COLUMNS = ("glue_probe_mean", "glue_probe_cls")
 
 

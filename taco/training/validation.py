@@ -164,7 +164,7 @@ def add_glue_probe_options(parser: Any, every: bool) -> None:
     """The frozen-feature GLUE probe's options of ``taco pretrain`` (``every``: with ``--glue-probe-every``)
     and ``taco init`` (the control, at step 0): tasks, data, caps. They change no weight and are in no
     config hash."""
-    g = parser.add_argument_group("frozen-feature GLUE probe (taco.evaluation.probe; changes no weight, not in "
+    g = parser.add_argument_group("frozen-feature GLUE probe (taco.training.glue_probe; changes no weight, not in "
                                   "the config hash)")
     g.add_argument("--glue-probe-tasks", default="", metavar="LIST",
                    help="comma-separated GLUE tasks probed at the checkpoint" + (
@@ -207,10 +207,10 @@ def glue_probe_tasks(args: Any) -> list[str]:
 
 def glue_probe(model: Any, tokenizer: Any, args: Any) -> dict[str, Any]:
     """The frozen-feature GLUE probe of ``model`` at a validation point of pre-training
-    (:func:`taco.evaluation.probe.probe_point`: ``glue_probe_mean``, ``glue_probe_cls`` (probe averages,
+    (:func:`taco.training.glue_probe.probe_point`: ``glue_probe_mean``, ``glue_probe_cls`` (probe averages,
     0-1), ``glue_probe_<task>``) on ``args.glue_probe_tasks`` with ``taco pretrain``'s probe options
     (``--glue-source``, ``--glue-dir``, the caps); ``{}`` when no task is asked for."""
-    from taco.evaluation.probe import probe_point
+    from taco.training.glue_probe import probe_point
 
     tasks = glue_probe_tasks(args)
     if not tasks:

@@ -260,7 +260,7 @@ class Commands:
         ``num_nodes`` > 1: :mod:`taco.workflow.nodes` (one torchrun agent per node, c10d rendezvous), with
         ``max(num_gpus, 1)`` processes per node. One node's words are those of the runs made before
         ``num_nodes`` existed."""
-        n, nodes = int(size["num_gpus"]), int(size.get("num_nodes", 1) or 1)
+        n, nodes = int(size["num_gpus"]), int(size["num_nodes"])  # the schema fills it (default 1)
         if nodes > 1:
             return ["-m", "taco.workflow.nodes", "--nnodes", _s(nodes), "--nproc-per-node", _s(max(n, 1)),
                     "--gpus-per-node", _s(n), "--"]

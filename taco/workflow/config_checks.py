@@ -146,8 +146,8 @@ def multi_node_sizes(config: dict[str, Any]) -> dict[str, int]:
     than one node (empty when none does)."""
     pre = config["pretrain"]
     used = {r["size"] for r in pre.get("runs") or []}
-    return {size: int(s.get("num_nodes", 1)) for size, s in pre["sizes"].items()
-            if size in used and int(s.get("num_nodes", 1)) > 1}
+    return {size: int(s["num_nodes"]) for size, s in pre["sizes"].items()  # the schema fills it (default 1)
+            if size in used and int(s["num_nodes"]) > 1}
 
 
 def _multi_node_note(config: dict[str, Any]) -> str | None:

@@ -176,7 +176,7 @@ class Rates:
 
 def _processes(s: dict[str, Any]) -> int:
     """Training processes of one pre-training job of size ``s``: max(num_gpus, 1) per node x num_nodes."""
-    return max(1, int(s["num_gpus"])) * int(s.get("num_nodes", 1) or 1)
+    return max(1, int(s["num_gpus"])) * int(s["num_nodes"])  # the schema fills num_nodes (default 1)
 
 
 def _global_batch(s: dict[str, Any]) -> int:

@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from taco.data.glue import cap_split, load_glue_task
-from taco.evaluation.probe import fit_probe
+from taco.training.glue_probe import fit_probe
 from taco.registry import GLUE_TASK_SPECS
 
 glue, ckpts = sys.argv[1], sys.argv[2:]

@@ -19,7 +19,7 @@ ridge regression (``Ridge``). The regularisation strength is chosen from a fixed
 (capped) training set alone,
 never on dev: the same grid, folds and rule for every checkpoint, so each arm gets the same tuning
 budget. A choice at either end of its grid is recorded (``at_edge``) and printed. Scores are the
-GLUE metrics on the (capped) dev set (:func:`taco.evaluation.metrics.compute_glue_metrics`), the
+GLUE metrics on the (capped) dev set (:func:`taco.data.glue_metrics.compute_glue_metrics`), the
 ``average`` is the mean over the tasks' primary metrics (registry default: MCC for CoLA, F1 for
 MRPC, Spearman for STS-B, accuracy otherwise), per feature. Everything is deterministic given the
 checkpoint, the data and ``--data-seed``.
@@ -118,7 +118,7 @@ def fit_probe(task: str, x_train: Any, y_train: Any, x_dev: Any, y_dev: Any) -> 
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from taco.evaluation.metrics import compute_glue_metrics
+    from taco.data.glue_metrics import compute_glue_metrics
     from taco.registry import DEFAULT_PRIMARY_METRIC, GLUE_TASK_SPECS
 
     spec = GLUE_TASK_SPECS.get(task)
