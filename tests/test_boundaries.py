@@ -120,7 +120,7 @@ FLOORS = (
     ("taco.objectives",),
     ("taco.registry",),
     # taco.data.glue_metrics (they read only the registry): the GLUE task's metrics beside its data
-    ("taco.data", "taco.model", "taco.flops"),
+    ("taco.data", "taco.model", "taco.flops", "taco.deviations"),
     ("taco.stats",),
     # taco.training.glue_probe: the frozen-feature probe runs inside pre-training (taco pretrain
     # --glue-probe-tasks) as after it (taco probe)

@@ -1,4 +1,4 @@
-"""taco.stats.deviations (and its page, taco.report.deviations_page): the differences of a run configuration from the paper's setup."""
+"""taco.deviations (and its page, taco.report.deviations_page): the differences of a run configuration from the paper's setup."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from taco.paper import PAPER_SETUP
-from taco.stats.deviations import find_deviations
+from taco.deviations import find_deviations
 from taco.commands.deviations import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,7 +98,7 @@ def test_bad_input_exits_2(tmp_path, capsys):
 
 
 def test_statistics_environment_never_imports_torch():
-    code = "import sys, taco.stats.deviations, taco.commands.deviations, taco.commands.claims; sys.exit('torch' in sys.modules)"
+    code = "import sys, taco.deviations, taco.commands.deviations, taco.commands.claims; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
 
 
@@ -109,7 +109,7 @@ import os
 import re
 
 from taco.registry import FINETUNE_HYPERPARAMETERS, PRETRAIN_SCHEDULE
-from taco.stats.deviations import OFFICIAL
+from taco.deviations import OFFICIAL
 
 #: ``file.ext:12-14, 20`` in a row's "Paper / official code" column
 CITATION = re.compile(r"([\w.\-]+\.(?:sh|py|md)):(\d+(?:-\d+)?(?:, \d+(?:-\d+)?)*)")

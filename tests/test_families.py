@@ -396,7 +396,7 @@ from snakemake.utils import validate
 from taco.workflow import config_checks as wcc
 from taco.workflow.schema import schema_file
 from taco.flops import pretrain_flops_per_token
-from taco.stats.deviations import find_deviations
+from taco.deviations import find_deviations
 cfg = yaml.safe_load(open({str(cfg)!r}))
 validate(cfg, str(schema_file("workflow/schemas/config.schema.yaml")))
 wcc.check_config(cfg)

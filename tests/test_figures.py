@@ -41,7 +41,7 @@ def test_figures_with_nothing_run(tmp_path):
     from taco.report.figures import ablation_figure, data_efficiency_figure, figure5
     from taco.stats.aggregate import read_aggregate
     from taco.stats.analysis_config import load_analysis
-    from taco.report.table_builders import load_paper_values
+    from taco.stats.table_data import load_paper_values
 
     spec = dict(SPEC, runs=[{"size": "tinybase", "objective": "mlm", "fraction": 1.0}])
     agg, spec_path = build_aggregate(tmp_path, spec, seeds=[1])
@@ -60,7 +60,7 @@ def test_missing_aggregate_is_an_error(tmp_path):
 def _frames(tmp_path, spec, seeds=(1, 2, 3)):
     from taco.stats.analysis_config import load_analysis
     from taco.stats.aggregate import read_aggregate
-    from taco.report.table_builders import load_paper_values
+    from taco.stats.table_data import load_paper_values
 
     agg, spec_path = build_aggregate(tmp_path, spec, seeds=list(seeds))
     return read_aggregate(agg), load_analysis(spec_path), load_paper_values()
@@ -112,7 +112,7 @@ def test_data_efficiency_panels_only_for_what_was_run(tmp_path):
     import matplotlib.pyplot as plt
 
     from taco.report.figures import data_efficiency_figure, data_efficiency_panels
-    from taco.report.table_builders import build_table2
+    from taco.stats.table_data import build_table2
 
     frames, cfg, pv = _frames(tmp_path / "a", SPEC)  # mnli, sst2, rte fine-tuned; 25% runs at 250k
     panels = data_efficiency_panels(build_table2(frames, cfg, pv), cfg)
@@ -245,7 +245,7 @@ def crossing_frames(tmp: Path, presets=None, **over):
     from taco.stats.analysis_config import load_analysis
     from taco.commands.aggregate import main as aggregate_main
     from taco.stats.aggregate import read_aggregate
-    from taco.report.table_builders import load_paper_values
+    from taco.stats.table_data import load_paper_values
 
     spec = dict(SPEC, runs=[{"size": "tiny", "objective": o, "fraction": 1.0} for o in CROSSING]
                 + [{"size": "tiny", "objective": o, "fraction": 0.25, "budgets": ["250k"]} for o in ("mlm", "taco")])

@@ -112,7 +112,7 @@ def test_every_fine_tuning_rule_has_its_slurm_resources():
 def test_deviations_list_the_option_only_when_on():
     from test_deviations import resolved
 
-    from taco.stats.deviations import find_deviations
+    from taco.deviations import find_deviations
 
     off = find_deviations(resolved("configs/smoke.yaml"))
     assert not [d for d in off if d.key == "finetune.mnli_start"]

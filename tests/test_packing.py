@@ -508,7 +508,7 @@ def test_block_format_in_configs_and_deviations():
     from snakemake.utils import update_config, validate
     from taco.workflow.schema import schema_file
 
-    from taco.stats.deviations import find_deviations
+    from taco.deviations import find_deviations
 
     repo = Path(__file__).resolve().parent.parent
     schema = str(schema_file(repo / "workflow" / "schemas" / "config.schema.yaml"))

@@ -14,7 +14,7 @@ from taco.commands.aggregate import main as aggregate_main
 from taco.stats.analysis_config import validate_analysis
 from taco.commands.tables import main
 from taco.report.tables import NOT_AVAILABLE, write_tables
-from taco.report.table_builders import approach_label, build_tables, load_paper_values
+from taco.stats.table_data import approach_label, build_tables, load_paper_values
 from taco.stats.analysis_config import budget_steps_from_name
 
 PAPER_SPEC = {

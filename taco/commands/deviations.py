@@ -1,7 +1,7 @@
 """Every difference of the run configuration from the paper's setup.
 
 The command ``taco deviations``: reads a run configuration and an analysis spec, finds the differences from the
-paper's setup (:func:`taco.stats.deviations.find_deviations`) and writes them as one table
+paper's setup (:func:`taco.deviations.find_deviations`) and writes them as one table
 (:func:`taco.report.deviations_page.render_markdown`). Torch-free.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from taco.cli_parts import cli_error
 from taco.report.deviations_page import render_markdown
-from taco.stats.deviations import DeviationsInputError, check_config, find_deviations
+from taco.deviations import DeviationsInputError, check_config, find_deviations
 
 
 def _read_mapping(path: str | Path, what: str) -> Any:

@@ -1,6 +1,6 @@
 """The paper's tables from the aggregated runs, each beside the published values.
 
-The command ``taco tables``: the tables' data (:func:`taco.report.table_builders.build_tables`) rendered and
+The command ``taco tables``: the tables' data (:func:`taco.stats.table_data.build_tables`) rendered and
 written by :func:`taco.report.tables.write_tables` (what each file holds: :mod:`taco.report.tables`).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from taco.commands.report_cli import report_main, report_parser
-from taco.report.table_builders import build_tables, probe_values
+from taco.stats.table_data import build_tables, probe_values
 from taco.report.tables import write_tables
 
 

@@ -1,5 +1,5 @@
 """The deviations page (``deviations.md``): the differences of a run configuration from the paper's setup
-(:func:`taco.stats.deviations.find_deviations`, plain-text rows) rendered as two tables, every cell escaped for
+(:func:`taco.deviations.find_deviations`, plain-text rows) rendered as two tables, every cell escaped for
 Markdown. The command is :mod:`taco.commands.deviations`. Torch-free."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from taco.report.markdown_text import md_code, md_text
-from taco.stats.deviations import Deviation
+from taco.deviations import Deviation
 
 
 def _cell(text: str) -> str:

@@ -9,7 +9,7 @@
 - ``data_efficiency.png/.pdf``: MLM and TACO on full vs reduced data, one panel per Table 2 score
   key plus their average, CIs as error bars.
 
-The figures plot exactly the numbers of the tables (:mod:`taco.report.table_builders` builds both). The x axis is
+The figures plot exactly the numbers of the tables (:mod:`taco.stats.table_data` builds both). The x axis is
 the pre-training step actually run; when the analysis spec maps the paper's budget names to other
 steps (a smoke run), the top axis names the paper budget each step plays, and a published point
 is drawn only at a budget that was run (the others are listed in the figure's footnote).
@@ -52,7 +52,7 @@ def _ci_short(cfg) -> str:
 from taco.report.plotting import save_figure  # noqa: E402
 from taco.report.style import OBJECTIVE_STYLE, fraction_styles  # noqa: E402
 from taco.registry import SCORE_KEY_LABELS, OBJECTIVE_LABELS
-from taco.report.table_builders import build_ablation, build_table2, control_average, load_paper_values
+from taco.stats.table_data import build_ablation, build_table2, control_average, load_paper_values
 from taco.registry import CONTROL  # noqa: E402
 from taco.paper import COMPARISON, TABLE2_KEYS  # noqa: E402
 
@@ -164,7 +164,7 @@ def _empty(ax, msg: str) -> None:
 def figure5(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig, paper_values: Mapping[str, Any],
             long: pd.DataFrame | None = None):
     """Figure 5: average GLUE dev vs steps, TACO and MLM (small role, full data), published points
-    overlaid. ``long``: the ablation table (:func:`taco.report.table_builders.build_ablation`) if already built."""
+    overlaid. ``long``: the ablation table (:func:`taco.stats.table_data.build_ablation`) if already built."""
     long = build_ablation(agg, cfg, paper_values) if long is None else long
     d = _steps_frame(long, "avg")
     size = cfg.roles.get("small")

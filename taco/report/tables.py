@@ -26,7 +26,7 @@ is not the paper's size it plays (``presets``), the published row stays for refe
 difference row is printed.
 Budgets and sizes come from the analysis spec: a paper budget name is mapped to the step that was
 actually run, and the step is shown when it differs from the name.
-Rows are built by :mod:`taco.report.table_builders`; this module renders them and writes the files.
+Rows are built by :mod:`taco.stats.table_data`; this module renders them and writes the files.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from taco.stats.aggregate import UNIT
 from taco.stats.inference import ci_method_name
 from taco.registry import SCORE_KEY_LABELS
 from taco.report.synthetic_label import synthetic_label
-from taco.report.table_builders import NOT_IN_PAPER, NOT_IN_TASKS, PROBE_COLUMN, PROBE_LABEL, TITLES
+from taco.stats.table_data import NOT_IN_PAPER, NOT_IN_TASKS, PROBE_COLUMN, PROBE_LABEL, TITLES
 
 NA = "n/a"
 #: the label of the row under each "(ours)" row: the median over the same units as the mean
@@ -154,7 +154,7 @@ def not_fine_tuned_notes(long: pd.DataFrame) -> tuple[list[str], set[str]]:
     """The table's columns whose task was not fine-tuned, said once per table: one line per reason
     (``QQP, QNLI not fine-tuned (not in tasks); n/a in every row``), and the per-row note texts they
     replace (which :func:`_notes` leaves out). A reason comes from the rows' ``not_fine_tuned`` column
-    (:class:`taco.report.table_builders.TableBuilder`: ``not in tasks`` or the analysis spec's
+    (:class:`taco.stats.table_data.TableBuilder`: ``not in tasks`` or the analysis spec's
     ``missing_tasks`` reason); columns are named in the table's order."""
     if "not_fine_tuned" not in long:
         return [], set()
