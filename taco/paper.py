@@ -45,6 +45,11 @@ ABLATION_OBJECTIVES: tuple[str, ...] = ("taco", "taco_concentrated", "mlm", "mlm
 #: Table 4: MLM and TACO beside the baselines this suite reimplements from Kong et al. (ICLR 2020)
 TABLE4_OBJECTIVES: tuple[str, ...] = ("mlm", "taco", "bert_nce", "infoword")
 
+#: the paper's tables this suite rebuilds, each file name -> its short name (the report's "Tables" rows; the
+#: titles, with what each compares: taco.stats.table_data.TITLES)
+PAPER_TABLES: dict[str, str] = {"table1": "Table 1", "table2": "Table 2", "table3": "Table 3", "table4": "Table 4",
+                                "ablation": "Ablation"}
+
 #: Table 2's score columns (25% of the data): MNLI-m/mm, QQP, QNLI, SST-2 (also the data-efficiency figure's
 #: panels and claim C3's keys)
 TABLE2_KEYS: tuple[str, ...] = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2")

@@ -103,6 +103,13 @@ class GlueTask:
         sizes: (train, dev) examples of the released splits (dev: all dev splits together), for the
             compute plan (GLUE paper, Wang et al. 2019, Table 1; the Hub ``nyu-mll/glue`` card);
             ``None`` when unknown (the plan then says so).
+        primary_metric: the number that stands for each of its score keys in tables, averages, figures
+            and claims (one of ``metrics``; docs/metrics.md says why for each task).
+        labels: printed name of each score key, same order (the paper's column headers).
+        synthetic_rows: ``"module:function"`` of its synthetic stand-in's rows, ``f(rng, n, split) -> [row]``
+            (imported only when synthetic data are built; ``taco.data.synthetic`` holds the nine GLUE ones), and
+        synthetic_sizes: its (train, dev per dev split) rows (``--glue-source synthetic``). ``None``: no
+            stand-in, and ``glue.source: synthetic`` refuses the task by name.
     """
 
     name: str
@@ -120,6 +127,17 @@ class GlueTask:
     local_num_fields: int | None = None
     local_labels: Mapping[str, int] | None = None
     sizes: tuple[int, int] | None = None
+    primary_metric: str = ""
+    labels: tuple[str, ...] = ()
+    synthetic_rows: str | None = None
+    synthetic_sizes: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.primary_metric not in self.metrics:
+            raise ValueError(f"GlueTask {self.name!r}: primary_metric {self.primary_metric!r} is not one of its "
+                             f"metrics {self.metrics}")
+        if len(self.labels) != len(self.score_keys):
+            raise ValueError(f"GlueTask {self.name!r}: one label per score key {self.score_keys}, got {self.labels}")
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -139,8 +157,9 @@ class GlueTask:
 _BIN01 = {"0": 0, "1": 1}
 _ENT2 = {"entailment": 0, "not_entailment": 1}
 
-#: every GLUE task: format, labels, dev splits, score keys, metrics. Adding a task is one entry here
-#: (the loaders, the workflow, the metrics and the report read it).
+#: every GLUE task: format, labels, dev splits, score keys, metrics, primary metric, printed labels, synthetic
+#: sizes. Adding a task is one entry here (the loaders, the workflow, the metrics, the analysis spec and the
+#: tables read it; ``tests/test_registry.py`` adds one in a copy of the suite and finds it in Table 1).
 GLUE_TASK_SPECS: dict[str, GlueTask] = {
     t.name: t
     for t in [
@@ -148,26 +167,32 @@ GLUE_TASK_SPECS: dict[str, GlueTask] = {
                  ("validation",), ("cola",), ("matthews_correlation",),
                  # source, label, original judgement, sentence; no header
                  local_columns={"sentence": 3, "label": 1}, local_num_fields=4, local_labels=_BIN01,
-                 sizes=(8551, 1043)),
+                 sizes=(8551, 1043), primary_metric="matthews_correlation", labels=("CoLA",),
+                 synthetic_rows="taco.data.synthetic:cola_rows",
+                 synthetic_sizes=(1000, 300)),
         GlueTask("sst2", "SST-2", ("sentence",), 2, False, ("negative", "positive"),
                  ("validation",), ("sst2",), ("accuracy",),
                  local_columns={"sentence": "sentence", "label": "label"}, local_labels=_BIN01,
-                 sizes=(67349, 872)),
+                 sizes=(67349, 872), primary_metric="accuracy", labels=("SST-2",), synthetic_rows="taco.data.synthetic:sst2_rows",
+                 synthetic_sizes=(1500, 300)),
         GlueTask("mrpc", "MRPC", ("sentence1", "sentence2"), 2, False, ("not_equivalent", "equivalent"),
                  ("validation",), ("mrpc",), ("accuracy", "f1"),
                  local_columns={"sentence1": "#1 String", "sentence2": "#2 String", "label": "Quality"},
                  local_labels=_BIN01,
-                 sizes=(3668, 408)),
+                 sizes=(3668, 408), primary_metric="f1", labels=("MRPC",), synthetic_rows="taco.data.synthetic:mrpc_rows",
+                 synthetic_sizes=(1000, 300)),
         GlueTask("stsb", "STS-B", ("sentence1", "sentence2"), 1, True, (),
                  ("validation",), ("stsb",), ("pearson", "spearmanr"),
                  local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "score"},
                  local_labels=None,
-                 sizes=(5749, 1500)),
+                 sizes=(5749, 1500), primary_metric="spearmanr", labels=("STS-B",), synthetic_rows="taco.data.synthetic:stsb_rows",
+                 synthetic_sizes=(1000, 300)),
         GlueTask("qqp", "QQP", ("question1", "question2"), 2, False, ("not_duplicate", "duplicate"),
                  ("validation",), ("qqp",), ("accuracy", "f1"),
                  local_columns={"question1": "question1", "question2": "question2", "label": "is_duplicate"},
                  local_labels=_BIN01,
-                 sizes=(363846, 40430)),
+                 sizes=(363846, 40430), primary_metric="f1", labels=("QQP",), synthetic_rows="taco.data.synthetic:qqp_rows",
+                 synthetic_sizes=(2000, 400)),
         GlueTask("mnli", "MNLI", ("premise", "hypothesis"), 3, False, ("entailment", "neutral", "contradiction"),
                  ("validation_matched", "validation_mismatched"), ("mnli_m", "mnli_mm"),
                  ("accuracy",),
@@ -175,23 +200,28 @@ GLUE_TASK_SPECS: dict[str, GlueTask] = {
                             "validation_mismatched": "dev_mismatched.tsv"},
                  local_columns={"premise": "sentence1", "hypothesis": "sentence2", "label": "gold_label"},
                  local_labels={"entailment": 0, "neutral": 1, "contradiction": 2},
-                 sizes=(392702, 9815 + 9832)),
+                 sizes=(392702, 9815 + 9832), primary_metric="accuracy", labels=("MNLI-m", "MNLI-mm"),
+                 synthetic_rows="taco.data.synthetic:mnli_rows",
+                 synthetic_sizes=(2000, 400)),
         GlueTask("qnli", "QNLI", ("question", "sentence"), 2, False, ("entailment", "not_entailment"),
                  ("validation",), ("qnli",), ("accuracy",),
                  local_columns={"question": "question", "sentence": "sentence", "label": "label"},
                  local_labels=_ENT2,
-                 sizes=(104743, 5463)),
+                 sizes=(104743, 5463), primary_metric="accuracy", labels=("QNLI",), synthetic_rows="taco.data.synthetic:qnli_rows",
+                 synthetic_sizes=(1500, 400)),
         GlueTask("rte", "RTE", ("sentence1", "sentence2"), 2, False, ("entailment", "not_entailment"),
                  ("validation",), ("rte",), ("accuracy",),
                  local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
                  local_labels=_ENT2,
-                 sizes=(2490, 277)),
+                 sizes=(2490, 277), primary_metric="accuracy", labels=("RTE",), synthetic_rows="taco.data.synthetic:rte_rows",
+                 synthetic_sizes=(600, 200)),
         # WNLI's GLUE files use 1 = entailment, as the Hub ClassLabel does
         GlueTask("wnli", "WNLI", ("sentence1", "sentence2"), 2, False, ("not_entailment", "entailment"),
                  ("validation",), ("wnli",), ("accuracy",),
                  local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
                  local_labels=_BIN01,
-                 sizes=(635, 71)),
+                 sizes=(635, 71), primary_metric="accuracy", labels=("WNLI",), synthetic_rows="taco.data.synthetic:wnli_rows",
+                 synthetic_sizes=(400, 100)),
     ]
 }
 
@@ -226,28 +256,24 @@ KNOWN_METRICS: tuple[str, ...] = ALL_METRICS + ("mean",)
 AVERAGE_KEYS: tuple[str, ...] = ("mnli_m", "mnli_mm", "qqp", "qnli", "sst2", "cola", "stsb", "mrpc", "rte")
 SCORE_KEYS: tuple[str, ...] = AVERAGE_KEYS + ("wnli",)
 
-#: the number that stands for a score key in tables, averages, figures and claims. The paper does
-#: not name its metrics; see docs/metrics.md for the evidence behind each choice: F1 for QQP and
-#: MRPC (its MLM-250k test row fits only the F1 of Google's BERT-Small GLUE scores), Spearman for
-#: STS-B (the BERT paper's convention; weaker evidence). Every metric stays in the CSVs.
-DEFAULT_PRIMARY_METRIC: dict[str, str] = {
-    "mnli_m": "accuracy",
-    "mnli_mm": "accuracy",
-    "qqp": "f1",
-    "qnli": "accuracy",
-    "sst2": "accuracy",
-    "cola": "matthews_correlation",
-    "stsb": "spearmanr",
-    "mrpc": "f1",
-    "rte": "accuracy",
-    "wnli": "accuracy",
-}
+def _score_key_order(keys) -> list[str]:
+    """The paper's score keys in the paper's column order (:data:`SCORE_KEYS`), then the others in registry order."""
+    keys = list(keys)
+    return [k for k in SCORE_KEYS if k in keys] + [k for k in keys if k not in SCORE_KEYS]
 
-#: printed score-key names (paper's column headers)
-SCORE_KEY_LABELS: dict[str, str] = {
-    "mnli_m": "MNLI-m", "mnli_mm": "MNLI-mm", "qqp": "QQP", "qnli": "QNLI", "sst2": "SST-2",
-    "cola": "CoLA", "stsb": "STS-B", "mrpc": "MRPC", "rte": "RTE", "wnli": "WNLI",
-}
+
+#: score key -> (its task, its label): every task's score keys, in :func:`_score_key_order`
+_ENTRIES = {k: (t, lab) for t in GLUE_TASK_SPECS.values() for k, lab in zip(t.score_keys, t.labels)}
+_SCORE_KEY_ENTRIES: dict[str, tuple[GlueTask, str]] = {k: _ENTRIES[k] for k in _score_key_order(_ENTRIES)}
+
+#: the number that stands for a score key in tables, averages, figures and claims (each task's
+#: ``primary_metric``). The paper does not name its metrics; see docs/metrics.md for the evidence behind
+#: each choice: F1 for QQP and MRPC (its MLM-250k test row fits only the F1 of Google's BERT-Small GLUE
+#: scores), Spearman for STS-B (the BERT paper's convention; weaker evidence). Every metric stays in the CSVs.
+DEFAULT_PRIMARY_METRIC: dict[str, str] = {k: t.primary_metric for k, (t, _) in _SCORE_KEY_ENTRIES.items()}
+
+#: printed score-key names (paper's column headers; each task's ``labels``)
+SCORE_KEY_LABELS: dict[str, str] = {k: lab for k, (_, lab) in _SCORE_KEY_ENTRIES.items()}
 
 # ---- budgets ----------------------------------------------------------------------------------------
 

@@ -198,12 +198,16 @@ print(json.dumps({"objectives": list(OBJECTIVE_SPECS), "option": "toy_weight" in
 
 
 def test_adding_a_glue_task_is_one_registry_entry(tmp_path):
-    """A new GLUE-format task (AX-like NLI copy of RTE) added in registry.py only."""
+    """A new GLUE-format task (an AX-like NLI copy of RTE) added in registry.py only (issue 54.1): its files load,
+    its metrics compute, its primary metric and label reach the registry's derived tables, its synthetic stand-in
+    builds, `taco finetune --task` names it, the analysis spec takes `primary_metric.rte2`, and Table 1 shows it as
+    a column (beside the paper's nine, outside the GLUE average)."""
     old = "        # WNLI's GLUE files use 1 = entailment, as the Hub ClassLabel does\n"
     new = ('        GlueTask("rte2", "RTE2", ("sentence1", "sentence2"), 2, False, ("entailment", "not_entailment"),\n'
            '                 ("validation",), ("rte2",), ("accuracy",),\n'
            '                 local_columns={"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},\n'
-           '                 local_labels=_ENT2),\n' + old)
+           '                 local_labels=_ENT2, primary_metric="accuracy", labels=("RTE2",),\n'
+           '                 synthetic_rows="taco.data.synthetic:rte_rows", synthetic_sizes=(60, 20)),\n' + old)
     pkg = _copy_with_registry_edit(tmp_path, old, new)
     (tmp_path / "glue" / "RTE2").mkdir(parents=True)
     rows = ["index\tsentence1\tsentence2\tlabel"] + [
@@ -211,19 +215,71 @@ def test_adding_a_glue_task_is_one_registry_entry(tmp_path):
     for split in ("train", "dev"):
         (tmp_path / "glue" / "RTE2" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
     code = f"""
-import json
+import json, sys
+sys.path.append({str(REPO / "tests")!r})
+import pandas as pd
+from fixtures_stats import smoke_spec, write_run, write_smoke_runs, write_spec
+from taco.commands.aggregate import main as aggregate_main
+from taco.commands.tables import main as tables_main
 from taco.data.glue import load_glue_task
 from taco.data.glue_metrics import compute_glue_metrics
-from taco.registry import GLUE_TASK_NAMES, TASK_SCORE_KEYS
+from taco.data.synthetic import build_glue_task
+from taco.evaluation.finetune import build_parser
+from taco.registry import DEFAULT_PRIMARY_METRIC, GLUE_TASK_NAMES, SCORE_KEY_LABELS, TASK_SCORE_KEYS
 ds = load_glue_task("rte2", "local", data_dir={str(tmp_path / "glue")!r})
 m = compute_glue_metrics("rte2", [0, 1, 0], [0, 1, 1])
+synthetic = build_glue_task("rte2")
+root = __import__("pathlib").Path({str(tmp_path / "stats")!r})
+spec = smoke_spec(tasks=["sst2"], n_resamples=99)
+paths = write_smoke_runs(root / "runs", [1, 2], spec)
+for v in spec["runs"]:
+    names = spec["budget_names"][v["size"]]
+    for b in v.get("budgets") or list(names):
+        for seed in (1, 2):
+            paths.append(write_run(root / "runs", size=v["size"], objective=v["objective"], fraction=v["fraction"],
+                                   step=names[b], task="rte2", seed=seed, scores={{"rte2": 0.60 + 0.01 * seed}}))
+spec.update(tasks=["sst2", "rte2"], primary_metric={{"rte2": "accuracy"}})
+write_spec(root / "analysis.json", spec)
+(root / "inputs.txt").write_text("\\n".join(map(str, paths)) + "\\n")
+assert aggregate_main(["--inputs-from", str(root / "inputs.txt"), "--analysis", str(root / "analysis.json"),
+                       "--output-dir", str(root / "agg")]) == 0
+assert tables_main(["--aggregate-dir", str(root / "agg"), "--analysis", str(root / "analysis.json"),
+                    "--output-dir", str(root / "out")]) == 0
+t1 = pd.read_csv(root / "out" / "table1.csv")
+cell = t1[(t1["column"] == "rte2") & (t1["objective"] == "mlm") & (t1["n_seeds"] > 0)]
 print(json.dumps({{"train": len(ds["train"]), "labels": ds["train"]["label"][:2], "metrics": m,
-                  "keys": TASK_SCORE_KEYS["rte2"], "known": "rte2" in GLUE_TASK_NAMES}}))
+                  "keys": TASK_SCORE_KEYS["rte2"], "known": "rte2" in GLUE_TASK_NAMES,
+                  "primary": DEFAULT_PRIMARY_METRIC["rte2"], "label": SCORE_KEY_LABELS["rte2"],
+                  "synthetic": [len(synthetic["train"]), len(synthetic["validation"])],
+                  "help": build_parser().format_help(), "rte2_mean": float(cell["mean"].iloc[0]),
+                  "md": (root / "out" / "table1.md").read_text()}}))
 """
     res = _run(pkg, code)
     assert res["train"] == 6 and res["labels"] == [1, 0]
     assert res["keys"] == ["rte2"] and res["known"]
     assert abs(res["metrics"]["accuracy"] - 2 / 3) < 1e-12
+    assert (res["primary"], res["label"], res["synthetic"]) == ("accuracy", "RTE2", [60, 20])
+    assert "rte2" in " ".join(res["help"].split())
+    assert abs(res["rte2_mean"] - 100 * (0.61 + 0.62) / 2) < 1e-9  # the two seeds' scores, x100
+    assert "RTE2" in res["md"].splitlines()[2]  # a column header of Table 1
+
+
+def test_a_task_without_a_synthetic_stand_in_is_refused_by_name():
+    """glue.source synthetic on a task whose registry entry has no synthetic_rows / synthetic_sizes: a ValueError
+    naming the task and the entry's fields (it used to be a KeyError in DEFAULT_SIZES)."""
+    import dataclasses
+
+    from taco.data import synthetic
+
+    bare = dataclasses.replace(registry.GLUE_TASK_SPECS["rte"], name="rte3", synthetic_rows=None, synthetic_sizes=None)
+    registry.GLUE_TASK_SPECS["rte3"] = bare
+    try:
+        import pytest
+
+        with pytest.raises(ValueError, match="'rte3' has no synthetic stand-in.*synthetic_rows"):
+            synthetic.build_glue_task("rte3")
+    finally:
+        del registry.GLUE_TASK_SPECS["rte3"]
 
 
 def test_adding_a_claim_is_one_entry_in_claims_py(tmp_path):

@@ -229,7 +229,7 @@ def load_glue_task(task: str, source: str, data_dir: str | os.PathLike | None = 
     """Load one GLUE task as a ``datasets.DatasetDict`` (splits ``GLUE_TASK_SPECS[task].splits``).
 
     Args:
-        task: ``cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli``.
+        task: a key of :data:`taco.registry.GLUE_TASK_SPECS` (``cola``, ``sst2``, ..., ``wnli``).
         source: ``hub``, ``local`` or ``synthetic``.
         data_dir: the local GLUE folder (required for ``local``).
         hub_id, cache_dir: for ``hub``.

@@ -50,7 +50,7 @@ def compute_glue_metrics(task_or_score_key: str, predictions: Sequence[Any] | np
     """All GLUE metrics of one task on one dev split.
 
     Args:
-        task_or_score_key: ``cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli`` or a score key
+        task_or_score_key: a task of :data:`taco.registry.GLUE_TASK_SPECS` (``cola``, ..., ``wnli``) or a score key
             (``mnli_m``, ``mnli_mm``).
         predictions: shape (N,): class ids (int) for classification, real scores for ``stsb``.
             (Arg-max logits before calling.)

@@ -73,11 +73,9 @@ def generate_documents(num_documents: int = 4000, seed: int = 0, min_sentences: 
 # --------------------------------------------------------------------------------------------
 # GLUE-format tasks
 
-#: (train rows, dev rows per dev split) by task
+#: (train rows, dev rows per dev split) by task: the registry entries' ``synthetic_sizes``
 DEFAULT_SIZES: dict[str, tuple[int, int]] = {
-    "cola": (1000, 300), "sst2": (1500, 300), "mrpc": (1000, 300), "stsb": (1000, 300),
-    "qqp": (2000, 400), "mnli": (2000, 400), "qnli": (1500, 400), "rte": (600, 200), "wnli": (400, 100),
-}
+    n: t.synthetic_sizes for n, t in GLUE_TASK_SPECS.items() if t.synthetic_sizes and t.synthetic_rows}
 
 MATCHED_TOPICS = (0, 1, 2, 3)
 MISMATCHED_TOPICS = (4, 5)
@@ -299,27 +297,70 @@ def _row_wnli(rng):
     return {"sentence1": text(s1), "sentence2": text(render_clause(h, rng)), "label": label}
 
 
+def cola_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic CoLA rows (acceptable / unacceptable clauses)."""
+    return [_row_cola(rng) for _ in range(n)]
+
+
+def sst2_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic SST-2 rows (polarity of the clause's adjectives)."""
+    return [_row_sst2(rng) for _ in range(n)]
+
+
+def mrpc_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic MRPC rows (paraphrase or not, 65% paraphrases)."""
+    return [_row_paraphrase(rng, False, 0.65, ("sentence1", "sentence2")) for _ in range(n)]
+
+
+def qqp_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic QQP rows (question paraphrases, 40% duplicates)."""
+    return [_row_paraphrase(rng, True, 0.4, ("question1", "question2")) for _ in range(n)]
+
+
+def stsb_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic STS-B rows (graded similarity 0-5)."""
+    return [_row_stsb(rng) for _ in range(n)]
+
+
+def mnli_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic MNLI rows; the mismatched dev split draws from topics the others never use."""
+    topics = MISMATCHED_TOPICS if split == "validation_mismatched" else MATCHED_TOPICS
+    return [_row_mnli(rng, topics) for _ in range(n)]
+
+
+def qnli_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic QNLI rows."""
+    return [_row_qnli(rng) for _ in range(n)]
+
+
+def rte_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic RTE rows."""
+    return [_row_rte(rng) for _ in range(n)]
+
+
+def wnli_rows(rng: random.Random, n: int, split: str) -> list[dict]:
+    """``n`` synthetic WNLI rows."""
+    return [_row_wnli(rng) for _ in range(n)]
+
+
+def _stand_in(task: str):
+    """(row function, (train, dev) sizes) of ``task``'s synthetic stand-in, from its registry entry
+    (``GlueTask.synthetic_rows``, ``"module:function"``, imported here; ``synthetic_sizes``). Raises
+    ValueError naming the task when it is unknown or has none."""
+    import importlib
+
+    spec = GLUE_TASK_SPECS.get(task)
+    if spec is None:
+        raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASK_SPECS)}")
+    if not spec.synthetic_rows or not spec.synthetic_sizes:
+        raise ValueError(f"GLUE task {task!r} has no synthetic stand-in: its GlueTask entry (taco/registry.py) "
+                         "sets no synthetic_rows / synthetic_sizes; use glue.source local or hub")
+    module, _, name = spec.synthetic_rows.partition(":")
+    return getattr(importlib.import_module(module), name), spec.synthetic_sizes
+
+
 def _rows(task: str, rng: random.Random, n: int, split: str) -> list[dict]:
-    if task == "cola":
-        return [_row_cola(rng) for _ in range(n)]
-    if task == "sst2":
-        return [_row_sst2(rng) for _ in range(n)]
-    if task == "mrpc":
-        return [_row_paraphrase(rng, False, 0.65, ("sentence1", "sentence2")) for _ in range(n)]
-    if task == "qqp":
-        return [_row_paraphrase(rng, True, 0.4, ("question1", "question2")) for _ in range(n)]
-    if task == "stsb":
-        return [_row_stsb(rng) for _ in range(n)]
-    if task == "mnli":
-        topics = MISMATCHED_TOPICS if split == "validation_mismatched" else MATCHED_TOPICS
-        return [_row_mnli(rng, topics) for _ in range(n)]
-    if task == "qnli":
-        return [_row_qnli(rng) for _ in range(n)]
-    if task == "rte":
-        return [_row_rte(rng) for _ in range(n)]
-    if task == "wnli":
-        return [_row_wnli(rng) for _ in range(n)]
-    raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(DEFAULT_SIZES)}")
+    return _stand_in(task)[0](rng, n, split)
 
 
 def build_glue_task(task: str, seed: int = 0, num_train: int | None = None,
@@ -332,7 +373,7 @@ def build_glue_task(task: str, seed: int = 0, num_train: int | None = None,
     Sizes default to ``DEFAULT_SIZES[task]``.
     """
     t = GLUE_TASK_SPECS[task]
-    n_train, n_dev = DEFAULT_SIZES[task]
+    n_train, n_dev = _stand_in(task)[1]
     n_train = n_train if num_train is None else num_train
     n_dev = n_dev if num_dev is None else num_dev
     if n_train < 1 or n_dev < 1:
@@ -363,7 +404,7 @@ def build_glue_test_split(task: str, split: str, seed: int = 0, num: int | None 
         raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASK_SPECS)}")
     if split not in _TEST_LIKE:
         raise ValueError(f"{task}: unknown test split {split!r}; expected one of {sorted(_TEST_LIKE)}")
-    n = DEFAULT_SIZES[task][1] if num is None else num
+    n = _stand_in(task)[1][1] if num is None else num
     if n < 1:
         raise ValueError(f"{task}/{split}: num must be >= 1, got {n}")
     rng = random.Random(f"taco-synthetic-glue/{task}/{split}/{seed}")

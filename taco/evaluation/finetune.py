@@ -59,7 +59,7 @@ from taco.evaluation.finetune_trainer import (
 )
 from taco.manifest import (MANIFEST_NAME, ManifestError, atomic_directory, check_model_sha256, finite_or_null,
                            read_manifest, sha256_file)
-from taco.registry import FINETUNE_HYPERPARAMETERS, finetune_hyperparameters
+from taco.registry import FINETUNE_HYPERPARAMETERS, GLUE_TASK_SPECS, finetune_hyperparameters
 
 
 
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Fine-tune one checkpoint on GLUE tasks, each with one or more seeds.")
     p.add_argument("--checkpoint", required=True, help="budget checkpoint directory (taco pretrain output)")
     p.add_argument("--task", required=True, nargs="+",
-                   help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli; several run one after the other in "
+                   help=f"{', '.join(GLUE_TASK_SPECS)}; several run one after the other in "
                         "this process (each task x seed as it would alone); --output must then contain {task}")
     p.add_argument("--seed", type=int, nargs="+", default=[123],
                    help="fine-tuning seed(s) (official scripts: 123). Several seeds run one after the "
@@ -277,7 +277,7 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
         "glue_source": args.glue_source,
         "report_rule": args.report_rule,
         "reported_epoch": reported["epoch"],
-        "primary_metric": {k: primary_metrics(args).get(k, DEFAULT_PRIMARY_METRIC.get(k, "accuracy"))
+        "primary_metric": {k: primary_metrics(args).get(k, DEFAULT_PRIMARY_METRIC[k])
                            for k in task.score_keys},
         "epochs": epochs,
         "scores": reported["scores"],

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from taco.paper import ABLATION_OBJECTIVES, COMPARISON, TABLE2_KEYS, TABLE4_OBJECTIVES, TABLE_OBJECTIVES
+from taco.paper import ABLATION_OBJECTIVES, COMPARISON, PAPER_TABLES, TABLE2_KEYS, TABLE4_OBJECTIVES, TABLE_OBJECTIVES
 from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS
 from taco.objectives import OBJECTIVE_SPECS
 from taco.stats.analysis_config import AnalysisConfig, budget_steps_from_name
@@ -27,8 +27,8 @@ from taco.registry import AVERAGE_KEYS
 from taco.stats.aggregate import UNIT, key_str, average_keys, average_label, fmt_fraction, seed_averages
 from taco.stats.inference import summarize
 
-#: the four largest GLUE tasks, the columns of the paper's Table 2
-TABLES = ("table1", "table2", "table3", "table4", "ablation")
+#: the tables built here, in order (taco.paper.PAPER_TABLES)
+TABLES: tuple[str, ...] = tuple(PAPER_TABLES)
 KONG_2020 = "Kong et al., ICLR 2020 (cited by the paper; numbers not in paper_values.json)"
 #: ``paper_source`` of a row the paper does not have (the no-pre-training control)
 NOT_IN_PAPER = "not in the paper"
@@ -217,6 +217,13 @@ class TableBuilder:
 # ---------------------------------------------------------------------------------------------
 # the five tables
 # ---------------------------------------------------------------------------------------------
+def table_keys(cfg: AnalysisConfig) -> tuple[str, ...]:
+    """The score-key columns of Tables 1, 3 and 4 and the ablation: the paper's nine (:data:`AVERAGE_KEYS`,
+    n/a where not fine-tuned), then every other score key the analysis fine-tunes (WNLI, a task added to
+    the registry), in the analysis' order. The GLUE average stays the paper's (:func:`average_keys`)."""
+    return AVERAGE_KEYS + tuple(k for k in cfg.score_keys if k not in AVERAGE_KEYS)
+
+
 #: the tables' column of the frozen-feature GLUE probe (taco.training.glue_probe), beside the fine-tuned average
 PROBE_COLUMN = "probe"
 PROBE_LABEL = "Probe avg. (frozen)"
@@ -270,7 +277,7 @@ def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
         approaches = [("mlm", "250k"), ("taco", "50k"), ("taco", "250k")]
         if section == "dev" and cfg.has_control(size):  # this suite's sanity baseline, not in the paper
             tb.add(table="table1", section=section, label=f"{OBJECTIVE_LABELS[CONTROL]} (control: random init, step 0)",
-                   size=size, objective=CONTROL, fraction=1.0, budget="", step=0, keys=AVERAGE_KEYS,
+                   size=size, objective=CONTROL, fraction=1.0, budget="", step=0, keys=table_keys(cfg),
                    avg_keys=average_keys(cfg), paper=None, paper_source=NOT_IN_PAPER,
                    note="no-pre-training control: the architecture from random initialisation, fine-tuned alike")
         for obj, budget in approaches:
@@ -284,7 +291,7 @@ def build_table1(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
                 note = ("test set scored by the GLUE server only: upload this run's "
                         "glue_submission/.../seed-N.zip (see the test-scores line)")
             tb.add(table="table1", section=section, label=approach_label(obj, budget, 1.0, step), size=size,
-                   objective=obj, fraction=1.0, budget=budget, step=step, keys=AVERAGE_KEYS,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=table_keys(cfg),
                    avg_keys=average_keys(cfg), paper=published.get(name), paper_source=src, note=note,
                    ours_available=section == "dev")
     return tb.frame()
@@ -343,7 +350,7 @@ def build_table3(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
             if step is not None and not cfg.has_run(size, obj, 1.0):
                 note = f"run {obj} not in the analysis spec"
             tb.add(table="table3", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
-                   objective=obj, fraction=1.0, budget=budget, step=step, keys=AVERAGE_KEYS,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=table_keys(cfg),
                    avg_keys=average_keys(cfg), paper=published.get(approach_label(obj, budget)),
                    paper_source="paper Table 3 (paper_values.json)", note=note)
     return tb.frame()
@@ -371,15 +378,15 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
         name = OBJECTIVE_LABELS.get(obj, obj)
         tb.add(table="table4", section="dev",
                label=f"{name} (cited from Kong et al., ICLR 2020)" if cited else f"{name} (paper)",
-               size=None, objective=obj, fraction=1.0, budget="", step=None, keys=AVERAGE_KEYS,
-               avg_keys=AVERAGE_KEYS, paper=published.get(name),
+               size=None, objective=obj, fraction=1.0, budget="", step=None, keys=table_keys(cfg),
+               avg_keys=table_keys(cfg), paper=published.get(name),
                paper_source="paper Table 4" + (", cited from Kong et al." if cited else "") + " (paper_values.json)",
                note=(f"cited from {KONG_2020}" if cited else "published Table 4 values UNKNOWN"),
                ours_available=False, kind="cited" if cited else "published")
     if not (size and cfg.size_steps(size)):
         for obj in TABLE4_OBJECTIVES:
             tb.add(table="table4", section="dev", label=f"{OBJECTIVE_LABELS.get(obj, obj)} (ours)", size=None,
-                   objective=obj, fraction=1.0, budget="", step=None, keys=AVERAGE_KEYS,
+                   objective=obj, fraction=1.0, budget="", step=None, keys=table_keys(cfg),
                    avg_keys=average_keys(cfg), paper=None, paper_source="", note="no size role run")
         return tb.frame()
     budget, step = cfg.size_steps(size)[-1]
@@ -394,7 +401,7 @@ def build_table4(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
         label = approach_label(obj, budget, 1.0, step) + f" ({role} role" + (
             ", reimplementation)" if OBJECTIVE_SPECS[obj].reimplemented_from else ")")
         tb.add(table="table4", section="dev", label=label, size=size, objective=obj, fraction=1.0, budget=budget,
-               step=step, keys=AVERAGE_KEYS, avg_keys=average_keys(cfg), paper=None, paper_source="",
+               step=step, keys=table_keys(cfg), avg_keys=average_keys(cfg), paper=None, paper_source="",
                note=note)
     return tb.frame()
 
@@ -417,7 +424,7 @@ def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
                 note = f"run {obj} not in the analysis spec"
             p = pub.get(budget)
             tb.add(table="ablation", section="dev", label=approach_label(obj, budget, 1.0, step), size=size,
-                   objective=obj, fraction=1.0, budget=budget, step=step, keys=AVERAGE_KEYS,
+                   objective=obj, fraction=1.0, budget=budget, step=step, keys=table_keys(cfg),
                    avg_keys=average_keys(cfg), paper={"avg": 100.0 * p} if p is not None else None,
                    paper_source="paper Figure 5 (read from the plot, +-0.1 points)", note=note)
     # objectives no paper table names (taco.paper.TABLE_OBJECTIVES), run at this role on full data
@@ -429,7 +436,7 @@ def build_ablation(agg, cfg: AnalysisConfig, paper_values: Mapping[str, Any],
             step, note = _step_note(cfg, size, budget, st, "small")
             tb.add(table="ablation", section="other objectives (not in the paper)",
                    label=approach_label(obj, budget, 1.0, step), size=size, objective=obj, fraction=1.0,
-                   budget=budget, step=step, keys=AVERAGE_KEYS, avg_keys=average_keys(cfg), paper=None,
+                   budget=budget, step=step, keys=table_keys(cfg), avg_keys=average_keys(cfg), paper=None,
                    paper_source=NOT_IN_PAPER, note=note)
     return tb.frame()
 

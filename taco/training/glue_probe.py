@@ -124,7 +124,7 @@ def fit_probe(task: str, x_train: Any, y_train: Any, x_dev: Any, y_dev: Any) -> 
     spec = GLUE_TASK_SPECS.get(task)
     if spec is None:
         raise ValueError(f"unknown GLUE task {task!r}")
-    primary = DEFAULT_PRIMARY_METRIC.get(spec.score_keys[0], "accuracy")
+    primary = DEFAULT_PRIMARY_METRIC[spec.score_keys[0]]
 
     def cv_score(y_true, y_pred):  # the task's primary GLUE metric, as the dev score is measured
         value = compute_glue_metrics(task, y_pred, y_true).get(primary)
@@ -194,7 +194,7 @@ def probe_checkpoint(checkpoint: str | Path, tasks: Sequence[str], *, glue_sourc
                 entry[feature] = fit_probe(task, feats["train"][feature], train["label"],
                                            feats["dev"][feature], dev["label"])
             record["tasks"][task] = entry
-            record["primary_metric"][task] = DEFAULT_PRIMARY_METRIC.get(spec.score_keys[0], "accuracy")
+            record["primary_metric"][task] = DEFAULT_PRIMARY_METRIC[spec.score_keys[0]]
     finally:
         if was_training:
             model.train()

@@ -199,9 +199,7 @@ def probe_examples(config: dict[str, Any]) -> int:
     total = 0
     for task in gp.get("tasks") or []:
         if config["glue"]["source"] == "synthetic":
-            from taco.data.synthetic import DEFAULT_SIZES
-
-            n_train, n_dev = DEFAULT_SIZES[task]
+            n_train, n_dev = GLUE_TASK_SPECS[task].synthetic_sizes or (0, 0)
         else:
             if task not in GLUE_SIZES:
                 raise PlanError(f"pretrain.glue_probe.tasks: task {task!r} has no released split sizes")

@@ -108,11 +108,12 @@ def task_sizes(config: dict[str, Any], task: str) -> tuple[int, int]:
     capped by ``finetune.max_train_samples`` / ``max_eval_samples`` (per dev split; MNLI has two)."""
     ft = config["finetune"]
     if config["glue"]["source"] == "synthetic":
-        from taco.data.synthetic import DEFAULT_SIZES
-
-        n_train, n_dev = DEFAULT_SIZES[task]
-        n_dev_splits = 2 if task == "mnli" else 1
-        n_dev *= n_dev_splits
+        sizes = GLUE_TASK_SPECS[task].synthetic_sizes
+        if not sizes:
+            raise PlanError(f"glue.tasks: task {task!r} has no synthetic stand-in (GlueTask.synthetic_sizes in "
+                            "taco/registry.py); glue.source synthetic cannot run it")
+        n_dev_splits = len(GLUE_TASK_SPECS[task].dev_splits)
+        n_train, n_dev = sizes[0], sizes[1] * n_dev_splits
     else:
         if task not in GLUE_SIZES:
             raise PlanError(f"glue.tasks: task {task!r} has no released split sizes in its registry entry "

@@ -6,6 +6,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
+from taco.paper import PAPER_TABLES
 from taco.workflow import config as wc
 from taco.workflow import config_checks as wcc
 from taco.workflow import tuning_grid as tg
@@ -212,10 +213,9 @@ def dynamics_targets():
             for r, s in wc.dynamics_checkpoints(config)]
 
 
-REPORT_TABLES = ["table1", "table2", "table3", "table4", "ablation"]
-#: each table's row in the report's "Tables" category
-REPORT_TABLE_LABELS = {"table1": "Table 1", "table2": "Table 2", "table3": "Table 3", "table4": "Table 4",
-                       "ablation": "Ablation"}
+#: the tables `taco tables` writes, and each one's row in the report's "Tables" category (taco.paper)
+REPORT_TABLES = list(PAPER_TABLES)
+REPORT_TABLE_LABELS = PAPER_TABLES
 REPORT_FIGURES = ["figure5", "ablation", "data_efficiency"]
 DYNAMICS_FIGURES = ["figure6", "figure2"]
 #: each figure's row in the report (a name, as the tables have, not its path)
