@@ -486,3 +486,33 @@ def test_the_claims_sentence_says_which_steps_play_the_papers_budgets():
     assert text.startswith(c1.text) and "(here: step 100 plays TACO's 50k, step 150 plays MLM's 250k)" in text
     assert claim_sentence(c1, ("s", "taco", 1.0, 50000), ("s", "mlm", 1.0, 250000)) == c1.text  # the paper's own
     assert claim_sentence(c1, None, None) == c1.text
+
+
+def test_a_claim_carries_its_own_target_and_margin():
+    """Issue 54.2: a claim states its own improvement target / margin; its rule, tests, deciding boundary and
+    verdict use them instead of the spec's 1.2 / 0.5 (a claim of +3 points is not supported by a CI at [2.0, 2.8],
+    which supports the spec's +1.2); without them the spec's numbers stand."""
+    from taco.stats.claim_rules import CLAIM_KINDS, deciding_boundary, tests_for
+    from taco.stats.claims import Arm, Claim, claim_margins, describe_test
+
+    cfg = validate_analysis(smoke_spec())
+    own = Claim("X", "TACO beats MLM by about 3 points", "test", "improvement", "small",
+                Arm("taco", 1.0, "250k"), Arm("mlm", 1.0, "250k"), target=3.0, margin=0.5)
+    spec_default = Claim("Y", "TACO beats MLM by about the spec's target", "test", "improvement", "small",
+                         Arm("taco", 1.0, "250k"), Arm("mlm", 1.0, "250k"))
+    M, D = claim_margins(own, cfg), claim_margins(spec_default, cfg)
+    assert (M.t, M.m, M.d) == (3.0, 0.5, cfg.equivalence_margin)
+    assert (D.t, D.m) == (cfg.improvement_target, cfg.improvement_margin)
+    assert "about 3.0 (at least 2.5 = 3.0 - 0.5)" in rule_text("improvement", M)
+    assert (2.5, "greater") in tests_for("improvement", M) and deciding_boundary("improvement", M) == 2.5
+    assert "delta > 2.5" in describe_test(own, cfg)
+    p = {"gt_target_low": 0.01, "lt_target_low": 0.2, "gt0": 0.001}
+    assert decide("improvement", 2.0, 2.8, p, D)[0] == SUPPORTED  # above 1.2 - 0.5
+    assert decide("improvement", 2.0, 2.8, p, M)[0] == INCONCLUSIVE  # not above 3.0 - 0.5
+    # a margin of another kind is its d: a non-superiority claim at 2 points
+    wide = Claim("Z", "MLM+TP not better than MLM", "test", "not_better", "small", Arm("mlm_tp", 1.0, "250k"),
+                 Arm("mlm", 1.0, "250k"), margin=2.0)
+    assert claim_margins(wide, cfg).d == 2.0 and "margin 2.0 points" in rule_text("not_better", claim_margins(wide, cfg))
+    assert set(CLAIM_KINDS) == {"match", "competitive", "improvement", "below", "not_better", "helps"}
+    with pytest.raises(ValueError, match="unknown claim kind 'bogus'"):
+        rule_text("bogus", cfg)

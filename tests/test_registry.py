@@ -292,8 +292,10 @@ def test_adding_a_claim_is_one_entry_in_claims_py(tmp_path):
     text = claims_py.read_text()
     anchor = '    Claim("S1", "pre-training helps'
     assert text.count(anchor) == 1
-    claims_py.write_text(text.replace(anchor, '    Claim("X1", "TACO-150k beats MLM-150k", "test-only", "improvement", '
-                                      '"small", Arm("taco", 1.0, "150k"), Arm("mlm", 1.0, "150k")),\n' + anchor))
+    # its own target (2 points, at least 1.7): not the spec's 1.2 (issue 54.2)
+    claims_py.write_text(text.replace(anchor, '    Claim("X1", "TACO-150k beats MLM-150k by about 2 points", "test-only", '
+                                      '"improvement", "small", Arm("taco", 1.0, "150k"), Arm("mlm", 1.0, "150k"), '
+                                      'target=2.0, margin=0.3),\n' + anchor))
     agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(tasks=["sst2", "rte"], n_resamples=99),
                                 seeds=[1, 2, 3])
     out = tmp_path / "res"
@@ -308,5 +310,6 @@ def test_adding_a_claim_is_one_entry_in_claims_py(tmp_path):
     row = df[(df.level == "claim") & (df.claim_id == "X1")]
     # the smoke spec's step 40 plays the claim's 150k for both arms: the sentence says so (claim_sentence)
     assert len(row) == 1 and row.iloc[0]["claim"] == (
-        "TACO-150k beats MLM-150k (here: step 40 plays TACO's 150k, step 40 plays MLM's 150k)")
+        "TACO-150k beats MLM-150k by about 2 points (here: step 40 plays TACO's 150k, step 40 plays MLM's 150k)")
+    assert "improvement of about 2.0 (at least 1.7 = 2.0 - 0.3)" in row.iloc[0]["rule"]
     assert "X1" in (out / "claims.md").read_text()

@@ -103,8 +103,8 @@ from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS
 from taco.stats.aggregate import average_keys, average_label, fmt_fraction, seed_averages, statistical_units, unit_note
 from taco.stats.analysis_config import AnalysisConfig, budget_steps_from_name
 from taco.stats.claim_rules import (
-    INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, _sig, decide, deciding_boundary, decision_level, equivalence_detail,
-    fewest_seeds, pvalue_set, rule_text, seeds_for_power, tests_for)
+    INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, Margins, _sig, claim_kind, decide, deciding_boundary,
+    decision_level, equivalence_detail, fewest_seeds, margins_for, pvalue_set, rule_text, seeds_for_power, tests_for)
 from taco.stats.inference import ci_method_name, compare, holm, interval, rng_for
 
 #: why a cell may show zero variance (the claim row's reason and the page's warning)
@@ -132,13 +132,18 @@ class Claim:
     id: str
     text: str
     source: str
-    kind: str  # one of KINDS
+    kind: str  # a key of taco.stats.claim_rules.CLAIM_KINDS
     role: str  # small | base
     a: Arm
     b: Arm
     per_task: bool = False
     keys: tuple[str, ...] | None = None
     note: str = ""
+    #: the claim's own numbers, in GLUE points, where the analysis spec's do not fit it: ``target`` the
+    #: improvement it states (an ``improvement`` claim; default ``analysis.improvement_target``), ``margin``
+    #: its margin (``m`` of an improvement, else ``d``; default the spec's): :func:`claim_margins`
+    target: float | None = None
+    margin: float | None = None
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -285,7 +290,7 @@ def cell_sample(per_seed: pd.DataFrame, cell: tuple, keys: Sequence[str]) -> Sam
 def compare_samples(claim: Claim, a: Sample, b: Sample, cfg: AnalysisConfig, scope: str):
     """(Comparison at ``confidence_level``, decision interval (low, high) at 1 - 2 alpha)."""
     label = f"{claim.id}|{scope}"
-    cmp = compare(a.values, b.values, one_sided=tests_for(claim.kind, cfg),
+    cmp = compare(a.values, b.values, one_sided=tests_for(claim.kind, claim_margins(claim, cfg)),
                   confidence_level=cfg.confidence_level, n_resamples=cfg.n_resamples,
                   method=cfg.ci_method, seed=cfg.seed, label=label)
     lo, hi, _ = interval((a.values, b.values), confidence_level=decision_level(cfg), method=cfg.ci_method,
@@ -309,8 +314,8 @@ def _row(claim: Claim, level: str, scope: str, arm_a: ArmCell, arm_b: ArmCell, c
     return {"claim_id": claim.id, "level": level, "claim": claim_sentence(claim, ca, cb), "source": claim.source,
             "kind": claim.kind, "role": claim.role, "size": cfg.roles.get(claim.role) or "",
             "a": arm_a.label, "b": arm_b.label, "step_a": ca[3] if ca else "", "step_b": cb[3] if cb else "",
-            "scope": scope, "unit": "GLUE points (x100)", "margin": cfg.equivalence_margin,
-            "rule": rule_text(claim.kind, cfg), "confidence_level": cfg.confidence_level,
+            "scope": scope, "unit": "GLUE points (x100)", "margin": claim_margins(claim, cfg).d,
+            "rule": rule_text(claim.kind, claim_margins(claim, cfg)), "confidence_level": cfg.confidence_level,
             "decision_level": decision_level(cfg),
             "n_a": 0, "n_b": 0, "seeds_a": "", "seeds_b": "", "mean_a": math.nan, "mean_b": math.nan,
             "effect": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "",
@@ -328,7 +333,7 @@ def _fill(row: dict[str, Any], cmp, dci, a: Sample, b: Sample, claim: Claim, cfg
                ci_method=cmp.ci_method, decision_ci_low=dci[0], decision_ci_high=dci[1],
                hedges_g=cmp.hedges_g, p_two_sided=cmp.p_two_sided, min_attainable_p=cmp.min_p_one_sided,
                n_degenerate=a.n_degenerate + b.n_degenerate,
-               seeds_for_power=seeds_for_power(a.values, b.values, deciding_boundary(claim.kind, cfg), cfg),
+               seeds_for_power=seeds_for_power(a.values, b.values, deciding_boundary(claim.kind, claim_margins(claim, cfg)), cfg),
                zero_variance=", ".join(name for name, v in (("A", a.values), ("B", b.values))
                                        if len(v) >= 2 and max(v) == min(v)))
 
@@ -351,29 +356,27 @@ def _few_seeds(n_a: int, n_b: int, cfg: AnalysisConfig) -> str:
     return ""
 
 
-def describe_test(kind: str, cfg: AnalysisConfig) -> str:
-    """The test a claim kind is decided by, in words."""
-    d, t, m = cfg.equivalence_margin, cfg.improvement_target, cfg.improvement_margin
-    base = {"match": "one-sided permutation test of delta > -{d} (non-inferiority)".format(d=d)
-            if cfg.match_rule == "non_inferiority" else "TOST, two one-sided permutation tests",
-            "competitive": f"intersection-union test: one-sided permutation test of delta > -{d} per score "
-                           f"key, each at alpha, no multiplicity correction; refutation: delta < -{d} per key, "
-                           "Holm-adjusted over the keys",
-            "improvement": f"one-sided permutation test of delta > {t - m:g}",
-            "below": "one-sided permutation test of delta < 0",
-            "not_better": f"one-sided permutation test of delta < {d} (non-superiority)",
-            "helps": "one-sided permutation test of delta > 0"}[kind]
-    return (base + f" (scipy.stats.permutation_test, difference of means); {decision_level(cfg) * 100:g}% "
+def claim_margins(claim: Claim, cfg: AnalysisConfig) -> Margins:
+    """The numbers ``claim``'s rule is stated in: the spec's margins, with the claim's own ``target`` /
+    ``margin`` in their place where it has them (:func:`taco.stats.claim_rules.margins_for`)."""
+    return margins_for(cfg, claim.target, claim.margin, claim.kind)
+
+
+def describe_test(claim: Claim, cfg: AnalysisConfig) -> str:
+    """The test ``claim``'s kind is decided by, in words, with its margins."""
+    return (claim_kind(claim.kind).test(claim_margins(claim, cfg))
+            + f" (scipy.stats.permutation_test, difference of means); {decision_level(cfg) * 100:g}% "
             f"decision interval: {ci_method_name(cfg.ci_method)}")
 
 
 def _decide_row(row: dict[str, Any], claim: Claim, cmp, dci, cfg: AnalysisConfig) -> None:
     """Set verdict, p for/against and reason of a row from its comparison."""
-    p = pvalue_set(cmp, cfg)
-    verdict, reason, ps, pa = decide(claim.kind, dci[0], dci[1], p, cfg)
+    M = claim_margins(claim, cfg)
+    p = pvalue_set(cmp, M)
+    verdict, reason, ps, pa = decide(claim.kind, dci[0], dci[1], p, M)
     row.update(verdict=verdict, p_value=ps, p_against=pa, reason=reason)
     if claim.kind == "match" and all(math.isfinite(x) for x in dci):
-        row["equivalence"] = equivalence_detail(dci[0], dci[1], p, cfg)
+        row["equivalence"] = equivalence_detail(dci[0], dci[1], p, M)
     if claim.kind == "improvement" and math.isfinite(p["gt0"]):
         row["equivalence"] = f"A better than B at all: p(delta > 0)={p['gt0']:.3g}"
 
@@ -383,7 +386,7 @@ def summary_row(claim: Claim, per_seed: pd.DataFrame, arm_a: ArmCell, arm_b: Arm
     """The claim row over ``keys`` (the average, or the claim's keys together) and its notes; the
     verdict is decided here for a claim about the average."""
     row = _row(claim, "claim", average_label(keys), arm_a, arm_b, cfg)
-    row["test"] = describe_test(claim.kind, cfg)
+    row["test"] = describe_test(claim, cfg)
     a, b = cell_sample(per_seed, arm_a.cell, keys), cell_sample(per_seed, arm_b.cell, keys)
     notes = []
     scope = arms_unit_note(per_seed, arm_a.cell, arm_b.cell)
@@ -425,7 +428,7 @@ def key_rows(claim: Claim, per_seed: pd.DataFrame, arm_a: ArmCell, arm_b: ArmCel
             cmp, dci = compare_samples(claim, a, b, cfg, key)
             _fill(row, cmp, dci, a, b, claim, cfg)
             if claim.per_task:
-                row["test"] = describe_test(claim.kind, cfg)
+                row["test"] = describe_test(claim, cfg)
                 _decide_row(row, claim, cmp, dci, cfg)
                 few = _few_seeds(cmp.n_a, cmp.n_b, cfg)
                 if few:
@@ -503,7 +506,7 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
     missing = not_run_reasons(claim, arm_a, arm_b, per_key)
     if missing:
         row = _row(claim, "claim", average_label(summary_keys) if summary_keys else "", arm_a, arm_b, cfg)
-        row.update(test=describe_test(claim.kind, cfg), verdict=NOT_RUN, reason="not run: " + "; ".join(missing))
+        row.update(test=describe_test(claim, cfg), verdict=NOT_RUN, reason="not run: " + "; ".join(missing))
         return [row]
     row, notes = summary_row(claim, per_seed, arm_a, arm_b, summary_keys, cfg)
     rows = key_rows(claim, per_seed, arm_a, arm_b, per_key, cfg)
