@@ -230,8 +230,8 @@ def measure(configfiles: list[str], size: str | None = None, objectives: list[st
     for name, value in (("--steps", steps), ("--warmup", warmup), ("--block", block)):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
-    from taco.workflow.plan import load_config
-    from taco.workflow.plan_costs import vocab_size
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.costs import vocab_size
 
     config = load_config(list(configfiles), overrides or {})
     sizes = config["pretrain"]["sizes"]

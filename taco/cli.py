@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                    "steps-to-target speedups of TACO over MLM with intervals, and their verdicts"),
     "claims": ("taco.commands.claims", "check the paper's claims on the reproduced numbers"),
     "deviations": ("taco.commands.deviations", "every difference of the run configuration from the paper's setup"),
-    "plan": ("taco.workflow.plan", "compute plan of a configuration: jobs, FLOPs, GPU-hours, disk, time limits"),
+    "plan": ("taco.workflow.plan.command", "compute plan of a configuration: jobs, FLOPs, GPU-hours, disk, time limits"),
     "gpu-slot": ("taco.workflow.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),
 }
 

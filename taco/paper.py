@@ -4,7 +4,7 @@ official code ``FUZHIYI/TACO``; ``docs/paper-facts.md`` gives the sources).
 Everything that names the paper's grid, its GLUE tasks, its budgets or which objectives a table or
 figure compares reads it from here: the analysis spec's defaults (``taco.stats.analysis_config``),
 the tables and figures (``taco.report``), the compute plan's per-table costs
-(``taco.workflow.plan_costs``) and the deviations report. ``config.yaml`` writes the same grid as the
+(``taco.workflow.plan.costs``) and the deviations report. ``config.yaml`` writes the same grid as the
 default configuration (YAML cannot import; ``tests/test_paper.py`` checks that they agree).
 
 A new objective shows in a paper table by one line here (e.g. its name in :data:`ABLATION_OBJECTIVES`);

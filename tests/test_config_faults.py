@@ -69,7 +69,8 @@ def test_an_overlay_before_its_base_stops_taco_plan_and_snakemake_naming_both(tm
     ("pretrain:\n  runs:\n    - {size: tiny, objectives: [mlm], seeds: [1, 1]}\n", "pretrain.runs[0].seeds"),
 ])
 def test_bad_values_are_refused_before_any_job(tmp_path, text, key):
-    from taco.workflow.plan import PlanError, load_config
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.inputs import PlanError
 
     f = tmp_path / "bad.yaml"
     f.write_text(text)
@@ -80,7 +81,7 @@ def test_bad_values_are_refused_before_any_job(tmp_path, text, key):
 
 def test_an_entrys_own_seeds_get_the_too_few_to_decide_note(tmp_path):
     from taco.workflow.config_checks import config_notes
-    from taco.workflow.plan import load_config
+    from taco.workflow.plan.command import load_config
 
     f = tmp_path / "two.yaml"
     f.write_text("pretrain:\n  runs:\n    - {size: tiny, objectives: [mlm, taco], seeds: [0, 1]}\n")

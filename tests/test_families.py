@@ -165,8 +165,8 @@ def test_bert_only_objectives_are_refused_by_the_config_check_and_the_cli(tmp_pa
     taco pretrain names --architecture."""
     from taco.errors import UsageError
     from taco.training.pretrain import _check_schedule, build_parser
-    from taco.workflow.plan import load_config
-    from taco.workflow.plan_inputs import PlanError
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.inputs import PlanError
 
     with pytest.raises(PlanError, match=r"pretrain.runs\[1\]: bert_nce on size 'mb'.*pretrain.sizes.mb.architecture "
                                           r"is modernbert"):
@@ -253,7 +253,7 @@ def test_the_workflow_writes_the_family_only_for_other_families(shared_data):
     from taco.workflow import config as wc
     from taco.workflow.commands import Commands
     from taco.workflow.control import checkpoints, init_args
-    from taco.workflow.plan import load_config
+    from taco.workflow.plan.command import load_config
 
     class W:  # the wildcards of one pretrain job
         def __init__(self, size):

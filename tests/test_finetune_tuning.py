@@ -97,7 +97,8 @@ def _data_root(root: Path) -> dict:
 
 
 def test_trial_seeds_that_are_reported_seeds_are_refused(tmp_path):
-    from taco.workflow.plan import PlanError, load_config
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.inputs import PlanError
 
     with pytest.raises(PlanError, match=r"finetune.tuning.seeds: \[1\] also in finetune.seeds"):
         load_config([str(REPO / "configs" / "cpu-real.yaml")],
@@ -105,14 +106,14 @@ def test_trial_seeds_that_are_reported_seeds_are_refused(tmp_path):
 
 
 def test_the_plan_counts_and_prices_the_trials(tmp_path):
-    from taco.workflow.plan import load_config
-    from taco.workflow.plan_costs import compute_jobs
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.costs import compute_jobs
 
     cfg = load_config([str(REPO / "configs" / "cpu-real.yaml")], _data_root(tmp_path))
     jobs = compute_jobs(cfg, ["cola", "sst2", "mrpc", "stsb"])
     checkpoints = 2 * 3 + 1  # MLM and TACO at three budgets, and the control
     assert jobs["finetune_trial"] == 3 * checkpoints and jobs["finetune_choice"] == checkpoints
-    from taco.workflow.plan_costs import Rates, finetune_costs
+    from taco.workflow.plan.costs import Rates, finetune_costs
 
     rates = Rates(None, 1e12, 0.3, 0.3, 0.0)
     tasks = ["cola", "sst2", "mrpc", "stsb"]

@@ -121,7 +121,7 @@ def test_the_profile_documents_the_multinode_resources():
 def test_the_plan_prices_a_two_node_segment_with_all_its_gpus():
     """taco plan: 2 nodes x 8 GPUs are 16 GPUs at the same global batch, so the same GPU-hours as the
     paper's 2 GPUs and an eighth of the wall time per segment."""
-    from taco.workflow import plan, plan_costs
+    from taco.workflow.plan import command as plan, costs as plan_costs
 
     one = plan_costs.build_plan(plan.load_config([str(REPO / "config.yaml")]), device_check=None)
     two = plan_costs.build_plan(plan.load_config([str(REPO / "config.yaml"), str(REPO / "tests/configs/two-nodes.yaml")]),

@@ -12,7 +12,7 @@ import pytest
 
 from taco import flops
 from taco.workflow import config as wc
-from taco.workflow import plan, plan_costs, plan_inputs, plan_render
+from taco.workflow.plan import command as plan, costs as plan_costs, inputs as plan_inputs, render as plan_render
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -493,7 +493,7 @@ def test_the_plan_gives_wall_time_and_keeps_unavailable_targets_apart():
     """Issue 53.5: wall-clock hours on N GPUs (the GPU-hours over N, never below the longest chain: a run's
     segments in order plus one fine-tuning job, computed here by hand); unavailable targets in their own table,
     never priced at the top of the cheapest-first one; the data stage's download named."""
-    from taco.workflow.plan_render import render_markdown
+    from taco.workflow.plan.render import render_markdown
 
     cfg = plan.load_config([str(REPO / "configs" / "gpu-mini.yaml")])
     p = plan_costs.build_plan(cfg, device_check=None)

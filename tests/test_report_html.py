@@ -97,7 +97,7 @@ def test_every_table_has_its_page(pages):
 
 def test_deviations_and_plan_pages(tmp_path):
     from taco.commands.deviations import main as deviations_main
-    from taco.workflow import plan, plan_costs, plan_render
+    from taco.workflow.plan import command as plan, costs as plan_costs, render as plan_render
 
     from test_deviations import resolved
 
@@ -192,7 +192,7 @@ def test_configuration_strings_show_as_written_in_deviations(tmp_path):
 
 
 def test_results_dir_shows_as_written_in_the_plan():
-    from taco.workflow import plan, plan_costs, plan_render
+    from taco.workflow.plan import command as plan, costs as plan_costs, render as plan_render
 
     for results_dir in ("results/[x](javascript:alert(1))", "results/a\\_b #", "results/![i](http://e.example/i.png)"):
         cfg = plan.load_config([str(REPO / "configs" / "smoke.yaml")], {"results_dir": results_dir})

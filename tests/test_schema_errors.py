@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from taco.workflow import plan
+from taco.workflow.plan import command as plan
 from taco.workflow.schema import MAX_ERRORS, SchemaError, check_schema, schema_errors
 
 REPO = Path(__file__).resolve().parent.parent

@@ -116,7 +116,7 @@ def test_the_workflow_runs_trials_then_the_tuned_replicates(tmp_path):
     """pretrain.tuning on the smoke configuration: the same trials for every arm, one choice per arm, and
     every full- and reduced-data run of an arm reads its arm's choice (a dry run: the DAG is whole)."""
     from taco.workflow import tuning_grid as tg
-    from taco.workflow.plan import load_config
+    from taco.workflow.plan.command import load_config
 
     overlay = tmp_path / "t.yaml"
     overlay.write_text("pretrain: {tuning: {enabled: true, trials: 3, horizon: 10, space: {warmup_steps: [1, 2]}}}\n")
@@ -127,7 +127,7 @@ def test_the_workflow_runs_trials_then_the_tuned_replicates(tmp_path):
                                                                    trial_settings({"warmup_steps": [1, 2]}, 3, 0)]
     bad = tmp_path / "bad.yaml"
     bad.write_text("pretrain: {tuning: {enabled: true, space: {momentum: [0.9]}}}\n")
-    from taco.workflow.plan import PlanError
+    from taco.workflow.plan.inputs import PlanError
 
     with pytest.raises(PlanError, match="pretrain.tuning.space.momentum"):
         load_config([str(REPO / "configs" / "smoke.yaml"), str(bad)])
@@ -138,7 +138,8 @@ def test_a_size_tuned_as_another_reads_that_sizes_choices_and_runs_no_trials(tmp
     objective's choice on the named size, get no trials of their own, and a bad name is refused naming
     the key before any job."""
     from taco.workflow import tuning_grid as tg
-    from taco.workflow.plan import PlanError, load_config
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.inputs import PlanError
 
     base = REPO / "configs" / "smoke.yaml"
     overlay = tmp_path / "long.yaml"

@@ -80,7 +80,8 @@ def test_a_space_outside_its_parameters_bounds_is_refused_naming_the_key(space, 
 def test_a_bad_space_stops_the_workflows_configuration(tmp_path, space, needle):
     """Before, a negative lr or a dropout of 1.5 passed the dry run and taco plan and failed inside a trial job,
     and a warm-up at the horizon failed nowhere."""
-    from taco.workflow.plan import PlanError, load_config
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.inputs import PlanError
 
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"pretrain: {{tuning: {{enabled: true, horizon: 10, space: {space}}}}}\n")

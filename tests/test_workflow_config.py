@@ -418,7 +418,7 @@ def test_finetune_pretrain_seeds_selects_the_replicates_that_are_fine_tuned():
 
 def test_tasks_per_job_with_mnli_start_falls_back_and_says_so():
     from taco.workflow.config_checks import config_notes
-    from taco.workflow.plan import load_config
+    from taco.workflow.plan.command import load_config
 
     cfg = load_config([str(REPO / "configs/smoke.yaml")], {"finetune": {"mnli_start": True}})
     (note,) = [n for n in config_notes(cfg) if n.startswith("finetune.tasks_per_job")]

@@ -18,7 +18,7 @@ NO_RESULT_SETTINGS: tuple[str, ...] = (
 )
 
 
-#: Of those, what ``plan.md`` shows (``taco.workflow.plan``): jobs per rule (one per seed or one per
+#: Of those, what ``plan.md`` shows (``taco.workflow.plan.command``): jobs per rule (one per seed or one per
 #: task), each rule's ``runtime`` beside the longest job, and the CPU-only note (no GPU per job).
 PLAN_SHOWS: tuple[str, ...] = (
     "pretrain.sizes.*.runtime", "finetune.runtime", "finetune.num_gpus", "finetune.seeds_per_job",

@@ -4,8 +4,8 @@
 
 if workflow.is_main_process:
     try:
-        from taco.workflow.plan_costs import build_plan as _build_plan
-        from taco.workflow.plan_render import summary_line as _summary_line
+        from taco.workflow.plan.costs import build_plan as _build_plan
+        from taco.workflow.plan.render import summary_line as _summary_line
 
         print(_summary_line(_build_plan(config, with_targets=False)) + f" (details: {R}/plan.md, `taco plan`)",
               file=sys.stderr)
@@ -28,7 +28,7 @@ rule plan:
         # data_threads, gpus) re-plans nothing (taco.workflow.settings.plan_config)
         config=plan_config(config),
     run:
-        from taco.workflow.plan_costs import build_plan
-        from taco.workflow.plan_render import render_markdown
+        from taco.workflow.plan.costs import build_plan
+        from taco.workflow.plan.render import render_markdown
 
         write_page(output.md, render_markdown(build_plan(params.config)), log[0])

@@ -1,6 +1,6 @@
 """What ``taco plan`` reads besides the configuration: the measured rates of a device check, the run's
 vocabulary size, its GLUE tasks and their split sizes; and the error it stops with (:class:`PlanError`).
-The costs built from them: :mod:`taco.workflow.plan_costs`."""
+The costs built from them: :mod:`taco.workflow.plan.costs`."""
 
 from __future__ import annotations
 

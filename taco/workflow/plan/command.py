@@ -11,9 +11,8 @@ Modules
 This module is the command: its parser, :func:`main`, reading and checking the configuration
 (:func:`load_config`) and ``snakemake -n``'s job table and notes (:func:`snakemake_dry_run`). The numbers
 (model FLOPs, GPU-hours, rates, disk, time limits, the cost of each target; :func:`build_plan`) are in
-:mod:`taco.workflow.plan_costs`, where the sources of the numbers are stated; the Markdown, JSON and
-one-line output in :mod:`taco.workflow.plan_render`. Their public names are re-exported here, so
-``taco.workflow.plan.<name>`` keeps working.
+:mod:`taco.workflow.plan.costs`, where the sources of the numbers are stated; the Markdown, JSON and
+one-line output in :mod:`taco.workflow.plan.render`.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from taco.cli_parts import cli_error
 from taco.workflow import config as wc
 from taco.workflow import config_checks as wcc
 from taco.flops import H200_BF16_DENSE_TFLOPS
-from taco.workflow.plan_costs import (
+from taco.workflow.plan.costs import (
     DEFAULT_FINETUNE_UTILIZATION,
     DEFAULT_JOB_OVERHEAD_S,
     DEFAULT_PRETRAIN_UTILIZATION,
@@ -38,8 +37,8 @@ from taco.workflow.plan_costs import (
     SLURM_PROFILE,
     build_plan,
 )
-from taco.workflow.plan_inputs import PlanError
-from taco.workflow.plan_render import render_json, render_markdown
+from taco.workflow.plan.inputs import PlanError
+from taco.workflow.plan.render import render_json, render_markdown
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 

@@ -1,9 +1,9 @@
-"""The output of ``taco plan``: the plan (:func:`taco.workflow.plan_costs.build_plan`) as Markdown
+"""The output of ``taco plan``: the plan (:func:`taco.workflow.plan.costs.build_plan`) as Markdown
 (``plan.md``, what ``taco plan`` prints), as JSON (``--json``) and as the one line the workflow prints
 at its start.
 
-Part of ``taco plan`` (the command: :mod:`taco.workflow.plan`; the numbers:
-:mod:`taco.workflow.plan_costs`).
+Part of ``taco plan`` (the command: :mod:`taco.workflow.plan.command`; the numbers:
+:mod:`taco.workflow.plan.costs`).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def render_markdown(plan: dict[str, Any]) -> str:
 
 
 def _wall_lines(plan: dict[str, Any]) -> list[str]:
-    """The wall-clock table of :func:`taco.workflow.plan_costs.wall_hours` (none in a plan without it)."""
+    """The wall-clock table of :func:`taco.workflow.plan.costs.wall_hours` (none in a plan without it)."""
     w = plan.get("wall_hours")
     if not w:
         return []

@@ -1,7 +1,7 @@
 """The numbers of ``taco plan``: jobs, model FLOPs, GPU-hours, disk and time limits of a configuration.
 
-Part of ``taco plan`` (the command and its inputs: :mod:`taco.workflow.plan`; Markdown / JSON /
-one-line output: :mod:`taco.workflow.plan_render`). :func:`build_plan` returns the plan as a
+Part of ``taco plan`` (the command: :mod:`taco.workflow.plan.command`; its inputs: :mod:`taco.workflow.plan.inputs`; Markdown / JSON /
+one-line output: :mod:`taco.workflow.plan.render`). :func:`build_plan` returns the plan as a
 JSON-serialisable dict.
 
 Where the numbers come from
@@ -42,7 +42,7 @@ from taco.registry import CONTROL
 from taco.workflow import config as wc
 from taco.workflow import tuning_grid as tg
 from taco.workflow import control as wctl
-from taco.workflow.plan_inputs import GLUE_SIZES, PlanError, measured_kind, load_device_check, task_sizes, tasks_of, vocab_size
+from taco.workflow.plan.inputs import GLUE_SIZES, PlanError, measured_kind, load_device_check, task_sizes, tasks_of, vocab_size
 from taco.flops import (
     H200_BF16_DENSE_TFLOPS,
     finetune_flops_per_token,
@@ -50,7 +50,7 @@ from taco.flops import (
     pretrain_flops_per_token,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SLURM_PROFILE = REPO / "workflow" / "profiles" / "slurm" / "config.v8+.yaml"
 DEVICE_CHECK = REPO / "benchmarks" / "results" / "device_check.json"
 
