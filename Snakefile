@@ -58,7 +58,7 @@ rule all:
         f"{R}/efficiency.png",
 
 
-# One fork server per local run (taco.workflow.forkserver, config fork_server): torch and transformers are
+# One fork server per local run (taco.launch.forkserver, config fork_server): torch and transformers are
 # imported once and every CPU job forks from it; never on a cluster executor or with --use-conda.
 FORK_SERVER = []
 
@@ -87,7 +87,7 @@ onstart:
             raise WorkflowError(str(_err)) from None
     if (config["fork_server"] and workflow.local_exec and workflow.is_main_process and not USE_CONDA
             and not workflow.dryrun and not workflow.touch):
-        from taco.workflow.forkserver import start
+        from taco.launch.forkserver import start
 
         os.makedirs(f"{R}/logs", exist_ok=True)
         FORK_SERVER.append(start(f"{R}/logs/forkserver.log"))
@@ -104,7 +104,7 @@ onstart:
 # At the end of a successful run: where the results are, the claims' verdicts, degenerate runs and the
 # report command (taco.workflow.summary; absent files of a partial run are named, never an error).
 onsuccess:
-    from taco.workflow.forkserver import stop
+    from taco.launch.forkserver import stop
     from taco.workflow.summary import print_summary
 
     for _server in FORK_SERVER:
@@ -117,7 +117,7 @@ onsuccess:
 
 
 onerror:
-    from taco.workflow.forkserver import stop
+    from taco.launch.forkserver import stop
 
     for _server in FORK_SERVER:
         stop(_server)

@@ -7,7 +7,7 @@ prints:
   around Snakemake, which waits for its fork server and the server for every job it forked, so every
   process of the run is counted;
 - the CPU-seconds of each rule (job kind): the sum of the ``forkserver: pid N exit 0, X CPU-s`` lines
-  (:mod:`taco.workflow.forkserver`) in the logs of that rule's jobs, the log files mapped to rules by
+  (:mod:`taco.launch.forkserver`) in the logs of that rule's jobs, the log files mapped to rules by
   ``snakemake --summary``; the rest (Snakemake itself, the server's one-off import of torch and
   transformers, jobs run as fresh processes) is printed as one line, so the per-rule lines and the
   rest add up to the total;

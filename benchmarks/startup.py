@@ -9,7 +9,7 @@ seconds and CPU-seconds (user + sys) of each and the ratio fresh / forked:
 
 A fresh job's CPU is its process tree's (``resource.getrusage(RUSAGE_CHILDREN)`` around it); a forked
 job's is the client's plus the child's own, which the child prints on its standard error
-(``forkserver: pid N exit 0, X CPU-s``; :mod:`taco.workflow.forkserver`). The server's one-off preload is
+(``forkserver: pid N exit 0, X CPU-s``; :mod:`taco.launch.forkserver`). The server's one-off preload is
 measured once and printed beside them.
 
     python benchmarks/startup.py [--reps 5] [--jobs version,pretrain,corpus]
@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from taco.workflow import forkserver as fs
-from taco.workflow import forkserver_protocol as proto
+from taco.launch import forkserver as fs
+from taco.launch import forkserver_protocol as proto
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from tiny_blocks import write_blocks  # noqa: E402  (the tests' tiny blocks)
@@ -58,7 +58,7 @@ def _children_cpu() -> float:
 def _run(argv: list[str], env: dict[str, str], forked: bool) -> tuple[float, float]:
     before = _children_cpu()
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "taco.workflow.forkserver", *argv] if forked else [sys.executable, *argv]
+    cmd = [sys.executable, "-m", "taco.launch.forkserver", *argv] if forked else [sys.executable, *argv]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     cpu = _children_cpu() - before
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             fs.stop(server)
         before = _children_cpu()
-        subprocess.run([sys.executable, "-c", "import importlib, sys\nfrom taco.workflow.forkserver_protocol import PRELOAD\n"
+        subprocess.run([sys.executable, "-c", "import importlib, sys\nfrom taco.launch.forkserver_protocol import PRELOAD\n"
                         "for m in PRELOAD:\n    try: importlib.import_module(m)\n    except ImportError: pass"],
                        env=env, check=True)
         print(f"the server's one-off preload (PRELOAD in a fresh process): {_children_cpu() - before:.2f} CPU-s")

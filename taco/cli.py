@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "claims": ("taco.commands.claims", "check the paper's claims on the reproduced numbers"),
     "deviations": ("taco.commands.deviations", "every difference of the run configuration from the paper's setup"),
     "plan": ("taco.workflow.plan.command", "compute plan of a configuration: jobs, FLOPs, GPU-hours, disk, time limits"),
-    "gpu-slot": ("taco.workflow.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),
+    "gpu-slot": ("taco.launch.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),
 }
 
 

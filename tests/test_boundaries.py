@@ -116,7 +116,7 @@ def test_a_command_without_the_suite_extra_names_the_extra():
 FLOORS = (
     ("taco", "taco.parameters", "taco.errors", "taco.paper", "taco.families", "taco.manifest", "taco.textfile",
      "taco.cli",
-     "taco.cli_parts", "taco.tc"),
+     "taco.cli_parts", "taco.tc", "taco.launch"),
     ("taco.objectives",),
     ("taco.registry",),
     # taco.data.glue_metrics (they read only the registry): the GLUE task's metrics beside its data

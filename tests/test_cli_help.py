@@ -64,6 +64,6 @@ def test_gpu_slot_help_is_a_usage_and_the_design_note_is_the_docstring():
     assert len(r.stdout.splitlines()) <= 30, r.stdout
     assert "Example: taco gpu-slot --gpus 4 --need 1 --" in r.stdout and "(default: 1)" in r.stdout
     assert "PR_SET_PDEATHSIG" not in r.stdout
-    from taco.workflow import gpuslots
+    from taco.launch import gpuslots
 
     assert "PR_SET_PDEATHSIG" in gpuslots.__doc__ and "Locks are per machine" in gpuslots.__doc__

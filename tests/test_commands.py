@@ -115,7 +115,7 @@ class Parsed:
         words = self._interpreter(words)
         while True:
             assert words[:1] == ["-m"], f"expected `-m <module>` in {shellcmd!r}, got {words[:3]}"
-            if words[1] == "taco.workflow.forkserver":  # the fork server's client: the rest is the job's own command
+            if words[1] == "taco.launch.forkserver":  # the fork server's client: the rest is the job's own command
                 self.wrappers["forkserver"] = True
                 words = words[2:]
                 continue

@@ -1,6 +1,6 @@
-"""The fork server (`taco.workflow.forkserver`): a job forked from it behaves as the fresh process it replaces.
+"""The fork server (`taco.launch.forkserver`): a job forked from it behaves as the fresh process it replaces.
 
-One server per module, started as the Snakefile's ``onstart`` starts it (:func:`taco.workflow.forkserver.start`,
+One server per module, started as the Snakefile's ``onstart`` starts it (:func:`taco.launch.forkserver.start`,
 full preload); clients are spawned as Snakemake's shell spawns a job's command line. Checked: the job's
 streams, folder, environment and exit status; the same model bytes as a fresh process; signals forwarded
 to the job's process group and a killed client's job killed; the refusals that fall back to a fresh
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from taco.workflow import forkserver as fs
-from taco.workflow import forkserver_protocol as proto
+from taco.launch import forkserver as fs
+from taco.launch import forkserver_protocol as proto
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_blocks import write_blocks  # noqa: E402
@@ -61,7 +61,7 @@ def _env(path: str | None, **extra: str) -> dict[str, str]:
 
 def _client(argv, path, cwd, **kw) -> subprocess.Popen:
     env = _env(path, **kw.pop("env", {}))
-    return subprocess.Popen([sys.executable, "-m", "taco.workflow.forkserver", *argv], cwd=cwd, env=env,
+    return subprocess.Popen([sys.executable, "-m", "taco.launch.forkserver", *argv], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -192,7 +192,7 @@ def test_the_servers_death_leaves_no_orphan(tmp_path):
     """kill -9 of the server mid-job: the client ends the job's process group and waits for it before it
     exits 1, saying so; a retry never runs beside a survivor."""
     sock = tmp_path / "s"
-    srv = subprocess.Popen([sys.executable, "-m", "taco.workflow.forkserver", "serve", "--socket", str(sock), "--preload"],
+    srv = subprocess.Popen([sys.executable, "-m", "taco.launch.forkserver", "serve", "--socket", str(sock), "--preload"],
                            env=_env(None))
     deadline = time.monotonic() + 30
     while not sock.exists():
@@ -299,7 +299,7 @@ def test_another_users_request_is_refused_before_anything_is_said(server, tmp_pa
     mode = os.stat(folder).st_mode
     os.chmod(folder, 0o755)
     os.chmod(server, 0o777)
-    code = ("import os, sys, json; from taco.workflow import forkserver_protocol as proto; import socket\n"
+    code = ("import os, sys, json; from taco.launch import forkserver_protocol as proto; import socket\n"
             "os.setgid(65534); os.setuid(65534)\n"
             "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
             "print(json.dumps(proto.recv(s)[0]))\n")  # refused on connection, before any request is read
@@ -362,7 +362,7 @@ def test_the_server_stops_when_its_parent_dies_and_its_running_job_runs_on(tmp_p
     gets its status, as a fresh job outlives a killed Snakemake (tests/test_kill_snakemake.py)."""
     parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     sock = tmp_path / "s"
-    srv = subprocess.Popen([sys.executable, "-m", "taco.workflow.forkserver", "serve", "--socket", str(sock),
+    srv = subprocess.Popen([sys.executable, "-m", "taco.launch.forkserver", "serve", "--socket", str(sock),
                             "--parent", str(parent.pid), "--preload"], env=_env(None))
     deadline = time.monotonic() + 30
     while not sock.exists():
@@ -391,11 +391,11 @@ def test_cpu_jobs_launch_through_the_client_and_gpu_jobs_do_not():
     w = SimpleNamespace(size="tiny")
     cfg = {"results_dir": "r", "gpus": 0, "finetune": {"num_gpus": 1}, "fork_server": True}
     assert Commands(cfg, python=["py"]).launch_words("finetune", w, 1) == ["OMP_NUM_THREADS=1", "py", "-m",
-                                                                            "taco.workflow.forkserver"]
+                                                                            "taco.launch.forkserver"]
     assert Commands(dict(cfg, fork_server=False), python=["py"]).launch_words("finetune", w, 1) == [
         "OMP_NUM_THREADS=1", "py"]
     gpu = Commands(dict(cfg, gpus=1), python=["py"]).launch_words("finetune", w, 1)
-    assert "taco.workflow.forkserver" not in gpu and gpu[-1] == "py"
+    assert "taco.launch.forkserver" not in gpu and gpu[-1] == "py"
 
 
 def test_a_request_not_whole_within_the_deadline_is_refused_and_other_jobs_start_meanwhile(server, tmp_path):

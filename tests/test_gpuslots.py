@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from taco.workflow import gpuslots
+from taco.launch import gpuslots
 
 
 def test_two_jobs_never_share_a_slot(tmp_path):
@@ -27,7 +27,7 @@ def test_two_jobs_never_share_a_slot(tmp_path):
 
 def test_lock_is_released_when_the_holder_dies(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import time, sys; from taco.workflow import gpuslots; "
+        "import time, sys; from taco.launch import gpuslots; "
         f"s = gpuslots.try_acquire(1, 1, {str(tmp_path)!r}); print(s[0], flush=True); time.sleep(60)"
     )], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "[0]"

@@ -149,8 +149,8 @@ class Commands:
     def launch_words(self, rule: str, wildcards: Any, threads: int | None = None) -> list[str]:
         """``OMP_NUM_THREADS=<threads>`` (when given), the GPU-slot wrapper, the interpreter, and for a job
         outside the GPU-slot wrapper (config ``fork_server``, default on) the fork server's client
-        ``-m taco.workflow.forkserver``: the job forks from the run's server where there is one, else the client
-        runs it as a fresh process (:mod:`taco.workflow.forkserver`)."""
+        ``-m taco.launch.forkserver``: the job forks from the run's server where there is one, else the client
+        runs it as a fresh process (:mod:`taco.launch.forkserver`)."""
         words = [f"OMP_NUM_THREADS={int(threads)}"] if threads is not None else []
         need = self.devices(rule, wildcards)
         if need:
@@ -161,7 +161,7 @@ class Commands:
                       "--need", _s(need), *(["--lock-dir", lock_dir] if lock_dir else []), "--"]
             return words + self.python
         if self.config["fork_server"]:
-            return words + self.python + ["-m", "taco.workflow.forkserver"]
+            return words + self.python + ["-m", "taco.launch.forkserver"]
         return words + self.python
 
     @staticmethod

@@ -12,7 +12,7 @@ from taco.workflow import config_checks as wcc
 from taco.workflow import tuning_grid as tg
 from taco.workflow import control as wctl
 from taco.workflow.config_source import key_sources, missing_bases_note
-from taco.workflow.gpuslots import unmanaged_gpus_note
+from taco.launch.gpuslots import unmanaged_gpus_note
 from taco.workflow.commands import RUN_PATH, Commands, run_path
 from taco.workflow.settings import plan_config, run_config
 from taco.registry import CONTROL, GLUE_TASK_NAMES, OBJECTIVES

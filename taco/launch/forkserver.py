@@ -1,14 +1,14 @@
 """A fork server for the workflow's jobs: torch and transformers are imported once, every job forks.
 
 Three modules: this one (the client, ``start``/``stop`` for the Snakefile, the ``python -m`` entry),
-:mod:`taco.workflow.forkserver_server` (the server process) and :mod:`taco.workflow.forkserver_protocol`
+:mod:`taco.launch.forkserver_server` (the server process) and :mod:`taco.launch.forkserver_protocol`
 (constants, the wire, refusals).
 
 Every ``taco`` command of the workflow used to be a new Python process that paid 8-10 CPU-seconds importing torch
 and transformers before its first step (``benchmarks/README.md``): most of the quick start's cost. With the fork
 server the Snakefile's ``onstart`` starts one process per workflow run (:func:`start`) that imports them once
-(:data:`~taco.workflow.forkserver_protocol.PRELOAD`) and listens on a Unix socket; each job's command line is
-``python -m taco.workflow.forkserver -m taco <command> ...`` (the rule's ``resources.launch``,
+(:data:`~taco.launch.forkserver_protocol.PRELOAD`) and listens on a Unix socket; each job's command line is
+``python -m taco.launch.forkserver -m taco <command> ...`` (the rule's ``resources.launch``,
 :mod:`taco.workflow.commands`), a client of a few milliseconds that hands the job to the server: the server forks
 a child that takes the client's standard input, output and error (passed over the socket, ``SCM_RIGHTS``), working
 folder, environment and arguments and runs ``taco.cli.main`` in its own process group. The client forwards the
@@ -17,20 +17,20 @@ status, or the same signal), so Snakemake, ``--keep-going``, retries and the tra
 they saw of a fresh process. If the client dies (SIGKILL), the server kills the child's group (SIGKILL): a retry
 never runs beside a survivor.
 
-**A fresh process whenever the fork could differ** (:func:`~taco.workflow.forkserver_protocol.refusal`, the client
+**A fresh process whenever the fork could differ** (:func:`~taco.launch.forkserver_protocol.refusal`, the client
 then ``exec``s ``python -m taco ...`` itself, printing why on its standard error): no server (``$TACO_FORKSERVER``
 unset, its socket gone: a SLURM node, a command run by hand), another interpreter (``--use-conda``'s
 environments), a command that is not ``-m taco <command>`` (``torch.distributed.run``), or an environment that
-differs from the server's in anything but :data:`~taco.workflow.forkserver_protocol.JOB_ENV` (the variables that may differ per job and that the
+differs from the server's in anything but :data:`~taco.launch.forkserver_protocol.JOB_ENV` (the variables that may differ per job and that the
 child applies itself: ``OMP_NUM_THREADS`` through ``torch.set_num_threads``, the temporary folder). Imported
 modules read some variables once (``HF_HUB_OFFLINE``, ``HF_HOME``, ...), so any other difference is a refusal, not
 a guess.
 
 **Who may ask.** Only a process of the server's own user (``SO_PEERCRED``; another user's request is refused
 before anything about the server's environment is said), and only the ``taco`` commands the workflow's rules run
-(:data:`~taco.workflow.forkserver_protocol.RULE_COMMANDS`; ``gpu-slot``, which runs any command, is not one). A
+(:data:`~taco.launch.forkserver_protocol.RULE_COMMANDS`; ``gpu-slot``, which runs any command, is not one). A
 request that is not the expected JSON object is refused and the server lives on; requests are read without
-blocking the accept loop, each within :data:`~taco.workflow.forkserver_protocol.REQUEST_DEADLINE` seconds, so a
+blocking the accept loop, each within :data:`~taco.launch.forkserver_protocol.REQUEST_DEADLINE` seconds, so a
 silent client delays no other job. If the server dies while a job runs, the client ends the job's process group
 (SIGKILL) and waits for it before it exits 1: a retry never runs beside an orphan.
 
@@ -69,7 +69,7 @@ import tempfile
 import time
 from typing import Any
 
-from taco.workflow.forkserver_protocol import (
+from taco.launch.forkserver_protocol import (
     ENV_SOCKET,
     FORWARDED,
     MAX_SOCKET_PATH,
@@ -179,7 +179,7 @@ def start(log_path: str | None = None, timeout: float = 30.0) -> subprocess.Pope
             return None
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     env = {k: v for k, v in os.environ.items() if k != ENV_SOCKET}
-    proc = subprocess.Popen([sys.executable, "-m", "taco.workflow.forkserver", "serve", "--socket", path,
+    proc = subprocess.Popen([sys.executable, "-m", "taco.launch.forkserver", "serve", "--socket", path,
                              "--parent", str(os.getpid())], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                             start_new_session=True, env=env)
     deadline = time.monotonic() + timeout
@@ -216,18 +216,18 @@ def stop(proc: subprocess.Popen | None, timeout: float = 30.0) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m taco.workflow.forkserver serve --socket PATH [--parent PID]``, or a client:
-    ``python -m taco.workflow.forkserver -m taco <command> ...``."""
+    """``python -m taco.launch.forkserver serve --socket PATH [--parent PID]``, or a client:
+    ``python -m taco.launch.forkserver -m taco <command> ...``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["serve"]:
-        ap = argparse.ArgumentParser(prog="python -m taco.workflow.forkserver serve",
+        ap = argparse.ArgumentParser(prog="python -m taco.launch.forkserver serve",
                                      description="fork server of the workflow's taco jobs")
         ap.add_argument("--socket", required=True, help="Unix socket path to listen on")
         ap.add_argument("--parent", type=int, default=None, help="stop when this process dies")
         ap.add_argument("--preload", nargs="*", default=None,
                         help="modules to import before the first job (default: torch, transformers, ... PRELOAD)")
         args = ap.parse_args(argv[1:])
-        from taco.workflow.forkserver_server import Server
+        from taco.launch.forkserver_server import Server
 
         Server(args.socket, args.parent).serve(PRELOAD if args.preload is None else tuple(args.preload))
         return 0

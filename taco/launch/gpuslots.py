@@ -235,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco gpu-slot``."""
     from taco.cli_parts import HelpFormatter
 
-    # a usage, not the design note: that is this module's docstring (python -m pydoc taco.workflow.gpuslots)
+    # a usage, not the design note: that is this module's docstring (python -m pydoc taco.launch.gpuslots)
     parser = argparse.ArgumentParser(
         prog="taco gpu-slot", formatter_class=HelpFormatter,
         description="Run a command on GPUs of its own: take --need free slots out of --gpus (one lock per "
@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "--need devices, as in a SLURM job.",
         epilog="Example: taco gpu-slot --gpus 4 --need 1 -- python -m taco finetune ... "
                "Design (locks per machine, the lock folder, a killed wrapper): the docstring of "
-               "taco/workflow/gpuslots.py (python -m pydoc taco.workflow.gpuslots).")
+               "taco/launch/gpuslots.py (python -m pydoc taco.launch.gpuslots).")
     parser.add_argument("--gpus", type=int, required=True,
                         help="GPU slots (this machine's GPUs, or at most the inherited CUDA_VISIBLE_DEVICES)")
     parser.add_argument("--need", type=int, default=1, help="GPUs this job needs")

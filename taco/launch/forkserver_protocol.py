@@ -1,8 +1,8 @@
-"""The fork server's protocol, shared by its server (:mod:`taco.workflow.forkserver_server`) and its client
-(:mod:`taco.workflow.forkserver`): the constants, the wire (a 4-byte length, then JSON; the request's first
+"""The fork server's protocol, shared by its server (:mod:`taco.launch.forkserver_server`) and its client
+(:mod:`taco.launch.forkserver`): the constants, the wire (a 4-byte length, then JSON; the request's first
 message carries the client's fds 0, 1, 2), who may ask and what is refused (:func:`refusal`,
 :func:`request_shape_error`, :func:`peer_uid`), and the process-group helpers. The module docstring of
-:mod:`taco.workflow.forkserver` says how the whole works. Standard library only.
+:mod:`taco.launch.forkserver` says how the whole works. Standard library only.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def recv(sock: socket.socket, with_fds: bool = False) -> tuple[Any, list[int]]:
 def refusal(request: dict[str, Any], server_env: dict[str, str], executable: str) -> str | None:
     """Why a job must run as a fresh process instead of a fork of this server, or None.
 
-    ``request``: the client's ``argv`` (after ``python -m taco.workflow.forkserver``), ``env`` and ``executable``.
+    ``request``: the client's ``argv`` (after ``python -m taco.launch.forkserver``), ``env`` and ``executable``.
     Refused: another interpreter, a command other than ``-m taco <command>``, an environment that differs
     from ``server_env`` outside :data:`JOB_ENV` (module docstring), or ``OMP_NUM_THREADS`` set in the
     server but not in the job (the server's OpenMP read it at import).

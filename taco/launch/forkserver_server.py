@@ -1,8 +1,8 @@
 """The fork server's process: :class:`Server` imports torch and transformers once (:data:`PRELOAD
-<taco.workflow.forkserver_protocol.PRELOAD>`), accepts requests without blocking its loop, and forks one child
+<taco.launch.forkserver_protocol.PRELOAD>`), accepts requests without blocking its loop, and forks one child
 per job, which takes the client's fds, folder, environment and arguments and runs ``taco.cli.main`` in its own
-process group (:func:`run_child`). Started by :func:`taco.workflow.forkserver.start` as ``python -m
-taco.workflow.forkserver serve``; :mod:`taco.workflow.forkserver` says how the whole works.
+process group (:func:`run_child`). Started by :func:`taco.launch.forkserver.start` as ``python -m
+taco.launch.forkserver serve``; :mod:`taco.launch.forkserver` says how the whole works.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import tempfile
 import time
 from typing import Any
 
-from taco.workflow.forkserver_protocol import (
+from taco.launch.forkserver_protocol import (
     FORWARDED,
     HEADER,
     PRELOAD,
