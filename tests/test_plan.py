@@ -517,8 +517,8 @@ def test_the_glue_probe_is_priced_by_its_points_and_examples(tmp_path):
     cfg = _cpu_real(tmp_path)
     sizes = {"cola": (8551, 1043), "sst2": (67349, 872), "mrpc": (3668, 408), "stsb": (5749, 1500), "rte": (2490, 277)}
     examples = sum(min(n, 5000) + min(d, 2000) for n, d in sizes.values())
-    assert plan_costs.probe_examples(cfg) == examples == 25_258
-    assert plan_costs.probe_points(cfg, "tiny") == [500, 800, 1000, 1500, 2000, 2500, 3000, 3500, 4000]
+    assert plan_inputs.probe_examples(cfg) == examples == 25_258
+    assert plan_inputs.probe_points(cfg, "tiny") == [500, 800, 1000, 1500, 2000, 2500, 3000, 3500, 4000]
     p = plan_costs.build_plan(cfg, device_check=None, profile=None, with_targets=False)
     point_h = examples * plan_costs.PROBE_SECONDS_PER_EXAMPLE / 3600
     assert p["totals"]["glue_probe_hours"] == pytest.approx((6 * 9 + 3) * point_h)

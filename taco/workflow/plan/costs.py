@@ -42,7 +42,8 @@ from taco.registry import CONTROL
 from taco.workflow import config as wc
 from taco.workflow import tuning_grid as tg
 from taco.workflow import control as wctl
-from taco.workflow.plan.inputs import GLUE_SIZES, PlanError, measured_kind, load_device_check, task_sizes, tasks_of, vocab_size
+from taco.workflow.plan.inputs import (PlanError, measured_kind, load_device_check, probe_examples, probe_points,
+                                      task_sizes, tasks_of, vocab_size)
 from taco.flops import (
     H200_BF16_DENSE_TFLOPS,
     finetune_flops_per_token,
@@ -190,35 +191,6 @@ def _global_batch(s: dict[str, Any]) -> int:
 #: CPU whatever the device, so the plan uses it for every preset (a GPU encodes faster: an upper bound there).
 PROBE_SECONDS_PER_EXAMPLE = 55.0 / 25_000
 PROBE_RATE_SOURCE = "measured: ~55 CPU-s per point of 5 tasks, ~25,000 examples, BERT-tiny (2026-12-06)"
-
-
-def probe_examples(config: dict[str, Any]) -> int:
-    """Examples the GLUE probe encodes and fits at one point: per task of ``pretrain.glue_probe.tasks`` its
-    train split and first dev split, capped at ``max_train_samples`` / ``max_eval_samples``; 0 without tasks."""
-    gp = config["pretrain"].get("glue_probe") or {}
-    total = 0
-    for task in gp.get("tasks") or []:
-        if config["glue"]["source"] == "synthetic":
-            n_train, n_dev = GLUE_TASK_SPECS[task].synthetic_sizes or (0, 0)
-        else:
-            if task not in GLUE_SIZES:
-                raise PlanError(f"pretrain.glue_probe.tasks: task {task!r} has no released split sizes")
-            n_train, n_dev = GLUE_SIZES[task]
-            n_dev //= len(GLUE_TASK_SPECS[task].dev_splits)
-        total += min(n_train, int(gp.get("max_train_samples") or n_train))
-        total += min(n_dev, int(gp.get("max_eval_samples") or n_dev))
-    return total
-
-
-def probe_points(config: dict[str, Any], size: str) -> list[int]:
-    """The steps of one pre-training run of ``size`` at which the GLUE probe runs: every multiple of
-    ``pretrain.glue_probe.every`` up to the last budget, and each budget; [] without probe tasks."""
-    gp = config["pretrain"].get("glue_probe") or {}
-    if not gp.get("tasks"):
-        return []
-    steps = wc.budgets(config, size)
-    every = int(gp.get("every") or 0)
-    return sorted(set(steps) | (set(range(every, steps[-1] + 1, every)) if every > 0 else set()))
 
 
 def pretrain_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:

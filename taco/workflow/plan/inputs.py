@@ -125,3 +125,32 @@ def task_sizes(config: dict[str, Any], task: str) -> tuple[int, int]:
     if ft.get("max_eval_samples"):
         n_dev = min(n_dev, int(ft["max_eval_samples"]) * n_dev_splits)
     return n_train, n_dev
+
+
+def probe_examples(config: dict[str, Any]) -> int:
+    """Examples the GLUE probe encodes and fits at one point: per task of ``pretrain.glue_probe.tasks`` its
+    train split and first dev split, capped at ``max_train_samples`` / ``max_eval_samples``; 0 without tasks."""
+    gp = config["pretrain"].get("glue_probe") or {}
+    total = 0
+    for task in gp.get("tasks") or []:
+        if config["glue"]["source"] == "synthetic":
+            n_train, n_dev = GLUE_TASK_SPECS[task].synthetic_sizes or (0, 0)
+        else:
+            if task not in GLUE_SIZES:
+                raise PlanError(f"pretrain.glue_probe.tasks: task {task!r} has no released split sizes")
+            n_train, n_dev = GLUE_SIZES[task]
+            n_dev //= len(GLUE_TASK_SPECS[task].dev_splits)
+        total += min(n_train, int(gp.get("max_train_samples") or n_train))
+        total += min(n_dev, int(gp.get("max_eval_samples") or n_dev))
+    return total
+
+
+def probe_points(config: dict[str, Any], size: str) -> list[int]:
+    """The steps of one pre-training run of ``size`` at which the GLUE probe runs: every multiple of
+    ``pretrain.glue_probe.every`` up to the last budget, and each budget; [] without probe tasks."""
+    gp = config["pretrain"].get("glue_probe") or {}
+    if not gp.get("tasks"):
+        return []
+    steps = wc.budgets(config, size)
+    every = int(gp.get("every") or 0)
+    return sorted(set(steps) | (set(range(every, steps[-1] + 1, every)) if every > 0 else set()))
