@@ -356,17 +356,10 @@ def test_configfiles_merge_nested_keys_as_snakemake(tmp_path):
 
 def _cpu_real(root: Path) -> dict:
     """configs/cpu-real.yaml on a data root with empty stand-ins of the files it names (taco plan checks the
-    corpus and the local GLUE folder as the workflow does)."""
-    for f in ("corpus/wikitext-2/valid.txt", "corpus/wikitext-2/test.txt", "corpus/gutenberg/a.txt"):
-        (root / f).parent.mkdir(parents=True, exist_ok=True)
-        (root / f).write_text("text\n")
-    from taco.data.glue import local_files
+    corpus and the local GLUE folder as the workflow does: tests/test_finetune_tuning.py's ``_data_root``)."""
+    from test_finetune_tuning import _data_root
 
-    for task in ("cola", "sst2", "mrpc", "stsb"):
-        for path in local_files(task, root / "glue").values():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("")
-    return plan.load_config([str(REPO / "configs" / "cpu-real.yaml")], {"data_root": str(root)})
+    return plan.load_config([str(REPO / "configs" / "cpu-real.yaml")], _data_root(root))
 
 
 def test_dynamics_run_on_the_first_pretraining_seed_only(tmp_path):
