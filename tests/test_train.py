@@ -633,3 +633,35 @@ def test_blocks_longer_than_the_positions_are_refused_before_training(tmp_path, 
     err = capsys.readouterr().err
     assert rc == 2 and str(long) in err and "600 tokens" in err and "512" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_segment_trains_from_typed_settings_and_records_its_command_line(full, tmp_path):
+    """``SegmentPlan.args`` is the typed :class:`SegmentArgs` (no argparse Namespace reaches the trainer), every
+    field set from the flags; the manifest's record is the command line without the monitoring options."""
+    import argparse
+    import dataclasses
+
+    from taco.training.segment import SegmentArgs
+    from taco.training.validation import GlueProbeOptions
+
+    root, blocks, _ = full
+    args = _args(blocks, tmp_path / "x", tmp_path / "st", "--eval-every", "5", "--report-to", "none",
+                 "--glue-probe-tasks", "sst2, cola", "--glue-source", "synthetic")
+    ns = train.build_parser().parse_args(args)
+    plan = train.make_segment_plan(ns)
+    a = plan.args
+    assert isinstance(a, SegmentArgs) and not any(isinstance(v, argparse.Namespace) for v in vars(plan).values())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.lr = 1.0
+    for f in dataclasses.fields(SegmentArgs):
+        if f.name not in ("glue_probe", "glue_probe_every", "tensorboard_dir", "report_to"):
+            assert getattr(a, f.name) == getattr(ns, f.name), f.name
+    assert a.glue_probe == GlueProbeOptions(tasks=("sst2", "cola"), glue_source="synthetic", glue_dir=None,
+                                            max_train_samples=5000, max_eval_samples=2000)
+    assert a.glue_probe_every == 5  # --glue-probe-every 0: every validation point
+    assert a.report_to == () and a.tensorboard_dir == tmp_path / "st" / "logs" / "tensorboard"
+    # the record: every flag but the monitoring options and the testing hook, the schedule resolved
+    assert not {"report_to", "tensorboard_dir", "wandb_project", "wandb_dir", "debug_step_sleep"} & set(plan.parameters)
+    assert plan.parameters["lr"] == ns.lr and plan.parameters["glue_probe_tasks"] == "sst2, cola"
+    assert (plan.parameters["max_steps"], plan.parameters["until"]) == (plan.max_steps, plan.until)
+    assert plan.parameters["precision"] == plan.precision == "fp32"

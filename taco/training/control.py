@@ -108,7 +108,7 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
 
     from taco.model.configs import encoder_config, special_token_ids
     from taco.model.modeling import pretraining_model_class
-    from taco.training.validation import EVAL_NAME, evaluate_validation, glue_probe, write_eval
+    from taco.training.validation import EVAL_NAME, GlueProbeOptions, evaluate_validation, glue_probe, write_eval
 
     t0 = time.time()
     tokenizer = AutoTokenizer.from_pretrained(str(facts["blocks"] / "tokenizer"))
@@ -126,7 +126,7 @@ def write_control(args: argparse.Namespace, facts: dict) -> Path:
         except ValueError as exc:  # blocks without a validation split: the checkpoint is still usable
             validation = {"skipped": str(exc)}
         else:  # a failing GLUE probe is an error of the run, not a missing validation split
-            validation.update(glue_probe(model, tokenizer, args))  # the control's probe (--glue-probe-tasks)
+            validation.update(glue_probe(model, tokenizer, GlueProbeOptions.from_args(args)))  # the control's probe (--glue-probe-tasks)
             write_eval(tmp, validation, step=0)
         manifest = build_manifest(
             KIND, vars(args), {"blocks": str(facts["blocks"]),

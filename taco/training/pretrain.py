@@ -76,7 +76,7 @@ from taco.objectives import OBJECTIVE_SPECS, OPTIONS, check_options, hashed_opti
 from taco.registry import OBJECTIVES, PRESETS, PRETRAIN_SCHEDULE
 from taco.parameters import check_values
 from taco.training.recipe import DEFAULT_PRETRAIN_SEED, RECIPE, RECIPE_AFTER_OBJECTIVE
-from taco.training.segment import SegmentPlan
+from taco.training.segment import SegmentArgs, SegmentPlan
 from taco.training.pretrain_state import state_dir_of, tensorboard_dir_of
 from taco.training.pretrain_state import (
     EXIT_INTERRUPTED,
@@ -233,7 +233,7 @@ def _check_schedule(args: argparse.Namespace) -> _Schedule:
         raise UsageError("; ".join(errors))
     for name, value, minimum in (("--until", until, 1), ("--logging-steps", args.logging_steps, 1),
                                  ("--save-every", args.save_every, 0), ("--keep-states", args.keep_states, 1),
-                                 ("--eval-every", getattr(args, "eval_every", 0), 0)):
+                                 ("--eval-every", args.eval_every, 0)):
         if value < minimum:
             raise UsageError(f"{name} must be >= {minimum}, got {value}")
     _check_glue_probe(args)
@@ -370,7 +370,7 @@ def _check_glue_probe(args: argparse.Namespace) -> None:
     from taco.training.validation import check_glue_probe_options, glue_probe_tasks
 
     check_glue_probe_options(args)
-    every, eval_every = args.glue_probe_every, getattr(args, "eval_every", 0)
+    every, eval_every = args.glue_probe_every, args.eval_every
     if glue_probe_tasks(args) and (every < 0 or (every and (not eval_every or every % eval_every))):
         raise UsageError(f"--glue-probe-every {every}: must be 0 or a positive multiple of --eval-every ({eval_every})")
 
@@ -413,7 +413,7 @@ def _check_parent(args: argparse.Namespace, until: int, config_hash: str,
         raise FileNotFoundError(f"--resume-from {resume_from}: no {TRAINER_STATE_DIR}/trainer_state.json "
                                 "(incomplete checkpoint)")
     missing = missing_training_files(resume_from / TRAINER_STATE_DIR)
-    if missing and not getattr(args, "fresh_optimizer", False):
+    if missing and not args.fresh_optimizer:
         raise UsageError(f"--resume-from {resume_from}: {TRAINER_STATE_DIR}/{missing[0]} is missing (incomplete "
                          f"checkpoint: {', '.join(missing)}); continuing would silently start a fresh optimizer "
                          "and give other weights than an uninterrupted run. Pass --fresh-optimizer to accept that")
@@ -446,8 +446,16 @@ def make_segment_plan(args: argparse.Namespace) -> SegmentPlan:
     config_hash = sha256_json(hash_inputs)
     output, state_dir = _check_output(args)
     parent = _check_parent(args, sched.until, config_hash, hash_inputs)
+    from taco.training.monitoring import OPTION_NAMES
+
+    # the command line as the manifest records it: monitoring options are not results (a budget's manifest
+    # is the same with or without them), nor is the testing hook
+    parameters = {k: v for k, v in vars(args).items() if k != "debug_step_sleep" and k not in OPTION_NAMES}
+    parameters.update(max_steps=sched.max_steps, warmup_steps=sched.warmup_steps, until=sched.until,
+                      precision=precision)
     return SegmentPlan(
-        args=args, blocks=Path(args.blocks), output=output, state_dir=state_dir, resume_from=parent.resume_from,
+        args=SegmentArgs.from_namespace(args, tensorboard_dir_of(args)), parameters=parameters,
+        blocks=Path(args.blocks), output=output, state_dir=state_dir, resume_from=parent.resume_from,
         start_step=parent.start_step, until=sched.until, max_steps=sched.max_steps,
         warmup_steps=sched.warmup_steps, precision=precision, fraction=info.fraction,
         size_name=args.size_name or args.size, seq_len=info.seq_len, vocab_size=info.vocab_size,

@@ -370,12 +370,6 @@ def export_budget(plan: SegmentPlan, ckpt: Path, t0: float, wall_before: float) 
         log = plan.state_dir / "logs" / "train_log.jsonl"
         if log.is_file():
             shutil.copy2(log, tmp / "train_log.jsonl")
-        from taco.training.monitoring import OPTION_NAMES
-
-        # monitoring options are not results: a budget's manifest is the same with or without them
-        parameters = {k: v for k, v in vars(a).items() if k != "debug_step_sleep" and k not in OPTION_NAMES}
-        parameters.update(max_steps=plan.max_steps, warmup_steps=plan.warmup_steps, until=plan.until,
-                          precision=plan.precision)
         inputs = {"blocks": str(plan.blocks), "blocks_manifest_sha256": plan.blocks_manifest_sha256}
         if plan.resume_from is not None:
             inputs["parent_manifest_sha256"] = plan.parent_manifest_sha256
@@ -389,13 +383,13 @@ def export_budget(plan: SegmentPlan, ckpt: Path, t0: float, wall_before: float) 
             from taco.training.validation import budget_glue_probe, write_eval
 
             # the frozen-feature GLUE probe at the budget (taco pretrain --glue-probe-tasks), beside the loss
-            probed = budget_glue_probe(tmp, a)
+            probed = budget_glue_probe(tmp, a.glue_probe)
             validation.update(probed)
             if points or probed:
                 write_eval(tmp, {k: v for k, v in validation.items() if k != "step"} | (
                     {"points": points} if points else {}), plan.until)
         manifest = build_manifest(
-            KIND, parameters, inputs,
+            KIND, plan.parameters, inputs,
             step=plan.until,
             validation=validation,
             tokens_seen=plan.until * tokens_per_step,

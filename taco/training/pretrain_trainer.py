@@ -29,7 +29,6 @@ from taco.training.pretrain_state import (
     _export_and_keep_final_state,
     _start_point,
     _write_marker,
-    tensorboard_dir_of,
 )
 from taco.training.segment import SegmentPlan
 
@@ -146,7 +145,7 @@ def _make_trainer_classes():
             """Validation point (``--eval-every``); save at the budget or after SIGTERM."""
             if self.plan.args.debug_step_sleep:
                 time.sleep(self.plan.args.debug_step_sleep)
-            every = getattr(self.plan.args, "eval_every", 0)
+            every = self.plan.args.eval_every
             if (self.evaluate is not None and every and state.global_step % every == 0
                     and state.global_step < self.plan.until and state.is_world_process_zero):
                 self.evaluate(state.global_step, kw["model"])
@@ -194,7 +193,7 @@ def _training_arguments(plan: SegmentPlan, output_dir: Path):
         save_total_limit=a.keep_states,
         eval_strategy="no",
         report_to="none",
-        torch_compile=bool(getattr(a, "torch_compile", False)),
+        torch_compile=a.torch_compile,
         disable_tqdm=a.no_progress,
         dataloader_drop_last=True,
         dataloader_num_workers=0,  # the masking generator is per batch index (see _SeededMaskingCollator)
@@ -228,14 +227,11 @@ def _monitor(plan: SegmentPlan, rank: int):
     """The segment's :class:`taco.training.monitoring.Monitor`: TensorBoard in ``--tensorboard-dir``
     (default ``<state-dir>/logs/tensorboard``), W&B as one run per pre-training run (its id from the
     run's folder, the parent of ``--output``, and the config hash: every segment continues it)."""
-    from taco.training.monitoring import DEFAULT_WANDB_PROJECT, Monitor, run_id
+    from taco.training.monitoring import Monitor, run_id
 
     a = plan.args
-    report_to = tuple(getattr(a, "report_to", ("tensorboard",)))
-    tb_dir = tensorboard_dir_of(a)
-    return Monitor(report_to, tb_dir if "tensorboard" in report_to else None,
-                   wandb_project=getattr(a, "wandb_project", DEFAULT_WANDB_PROJECT),
-                   wandb_dir=getattr(a, "wandb_dir", None),
+    return Monitor(a.report_to, a.tensorboard_dir if "tensorboard" in a.report_to else None,
+                   wandb_project=a.wandb_project, wandb_dir=a.wandb_dir,
                    wandb_name=f"pretrain {plan.size_name} {a.objective} data-{plan.fraction:g} seed-{a.seed}",
                    wandb_id=run_id("pretrain", plan.output.resolve().parent, plan.config_hash),
                    wandb_group=f"{plan.size_name}/{a.objective}", wandb_job_type="pretrain",
@@ -343,10 +339,10 @@ def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
 
     from taco.training.context_probe import PROBE_KEYS
     from taco.training.runlog import VALIDATION_KEYS
-    from taco.training.validation import evaluate_validation, glue_probe, glue_probe_tasks
+    from taco.training.validation import evaluate_validation, glue_probe
 
-    probe_tasks = glue_probe_tasks(plan.args)
-    probe_every = plan.args.glue_probe_every or getattr(plan.args, "eval_every", 0) or 1
+    probe = plan.args.glue_probe
+    probe_every = plan.args.glue_probe_every
 
     def evaluate(step: int, model: Any) -> None:
         devices = [torch.cuda.current_device()] if torch.cuda.is_available() and plan.args.device != "cpu" else []
@@ -357,8 +353,8 @@ def _validation_point(plan: SegmentPlan, tokenizer: Any, runlog: Any):
                 return
         keys = (*VALIDATION_KEYS, "n_blocks", "mask_seed", *PROBE_KEYS)
         event = {"event": "validation", "step": int(step), **{k: result[k] for k in keys if k in result}}
-        if probe_tasks and int(step) % probe_every == 0:
-            event.update(glue_probe(model, tokenizer, plan.args))
+        if probe.tasks and int(step) % probe_every == 0:
+            event.update(glue_probe(model, tokenizer, probe))
         runlog.write_event(event)
 
     return evaluate

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -205,32 +206,58 @@ def glue_probe_tasks(args: Any) -> list[str]:
     return [t.strip() for t in str(getattr(args, "glue_probe_tasks", "") or "").split(",") if t.strip()]
 
 
-def glue_probe(model: Any, tokenizer: Any, args: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GlueProbeOptions:
+    """The frozen-feature GLUE probe's options, typed (from ``--glue-probe-tasks``, ``--glue-source``,
+    ``--glue-dir``, ``--glue-probe-max-train-samples``, ``--glue-probe-max-eval-samples``:
+    :func:`add_glue_probe_options`; checked by :func:`check_glue_probe_options`).
+
+    Attributes:
+        tasks: the GLUE tasks probed, in the order given (empty: no probe).
+        glue_source: ``hub``, ``local`` or ``synthetic`` (as ``taco finetune``).
+        glue_dir: the GLUE folder of ``local`` (None otherwise).
+        max_train_samples / max_eval_samples: caps of each task's training sample and dev split (examples).
+    """
+
+    tasks: tuple[str, ...]
+    glue_source: str
+    glue_dir: str | None
+    max_train_samples: int
+    max_eval_samples: int
+
+    @classmethod
+    def from_args(cls, args: Any) -> "GlueProbeOptions":
+        """The options of a parsed ``taco pretrain`` / ``taco init`` command line (attributes named as the
+        flags' destinations; AttributeError for a parser without the probe's options)."""
+        return cls(tasks=tuple(glue_probe_tasks(args)), glue_source=args.glue_source, glue_dir=args.glue_dir,
+                   max_train_samples=args.glue_probe_max_train_samples,
+                   max_eval_samples=args.glue_probe_max_eval_samples)
+
+
+def glue_probe(model: Any, tokenizer: Any, options: GlueProbeOptions) -> dict[str, Any]:
     """The frozen-feature GLUE probe of ``model`` at a validation point of pre-training
     (:func:`taco.training.glue_probe.probe_point`: ``glue_probe_mean``, ``glue_probe_cls`` (probe averages,
-    0-1), ``glue_probe_<task>``) on ``args.glue_probe_tasks`` with ``taco pretrain``'s probe options
-    (``--glue-source``, ``--glue-dir``, the caps); ``{}`` when no task is asked for."""
+    0-1), ``glue_probe_<task>``) on ``options.tasks`` with its data and caps; ``{}`` when no task is asked for."""
     from taco.training.glue_probe import probe_point
 
-    tasks = glue_probe_tasks(args)
-    if not tasks:
+    if not options.tasks:
         return {}
-    return probe_point(model, tokenizer, tasks, glue_source=args.glue_source, glue_dir=args.glue_dir,
-                       max_train_samples=args.glue_probe_max_train_samples,
-                       max_eval_samples=args.glue_probe_max_eval_samples)
+    return probe_point(model, tokenizer, list(options.tasks), glue_source=options.glue_source,
+                       glue_dir=options.glue_dir, max_train_samples=options.max_train_samples,
+                       max_eval_samples=options.max_eval_samples)
 
 
-def budget_glue_probe(checkpoint: str | Path, args: Any) -> dict[str, Any]:
+def budget_glue_probe(checkpoint: str | Path, options: GlueProbeOptions) -> dict[str, Any]:
     """:func:`glue_probe` of the budget checkpoint directory ``checkpoint`` (its weights and tokenizer, on
-    the CPU; ``{}`` without ``--glue-probe-tasks``)."""
-    if not glue_probe_tasks(args):
+    the CPU; ``{}`` without probe tasks)."""
+    if not options.tasks:
         return {}
     from transformers import AutoTokenizer
 
     from taco.model.modeling import load_pretraining_model
 
     model = load_pretraining_model(Path(checkpoint))
-    return glue_probe(model, AutoTokenizer.from_pretrained(str(checkpoint)), args)
+    return glue_probe(model, AutoTokenizer.from_pretrained(str(checkpoint)), options)
 
 
 def write_eval(checkpoint: str | Path, result: dict[str, Any], step: int) -> Path:
