@@ -5,7 +5,7 @@ MLM at T = 4000: 5.9, 6.0, 6.1 (mean 6.0); TACO's mean curve 6.5 (step 1000), 5.
 Run o of TACO (offset o) reaches the target 6.0 at a fraction 0.5 + o (in value) of the way from its
 point at 1000 to the one at 2000, so in log-step k_o = 1000 * 2^(0.5 + o) and its speedup
 4000 / k_o; the geometric mean over o = -0.1, 0, 0.1 is 4 / sqrt(2) = 2 sqrt(2). The interval is
-computed here by hand: var(ln s_o) / 3 = (ln 2)^2 0.01 / 3 for B, and A's target variance 0.01 / 3
+computed here by hand: var(ln s_o) / 3 = (ln 2)^2 0.01 / 3 for A, and B's target variance 0.01 / 3
 propagated through d ln k / d target = ln 2 / (1.0 nat): the same, so Welch-Satterthwaite gives
 4 degrees of freedom.
 """
@@ -52,14 +52,14 @@ def _ckpt(root: Path, objective: str, run: int, step: int, loss: float, points=N
     return d
 
 
-def _e1_checkpoints(root: Path, b_curve=(6.5, 5.5, 5.0), a_at_t=6.0, runs=OFFSETS) -> list[Path]:
+def _e1_checkpoints(root: Path, a_curve=(6.5, 5.5, 5.0), b_at_t=6.0, runs=OFFSETS) -> list[Path]:
     """MLM budgets 2000, 4000 (in-segment point at 1000 in the ``points`` list); TACO the same."""
     out = []
     for run, off in enumerate(runs):
         out.append(_ckpt(root, "mlm", run, 2000, 6.4 + off, points=[(1000, 6.8 + off)]))
-        out.append(_ckpt(root, "mlm", run, 4000, a_at_t + off))
-        out.append(_ckpt(root, "taco", run, 2000, b_curve[1] + off, points=[(1000, b_curve[0] + off)]))
-        out.append(_ckpt(root, "taco", run, 4000, b_curve[2] + off))
+        out.append(_ckpt(root, "mlm", run, 4000, b_at_t + off))
+        out.append(_ckpt(root, "taco", run, 2000, a_curve[1] + off, points=[(1000, a_curve[0] + off)]))
+        out.append(_ckpt(root, "taco", run, 4000, a_curve[2] + off))
     return out
 
 
@@ -140,7 +140,7 @@ def test_efficiency_command_names_a_damaged_eval_json(tmp_path, capsys):
 def _by_hand_interval(level=0.9):
     from scipy import stats
 
-    v = math.log(2) ** 2 * 0.01 / 3  # B's and A's variance components (module docstring)
+    v = math.log(2) ** 2 * 0.01 / 3  # A's and B's variance components (module docstring)
     se = math.sqrt(2 * v)
     df = (2 * v) ** 2 / (v ** 2 / 2 + v ** 2 / 2)
     q = stats.t.ppf(0.5 + level / 2, df)
@@ -170,17 +170,17 @@ def test_validation_loss_per_run_speedups_interval_and_verdict(tmp_path):
     assert row["speedup_ci_low"] == pytest.approx(lo) and row["speedup_ci_high"] == pytest.approx(hi)
     assert row["verdict"] == sp.SUPPORTED and row["margin"] == 1.2
     assert row["p_at_least_margin"] < 0.05
-    assert row["sd_run_a"] == pytest.approx(0.1) and row["sd_run_b"] == pytest.approx(0.1)
-    assert math.isnan(row["sd_seed_a"])  # no fine-tuning in a validation loss
+    assert row["sd_run_b"] == pytest.approx(0.1) and row["sd_run_a"] == pytest.approx(0.1)
+    assert math.isnan(row["sd_seed_b"])  # no fine-tuning in a validation loss
     # compute: F_mlm / F_taco per step, the TC term 4 (K + 1) H per token the only difference
     h = shape("tiny")["hidden_size"]
     f_mlm = pretrain_flops_per_token("tiny", 128, "mlm", vocab_size=8192)
     f_taco = pretrain_flops_per_token("tiny", 128, "taco", vocab_size=8192)
-    assert row["model_flops_per_step_a"] == pytest.approx(f_mlm * 128 * 32)
+    assert row["model_flops_per_step_b"] == pytest.approx(f_mlm * 128 * 32)
     assert row["model_flops_speedup"] == pytest.approx(2 * math.sqrt(2) * f_mlm / f_taco)
     # the mean curve's crossing is kept as a labelled secondary number
     assert row["mean_curve_speedup"] == pytest.approx(2 * math.sqrt(2))
-    # T = 2000 is secondary; the curve has a row per validation point of A from its first budget to T
+    # T = 2000 is secondary; the curve has a row per validation point of B from its first budget to T
     assert df.iloc[1]["target_step"] == 2000 and df.iloc[1]["kind"] == "secondary"
     assert list(df[df["kind"] == "curve"]["target_step"]) == [2000, 4000]
     assert set(df[df["kind"] == "curve"]["verdict"]) == {"descriptive"}
@@ -195,26 +195,26 @@ def test_the_estimand_is_the_typical_run_not_the_mean_curve():
         return np.where(steps <= escape, 5.85 - 1e-4 * np.log(steps), 5.85 - 1e-4 * np.log(escape)
                         - 0.5 * np.log(steps / escape))
     target_step = 4000
-    b = np.stack([run(1200), run(1200), run(2600)])
-    target = float(run(1200 * 3.3)[np.flatnonzero(steps == 4000)[0]])  # A = a run 3.3x slower than the fast ones
-    a = np.array([target - 0.001, target, target + 0.001])
-    iv = sp.speedup_interval(steps, a, b, target_step, sp.LOWER, 0.9)
+    a = np.stack([run(1200), run(1200), run(2600)])
+    target = float(run(1200 * 3.3)[np.flatnonzero(steps == 4000)[0]])  # B = a run 3.3x slower than the fast ones
+    b = np.array([target - 0.001, target, target + 0.001])
+    iv = sp.speedup_interval(steps, b, a, target_step, sp.LOWER, 0.9)
     per_run = np.exp(iv.log_s_units)
     assert per_run[0] == pytest.approx(per_run[1]) and per_run[2] < per_run[0] / 2
     assert float(iv.speedup) == pytest.approx(np.exp(np.mean(np.log(per_run))))
     assert float(iv.low) < per_run[2] < float(iv.high)  # the interval does not exclude the slow run
-    mean = sp.crossing_step(steps, b.mean(axis=0), target).speedup(target_step)
+    mean = sp.crossing_step(steps, a.mean(axis=0), target).speedup(target_step)
     assert mean > float(iv.speedup) * 1.1
 
 
 def test_a_tiny_difference_is_not_supported_at_the_margin():
-    """B = A - 0.0015 nats at every step: about 1.01x, with a tight interval below the margin 1.2."""
+    """A = B - 0.0015 nats at every step: about 1.01x, with a tight interval below the margin 1.2."""
     steps = np.array([250.0 * i for i in range(1, 17)])
     mu = 6.5 - 0.2 * np.log(steps / 250)
     rng = np.random.default_rng(0)
-    a = mu[-1] + 1e-4 * rng.standard_normal(3)
-    b = mu - 0.0015 + 1e-4 * rng.standard_normal((3, steps.size))
-    iv = sp.speedup_interval(steps, a, b, 4000, sp.LOWER, 0.9)
+    b = mu[-1] + 1e-4 * rng.standard_normal(3)
+    a = mu - 0.0015 + 1e-4 * rng.standard_normal((3, steps.size))
+    iv = sp.speedup_interval(steps, b, a, 4000, sp.LOWER, 0.9)
     assert 1.0 < float(iv.speedup) < 1.02 and float(iv.high) < 1.2
     assert decide(float(iv.low), float(iv.high), 1.2)[0] == sp.NOT_SUPPORTED
 
@@ -224,24 +224,24 @@ def test_censored_units_are_extrapolated_not_dropped():
     # unit 0 reaches 5.0 at 2000 exactly; unit 1 never does (5.5 at 4000, 1 nat per ln 2 on its last segment:
     # extrapolated half a doubling past 4000); unit 2 is already below at 1000 with a flat first segment:
     # the cap, a factor 2 before 1000
-    b = np.array([[6.0, 5.0, 4.0], [7.5, 6.5, 5.5], [4.0, 4.0, 3.0]])
-    log_k, status, _ = sp.unit_crossings(steps, b, np.array(5.0), sp.LOWER)
+    a = np.array([[6.0, 5.0, 4.0], [7.5, 6.5, 5.5], [4.0, 4.0, 3.0]])
+    log_k, status, _ = sp.unit_crossings(steps, a, np.array(5.0), sp.LOWER)
     assert list(status) == [sp.CODE_REACHED, sp.CODE_RIGHT, sp.CODE_LEFT]
     assert np.exp(log_k) == pytest.approx([2000, 4000 * 2 ** 0.5, 500])
     # far from the target: at most a factor 2 beyond the measured steps
-    log_k, status, _ = sp.unit_crossings(steps, b, np.array(1.0), sp.LOWER)
+    log_k, status, _ = sp.unit_crossings(steps, a, np.array(1.0), sp.LOWER)
     assert np.exp(log_k) == pytest.approx([8000, 8000, 8000])
 
 
-def test_a_better_at_t_is_not_supported_and_the_slowdown_is_a_number(tmp_path):
+def test_mlm_better_at_t_is_not_supported_and_the_slowdown_is_a_number(tmp_path):
     # TACO's loss at 4000 is 6.5 > MLM's 6.0 in every run: no TACO run reaches the target
-    pairs, df, cfg = _rows(tmp_path, b_curve=(7.5, 7.0, 6.5))
+    pairs, df, cfg = _rows(tmp_path, a_curve=(7.5, 7.0, 6.5))
     row = df.iloc[0]
     assert row["status"] == sp.NEVER and row["n_right_censored"] == 3
     assert row["speedup"] < 1 and row["estimate_bound"] == "<="  # a number, marked as an upper limit
     assert row["speedup_ci_high"] < 1.2
     assert row["verdict"] == sp.NOT_SUPPORTED
-    # on the curve, a target below T that B reaches after T is a slow-down printed as a number
+    # on the curve, a target below T that A reaches after T is a slow-down printed as a number
     curve = df[df["kind"] == "curve"].set_index("target_step")
     assert 0 < curve.loc[2000, "speedup"] < 1
 
@@ -264,7 +264,7 @@ def test_legacy_eval_json_without_step_uses_the_manifest_step(tmp_path):
 def test_the_verdict_is_the_calibrated_tests_and_the_diagnostic_never_vetoes(tmp_path):
     pairs, df, cfg = _rows(tmp_path)
     row = df.iloc[0]
-    # 3 runs per arm: Berger-Boos over A's SD; p = (1 + #{t* >= t}) / (R + 1) + 0.01
+    # 3 runs per arm: Berger-Boos over B's SD; p = (1 + #{t* >= t}) / (R + 1) + 0.01
     assert row["berger_boos"] == 1 and row["calibration_reps"] == eff.CALIBRATION_REPS
     assert 0.01 < row["calibrated_p_supported"] <= 0.05 and row["verdict"] == sp.SUPPORTED
     assert row["calibrated_p_not_supported"] > 0.5 and row["t_rule_verdict"] == sp.SUPPORTED
@@ -303,7 +303,7 @@ def test_one_bad_run_changes_nothing_else(tmp_path):
     cfg = _cfg()
     ref = eff.evaluate(eff.build_pairs(clean, None, cfg, fps), cfg).iloc[0]
     row = eff.evaluate(eff.build_pairs(bad, None, cfg, fps), cfg).iloc[0]
-    assert row["target_step"] == 4000 and row["n_units_a"] == 3 and row["n_units_b"] == 3
+    assert row["target_step"] == 4000 and row["n_units_b"] == 3 and row["n_units_a"] == 3
     for col in ("speedup", "speedup_ci_low", "calibrated_p_supported", "calibrated_ci_low", "target_value"):
         assert row[col] == pytest.approx(ref[col]), col
     assert row["verdict"] == ref["verdict"] == sp.SUPPORTED
@@ -324,8 +324,8 @@ def test_the_curves_file_reruns_the_check_from_a_results_folder(tmp_path):
     assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out1), "--calibration-reps", "2000"]) == 0
     assert eff_command.main(["--curves", str(out1 / "efficiency_curves.csv"), "--output-dir", str(out2),
                      "--calibration-reps", "2000"]) == 0
-    a, b = eff.read_table(out1 / "efficiency.csv"), eff.read_table(out2 / "efficiency.csv")
-    pd.testing.assert_frame_equal(a, b)
+    b, a = eff.read_table(out1 / "efficiency.csv"), eff.read_table(out2 / "efficiency.csv")
+    pd.testing.assert_frame_equal(b, a)
     (tmp_path / "broken.csv").write_text("size,step\ntiny,4000\n")
     assert eff_command.main(["--curves", str(tmp_path / "broken.csv"), "--output-dir", str(out2)]) == 2
 
@@ -346,10 +346,10 @@ def test_plateau_exits_and_the_regime_come_from_the_probe(tmp_path):
     loss, fps, _ = eff.read_checkpoints(ckpts)
     assert loss["probe_order_gap"].notna().all()
     row = eff.evaluate(eff.build_pairs(loss, None, _cfg(), fps), _cfg(), calibration_reps=0).iloc[0]
-    assert row["plateau_exit_a"] == "0:never;1:never;2:never"
-    assert row["plateau_exit_b"] == "0:1000;1:1000;2:1000"
-    assert "A at T: on the plateau (0 of 3 runs past it)" in row["regime"]
-    assert "B at its crossing: past the plateau (3 of 3 runs past it)" in row["regime"]
+    assert row["plateau_exit_b"] == "0:never;1:never;2:never"
+    assert row["plateau_exit_a"] == "0:1000;1:1000;2:1000"
+    assert "B at T: on the plateau (0 of 3 runs past it)" in row["regime"]
+    assert "A at its crossing: past the plateau (3 of 3 runs past it)" in row["regime"]
     md = render_markdown(eff.evaluate(eff.build_pairs(loss, None, _cfg(), fps), _cfg(), calibration_reps=0), _cfg())
     assert "on the plateau" in md and "plateau-exit step" in md
 
@@ -437,11 +437,11 @@ def test_glue_form_per_run_speedups_and_variance_components():
     per_run = [4000 / (2000 * 2 ** f) for f in fr]
     assert row["speedup"] == pytest.approx(np.exp(np.mean(np.log(per_run))))
     assert [float(x) for x in row["unit_speedups"].split(";")] == pytest.approx(per_run, rel=5e-3)
-    assert row["unit"] == "pre-training run" and row["n_units_a"] == 3
+    assert row["unit"] == "pre-training run" and row["n_units_b"] == 3
     # one-way random-effects ANOVA by hand: run means 74, 75, 76, two seeds each at +-0.5:
     # MS_within = 0.5, MS_between = 2 * 1 = 2, sigma^2_run = (2 - 0.5) / 2 = 0.75
-    assert row["sd_seed_a"] == pytest.approx(math.sqrt(0.5))
-    assert row["sd_run_a"] == pytest.approx(math.sqrt(0.75))
+    assert row["sd_seed_b"] == pytest.approx(math.sqrt(0.5))
+    assert row["sd_run_b"] == pytest.approx(math.sqrt(0.75))
     assert row["verdict"] in (sp.INCONCLUSIVE, sp.SUPPORTED, sp.NOT_SUPPORTED)
 
 
@@ -450,10 +450,10 @@ def test_glue_form_with_one_pretraining_run_uses_fine_tuning_seeds_and_says_so()
     cfg = _cfg()
     pair = eff.build_pairs(pd.DataFrame(columns=["size"]), eff.glue_rows(ps, ("sst2",)), cfg, {})[0]
     row = eff.evaluate([pair], cfg).iloc[0]
-    assert row["unit"] == "fine-tuning seed" and row["n_units_a"] == 2
+    assert row["unit"] == "fine-tuning seed" and row["n_units_b"] == 2
     assert math.isfinite(row["speedup_ci_low"])
     assert "interval covers fine-tuning variance only, not the pre-training variance" in row["interval_note"]
-    assert math.isnan(row["sd_run_a"]) and row["sd_seed_a"] == pytest.approx(math.sqrt(0.5))
+    assert math.isnan(row["sd_run_b"]) and row["sd_seed_b"] == pytest.approx(math.sqrt(0.5))
 
 
 def test_e2_and_e3_are_separate_claims_and_a_missing_role_says_not_run_once():
@@ -474,7 +474,7 @@ def test_decide_rule():
     assert decide(1.1, 3.0, 1.2)[0] == sp.INCONCLUSIVE
     assert decide(0.5, 1.1, 1.2)[0] == sp.NOT_SUPPORTED
     assert decide(math.nan, math.nan, 1.2)[0] == sp.INCONCLUSIVE
-    assert "2 unit(s) of B never reach" in decide(0.5, 1.1, 1.2, n_right=2)[1]
+    assert "2 unit(s) of A never reach" in decide(0.5, 1.1, 1.2, n_right=2)[1]
 
 
 def test_the_margin_comes_from_the_analysis_spec(tmp_path):
@@ -525,7 +525,7 @@ def test_an_old_efficiency_table_gets_a_clear_message(tmp_path):
 
 
 def test_calibrate_prints_the_checked_scenarios_and_the_limits(capsys):
-    assert eff_command.main(["--calibrate", "--runs", "3", "--reps", "300", "--sd-a", "0.002", "--sd-log-b", "0.4"]) == 0
+    assert eff_command.main(["--calibrate", "--runs", "3", "--reps", "300", "--sd-b", "0.002", "--sd-log-a", "0.4"]) == 0
     out = capsys.readouterr().out
     assert "loss: cpu-real T=4000 spreads" in out and "known limit" in out and "yours:" in out
     assert eff_command.main(["--calibrate", "--runs", "1"]) == 2
@@ -596,9 +596,9 @@ def test_an_objective_no_paper_table_names_is_compared_with_mlm_as_other(tmp_pat
     pairs = eff.build_pairs(loss, None, cfg, fps)
     df = eff.evaluate(pairs, cfg)
     other = df[df["kind"] == "other"]
-    assert list(other["b"]) == ["taco_unmasked"] and int(other.iloc[0]["target_step"]) == 4000
+    assert list(other["a"]) == ["taco_unmasked"] and int(other.iloc[0]["target_step"]) == 4000
     assert other.iloc[0]["speedup"] == pytest.approx(2.0, rel=1e-6)
-    assert list(df[df["kind"] == "primary"]["b"]) == ["taco"]
+    assert list(df[df["kind"] == "primary"]["a"]) == ["taco"]
     md = render_markdown(df, cfg)
     assert "| E1 | other: TACO (unmasked) |" in md
     fig = efficiency_figure.figure(pairs, df)
@@ -671,7 +671,7 @@ def test_an_interval_that_bounds_nothing_is_printed_as_none():
 
     from taco.report.efficiency_page import t_interval_text
 
-    row = dict(n_units_a=2, n_units_b=2, df=1.02)
+    row = dict(n_units_b=2, n_units_a=2, df=1.02)
     assert t_interval_text(SimpleNamespace(**row, speedup_ci_low=2.38, speedup_ci_high=2.75)) == "[2.38, 2.75]"
     assert t_interval_text(SimpleNamespace(**row, speedup_ci_low=1.78e-9, speedup_ci_high=2.72e8)) == \
         "no interval: 2/2 units, df 1.02"
@@ -698,7 +698,7 @@ def test_a_failed_write_leaves_the_earlier_set_whole(tmp_path, monkeypatch, caps
         return real(fig, path, ext, dpi)
 
     monkeypatch.setattr(plotting, "write_figure", failing)
-    other = _e1_checkpoints(tmp_path / "other", b_curve=(6.6, 5.7, 5.2))
+    other = _e1_checkpoints(tmp_path / "other", a_curve=(6.6, 5.7, 5.2))
     capsys.readouterr()
     assert eff_command.main(["--checkpoints", *map(str, other), "--output-dir", str(out), "--calibration-reps", "0"]) == code
     err = capsys.readouterr().err
@@ -760,7 +760,7 @@ def test_unbounded_calibration_and_a_short_taco_arm_are_named(tmp_path, capsys):
 
 def test_the_papers_own_numbers_are_tested_beside_the_margin(tmp_path):
     """Issue 51 item 5: every steps-to-target row also carries the calibrated p of "faster at all" (> 1x) and of
-    the paper's factor (5x for the small role's size). On the fixture (B about 2x faster at T = 4000) "faster"
+    the paper's factor (5x for the small role's size). On the fixture (A about 2x faster at T = 4000) "faster"
     is supported, 5x is not, and the p's order as the margins do (up to the Monte Carlo error)."""
     ckpts = _e1_checkpoints(tmp_path)
     loss, fps, _ = eff.read_checkpoints(ckpts)

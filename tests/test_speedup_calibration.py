@@ -27,14 +27,14 @@ def table():
 
 
 def test_the_generator_has_the_speedup_it_says():
-    """A noise-free unit of B run r times faster reaches A's level at T at step T / r (checked on a fine
+    """A noise-free unit of A run r times faster reaches B's level at T at step T / r (checked on a fine
     grid, so the log-step interpolation error is negligible), for a loss and for a score."""
     fine = tuple(range(50, 4001, 25))
     for base in (SCENARIOS["loss: cpu-real T=4000 spreads"], SCENARIOS["glue: runs as units, 5 budgets"]):
-        m = replace(base, steps=fine, sd_a=0.0, sd_log_b=0.0, sd_point=0.0, speedup=1.7)
+        m = replace(base, steps=fine, sd_b=0.0, sd_log_a=0.0, sd_point=0.0, speedup=1.7)
         rng = np.random.default_rng(0)
-        a, b = m.draw_a_at_t(rng, 1, 3), m.draw_b(rng, 1, 3)
-        log_k, status, _ = sp.unit_crossings(np.asarray(fine, float), b, a.mean(axis=-1), m.better)
+        b, a = m.draw_b_at_t(rng, 1, 3), m.draw_a(rng, 1, 3)
+        log_k, status, _ = sp.unit_crossings(np.asarray(fine, float), a, b.mean(axis=-1), m.better)
         assert (status == sp.CODE_REACHED).all()
         assert np.exp(log_k) == pytest.approx(4000 / 1.7, rel=2e-3)
 
@@ -43,13 +43,13 @@ def test_scenarios_cover_both_forms_and_the_real_spreads():
     forms = {m.better for m in SCENARIOS.values()}
     assert forms == {sp.LOWER, sp.HIGHER}
     real = SCENARIOS["loss: cpu-real T=4000 spreads"]
-    assert real.sd_a == 0.0024 and real.target_step == 4000  # MLM's SD at T on cpu-real (docs/records/2026-12-04-cpu-real-e1/)
+    assert real.sd_b == 0.0024 and real.target_step == 4000  # MLM's SD at T on cpu-real (docs/records/2026-12-04-cpu-real-e1/)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_coverage_and_level_hold(table, name):
     rows = [r for r in table if r["scenario"] == name]
-    assert [(r["n_a"], r["n_b"]) for r in rows] == [(3, 3), (5, 5)]
+    assert [(r["n_b"], r["n_a"]) for r in rows] == [(3, 3), (5, 5)]
     for r in rows:
         assert r["coverage"] >= 0.85, r
         assert r["supported"] <= 0.07, r
@@ -57,17 +57,17 @@ def test_coverage_and_level_hold(table, name):
 
 
 def test_censoring_is_part_of_the_checked_scenarios(table):
-    """At a true speedup of 1.2 with cpu-real's spread of TACO runs a third of B's runs never reach
+    """At a true speedup of 1.2 with cpu-real's spread of TACO runs a third of A's runs never reach
     MLM's level at T: the coverage above is measured with them in."""
-    (r,) = [r for r in table if r["scenario"] == "loss: cpu-real T=4000 spreads" and r["n_a"] == 3]
+    (r,) = [r for r in table if r["scenario"] == "loss: cpu-real T=4000 spreads" and r["n_b"] == 3]
     assert r["censored"] > 0.25
 
 
 def test_the_known_limit_is_real():
-    """The documented limit (strongly skewed A, constant B) fails as the docs say: shown, not hidden."""
-    r = simulate(LIMITS["loss: skewed A (-2), constant B"], 3, 3, reps=REPS, seed=3)
+    """The documented limit (strongly skewed B, constant A) fails as the docs say: shown, not hidden."""
+    r = simulate(LIMITS["loss: skewed B (-2), constant A"], 3, 3, reps=REPS, seed=3)
     assert r["supported"] > 0.1
-    r = simulate(LIMITS["loss: skewed A (+2), constant B"], 3, 3, reps=REPS, seed=3)
+    r = simulate(LIMITS["loss: skewed B (+2), constant A"], 3, 3, reps=REPS, seed=3)
     assert r["not_supported"] > 0.1 and r["coverage"] < 0.85
 
 
@@ -79,11 +79,11 @@ def test_the_old_percentile_bootstrap_would_fail_here():
     steps = np.asarray(m.steps, float)
     reps, hits = 200, 0
     for _ in range(reps):
-        a, b = m.draw_a_at_t(rng, 1, 3)[0], m.draw_b(rng, 1, 3)[0]
+        b, a = m.draw_b_at_t(rng, 1, 3)[0], m.draw_a(rng, 1, 3)[0]
         boots = []
         for _ in range(100):
-            ta = a[rng.integers(0, 3, 3)].mean()
-            c = sp.crossing_step(steps, b[rng.integers(0, 3, 3)].mean(axis=0), ta)
+            ta = b[rng.integers(0, 3, 3)].mean()
+            c = sp.crossing_step(steps, a[rng.integers(0, 3, 3)].mean(axis=0), ta)
             boots.append(c.speedup(m.target_step))
         lo, hi = np.quantile(boots, [0.05, 0.95])
         hits += lo <= m.speedup <= hi
@@ -91,7 +91,7 @@ def test_the_old_percentile_bootstrap_would_fail_here():
 
 
 def test_a_wider_user_scenario_runs_through_the_same_code():
-    m = CurveModel(tuple(range(500, 8001, 500)), 8000, sd_a=0.01, sd_log_b=0.2, speedup=2.0, escape=9000)
+    m = CurveModel(tuple(range(500, 8001, 500)), 8000, sd_b=0.01, sd_log_a=0.2, speedup=2.0, escape=9000)
     r = simulate(m, 4, 4, reps=500, seed=1)
     assert r["truth"] == 2.0 and 0 <= r["coverage"] <= 1 and math.isfinite(r["median_width"])
 
@@ -116,7 +116,7 @@ def calibrated_table():
 def test_the_calibrated_verdict_keeps_coverage_and_level(calibrated_table, name):
     """Coverage of the calibrated bounds >= 0.85 (neither one-sided test rejects the true speedup) and
     false supported / not supported <= 0.07 at a true speedup equal to the margin, at 3 and 5 runs per arm,
-    in every checked scenario: cpu-real's own spreads, A flat beyond T/m with B steep, skewed A, GLUE."""
+    in every checked scenario: cpu-real's own spreads, B flat beyond T/m with A steep, skewed B, GLUE."""
     for n in (3, 5):
         r = calibrated_table[(name, n)]
         assert r["coverage"] >= 0.85, (n, r)
@@ -125,36 +125,36 @@ def test_the_calibrated_verdict_keeps_coverage_and_level(calibrated_table, name)
 
 
 def test_the_t_rule_fails_where_the_calibrated_test_holds():
-    """The check can fail, and the calibrated test earns its place: with A's run offsets skewed (-1: an
+    """The check can fail, and the calibrated test earns its place: with B's run offsets skewed (-1: an
     occasional MLM run leaving the plateau early) the t rule's false 'supported' passes the level at 3 runs;
-    the calibrated test (Berger-Boos over A's SD) keeps it."""
+    the calibrated test (Berger-Boos over B's SD) keeps it."""
     from taco.stats.speedup_calibration import simulate_calibrated
 
-    m = LIMITS["loss: skewed A (-1), constant B"]
+    m = LIMITS["loss: skewed B (-1), constant A"]
     assert simulate(m, 3, 3, reps=6000, seed=3)["supported"] > 0.08
     cal = simulate_calibrated(m, 3, 3, reps=OUTER, inner=INNER, seed=3)
     assert cal["supported"] <= 0.07 and cal["coverage"] >= 0.85
 
 
 def test_the_calibrated_tests_known_limit_is_real():
-    """Strongly skewed A (-2 / +2): the null draws A's runs normal, so both rules miss the level (documented)."""
+    """Strongly skewed B (-2 / +2): the null draws B's runs normal, so both rules miss the level (documented)."""
     from taco.stats.speedup_calibration import simulate_calibrated
 
-    assert simulate_calibrated(LIMITS["loss: skewed A (-2), constant B"], 5, 5, reps=OUTER, inner=INNER,
+    assert simulate_calibrated(LIMITS["loss: skewed B (-2), constant A"], 5, 5, reps=OUTER, inner=INNER,
                                seed=5)["supported"] > 0.1
-    assert simulate_calibrated(LIMITS["loss: skewed A (+2), constant B"], 5, 5, reps=OUTER, inner=INNER,
+    assert simulate_calibrated(LIMITS["loss: skewed B (+2), constant A"], 5, 5, reps=OUTER, inner=INNER,
                                seed=5)["not_supported"] > 0.08
 
 
 def test_the_calibrated_test_on_one_comparison_by_hand():
-    """Every unit of B identical (no spread) and A without spread: t is infinite, p = 1 / (R + 1) (+ 0.01
+    """Every unit of A identical (no spread) and B without spread: t is infinite, p = 1 / (R + 1) (+ 0.01
     with Berger-Boos), and the bounds close on the estimate."""
     from taco.stats.speedup_calibration import calibrated_test
 
     steps = np.array([1000.0, 2000.0, 4000.0])
-    b = np.tile([6.5, 5.5, 5.0], (3, 1))
-    a = np.full(3, 6.0)
-    ct = calibrated_test(steps, a, b, 4000, sp.LOWER, 1.2, 0.05, reps=999)
+    a = np.tile([6.5, 5.5, 5.0], (3, 1))
+    b = np.full(3, 6.0)
+    ct = calibrated_test(steps, b, a, 4000, sp.LOWER, 1.2, 0.05, reps=999)
     assert ct.p_supported == pytest.approx(1 / 1000 + 0.01) and ct.berger_boos
     assert ct.p_not_supported == pytest.approx(1.0)
     est = 4000 / (1000 * 2 ** 0.5)
@@ -162,14 +162,14 @@ def test_the_calibrated_test_on_one_comparison_by_hand():
     ct6 = calibrated_test(steps, np.full(6, 6.0), np.tile([6.5, 5.5, 5.0], (6, 1)), 4000, sp.LOWER, 1.2, 0.05, reps=999)
     assert not ct6.berger_boos and ct6.p_supported == pytest.approx(1 / 1000)
     with pytest.raises(ValueError, match=">= 2 units per arm"):
-        calibrated_test(steps, a[:1], b, 4000, sp.LOWER, 1.2, 0.05, reps=99)
+        calibrated_test(steps, b[:1], a, 4000, sp.LOWER, 1.2, 0.05, reps=99)
 
 
 def test_the_edge_is_documented_not_hidden():
-    """A and B both flat where B crosses: false 'supported' near the level at 5 runs (documented 0.068-0.083);
+    """A and B both flat where A crosses: false 'supported' near the level at 5 runs (documented 0.068-0.083);
     it stays below 0.10 here."""
     from taco.stats.speedup_calibration import simulate_calibrated
     from taco.stats.speedup_simulation import EDGES
 
-    r = simulate_calibrated(EDGES["loss: A and B flat where B crosses"], 5, 5, reps=OUTER, inner=INNER, seed=5)
+    r = simulate_calibrated(EDGES["loss: B and A flat where A crosses"], 5, 5, reps=OUTER, inner=INNER, seed=5)
     assert 0.03 < r["supported"] < 0.10 and r["not_supported"] <= 0.07

@@ -1,15 +1,15 @@
-"""Steps-to-target speedups with intervals that cover, and the decision of "B reaches A's level at T in fewer steps".
+"""Steps-to-target speedups with intervals that cover, and the decision of "A reaches B's level at T in fewer steps".
 
 ``taco efficiency --checkpoints DIR [DIR ...] [--aggregate-dir DIR] [--analysis FILE] [--step-times FILE]
 --output-dir D`` writes ``efficiency.csv``, ``efficiency.md`` (and ``efficiency.html``, the page for
 ``snakemake --report``) and ``efficiency.png`` / ``.pdf`` into ``D``. ``taco efficiency --calibrate``
 prints the method's simulated coverage and level (no inputs needed).
 
-**The method** (:mod:`taco.stats.speedup`): A = MLM, B = TACO, one model size and data fraction, a
-target step T. The target is A's mean value at T over its units; every unit of B gets the step k_u at
+**The method** (:mod:`taco.stats.speedup`): A = TACO (the subject), B = MLM (the baseline), one model size and data fraction, a
+target step T. The target is B's mean value at T over its units; every unit of A gets the step k_u at
 which its own curve reaches it (linear in log-step; censored units extrapolated along their end
 segment, at most a factor 2); the speedup is the geometric mean of T / k_u; its interval is a t
-interval on log speedups with A's target uncertainty propagated (delta method, Welch-Satterthwaite
+interval on log speedups with B's target uncertainty propagated (delta method, Welch-Satterthwaite
 degrees of freedom). *Supported* when the interval's lower bound exceeds the margin m
 (``analysis.efficiency_margin``, default 1.2), *not supported* when its upper bound is below m,
 *inconclusive* otherwise. Coverage and level are measured by simulation
@@ -21,10 +21,10 @@ Rows of ``efficiency.csv`` (``kind``):
   validation blocks and masks of every budget checkpoint and in-segment point (``eval.json``). Unit:
   the pre-training run. ``primary``: T = the largest budget both arms reached (the claim's verdict);
   ``secondary``: each smaller common budget (interval and rule outcome, not the claim's verdict);
-  ``curve``: every validation point of A from its first budget to T as the target (descriptive: the
-  speedup as a function of the target, with its interval; B may cross after T, so slow-downs are
+  ``curve``: every validation point of B from its first budget to T as the target (descriptive: the
+  speedup as a function of the target, with its interval; A may cross after T, so slow-downs are
   numbers below 1); ``other``: an objective that no paper table names (``taco.paper.TABLE_OBJECTIVES``),
-  run at the size on all the data, as B against MLM at T (its own largest budget shared with MLM; the
+  run at the size on all the data, as A against MLM at T (its own largest budget shared with MLM; the
   rule's outcome is printed, it is no claim of the paper).
 - ``E2`` (BERT-small's role) and ``E3`` (BERT-base's), ``glue_average`` (GLUE points x100, higher is
   better): the per-seed GLUE average of the fine-tuned budgets (``per_seed.csv`` of ``taco
@@ -143,7 +143,7 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
         from dataclasses import replace
 
         models["yours: " + ", ".join(f"{k} {v:g}" for k, v in user.items())] = replace(
-            SCENARIOS["loss: cpu-real T=4000 spreads"], sd_a=user["sd_a"], sd_log_b=user["sd_log_b"],
+            SCENARIOS["loss: cpu-real T=4000 spreads"], sd_b=user["sd_b"], sd_log_a=user["sd_log_a"],
             speedup=user["margin"])
     outer = max(reps // 10, 100)
     alpha = (1 - level) / 2
@@ -155,7 +155,7 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
     for name, table in (("checked", models), ("edge (near the level)", EDGES), ("known limit (not met)", LIMITS)):
         print(f"-- {name}")
         for r in calibration_table(table, run_counts, reps=reps, level=level):
-            c = simulate_calibrated(table[r["scenario"]], r["n_a"], r["n_b"], reps=outer, inner=inner, alpha=alpha)
+            c = simulate_calibrated(table[r["scenario"]], r["n_b"], r["n_a"], reps=outer, inner=inner, alpha=alpha)
             print(f"{r['scenario']:44s} {r['n_a']}/{r['n_b']:<3d} | {c['coverage']:20.3f} {c['supported']:10.3f} "
                   f"{c['not_supported']:10.3f} | {r['coverage']:11.3f} {r['supported']:10.3f}")
 
@@ -183,8 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(the checked scenarios and the known limits) and exit")
     ap.add_argument("--runs", type=int, nargs="+", default=[3, 5], help="--calibrate: units per arm to simulate")
     ap.add_argument("--reps", type=int, default=4000, help="--calibrate: simulated experiments per row")
-    ap.add_argument("--sd-a", type=float, help="--calibrate: your A's SD at T (nats) for a scenario of your own")
-    ap.add_argument("--sd-log-b", type=float, help="--calibrate: your B's SD of log speedups (with --sd-a)")
+    ap.add_argument("--sd-b", type=float, help="--calibrate: your B's SD at T (nats) for a scenario of your own")
+    ap.add_argument("--sd-log-a", type=float, help="--calibrate: your A's SD of log speedups (with --sd-b)")
     return ap
 
 
@@ -202,10 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_analysis(args.analysis)
         if args.calibrate:
             user = None
-            if args.sd_a is not None or args.sd_log_b is not None:
-                if args.sd_a is None or args.sd_log_b is None:
-                    raise ValueError("--sd-a and --sd-log-b go together")
-                user = {"sd_a": args.sd_a, "sd_log_b": args.sd_log_b, "margin": cfg.efficiency_margin}
+            if args.sd_b is not None or args.sd_log_a is not None:
+                if args.sd_b is None or args.sd_log_a is None:
+                    raise ValueError("--sd-b and --sd-log-a go together")
+                user = {"sd_b": args.sd_b, "sd_log_a": args.sd_log_a, "margin": cfg.efficiency_margin}
             if any(n < 2 for n in args.runs):
                 raise ValueError(f"--runs: at least 2 units per arm, got {args.runs}")
             print_calibration([(n, n) for n in args.runs], args.reps, round(1 - 2 * cfg.alpha, 12), user)

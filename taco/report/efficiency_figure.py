@@ -93,10 +93,10 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
         not_run = []
         axes[0, 0].set_axis_off()
     for ax, (pair, row) in zip(axes[:, 0], shown):
-        kind = row.kind if row.kind != "other" else f"other: {objective_label(pair.b_objective)}"
+        kind = row.kind if row.kind != "other" else f"other: {objective_label(pair.a_objective)}"
         t_text = f"T = {int(row.target_step)}" if _is_step(row.target_step) else "no target step"
         head = f"{pair.claim_id} ({pair.size}, {kind}, {t_text})"
-        for obj, arm in ((REFERENCE, pair.a), (pair.b_objective, pair.b)):
+        for obj, arm in ((REFERENCE, pair.b), (pair.a_objective, pair.a)):
             st = objective_style(obj)
             units = arm.units()
             units = units[np.isfinite(units).all(axis=1)] if units.size else units
@@ -138,12 +138,12 @@ def figure(pairs: Sequence[Pair], df: pd.DataFrame, loss: pd.DataFrame | None = 
                             label="interval of the geometric mean")
         for i in range(min(len(p) for p in per) if per else 0):
             ax.plot(t, [p[i] for p in per], color=st["color"], alpha=0.45, linewidth=0.8,
-                    label="one pre-training run of B" if i == 0 else None)
+                    label="one pre-training run of A" if i == 0 else None)
         ax.plot(t, sp, color=st["color"], marker=st["marker"], markersize=4, label="geometric mean")
         ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, label="no speedup (1x)")
         ax.set_xscale("log")
         plain_log_axis(ax.xaxis, step_number)
-        ax.set_xlabel("target T: A's (MLM's) validation point (log scale)")
+        ax.set_xlabel("target T: B's (MLM's) validation point (log scale)")
         ax.set_ylabel("speedup T / k (x)")
         ax.set_title(f"E1 ({size}): the speedup as a function of the target (descriptive)", fontsize=9)
         ax.grid(True, alpha=0.3, which="both")

@@ -43,22 +43,22 @@ def _finite(x: Any) -> bool:
 def estimate_text(r: Any) -> str:
     """The estimate with the interval the verdict uses, in words a reader can check: ``2.56 [2.1, 3.0]``
     (the calibrated test's bounds; the t interval where no calibrated test ran), ``no TACO run reached the
-    target within its steps (extrapolated 0.84x)`` when every unit of B is right-censored, ``1.37 (no
+    target within its steps (extrapolated 0.84x)`` when every unit of A is right-censored, ``1.37 (no
     interval: 1/1 units)`` without an interval."""
     est = _f(r.speedup)
-    n_b = int(r.n_units_b) if _finite(r.n_units_b) else 0
-    if getattr(r, "status", "") == "never reaches" and n_b:
-        return f"no {objective_label(r.b)} run reached the target within its steps (extrapolated {est}x)"
+    n_a = int(r.n_units_a) if _finite(r.n_units_a) else 0
+    if getattr(r, "status", "") == "never reaches" and n_a:
+        return f"no {objective_label(r.a)} run reached the target within its steps (extrapolated {est}x)"
     if not _finite(r.speedup):
         return "n/a"
     cens = ""
     if _finite(r.n_right_censored) and _finite(r.n_left_censored) and (r.n_right_censored or r.n_left_censored):
-        cens = f", {int(r.n_right_censored) + int(r.n_left_censored)} of {n_b} units extrapolated"
+        cens = f", {int(r.n_right_censored) + int(r.n_left_censored)} of {n_a} units extrapolated"
     low, high = getattr(r, "calibrated_ci_low", math.nan), getattr(r, "calibrated_ci_high", math.nan)
     if not (_finite(low) or low == math.inf) or not (_finite(high) or high == math.inf):
         low, high = r.speedup_ci_low, r.speedup_ci_high
     if not (_finite(low) and (_finite(high) or high == math.inf)):
-        return f"{est} (no interval: {int(r.n_units_a)}/{n_b} units{cens})"
+        return f"{est} (no interval: {n_a}/{int(r.n_units_b)} units{cens})"
     return f"{est} [{_f(low)}, {_f(high)}]" + (f" ({cens[2:]})" if cens else "")
 
 
@@ -81,11 +81,11 @@ def t_interval_text(r: Any) -> str:
 def rule_text(alpha: float, margin: float) -> str:
     """The decision rule in words (claims page and efficiency page)."""
     lvl = f"{(1 - 2 * alpha) * 100:g}%"
-    return (f"the speedup is the geometric mean over B's pre-training runs (or fine-tuning seeds, where each arm has "
-            f"one fine-tuned run) of T / k, k the step where the run's own curve reaches A's mean value at T. "
+    return (f"the speedup is the geometric mean over A's pre-training runs (or fine-tuning seeds, where each arm has "
+            f"one fine-tuned run) of T / k, k the step where the run's own curve reaches B's mean value at T. "
             f"The verdict is a calibrated test: the studentised log speedup is simulated {10_000:,} times at "
-            f"the margin {margin:g}x (analysis.efficiency_margin) from the row's own data (B's curve shape and "
-            f"spreads, A's spread at T, the unit counts, censoring), and with at most 5 runs of A its SD is taken "
+            f"the margin {margin:g}x (analysis.efficiency_margin) from the row's own data (A's curve shape and "
+            f"spreads, B's spread at T, the unit counts, censoring), and with at most 5 runs of B its SD is taken "
             f"at its 99% upper bound (Berger-Boos, p + 0.01); supported when p(speedup <= {margin:g}) <= "
             f"{alpha}, not supported when p(speedup >= {margin:g}) <= {alpha}, inconclusive otherwise. The "
             f"bounds shown are the {lvl} bounds the test inverts to; the plain t interval is descriptive. One "
@@ -94,7 +94,7 @@ def rule_text(alpha: float, margin: float) -> str:
 
 
 CLAIM_TEXT = {
-    "E1": "B (TACO) reaches A's (MLM's) validation MLM loss at T in fewer steps",
+    "E1": "A (TACO) reaches B's (MLM's) validation MLM loss at T in fewer steps",
 }
 
 
@@ -134,7 +134,7 @@ def family_section(df: pd.DataFrame, families: Mapping[str, str]) -> list[str]:
              "(docs/families.md). One verdict per family, by the same rule.", "",
              "| family | size | T | speedup | n runs (MLM/TACO) | mean MLM / TACO loss at T | verdict |",
              "|---|---|---|---|---|---|---|"]
-    order = {a: i for i, a in enumerate(FAMILIES)}
+    order = {b: i for i, b in enumerate(FAMILIES)}
     for r in sorted(prim.itertuples(), key=lambda r: order.get(families.get(r.size, DEFAULT_FAMILY), 99)):
         fam = families.get(r.size, DEFAULT_FAMILY)
         t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
@@ -148,7 +148,7 @@ def _kind_label(r: Any) -> str:
     from taco.report.markdown_text import md_text
 
     if r.kind == "other":
-        return f"other: {md_text(objective_label(r.b))}"
+        return f"other: {md_text(objective_label(r.a))}"
     return f"{r.kind} (GLUE probe)" if r.form == PROBE_FORM else r.kind
 
 
@@ -158,10 +158,10 @@ def _claims_tables(df: pd.DataFrame, cfg: AnalysisConfig, lvl: str, label: str |
 
     lines = ["# Steps-to-target speedups (TACO against MLM)", "",
              *([f"**{label}**: these numbers only show that the pipeline works.", ""] if label else []),
-             "Terms: A is MLM, B is TACO. A **unit** is one pre-training run (a fine-tuning seed where each arm has "
-             "one fine-tuned run); **k** is the step at which a unit of B reaches A's mean value at the target step "
+             "Terms: A is TACO (the claim's subject), B is MLM (its baseline), as on the claims page. A **unit** is one pre-training run (a fine-tuning seed where each arm has "
+             "one fine-tuned run); **k** is the step at which a unit of A reaches B's mean value at the target step "
              "**T**, so its speedup is T / k. The **critical value** is the simulated quantile the t statistic must "
-             "pass; **Berger-Boos**: each p is the largest over plausible SDs of A, plus 0.01. A step **plays** a paper "
+             "pass; **Berger-Boos**: each p is the largest over plausible SDs of B, plus 0.01. A step **plays** a paper "
              "budget (50k, 250k) when `analysis.budget_names` maps that name to it. More: docs/efficiency.md and "
              "docs/glossary.md in the repository.", "",
              f"| verdict | claim | kind | size | T | speedup [{lvl} calibrated bounds] | calibrated p (<= / >= "
@@ -180,7 +180,7 @@ def _claims_tables(df: pd.DataFrame, cfg: AnalysisConfig, lvl: str, label: str |
     lines += ["", f"Rule (alpha = {cfg.alpha}, margin {cfg.efficiency_margin:g}x): "
               + rule_text(cfg.alpha, cfg.efficiency_margin) + ".", "",
               "Details (descriptive):", "",
-              f"| claim | kind | size | T | target (A's mean at T) | t interval [{lvl}] | k per unit of B | "
+              f"| claim | kind | size | T | target (B's mean at T) | t interval [{lvl}] | k per unit of A | "
               "model-FLOPs / wall-clock speedup | mean A / B at T | regime (context probe) |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for r in shown.itertuples():
@@ -212,8 +212,8 @@ def _claim_section(df: pd.DataFrame, r: Any, lvl: str) -> list[str]:
                                        "(the paper's factor); " if _finite(r.paper_factor) else
                                        "the paper's factor: no role (analysis.roles) for this size; ")
                 + f"p(speedup <= {_f(r.margin)}) = {_f(r.calibrated_p_supported, 3)} (the margin)"
-                + (". With A at 5 runs or fewer each p includes the +0.01 of the Berger-Boos bound, so no p falls "
-                   "below 0.01; a p within 0.005 of it is almost all that term (A's SD taken at its 99% upper "
+                + (". With B at 5 runs or fewer each p includes the +0.01 of the Berger-Boos bound, so no p falls "
+                   "below 0.01; a p within 0.005 of it is almost all that term (B's SD taken at its 99% upper "
                    "bound), not evidence of a precisely estimated speedup" if str(r.berger_boos).lower() in ("true", "1", "1.0")
                    else "")]
                if _finite(getattr(r, "calibrated_p_faster", float("nan"))) else []),
@@ -221,14 +221,14 @@ def _claim_section(df: pd.DataFrame, r: Any, lvl: str) -> list[str]:
              f"per run (order gap > {PLATEAU_EXIT_GAP:g} nats; 'never': not within its points): A "
              f"{r.plateau_exit_a or 'n/a'}, B {r.plateau_exit_b or 'n/a'}",
              *([f"- Left out: {md_text(r.left_out)}"] if r.left_out else []),
-             f"- Per-unit speedups of B: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
+             f"- Per-unit speedups of A: {r.unit_speedups or 'n/a'} (crossing steps {r.unit_k or 'n/a'}; "
              "'>' never reaches the target, extrapolated; '<' beats it at the first point, extrapolated)",
-             "- Where B's mean curve reaches the target (secondary, not the estimate): "
+             "- Where A's mean curve reaches the target (secondary, not the estimate): "
              + (f"{_f(r.mean_curve_speedup)}x (k = {_f(r.mean_curve_k, 4)})" if _finite(r.mean_curve_k)
                 else "not within its points"),
              f"- Unit: {r.unit}; interval: {r.interval_note or 'n/a'}",
              f"- Model FLOPs per step A / B: {_f(r.model_flops_per_step_a)} / {_f(r.model_flops_per_step_b)}; "
-             f"wall-clock step time A / B: {_f(r.wall_time_ratio)} "
+             f"wall-clock step time B / A: {_f(r.wall_time_ratio)} "
              + ("(benchmarks/step_time.py, side by side in one run)" if math.isfinite(r.wall_time_ratio)
                 else "(not measured: run benchmarks/step_time.py and pass --step-times)"),
              ""]
@@ -244,17 +244,17 @@ def _calibration_section(calibration: Sequence[Mapping[str, Any]], cfg: Analysis
 
     lines = ["## Diagnostic: the plain t interval simulated at this run's counts and spreads", "",
              "Not a veto: the verdict above is the calibrated test's. Curves with a known speedup equal to the "
-             "margin, drawn with this run's numbers of units and spreads (A's SD at T, the SD of B's log "
+             "margin, drawn with this run's numbers of units and spreads (B's SD at T, the SD of A's log "
              "speedups) from the documented curve model (taco.stats.speedup_simulation); the rates are the "
              f"t interval's over the simulated experiments. Nominal: coverage {lvl}, false 'supported' "
              f"{cfg.alpha:g}.", "",
-             "| claim | size | n units (A/B) | SD of A at T | SD of B's log speedups | coverage | false supported | experiments |",
+             "| claim | size | n units (A/B) | SD of B at T | SD of A's log speedups | coverage | false supported | experiments |",
              "|---|---|---|---|---|---|---|---|"]
     for c in calibration:
-        lines.append(f"| {c['claim_id']} | {md_text(c['size'])} | {c['n_a']}/{c['n_b']} | {_f(c['sd_a'])} | "
-                     f"{_f(c['sd_log_b'])} | {c['coverage']:.3f} | {c['supported']:.3f} | {c['reps']} |")
+        lines.append(f"| {c['claim_id']} | {md_text(c['size'])} | {c['n_a']}/{c['n_b']} | {_f(c['sd_b'])} | "
+                     f"{_f(c['sd_log_a'])} | {c['coverage']:.3f} | {c['supported']:.3f} | {c['reps']} |")
     lines += ["", "`taco efficiency --calibrate` prints the suite's checked scenarios and its known limits "
-              "(strongly skewed A runs; A and B both flat where B crosses).", ""]
+              "(strongly skewed B runs; B and A both flat where A crosses).", ""]
     return lines
 
 

@@ -50,17 +50,18 @@ from taco.stats.validation_points import (
 
 #: the claim each E1 row decides (its ``title``); E2/E3 rows name the paper's budgets instead
 CLAIM_TEXT = {
-    "E1": "B (TACO) reaches A's (MLM's) validation MLM loss at T in fewer steps",
+    "E1": "A (TACO) reaches B's (MLM's) validation MLM loss at T in fewer steps",
 }
 #: the probe row of E1 (issue 51.3): the frozen-feature GLUE probe average instead of the loss
-PROBE_TEXT = ("B (TACO) reaches A's (MLM's) frozen-feature GLUE probe average (mean-pooled features) at T in fewer "
+PROBE_TEXT = ("A (TACO) reaches B's (MLM's) frozen-feature GLUE probe average (mean-pooled features) at T in fewer "
               "steps (a secondary row: E1 is decided on the loss)")
-#: version of efficiency.csv's columns; 3: the calibrated test, units left out, plateau exits (2: per-unit
+#: version of efficiency.csv's columns; 4: A is the claim's subject (TACO) and B its baseline (MLM), as on the
+#: claims page (3 had them the other way round; 3: the calibrated test, units left out, plateau exits; 2: per-unit
 #: speedups, margin, kinds; 1: the mean-curve bootstrap)
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: inner draws of the calibrated test of each primary, secondary and other row (taco efficiency --calibration-reps)
 CALIBRATION_REPS = 10_000
-#: role -> (claim id, paper budget of A = the target T, paper budget where B matches it, the paper's speedup);
+#: role -> (claim id, paper budget of B = the target T, paper budget where A matches it, the paper's speedup);
 #: Sec. 5 / Tables 1 and 3: TACO-50k matches MLM-250k (small), TACO-250k matches MLM-500k (base)
 PAPER_SPEEDUP: dict[str, tuple[str, str, str, float]] = {"small": ("E2", "250k", "50k", 5.0),
                                                          "base": ("E3", "500k", "250k", 2.0)}
@@ -74,7 +75,7 @@ CSV_COLUMNS = [
     "reason", "n_units_a", "n_units_b", "n_runs_a", "n_runs_b", "unit", "unit_k", "unit_speedups",
     "n_right_censored", "n_left_censored", "mean_curve_k", "mean_curve_speedup", "model_flops_per_step_a",
     "model_flops_per_step_b", "model_flops_speedup", "model_flops_ci_low", "model_flops_ci_high",
-    "wall_time_ratio", "wall_speedup", "paper_speedup", "mean_a_at_t", "mean_b_at_t", "welch_p_b_better",
+    "wall_time_ratio", "wall_speedup", "paper_speedup", "mean_a_at_t", "mean_b_at_t", "welch_p_a_better",
     "sd_run_a", "sd_run_b", "sd_seed_a", "sd_seed_b", "t_statistic", "calibrated_p_supported",
     "calibrated_p_not_supported", "critical_value", "calibration_mc_error", "calibration_reps", "berger_boos",
     "calibrated_ci_low", "calibrated_ci_high", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b",
@@ -289,8 +290,8 @@ def read_step_times(path: str | Path) -> float:
     p = Path(path)
     try:
         rec = json.loads(p.read_text())
-        t_a = float(rec["objectives"][REFERENCE]["step_s_median"])
-        t_b = float(rec["objectives"][COMPARED]["step_s_median"])
+        t_b = float(rec["objectives"][REFERENCE]["step_s_median"])
+        t_a = float(rec["objectives"][COMPARED]["step_s_median"])
     except FileNotFoundError:
         raise ValueError(f"{p}: no such step-time file (benchmarks/step_time.py writes it)") from None
     except json.JSONDecodeError as exc:
@@ -298,9 +299,9 @@ def read_step_times(path: str | Path) -> float:
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{p}: expected objectives.{REFERENCE}.step_s_median and objectives.{COMPARED}."
                          f"step_s_median (benchmarks/step_time.py's format): {exc!r}") from None
-    if not (t_a > 0 and t_b > 0):
-        raise ValueError(f"{p}: step times must be > 0 seconds, got {t_a} and {t_b}")
-    return t_a / t_b
+    if not (t_b > 0 and t_a > 0):
+        raise ValueError(f"{p}: step times must be > 0 seconds, got {t_b} and {t_a}")
+    return t_b / t_a
 
 
 def _arm(df: pd.DataFrame, size: str, obj: str, frac: float) -> ArmCurves:
@@ -322,18 +323,18 @@ def _other_pairs(loss: pd.DataFrame, size: str, cfg: AnalysisConfig,
     common budget (full data)."""
     full = loss[(loss["size"] == size) & np.isclose(loss["fraction"].astype(float), 1.0)]
     others = [o for o in OBJECTIVE_SPECS if o in set(full["objective"]) and o not in TABLE_OBJECTIVES]
-    a = _arm(loss, size, REFERENCE, 1.0)
+    b = _arm(loss, size, REFERENCE, 1.0)
     out = []
     for obj in others:
-        b = _arm(loss, size, obj, 1.0)
-        if not a.runs or not b.runs:
+        a = _arm(loss, size, obj, 1.0)
+        if not b.runs or not a.runs:
             continue
-        budgets = sorted(_budget_steps(loss, size, REFERENCE) & _budget_steps(loss, size, obj) & set(a.steps.tolist()))
+        budgets = sorted(_budget_steps(loss, size, REFERENCE) & _budget_steps(loss, size, obj) & set(b.steps.tolist()))
         t = budgets[-1] if budgets else None
-        out.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats",
+        out.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, t, LOWER, "nats",
                         target_budget=(cfg.budget_name(size, t) or "") if t is not None else "",
                         flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, obj), math.nan)),
-                        note="" if budgets else "no budget that both arms reached", kind="other", b_objective=obj,
+                        note="" if budgets else "no budget that both arms reached", kind="other", a_objective=obj,
                         title=f"{OBJECTIVE_LABELS.get(obj, obj)} reaches MLM's validation loss in fewer steps (an objective "
                               "the paper does not have: the rule's outcome, no claim of the paper)"))
     return out
@@ -354,15 +355,15 @@ def _probe_pairs(loss: pd.DataFrame, size: str, budgets: Sequence[int], name: An
     frame = _probe_frame(loss)
     if frame.empty:
         return []
-    a, b = _arm(frame, size, REFERENCE, 1.0), _arm(frame, size, COMPARED, 1.0)
-    if not a.runs or not b.runs:
+    b, a = _arm(frame, size, REFERENCE, 1.0), _arm(frame, size, COMPARED, 1.0)
+    if not b.runs or not a.runs:
         return []
-    common = [s for s in budgets if s in set(a.steps.tolist()) and s in set(b.steps.tolist())]
+    common = [s for s in budgets if s in set(b.steps.tolist()) and s in set(a.steps.tolist())]
     if not common:
-        return [Pair("E1", PROBE_FORM, size, 1.0, a, b, None, HIGHER, "probe points (x100)", flops_per_step=fp,
+        return [Pair("E1", PROBE_FORM, size, 1.0, b, a, None, HIGHER, "probe points (x100)", flops_per_step=fp,
                      kind="secondary", title=PROBE_TEXT, note="no budget at which both arms were probed")]
     t = common[-1]
-    return [Pair("E1", PROBE_FORM, size, 1.0, a, b, t, HIGHER, "probe points (x100)", target_budget=name(t),
+    return [Pair("E1", PROBE_FORM, size, 1.0, b, a, t, HIGHER, "probe points (x100)", target_budget=name(t),
                  flops_per_step=fp, kind="secondary", title=PROBE_TEXT)]
 
 
@@ -376,45 +377,45 @@ def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConf
     for size in sizes:
         pairs += _other_pairs(loss, size, cfg, fps)
     for size in sizes:
-        a, b = _arm(loss, size, REFERENCE, 1.0), _arm(loss, size, COMPARED, 1.0)
-        if not a.runs or not b.runs:
+        b, a = _arm(loss, size, REFERENCE, 1.0), _arm(loss, size, COMPARED, 1.0)
+        if not b.runs or not a.runs:
             continue
         fp = (fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))
-        exits = {"exit_a": plateau_exits(loss, size, REFERENCE, 1.0), "exit_b": plateau_exits(loss, size, COMPARED, 1.0)}
-        grid = set(a.steps.tolist())
+        exits = {"exit_b": plateau_exits(loss, size, REFERENCE, 1.0), "exit_a": plateau_exits(loss, size, COMPARED, 1.0)}
+        grid = set(b.steps.tolist())
         budgets = sorted(_budget_steps(loss, size, REFERENCE) & _budget_steps(loss, size, COMPARED) & grid)
         if not budgets:
-            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, None, LOWER, "nats", flops_per_step=fp,
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, None, LOWER, "nats", flops_per_step=fp,
                               note="no budget that both arms reached", title=CLAIM_TEXT["E1"]))
             continue
         t = budgets[-1]
         name = lambda s: cfg.budget_name(size, s) or ""  # noqa: E731
-        b_budgets = _budget_steps(loss, size, COMPARED)
-        a_budgets = _budget_steps(loss, size, REFERENCE)
-        moved = (f"T = {t}, not {max(b_budgets)}: MLM reached only {t} (a short MLM run moves T)"
-                 if b_budgets and max(b_budgets) > t else
-                 f"T = {t}, not {max(a_budgets)}: TACO reached only {t} (a short TACO run moves T)"
-                 if a_budgets and max(a_budgets) > t else "")
-        pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, t, LOWER, "nats", target_budget=name(t),
+        a_budgets = _budget_steps(loss, size, COMPARED)
+        b_budgets = _budget_steps(loss, size, REFERENCE)
+        moved = (f"T = {t}, not {max(a_budgets)}: MLM reached only {t} (a short MLM run moves T)"
+                 if a_budgets and max(a_budgets) > t else
+                 f"T = {t}, not {max(b_budgets)}: TACO reached only {t} (a short TACO run moves T)"
+                 if b_budgets and max(b_budgets) > t else "")
+        pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, t, LOWER, "nats", target_budget=name(t),
                           flops_per_step=fp, title=CLAIM_TEXT["E1"], note=moved, **exits))
         for s in budgets[:-1]:
-            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, s, LOWER, "nats", target_budget=name(s),
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, s, LOWER, "nats", target_budget=name(s),
                               flops_per_step=fp, kind="secondary", title=CLAIM_TEXT["E1"], **exits))
         for s in sorted(x for x in grid if budgets[0] <= x <= t):
-            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, a, b, s, LOWER, "nats", target_budget=name(s),
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, s, LOWER, "nats", target_budget=name(s),
                               flops_per_step=fp, kind="curve", title=CLAIM_TEXT["E1"], **exits))
         pairs += _probe_pairs(loss, size, budgets, name, fp)
     if glue is not None:
-        for role, (cid, t_name, b_name, paper) in PAPER_SPEEDUP.items():
+        for role, (cid, t_name, a_name, paper) in PAPER_SPEEDUP.items():
             size = cfg.roles.get(role)
             if size is None:
                 continue
             t = cfg.budget_step(size, t_name)
-            a, b = _arm(glue, size, REFERENCE, 1.0), _arm(glue, size, COMPARED, 1.0)
-            title = (f"B (TACO) reaches A's (MLM's) GLUE average at {t_name} in fewer steps (BERT-{role}'s role: "
-                     f"{size}; the paper: TACO-{b_name} matches MLM-{t_name}, {paper:g}x)")
+            b, a = _arm(glue, size, REFERENCE, 1.0), _arm(glue, size, COMPARED, 1.0)
+            title = (f"A (TACO) reaches B's (MLM's) GLUE average at {t_name} in fewer steps (BERT-{role}'s role: "
+                     f"{size}; the paper: TACO-{a_name} matches MLM-{t_name}, {paper:g}x)")
             note = "" if t is not None else f"no step plays the paper's {t_name} for {size} (analysis.budget_names)"
-            pairs.append(Pair(cid, GLUE_FORM, size, 1.0, a, b, t, HIGHER, "GLUE points (x100)", target_budget=t_name,
+            pairs.append(Pair(cid, GLUE_FORM, size, 1.0, b, a, t, HIGHER, "GLUE points (x100)", target_budget=t_name,
                               paper_speedup=paper, note=note, title=title,
                               flops_per_step=(fps.get((size, REFERENCE), math.nan), fps.get((size, COMPARED), math.nan))))
     return pairs
@@ -479,7 +480,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
 def calibration_rows(pairs: Sequence[Pair], df: pd.DataFrame, cfg: AnalysisConfig, *,
                      reps: int = 2000) -> list[dict[str, Any]]:
     """The t rule's simulated coverage and false-"supported" rate at the margin for each primary row
-    with an interval (a diagnostic of the descriptive t interval): A's observed mean curve, its unit counts, B's grid and the observed spreads
+    with an interval (a diagnostic of the descriptive t interval): B's observed mean curve, its unit counts, A's grid and the observed spreads
     (:func:`taco.stats.speedup_simulation.model_like`), ``reps`` simulated experiments; ``row`` is the
     index of the row in ``df``."""
     from taco.stats.speedup_simulation import model_like, simulate
@@ -488,14 +489,14 @@ def calibration_rows(pairs: Sequence[Pair], df: pd.DataFrame, cfg: AnalysisConfi
     for i, (pair, r) in enumerate(zip(pairs, df.itertuples())):
         if r.kind != "primary" or not math.isfinite(r.log_speedup_se):
             continue
-        sd_a = float(np.std(pair.a.at(int(r.target_step)), ddof=1))
+        sd_b = float(np.std(pair.b.at(int(r.target_step)), ddof=1))
         logs = np.log([float(x) for x in str(r.unit_speedups).split(";") if x])
-        sd_log_b = float(np.std(logs, ddof=1)) if logs.size >= 2 else 0.0
-        model = model_like(pair.a.steps, pair.a.mean_curve(), pair.b.steps, int(r.target_step), pair.better, sd_a,
-                           sd_log_b, speedup=cfg.efficiency_margin)
-        sim = simulate(model, int(r.n_units_a), int(r.n_units_b), reps=reps, level=float(r.ci_level), seed=cfg.seed)
-        out.append({"row": i, "claim_id": r.claim_id, "size": r.size, "n_a": int(r.n_units_a),
-                    "n_b": int(r.n_units_b), "sd_a": sd_a, "sd_log_b": sd_log_b, **sim})
+        sd_log_a = float(np.std(logs, ddof=1)) if logs.size >= 2 else 0.0
+        model = model_like(pair.b.steps, pair.b.mean_curve(), pair.a.steps, int(r.target_step), pair.better, sd_b,
+                           sd_log_a, speedup=cfg.efficiency_margin)
+        sim = simulate(model, int(r.n_units_b), int(r.n_units_a), reps=reps, level=float(r.ci_level), seed=cfg.seed)
+        out.append({"row": i, "claim_id": r.claim_id, "size": r.size, "n_b": int(r.n_units_b),
+                    "n_a": int(r.n_units_a), "sd_b": sd_b, "sd_log_a": sd_log_a, **sim})
     return out
 
 

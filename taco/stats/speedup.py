@@ -3,11 +3,11 @@
 The computation under ``taco efficiency`` (:mod:`taco.stats.efficiency` reads the checkpoints and the
 aggregate, builds the :class:`Pair` of every claim and writes the table, page and figure). Torch-free.
 
-**Estimand.** A reference arm A (MLM), an arm B (TACO), a target step T. The target level is A's mean
+**Estimand.** The baseline arm B (MLM), the arm A (TACO), a target step T. The target level is B's mean
 value at T over its units (pre-training runs, or fine-tuning seeds where an arm has one fine-tuned run).
-For every unit u of B, k_u is the step at which *its own* curve first reaches the target, linear in
+For every unit u of A, k_u is the step at which *its own* curve first reaches the target, linear in
 log-step between its two bracketing points (:func:`unit_crossings`); its speedup is s_u = T / k_u. The
-speedup of B over A is the geometric mean of the s_u: exp(mean ln s_u), the speedup of a typical run.
+speedup of A over B is the geometric mean of the s_u: exp(mean ln s_u), the speedup of a typical run.
 
 **Censoring.** A unit whose curve never reaches the target up to its last point L is right-censored,
 one whose first point F already reaches it left-censored. No unit is dropped: a censored unit enters
@@ -15,12 +15,12 @@ the estimate, the interval and the test at its crossing extrapolated along its e
 log-step, as the interpolation), at most a factor :data:`EXTRAPOLATION_FACTOR` = 2 beyond the measured
 steps (k <= 2 L, k >= F / 2); an end segment that does not improve enters at that factor. The table
 counts the censored units of each kind and lists every unit's k (``>`` right-, ``<`` left-censored).
-The simulations (:mod:`taco.stats.speedup_simulation`) include censored units (a third of B's runs
+The simulations (:mod:`taco.stats.speedup_simulation`) include censored units (a third of A's runs
 at a true speedup of 1.2 with cpu-real's spreads) and measure coverage with them.
 
 **Interval** (:func:`speedup_interval`). A t interval on ln s: the estimate's variance is
-var(ln s_u) / n_B (B's units) plus c^2 var(y_A(T)) / n_A (A's target level, propagated through
-c = the mean over B's units of d ln k_u / d target, the inverse slope of each unit's curve in log-step
+var(ln s_u) / n_A (A's units) plus c^2 var(y_B(T)) / n_B (B's target level, propagated through
+c = the mean over A's units of d ln k_u / d target, the inverse slope of each unit's curve in log-step
 at its crossing segment; delta method), with Welch-Satterthwaite degrees of freedom. Its level is
 ``1 - 2 alpha`` (90% at alpha = 0.05). With fewer than 2 units in an arm there is no interval.
 
@@ -31,7 +31,7 @@ otherwise. Interval and test are one method, so the level of "supported" at a tr
 interval's one-sided miss rate; :mod:`taco.stats.speedup_simulation` measures both on curves with
 known speedups (``taco efficiency --calibrate``; ``tests/test_speedup_calibration.py``).
 
-Also reported, descriptive: where B's *mean* curve reaches the target (``mean_curve_speedup``), a
+Also reported, descriptive: where A's *mean* curve reaches the target (``mean_curve_speedup``), a
 Welch t test of the values at T, and the variance components at T (:func:`variance_components`).
 """
 
@@ -176,9 +176,9 @@ class Interval:
     df: np.ndarray           # Welch-Satterthwaite degrees of freedom
     low: np.ndarray          # lower bound of the speedup (not its log)
     high: np.ndarray         # upper bound of the speedup
-    log_s_units: np.ndarray  # (..., U) ln s_u of B's units
+    log_s_units: np.ndarray  # (..., U) ln s_u of A's units
     status: np.ndarray       # (..., U) censoring codes
-    target: np.ndarray       # (...) A's mean value at T
+    target: np.ndarray       # (...) B's mean value at T
 
     @property
     def speedup(self) -> np.ndarray:
@@ -191,35 +191,35 @@ class Interval:
             t = (self.log_speedup - math.log(margin)) / self.se
         return np.where(self.se > 0, st.t.sf(t, self.df), np.where(self.log_speedup > math.log(margin), 0.0, 1.0))
 
-def speedup_interval(steps: np.ndarray, a_at_t: np.ndarray, b_values: np.ndarray, target_step: float,
+def speedup_interval(steps: np.ndarray, b_at_t: np.ndarray, a_values: np.ndarray, target_step: float,
                      better: str, level: float) -> Interval:
     """The per-unit speedup estimate with its t interval (module docstring), vectorised.
 
-    ``steps``: B's grid, shape (S,). ``a_at_t``: A's unit values at T, shape (..., n_A). ``b_values``: B's
-    unit curves, shape (..., n_B, S). ``level``: two-sided level of the interval (0.9). Same units for
-    A's and B's values (nats, or GLUE points). With n_A < 2 or n_B < 2 the bounds are nan (the
+    ``steps``: A's grid, shape (S,). ``b_at_t``: B's unit values at T, shape (..., n_B). ``a_values``: A's
+    unit curves, shape (..., n_A, S). ``level``: two-sided level of the interval (0.9). Same units for
+    B's and A's values (nats, or GLUE points). With n_B < 2 or n_A < 2 the bounds are nan (the
     estimate stays). Leading dimensions (...) are independent comparisons (the simulation's repetitions).
     """
-    a_at_t = np.asarray(a_at_t, dtype=float)
-    b_values = np.asarray(b_values, dtype=float)
-    n_a, n_b = a_at_t.shape[-1], b_values.shape[-2]
-    target = a_at_t.mean(axis=-1)
-    log_k, status, dlogk = unit_crossings(steps, b_values, target, better)
+    b_at_t = np.asarray(b_at_t, dtype=float)
+    a_values = np.asarray(a_values, dtype=float)
+    n_b, n_a = b_at_t.shape[-1], a_values.shape[-2]
+    target = b_at_t.mean(axis=-1)
+    log_k, status, dlogk = unit_crossings(steps, a_values, target, better)
     log_s = math.log(float(target_step)) - log_k
     est = log_s.mean(axis=-1)
-    if n_a < 2 or n_b < 2:
+    if n_b < 2 or n_a < 2:
         nan = np.full(est.shape, np.nan)
         return Interval(est, nan, nan, nan, nan, log_s, status, target)
-    var_b = log_s.var(axis=-1, ddof=1) / n_b
+    var_a = log_s.var(axis=-1, ddof=1) / n_a
     c = dlogk.mean(axis=-1)
     with np.errstate(invalid="ignore"):
-        var_a = c ** 2 * a_at_t.var(axis=-1, ddof=1) / n_a
-        var_a = np.where(np.isnan(var_a) & (a_at_t.var(axis=-1, ddof=1) == 0), 0.0, var_a)  # inf * 0
-    se2 = var_a + var_b
+        var_b = c ** 2 * b_at_t.var(axis=-1, ddof=1) / n_b
+        var_b = np.where(np.isnan(var_b) & (b_at_t.var(axis=-1, ddof=1) == 0), 0.0, var_b)  # inf * 0
+    se2 = var_b + var_a
     with np.errstate(divide="ignore", invalid="ignore"):
-        denom = var_b ** 2 / (n_b - 1) + var_a ** 2 / (n_a - 1)
+        denom = var_a ** 2 / (n_a - 1) + var_b ** 2 / (n_b - 1)
         df = np.where(denom > 0, se2 ** 2 / denom, np.inf)
-    df = np.where(np.isfinite(se2), df, np.minimum(n_a, n_b) - 1.0)
+    df = np.where(np.isfinite(se2), df, np.minimum(n_b, n_a) - 1.0)
     se = np.sqrt(se2)
     q = st.t.ppf(0.5 + level / 2.0, np.maximum(df, 1.0))
     with np.errstate(over="ignore", invalid="ignore"):
@@ -359,9 +359,9 @@ def variance_components(arm: ArmCurves, step: int) -> tuple[float, float]:
     return math.sqrt(var_run), math.sqrt(ms_within) if math.isfinite(ms_within) else math.nan
 
 
-def welch_p_b_better(va: np.ndarray, vb: np.ndarray, better: str) -> float:
-    """One-sided Welch t test (``scipy.stats.ttest_ind``, ``equal_var=False``) that B's values at T are
-    better than A's; nan with fewer than 2 values in a side or no spread. Descriptive: no verdict uses it."""
+def welch_p_a_better(va: np.ndarray, vb: np.ndarray, better: str) -> float:
+    """One-sided Welch t test (``scipy.stats.ttest_ind``, ``equal_var=False``) that A's values at T are
+    better than B's; nan with fewer than 2 values in a side or no spread. Descriptive: no verdict uses it."""
     if va.size < 2 or vb.size < 2 or (np.var(va) == 0 and np.var(vb) == 0):
         return math.nan
     alt = "less" if better == LOWER else "greater"

@@ -1,28 +1,28 @@
 """The calibrated steps-to-target test: the verdict of E1 decided by simulating its own statistic at the margin.
 
 The plain rule of :mod:`taco.stats.speedup` reads the verdict off a t interval on log speedups. Its
-level depends on the curves: where B's units are noisy near their crossing or A's target is noisy
+level depends on the curves: where A's units are noisy near their crossing or B's target is noisy
 its t quantiles are wrong at 3-5 units per arm. This module calibrates the same statistic instead.
 
 **Statistic.** t(s) = (mean ln s_u - ln s) / se, the studentised log speedup of
-:func:`taco.stats.speedup.speedup_interval` (A's target uncertainty propagated), against a
+:func:`taco.stats.speedup.speedup_interval` (B's target uncertainty propagated), against a
 hypothesised speedup s.
 
 **Null model at s** (one per observed comparison, from its own data; :func:`null_parts`):
 
-- A's unit values at T: A's observed mean at T plus N(0, sd_a^2) run offsets (sd_a: A's sample SD at T);
-- B's unit curves: *B's own shape* g, the mean of B's unit curves aligned at their crossings
+- B's unit values at T: B's observed mean at T plus N(0, sd_b^2) run offsets (sd_b: B's sample SD at T);
+- A's unit curves: *A's own shape* g, the mean of A's unit curves aligned at their crossings
   (each unit's curve as a function of ln step - ln k_u, averaged on a grid of relative ln-steps, linear
-  between points and along the end segments beyond them), placed so that unit i crosses A's level at
-  k_i = T / (s r_i), ln r_i ~ N(0, sd_log_b^2) (sd_log_b: the SD of B's observed ln s_u), plus independent
-  point noise of the units' residual SD around g. So the null has B's spreads, B's steepness where
-  it crosses, B's censoring on B's grid, A's spread at T, and the row's unit counts.
+  between points and along the end segments beyond them), placed so that unit i crosses B's level at
+  k_i = T / (s r_i), ln r_i ~ N(0, sd_log_a^2) (sd_log_a: the SD of A's observed ln s_u), plus independent
+  point noise of the units' residual SD around g. So the null has A's spreads, A's steepness where
+  it crosses, A's censoring on A's grid, B's spread at T, and the row's unit counts.
 
 **Calibrated p** (``reps`` >= 10,000 draws on the page): p_supported = (1 + #{t* >= t_obs}) / (R + 1) at
 s = the margin (H0: speedup <= m), p_not_supported = (1 + #{t* <= t_obs}) / (R + 1) (H0: speedup >= m).
-*Berger-Boos* (Berger & Boos 1994, JASA 89: 1012-1016): where A has <= :data:`BERGER_BOOS_MAX_UNITS` runs
-its SD is poorly known, so each p is the largest over sd_a in {0, sd_a, sqrt(sd_a u), u} (u: sd_a's one-sided
-99% upper confidence bound, sqrt((n_A - 1) / chi2_0.01(n_A - 1)) sd_a) plus 0.01. Supported when
+*Berger-Boos* (Berger & Boos 1994, JASA 89: 1012-1016): where B has <= :data:`BERGER_BOOS_MAX_UNITS` runs
+its SD is poorly known, so each p is the largest over sd_b in {0, sd_b, sqrt(sd_b u), u} (u: sd_b's one-sided
+99% upper confidence bound, sqrt((n_B - 1) / chi2_0.01(n_B - 1)) sd_b) plus 0.01. Supported when
 p_supported <= alpha, not supported when p_not_supported <= alpha, else inconclusive.
 
 **Calibrated interval.** The bounds that the test inverts to: the lower bound is the largest s at
@@ -32,7 +32,7 @@ beside the plain t interval, which stays descriptive.
 
 **Checked** by ``tests/test_speedup_calibration.py`` at 3 and 5 runs per arm in every scenario of
 :data:`taco.stats.speedup_simulation.SCENARIOS` (outer experiments x inner draws stated there): coverage
->= 0.85 and false supported / not supported <= 0.07. Known limit: strongly skewed A run offsets (the
+>= 0.85 and false supported / not supported <= 0.07. Known limit: strongly skewed B run offsets (the
 null draws them normal), as for the t rule.
 """
 
@@ -46,12 +46,12 @@ from scipy import stats as st
 
 from taco.stats.speedup import speedup_interval, unit_crossings
 
-#: A with at most this many runs: Berger-Boos over A's SD (its 99% upper bound, + BERGER_BOOS_BETA)
+#: B with at most this many runs: Berger-Boos over B's SD (its 99% upper bound, + BERGER_BOOS_BETA)
 BERGER_BOOS_MAX_UNITS = 5
 BERGER_BOOS_BETA = 0.01
 #: inner draws of the page's calibrated test (the issue's >= 10,000)
 DEFAULT_REPS = 10_000
-#: relative ln-step grid of B's aligned shape
+#: relative ln-step grid of A's aligned shape
 _REL = np.linspace(-4.0, 4.0, 161)
 
 
@@ -74,54 +74,54 @@ def _interp(knots: np.ndarray, values: np.ndarray, x: np.ndarray) -> np.ndarray:
 class NullParts:
     """One observed comparison's null model (leading dims (...) = independent comparisons)."""
 
-    target: np.ndarray     # (...) A's mean at T
-    sd_a: np.ndarray       # (..., K) A's SD values the p is maximised over (K = 1 without Berger-Boos)
-    sd_log_b: np.ndarray   # (..., K) SD of B's ln s_u, paired with sd_a (K members of the Berger-Boos grid)
-    shape: np.ndarray      # (..., G) B's mean curve, crossing A's level at relative ln-step 0 of the grid _REL
-    sd_point: np.ndarray   # (...) residual SD of B's units around the shape
+    target: np.ndarray     # (...) B's mean at T
+    sd_b: np.ndarray       # (..., K) B's SD values the p is maximised over (K = 1 without Berger-Boos)
+    sd_log_a: np.ndarray   # (..., K) SD of A's ln s_u, paired with sd_b (K members of the Berger-Boos grid)
+    shape: np.ndarray      # (..., G) A's mean curve, crossing B's level at relative ln-step 0 of the grid _REL
+    sd_point: np.ndarray   # (...) residual SD of A's units around the shape
     t_obs_est: np.ndarray  # (...) observed mean ln s_u
     t_obs_se: np.ndarray   # (...) observed se
     beta: float            # Berger-Boos addition (0 without)
 
 
-def null_parts(steps: np.ndarray, a_at_t: np.ndarray, b_units: np.ndarray, target_step: float, better: str, *,
+def null_parts(steps: np.ndarray, b_at_t: np.ndarray, a_units: np.ndarray, target_step: float, better: str, *,
                berger_boos: bool | None = None) -> NullParts:
     """The null model's parts from observed data (module docstring).
 
-    ``steps``: B's grid (S,), ascending, > 0. ``a_at_t``: A's unit values at T, (..., n_A). ``b_units``: B's
-    unit curves (..., n_B, S). ``berger_boos``: None = when n_A <= :data:`BERGER_BOOS_MAX_UNITS`.
+    ``steps``: A's grid (S,), ascending, > 0. ``b_at_t``: B's unit values at T, (..., n_B). ``a_units``: A's
+    unit curves (..., n_A, S). ``berger_boos``: None = when n_B <= :data:`BERGER_BOOS_MAX_UNITS`.
     ValueError with fewer than 2 units in an arm.
     """
     steps = np.asarray(steps, float)
-    a_at_t = np.asarray(a_at_t, float)
-    b_units = np.asarray(b_units, float)
-    n_a, n_b = a_at_t.shape[-1], b_units.shape[-2]
-    if n_a < 2 or n_b < 2:
-        raise ValueError(f"the calibrated test needs >= 2 units per arm, got {n_a} (A) and {n_b} (B)")
-    iv = speedup_interval(steps, a_at_t, b_units, target_step, better, 0.9)
+    b_at_t = np.asarray(b_at_t, float)
+    a_units = np.asarray(a_units, float)
+    n_b, n_a = b_at_t.shape[-1], a_units.shape[-2]
+    if n_b < 2 or n_a < 2:
+        raise ValueError(f"the calibrated test needs >= 2 units per arm, got {n_b} (B) and {n_a} (A)")
+    iv = speedup_interval(steps, b_at_t, a_units, target_step, better, 0.9)
     ls = np.log(steps)
-    # B's shape: its mean curve, placed so that it crosses A's level at relative ln-step 0
-    mean_b = b_units.mean(axis=-2)  # (..., S)
-    log_k_mean, _, _ = unit_crossings(steps, mean_b[..., None, :], iv.target, better)
-    shape = _interp(ls, mean_b, _REL + log_k_mean)  # (..., G)
-    # point noise: the median absolute second difference of B's unit curves (var 6 sd^2 for independent
+    # A's shape: its mean curve, placed so that it crosses B's level at relative ln-step 0
+    mean_a = a_units.mean(axis=-2)  # (..., S)
+    log_k_mean, _, _ = unit_crossings(steps, mean_a[..., None, :], iv.target, better)
+    shape = _interp(ls, mean_a, _REL + log_k_mean)  # (..., G)
+    # point noise: the median absolute second difference of A's unit curves (var 6 sd^2 for independent
     # noise; the median keeps a curved stretch of the curve from counting as noise)
     if steps.size >= 3:
-        d2 = np.diff(b_units, n=2, axis=-1)
+        d2 = np.diff(a_units, n=2, axis=-1)
         flat = d2.reshape(d2.shape[:-2] + (-1,))
         sd_point = np.median(np.abs(flat), axis=-1) / (st.norm.ppf(0.75) * math.sqrt(6.0))
     else:
         sd_point = np.zeros(iv.target.shape)
-    sd_a = a_at_t.std(axis=-1, ddof=1)
-    sd_log_b = iv.log_s_units.std(axis=-1, ddof=1)
-    bb = n_a <= BERGER_BOOS_MAX_UNITS if berger_boos is None else berger_boos
+    sd_b = b_at_t.std(axis=-1, ddof=1)
+    sd_log_a = iv.log_s_units.std(axis=-1, ddof=1)
+    bb = n_b <= BERGER_BOOS_MAX_UNITS if berger_boos is None else berger_boos
     if bb:
-        up_a = sd_a * math.sqrt((n_a - 1) / st.chi2.ppf(0.01, n_a - 1))
-        grid_a = np.stack([np.zeros_like(sd_a), sd_a, np.sqrt(sd_a * up_a), up_a], axis=-1)
+        up_b = sd_b * math.sqrt((n_b - 1) / st.chi2.ppf(0.01, n_b - 1))
+        grid_b = np.stack([np.zeros_like(sd_b), sd_b, np.sqrt(sd_b * up_b), up_b], axis=-1)
     else:
-        grid_a = sd_a[..., None]
-    grid_b = np.broadcast_to(sd_log_b[..., None], grid_a.shape)
-    return NullParts(iv.target, grid_a, grid_b, shape, sd_point, iv.log_speedup, iv.se,
+        grid_b = sd_b[..., None]
+    grid_a = np.broadcast_to(sd_log_a[..., None], grid_b.shape)
+    return NullParts(iv.target, grid_b, grid_a, shape, sd_point, iv.log_speedup, iv.se,
                      BERGER_BOOS_BETA if bb else 0.0)
 
 
@@ -129,33 +129,33 @@ def null_parts(steps: np.ndarray, a_at_t: np.ndarray, b_units: np.ndarray, targe
 class NullDraws:
     """Standard-normal draws of the null (common random numbers across hypothesised speedups)."""
 
-    z_a: np.ndarray    # (..., R, n_A)
     z_b: np.ndarray    # (..., R, n_B)
-    eps: np.ndarray    # (..., R, n_B, S)
+    z_a: np.ndarray    # (..., R, n_A)
+    eps: np.ndarray    # (..., R, n_A, S)
 
 
-def draw_standard(rng: np.random.Generator, lead: tuple[int, ...], reps: int, n_a: int, n_b: int, n_steps: int) -> NullDraws:
+def draw_standard(rng: np.random.Generator, lead: tuple[int, ...], reps: int, n_b: int, n_a: int, n_steps: int) -> NullDraws:
     """The null's standard-normal draws, shapes as :class:`NullDraws` with leading dims ``lead``."""
-    return NullDraws(rng.standard_normal(lead + (reps, n_a)), rng.standard_normal(lead + (reps, n_b)),
-                     rng.standard_normal(lead + (reps, n_b, n_steps)))
+    return NullDraws(rng.standard_normal(lead + (reps, n_b)), rng.standard_normal(lead + (reps, n_a)),
+                     rng.standard_normal(lead + (reps, n_a, n_steps)))
 
 
 def null_statistic(parts: NullParts, draws: NullDraws, steps: np.ndarray, target_step: float, better: str,
                    log_s: np.ndarray) -> np.ndarray:
     """t* = (est* - ln s) / se* of the null at the hypothesised ln speedups ``log_s`` (...): shape (..., K, R)
-    (K: the A SD values of :class:`NullParts`). A draw with no spread (se* = 0) gives +-inf by the sign of
+    (K: the B SD values of :class:`NullParts`). A draw with no spread (se* = 0) gives +-inf by the sign of
     est* - ln s, one with an infinite se* gives 0; nan only from nan inputs."""
     steps = np.asarray(steps, float)
     ls = np.log(steps)
     log_s = np.asarray(log_s, float)
-    # B: unit i crosses at ln k_i = ln T - ln s - sd_log_b z_i; value at step = shape(ln step - ln k_i) + noise
+    # A: unit i crosses at ln k_i = ln T - ln s - sd_log_a z_i; value at step = shape(ln step - ln k_i) + noise
     log_k = (math.log(target_step) - log_s[..., None, None, None]
-             - parts.sd_log_b[..., :, None, None] * draws.z_b[..., None, :, :])  # (..., K, R, n_B)
-    rel = ls - log_k[..., None]  # (..., K, R, n_B, S)
-    b = _interp(_REL, parts.shape[..., None, None, None, :], rel) + parts.sd_point[..., None, None, None, None] * draws.eps[..., None, :, :, :]
-    # A at T for every SD value: (..., K, R, n_A)
-    a = parts.target[..., None, None, None] + parts.sd_a[..., :, None, None] * draws.z_a[..., None, :, :]
-    iv = speedup_interval(steps, a, b, target_step, better, 0.9)
+             - parts.sd_log_a[..., :, None, None] * draws.z_a[..., None, :, :])  # (..., K, R, n_A)
+    rel = ls - log_k[..., None]  # (..., K, R, n_A, S)
+    a = _interp(_REL, parts.shape[..., None, None, None, :], rel) + parts.sd_point[..., None, None, None, None] * draws.eps[..., None, :, :, :]
+    # B at T for every SD value: (..., K, R, n_B)
+    b = parts.target[..., None, None, None] + parts.sd_b[..., :, None, None] * draws.z_b[..., None, :, :]
+    iv = speedup_interval(steps, b, a, target_step, better, 0.9)
     diff = iv.log_speedup - log_s[..., None, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         t = diff / iv.se
@@ -192,8 +192,8 @@ class CalibratedTest:
     high: float             # calibrated upper bound
     reps: int
     berger_boos: bool
-    sd_a: float
-    sd_log_b: float
+    sd_b: float
+    sd_log_a: float
     sd_point: float
 
 
@@ -234,38 +234,38 @@ def calibrated_bounds(parts: NullParts, draws: NullDraws, steps, target_step: fl
     return out[0], out[1]
 
 
-def calibrated_test(steps, a_at_t, b_units, target_step: float, better: str, margin: float, alpha: float, *,
+def calibrated_test(steps, b_at_t, a_units, target_step: float, better: str, margin: float, alpha: float, *,
                     reps: int = DEFAULT_REPS, seed: int = 0, berger_boos: bool | None = None,
                     bounds: bool = True) -> CalibratedTest:
-    """The calibrated test of "B reaches A's value at T in >= ``margin`` times fewer steps" on one comparison.
+    """The calibrated test of "A reaches B's value at T in >= ``margin`` times fewer steps" on one comparison.
 
-    ``steps`` (S,), ``a_at_t`` (n_A,), ``b_units`` (n_B, S) as :func:`taco.stats.speedup.speedup_interval`
+    ``steps`` (S,), ``b_at_t`` (n_B,), ``a_units`` (n_A, S) as :func:`taco.stats.speedup.speedup_interval`
     (values in nats or points; ``better`` ``lower``/``higher``); ``alpha``: the one-sided level (0.05);
     ``reps``: inner draws R; ``seed``: their generator. Returns :class:`CalibratedTest`. ValueError with
     fewer than 2 units in an arm.
     """
     steps = np.asarray(steps, float)
-    a = np.asarray(a_at_t, float)
-    b = np.asarray(b_units, float)
-    parts = null_parts(steps, a, b, target_step, better, berger_boos=berger_boos)
-    draws = draw_standard(np.random.default_rng(seed), (), reps, a.shape[-1], b.shape[-2], steps.size)
+    b = np.asarray(b_at_t, float)
+    a = np.asarray(a_units, float)
+    parts = null_parts(steps, b, a, target_step, better, berger_boos=berger_boos)
+    draws = draw_standard(np.random.default_rng(seed), (), reps, b.shape[-1], a.shape[-2], steps.size)
     log_m = np.asarray(math.log(margin))
     t_star = null_statistic(parts, draws, steps, target_step, better, log_m)
     p_sup, p_not = calibrated_p(parts, t_star, log_m)
     with np.errstate(divide="ignore", invalid="ignore"):
         t_obs_m = float((parts.t_obs_est - log_m) / parts.t_obs_se) if parts.t_obs_se > 0 else math.nan
-    exceed = [int(((t >= t_obs_m) | np.isnan(t)).sum()) for t in t_star]  # per SD value of A
+    exceed = [int(((t >= t_obs_m) | np.isnan(t)).sum()) for t in t_star]  # per SD value of B
     worst = np.nan_to_num(t_star[int(np.argmax(exceed))], nan=np.inf)
     crit = float(np.quantile(worst, 1.0 - (alpha - parts.beta))) if parts.beta < alpha else math.inf
     low, high = calibrated_bounds(parts, draws, steps, target_step, better, alpha) if bounds else (math.nan, math.nan)
     t_obs = t_obs_m
     p_raw = max(float(p_sup), float(p_not)) - parts.beta
     return CalibratedTest(t_obs, float(p_sup), float(p_not), crit, math.sqrt(max(p_raw * (1 - p_raw), 0.0) / reps),
-                          float(low), float(high), reps, parts.beta > 0, float(parts.sd_a[..., min(1, parts.sd_a.shape[-1] - 1)]),
-                          float(parts.sd_log_b[..., 0]), float(parts.sd_point))
+                          float(low), float(high), reps, parts.beta > 0, float(parts.sd_b[..., min(1, parts.sd_b.shape[-1] - 1)]),
+                          float(parts.sd_log_a[..., 0]), float(parts.sd_point))
 
 
-def simulate_calibrated(model, n_a: int, n_b: int, *, reps: int, inner: int, alpha: float = 0.05,
+def simulate_calibrated(model, n_b: int, n_a: int, *, reps: int, inner: int, alpha: float = 0.05,
                         margin: float | None = None, seed: int = 0, chunk: int = 50) -> dict[str, float]:
     """``reps`` experiments drawn from ``model`` (:class:`taco.stats.speedup_simulation.CurveModel`), each
     decided by the calibrated test with ``inner`` draws; returns ``coverage`` (neither one-sided test at the
@@ -274,15 +274,15 @@ def simulate_calibrated(model, n_a: int, n_b: int, *, reps: int, inner: int, alp
     truth = model.speedup
     m = truth if margin is None else float(margin)
     rng = np.random.default_rng(seed)
-    a = model.draw_a_at_t(rng, reps, n_a)
-    b = model.draw_b(rng, reps, n_b)
+    b = model.draw_b_at_t(rng, reps, n_b)
+    a = model.draw_a(rng, reps, n_a)
     steps = np.asarray(model.steps, float)
     cover = sup = not_sup = 0
     for start in range(0, reps, chunk):
         sl = slice(start, start + chunk)
-        parts = null_parts(steps, a[sl], b[sl], model.target_step, model.better)
-        n = a[sl].shape[0]
-        draws = draw_standard(rng, (n,), inner, n_a, n_b, steps.size)
+        parts = null_parts(steps, b[sl], a[sl], model.target_step, model.better)
+        n = b[sl].shape[0]
+        draws = draw_standard(rng, (n,), inner, n_b, n_a, steps.size)
         lt = np.full(n, math.log(truth))
         p_sup_t, p_not_t = calibrated_p(parts, null_statistic(parts, draws, steps, model.target_step, model.better, lt), lt)
         cover += int(((p_sup_t > alpha) & (p_not_t > alpha)).sum())

@@ -40,7 +40,7 @@ from taco.stats.speedup import (
     crossing_step,
     speedup_interval,
     variance_components,
-    welch_p_b_better,
+    welch_p_a_better,
 )
 
 
@@ -48,7 +48,7 @@ from taco.stats.speedup import (
 # the verdict and one comparison's row
 # ---------------------------------------------------------------------------------------------
 def decide(low: float, high: float, margin: float, *, n_right: int = 0, n_left: int = 0) -> tuple[str, str]:
-    """The verdict of "B reaches A's level at T in at least ``margin`` times fewer steps" and why.
+    """The verdict of "A reaches B's level at T in at least ``margin`` times fewer steps" and why.
 
     ``low``/``high``: the speedup interval (nan: none). Supported when ``low > margin``, not supported
     when ``high < margin``, inconclusive otherwise (module docstring). ``n_right``/``n_left``: censored
@@ -56,9 +56,9 @@ def decide(low: float, high: float, margin: float, *, n_right: int = 0, n_left: 
     """
     cens = []
     if n_right:
-        cens.append(f"{n_right} unit(s) of B never reach the target (extrapolated past their last point)")
+        cens.append(f"{n_right} unit(s) of A never reach the target (extrapolated past their last point)")
     if n_left:
-        cens.append(f"{n_left} unit(s) of B beat it at their first point (extrapolated before it)")
+        cens.append(f"{n_left} unit(s) of A beat it at their first point (extrapolated before it)")
     tail = ("; " + "; ".join(cens)) if cens else ""
     if math.isnan(low) or math.isnan(high):
         return INCONCLUSIVE, "no interval (fewer than 2 units in an arm)" + tail
@@ -75,19 +75,19 @@ def _fmt_bound(x: float) -> str:
 
 @dataclass
 class Pair:
-    """One comparison: curves of A and B, the target step, the direction, labels.
+    """One comparison: curves of B and A, the target step, the direction, labels.
 
     ``kind``: ``primary`` (the claim's verdict), ``secondary`` (another budget, verdict reported beside),
-    ``curve`` (a validation point of A as the target: descriptive, no verdict) or ``other`` (an objective
-    that no paper table names, ``b_objective``, against MLM: the rule's outcome, no claim of the paper).
+    ``curve`` (a validation point of B as the target: descriptive, no verdict) or ``other`` (an objective
+    that no paper table names, ``a_objective``, against MLM: the rule's outcome, no claim of the paper).
     """
 
     claim_id: str
     form: str
     size: str
     fraction: float
-    a: ArmCurves
     b: ArmCurves
+    a: ArmCurves
     target_step: int | None
     better: str
     unit_of_value: str
@@ -97,20 +97,20 @@ class Pair:
     note: str = ""
     kind: str = "primary"
     title: str = ""
-    b_objective: str = COMPARED
+    a_objective: str = COMPARED
     #: each run's plateau-exit step (pre-training seed -> step; inf: never within its points; absent: no
-    #: context probe) of A and of B (``taco.stats.validation_points.PLATEAU_EXIT_GAP``)
-    exit_a: dict[int, float] = field(default_factory=dict)
+    #: context probe) of B and of A (``taco.stats.validation_points.PLATEAU_EXIT_GAP``)
     exit_b: dict[int, float] = field(default_factory=dict)
+    exit_a: dict[int, float] = field(default_factory=dict)
 
 
-def _unit_label(a: ArmCurves, b: ArmCurves, form: str) -> str:
+def _unit_label(b: ArmCurves, a: ArmCurves, form: str) -> str:
     def one(arm: ArmCurves) -> str:
         if form in (LOSS_FORM, PROBE_FORM) or arm.nested:
             return "pre-training run"
         return "fine-tuning seed"
-    ua, ub = one(a), one(b)
-    return ua if ua == ub else f"A: {ua}, B: {ub}"
+    ua, ub = one(b), one(a)
+    return ua if ua == ub else f"B: {ua}, A: {ub}"
 
 
 def _exits_text(exits: dict[int, float], ids: Sequence[int]) -> str:
@@ -119,18 +119,18 @@ def _exits_text(exits: dict[int, float], ids: Sequence[int]) -> str:
     return ";".join(f"{i}:" + ("never" if exits[i] == math.inf else f"{exits[i]:.0f}") for i in ids if i in exits)
 
 
-def _regime(pair: Pair, t: int, b_ids: Sequence[int], b_k: np.ndarray) -> str:
+def _regime(pair: Pair, t: int, a_ids: Sequence[int], a_k: np.ndarray) -> str:
     """Per arm, whether its runs are on the bag-of-words plateau or past it where the comparison reads them:
-    A at T, each B run at its crossing step (plateau exit from the context probe)."""
+    B at T, each A run at its crossing step (plateau exit from the context probe)."""
     parts = []
-    for arm, exits, ids, at in (("A", pair.exit_a, pair.a.run_ids, [t] * len(pair.a.run_ids)),
-                                ("B", pair.exit_b, b_ids, list(b_k))):
+    for arm, exits, ids, at in (("B", pair.exit_b, pair.b.run_ids, [t] * len(pair.b.run_ids)),
+                                ("A", pair.exit_a, a_ids, list(a_k))):
         known = [(i, x) for i, x in zip(ids, at) if i in exits]
         if not known:
             parts.append(f"{arm}: no context probe")
             continue
         past = sum(exits[i] <= x for i, x in known)
-        where = "at T" if arm == "A" else "at its crossing"
+        where = "at T" if arm == "B" else "at its crossing"
         word = "past the plateau" if past == len(known) else "on the plateau" if past == 0 else "mixed"
         parts.append(f"{arm} {where}: {word} ({past} of {len(known)} runs past it)")
     return "; ".join(parts)
@@ -141,49 +141,49 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
     """The table row of one comparison (``columns``): per-unit speedups, estimate, interval, verdict.
 
     ``alpha``: one-sided level (the t interval is 1 - 2 alpha); ``margin``: the minimum speedup of a
-    supported claim. A unit of A without a finite value at T, or of B without a finite value at every step
+    supported claim. A unit of B without a finite value at T, or of A without a finite value at every step
     of its arm's grid, is left out and named in ``left_out``; the row rests on the rest (``n_units_*``).
     With ``calibration_reps`` > 0 the verdict of a primary, secondary or other row is the calibrated test's
     (:func:`taco.stats.speedup_calibration.calibrated_test`, ``seed`` its generator; the t rule's outcome
-    stays in ``t_rule_verdict``); without it (or with fewer than 2 units in an arm) the t rule's. A
+    stays in ``t_rule_verdict``); without it (or with fewer than 2 units in an arm) the t rule's. B
     ``curve`` pair gets no verdict (``descriptive``).
     """
-    a, b, t = pair.a, pair.b, pair.target_step
+    b, a, t = pair.b, pair.a, pair.target_step
     level = round(1.0 - 2.0 * alpha, 12)
     fa, fb = pair.flops_per_step
     row: dict[str, Any] = {c: math.nan for c in columns}
     row.update(claim_id=pair.claim_id, kind=pair.kind, form=pair.form, unit_of_value=pair.unit_of_value,
-               better=pair.better, size=pair.size, fraction=pair.fraction, a=REFERENCE, b=pair.b_objective, target_step=t,
+               better=pair.better, size=pair.size, fraction=pair.fraction, b=REFERENCE, a=pair.a_objective, target_step=t,
                target_budget=pair.target_budget, paper_speedup=pair.paper_speedup, ci_level=level, margin=margin,
-               model_flops_per_step_a=fa, model_flops_per_step_b=fb, n_units_a=a.n_units, n_units_b=b.n_units,
-               n_runs_a=a.n_runs, n_runs_b=b.n_runs, unit=_unit_label(a, b, pair.form),
-               curve_steps=";".join(str(int(s)) for s in b.steps), interval_note="", reason="", unit_k="",
+               model_flops_per_step_b=fa, model_flops_per_step_a=fb, n_units_b=b.n_units, n_units_a=a.n_units,
+               n_runs_b=b.n_runs, n_runs_a=a.n_runs, unit=_unit_label(b, a, pair.form),
+               curve_steps=";".join(str(int(s)) for s in a.steps), interval_note="", reason="", unit_k="",
                unit_speedups="", estimate_bound="", title=pair.title, n_right_censored=0, n_left_censored=0,
-               t_rule_verdict="", left_out="", plateau_exit_a=_exits_text(pair.exit_a, a.run_ids),
-               plateau_exit_b=_exits_text(pair.exit_b, b.run_ids), regime="")
-    if t is None or not a.runs or not b.runs or t not in set(a.steps.tolist()) or b.steps.size == 0:
+               t_rule_verdict="", left_out="", plateau_exit_b=_exits_text(pair.exit_b, b.run_ids),
+               plateau_exit_a=_exits_text(pair.exit_a, a.run_ids), regime="")
+    if t is None or not b.runs or not a.runs or t not in set(b.steps.tolist()) or a.steps.size == 0:
         why = pair.note or ("no target step" if t is None else
-                            f"A has no value at T = {t}" if a.runs else "A has no curve")
-        if not b.runs:
-            why = pair.note or "B has no curve"
+                            f"B has no value at T = {t}" if b.runs else "B has no curve")
+        if not a.runs:
+            why = pair.note or "A has no curve"
         row.update(status=NO_CURVE, verdict=NOT_RUN, reason="not run: " + why)
         return row
-    va_all, units_all = a.at(t), b.units()
-    ok_a, ok_b = np.isfinite(va_all), b.complete()
+    va_all, units_all = b.at(t), a.units()
+    ok_b, ok_a = np.isfinite(va_all), a.complete()
     left = []
-    if not ok_a.all():
-        left.append(f"A: {', '.join(n for n, ok in zip(a.unit_names(), ok_a) if not ok)} without a value at T = {t}")
     if not ok_b.all():
-        left.append(f"B: {', '.join(n for n, ok in zip(b.unit_names(), ok_b) if not ok)} without a finite value at "
-                    f"every step of the grid ({b.steps.size} points)")
-    va, units_b = va_all[ok_a], units_all[ok_b]
-    b_ids = [i for i, ok in zip(b.run_ids if b.nested or len(b.run_ids) == len(ok_b) else [], ok_b) if ok]
-    row.update(n_units_a=int(va.size), n_units_b=int(units_b.shape[0]), left_out="; ".join(left))
-    if not va.size or not units_b.shape[0]:
+        left.append(f"B: {', '.join(n for n, ok in zip(b.unit_names(), ok_b) if not ok)} without a value at T = {t}")
+    if not ok_a.all():
+        left.append(f"A: {', '.join(n for n, ok in zip(a.unit_names(), ok_a) if not ok)} without a finite value at "
+                    f"every step of the grid ({a.steps.size} points)")
+    va, units_a = va_all[ok_b], units_all[ok_a]
+    a_ids = [i for i, ok in zip(a.run_ids if a.nested or len(a.run_ids) == len(ok_a) else [], ok_a) if ok]
+    row.update(n_units_b=int(va.size), n_units_a=int(units_a.shape[0]), left_out="; ".join(left))
+    if not va.size or not units_a.shape[0]:
         row.update(status=NO_CURVE, verdict=NOT_RUN, reason="not run: no unit left in " +
-                   ("A" if not va.size else "B") + " (" + "; ".join(left) + ")")
+                   ("B" if not va.size else "A") + " (" + "; ".join(left) + ")")
         return row
-    iv = speedup_interval(b.steps, va, units_b, t, pair.better, level)
+    iv = speedup_interval(a.steps, va, units_a, t, pair.better, level)
     status = iv.status
     n_right, n_left = int((status == CODE_RIGHT).sum()), int((status == CODE_LEFT).sum())
     log_k = math.log(t) - iv.log_s_units
@@ -197,37 +197,37 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
                ("censored both ways" if n_left and n_right else ""))
     row["status"] = REACHED if not (n_left or n_right) else (NEVER if n_right == len(status) else
                                                              ALREADY if n_left == len(status) else "partly censored")
-    mc = crossing_step(b.steps, units_b.mean(axis=0), float(iv.target), pair.better)
+    mc = crossing_step(a.steps, units_a.mean(axis=0), float(iv.target), pair.better)
     row["mean_curve_k"] = mc.step if mc.step is not None else math.nan
     row["mean_curve_speedup"] = mc.speedup(t) if mc.status == REACHED else math.nan
     ratio = fa / fb if math.isfinite(fa) and math.isfinite(fb) and fb > 0 else math.nan
     row["model_flops_speedup"] = row["speedup"] * ratio
     row["model_flops_ci_low"] = row["speedup_ci_low"] * ratio
     row["model_flops_ci_high"] = row["speedup_ci_high"] * ratio
-    vb_all = b.at(t)
-    vb = vb_all[ok_b & np.isfinite(vb_all)] if vb_all.size else vb_all
-    row.update(mean_a_at_t=float(va.mean()), mean_b_at_t=float(vb.mean()) if vb.size else math.nan,
-               welch_p_b_better=welch_p_b_better(va, vb, pair.better) if vb.size else math.nan)
+    vb_all = a.at(t)
+    vb = vb_all[ok_a & np.isfinite(vb_all)] if vb_all.size else vb_all
+    row.update(mean_b_at_t=float(va.mean()), mean_a_at_t=float(vb.mean()) if vb.size else math.nan,
+               welch_p_a_better=welch_p_a_better(va, vb, pair.better) if vb.size else math.nan)
     if math.isfinite(row["log_speedup_se"]):
         row["p_at_least_margin"] = float(iv.p_at_least(margin))
-    row["sd_run_a"], row["sd_seed_a"] = variance_components(a, t)
-    row["sd_run_b"], row["sd_seed_b"] = variance_components(b, t) if vb.size else (math.nan, math.nan)
-    if pair.exit_a or pair.exit_b:
-        row["regime"] = _regime(pair, t, b_ids, np.exp(log_k))
-    n_a, n_b = int(va.size), int(units_b.shape[0])
-    row["interval_note"] = _interval_note(pair, level, row["df"], n_a, n_b, left)
+    row["sd_run_b"], row["sd_seed_b"] = variance_components(b, t)
+    row["sd_run_a"], row["sd_seed_a"] = variance_components(a, t) if vb.size else (math.nan, math.nan)
+    if pair.exit_b or pair.exit_a:
+        row["regime"] = _regime(pair, t, a_ids, np.exp(log_k))
+    n_b, n_a = int(va.size), int(units_a.shape[0])
+    row["interval_note"] = _interval_note(pair, level, row["df"], n_b, n_a, left)
     if pair.kind == "curve":
         row.update(verdict="descriptive", reason="a point of the speedup curve (no verdict)")
         return row
     t_verdict, t_reason = decide(row["speedup_ci_low"], row["speedup_ci_high"], margin, n_right=n_right, n_left=n_left)
     row["t_rule_verdict"] = t_verdict
     verdict, reason = t_verdict, t_reason
-    if calibration_reps > 0 and n_a >= 2 and n_b >= 2:
-        verdict, reason = _calibrated(row, (b.steps, va, units_b, t, pair.better), margin, alpha,
+    if calibration_reps > 0 and n_b >= 2 and n_a >= 2:
+        verdict, reason = _calibrated(row, (a.steps, va, units_a, t, pair.better), margin, alpha,
                                       calibration_reps, seed, t_verdict, t_reason)
     extra = [reason]
     if not vb.size:
-        extra.append(f"B has no value at T = {t}")
+        extra.append(f"A has no value at T = {t}")
     if pair.note:
         extra.append(pair.note)
     if left:
@@ -236,17 +236,17 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
     return row
 
 
-def _interval_note(pair: Pair, level: float, df: float, n_a: int, n_b: int, left: Sequence[str]) -> str:
+def _interval_note(pair: Pair, level: float, df: float, n_b: int, n_a: int, left: Sequence[str]) -> str:
     """What a row's t interval rests on: the units, the level and df, a GLUE row's fine-tuning-only caveat,
     and the units left out."""
     notes = []
-    if n_a < 2 or n_b < 2:
+    if n_b < 2 or n_a < 2:
         notes.append(f"no interval: {n_a}/{n_b} units (A/B)" + (" (the interval is over pre-training runs; run "
                      "pretrain.seeds >= 3)" if pair.form in (LOSS_FORM, PROBE_FORM) else ""))
     else:
         notes.append(f"{level * 100:g}% t interval on log speedups over {n_a}/{n_b} units (A/B), "
-                     f"A's target level propagated, df {df:.3g} (descriptive)")
-        if pair.form == GLUE_FORM and not (pair.a.nested and pair.b.nested):
+                     f"B's target level propagated, df {df:.3g} (descriptive)")
+        if pair.form == GLUE_FORM and not (pair.b.nested and pair.a.nested):
             notes.append("one fine-tuned pre-training run per arm: the units are fine-tuning seeds, so the "
                          "interval covers fine-tuning variance only, not the pre-training variance")
     if left:
@@ -256,7 +256,7 @@ def _interval_note(pair: Pair, level: float, df: float, n_a: int, n_b: int, left
 
 def _calibrated(row: dict[str, Any], data: tuple, margin: float, alpha: float, reps: int, seed: int,
                 t_verdict: str, t_reason: str) -> tuple[str, str]:
-    """The calibrated test of a row (``data``: steps, A's values at T, B's unit curves, T, better): its
+    """The calibrated test of a row (``data``: steps, B's values at T, A's unit curves, T, better): its
     columns written into ``row``; returns (verdict, reason), the reason keeping the censoring note and the t
     rule's outcome."""
     from taco.stats.speedup_calibration import calibrated_test
@@ -276,7 +276,7 @@ def calibrated_verdict(ct: Any, alpha: float, margin: float) -> tuple[str, str]:
     supported when p(speedup <= margin) <= alpha, not supported when p(speedup >= margin) <= alpha,
     inconclusive otherwise."""
     how = (f"calibrated test, {ct.reps:,} simulated experiments at the margin (MC error {ct.mc_error:.1g})"
-           + ("; Berger-Boos over A's run SD (+0.01)" if ct.berger_boos else ""))
+           + ("; Berger-Boos over B's run SD (+0.01)" if ct.berger_boos else ""))
     if ct.p_supported <= alpha:
         return SUPPORTED, f"p(speedup <= {margin:g}) = {ct.p_supported:.2g} <= {alpha:g} ({how})"
     if ct.p_not_supported <= alpha:

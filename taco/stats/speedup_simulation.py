@@ -14,26 +14,26 @@ loss that falls, -1 for a score that rises)::
     mu(s) = level - sign * (drift * ln(s / steps[0]) + depth * sigmoid((ln s - ln escape) / width))
 
 a plateau that a run leaves at its ``escape`` step (``depth`` nats over ``width`` in ln-step), with a
-slow ``drift`` on the plateau; ``depth = 0`` gives a log-linear curve (the GLUE form). A unit j of A is
-``mu(s) + delta_j + eps`` with run offsets ``delta_j`` (SD ``sd_a``; ``skew_a`` != 0: a centred gamma
+slow ``drift`` on the plateau; ``depth = 0`` gives a log-linear curve (the GLUE form). A unit j of B is
+``mu(s) + delta_j + eps`` with run offsets ``delta_j`` (SD ``sd_b``; ``skew_b`` != 0: a centred gamma
 with that skewness, its sign the direction) and point noise ``eps`` (SD ``sd_point``, independent per
-point: an evaluation's noise, or a fine-tuning seed's at each budget). A unit i of B is the same curve
-run faster: ``mu(s * r_i) + eps`` with ``ln r_i ~ N(ln speedup, sd_log_b^2)``, so its own speedup over
-A's mean curve is r_i (``sd_log_b``: when a run leaves the plateau). The target is ``mu(T)`` (A's
+point: an evaluation's noise, or a fine-tuning seed's at each budget). A unit i of A is the same curve
+run faster: ``mu(s * r_i) + eps`` with ``ln r_i ~ N(ln speedup, sd_log_a^2)``, so its own speedup over
+B's mean curve is r_i (``sd_log_a``: when a run leaves the plateau). The target is ``mu(T)`` (B's
 population mean at T).
 
-**The truth** is ``speedup``: every unit of B is A's mean curve run ``r_i`` times faster and the
+**The truth** is ``speedup``: every unit of A is B's mean curve run ``r_i`` times faster and the
 estimand is exp(E ln r_i). Point noise moves a unit's crossing on the grid; the simulations measure
-what that, censoring (a unit that never reaches the target, or beats it at its first point) and A's
+what that, censoring (a unit that never reaches the target, or beats it at its first point) and B's
 noisy target do to the interval.
 
-**Known limit.** The interval is a t interval: where A's run offsets are strongly skewed toward
-lower losses (an occasional MLM run leaving the plateau early) and B's runs agree, a mean of 3-5
+**Known limit.** The interval is a t interval: where B's run offsets are strongly skewed toward
+lower losses (an occasional MLM run leaving the plateau early) and A's runs agree, a mean of 3-5
 values is too often above the true mean with a small spread, and "supported" at the margin is
 declared more often than alpha (measured: skewness -1: ~10%, -2: ~16%, at 3 and 5 runs), and
 skewed the other way "not supported" is (+1: ~9%, +2: ~15%; coverage 0.82-0.89; :data:`LIMITS`).
 Skewness within +-0.3 keeps both (the checked scenarios). No interval for a mean is valid for every skewed distribution at 3 runs; the page
-prints A's runs at T so that a reader sees an outlying run.
+prints B's runs at T so that a reader sees an outlying run.
 """
 
 from __future__ import annotations
@@ -61,16 +61,16 @@ class CurveModel:
     escape: float = 6000.0
     width: float = 0.35
     speedup: float = 1.2
-    sd_log_b: float = 0.3
-    sd_a: float = 0.0024
-    skew_a: float = 0.0
+    sd_log_a: float = 0.3
+    sd_b: float = 0.0024
+    skew_b: float = 0.0
     sd_point: float = 0.002
     #: an empirical mean curve instead of the formula: (steps, values), linear in ln-step between them and
-    #: extrapolated along the end segments (:func:`model_like`: A's observed mean curve)
+    #: extrapolated along the end segments (:func:`model_like`: B's observed mean curve)
     curve: tuple[tuple[float, ...], tuple[float, ...]] | None = None
-    #: B's own mean curve (steps, values), placed so that it crosses A's level mu(T) at T / speedup (a TACO
-    #: curve steep where it crosses); None: B is A's mean curve run faster
-    b_curve: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    #: A's own mean curve (steps, values), placed so that it crosses B's level mu(T) at T / speedup (a TACO
+    #: curve steep where it crosses); None: A is B's mean curve run faster
+    a_curve: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     @property
     def sign(self) -> float:
@@ -92,34 +92,34 @@ class CurveModel:
         return self.level - self.sign * (self.drift * (ls - math.log(self.steps[0])) + self.depth * sig)
 
     def _offsets(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-        if self.sd_a == 0:
+        if self.sd_b == 0:
             return np.zeros(shape)
-        if self.skew_a == 0:
-            return self.sd_a * rng.standard_normal(shape)
-        k = (2.0 / abs(self.skew_a)) ** 2  # gamma shape with skewness 2 / sqrt(k)
+        if self.skew_b == 0:
+            return self.sd_b * rng.standard_normal(shape)
+        k = (2.0 / abs(self.skew_b)) ** 2  # gamma shape with skewness 2 / sqrt(k)
         g = (rng.gamma(k, 1.0, size=shape) - k) / math.sqrt(k)
-        return self.sd_a * math.copysign(1.0, self.skew_a) * g
+        return self.sd_b * math.copysign(1.0, self.skew_b) * g
 
-    def draw_a_at_t(self, rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
-        """A's unit values at T, shape (reps, n)."""
+    def draw_b_at_t(self, rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
+        """B's unit values at T, shape (reps, n)."""
         mu_t = float(self.mu(np.array(self.target_step, dtype=float)))
         return mu_t + self._offsets(rng, (reps, n)) + self.sd_point * rng.standard_normal((reps, n))
 
-    def draw_b(self, rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
-        """B's unit curves on the grid, shape (reps, n, S)."""
-        r = np.exp(math.log(self.speedup) + self.sd_log_b * rng.standard_normal((reps, n, 1)))
+    def draw_a(self, rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
+        """A's unit curves on the grid, shape (reps, n, S)."""
+        r = np.exp(math.log(self.speedup) + self.sd_log_a * rng.standard_normal((reps, n, 1)))
         s = np.asarray(self.steps, dtype=float)
-        if self.b_curve is None:
+        if self.a_curve is None:
             mean = self.mu(s * r)
         else:
-            own = replace(self, curve=self.b_curve, b_curve=None)
+            own = replace(self, curve=self.a_curve, a_curve=None)
             mu_t = float(self.mu(np.array(self.target_step, dtype=float)))
-            fine = np.exp(np.linspace(math.log(min(self.b_curve[0])) - 3, math.log(max(self.b_curve[0])) + 3, 4001))
+            fine = np.exp(np.linspace(math.log(min(self.a_curve[0])) - 3, math.log(max(self.a_curve[0])) + 3, 4001))
             vals = own.mu(fine)
             hit = np.flatnonzero(self.sign * (mu_t - vals) >= 0)
             if not hit.size:
-                raise ValueError("b_curve never reaches A's level at T")
-            k0 = float(fine[hit[0]])  # b_curve's crossing of A's level
+                raise ValueError("a_curve never reaches B's level at T")
+            k0 = float(fine[hit[0]])  # a_curve's crossing of B's level
             mean = own.mu(s * r * k0 / self.target_step)  # r holds the speedup: unit i crosses at T / r_i
         return mean + self.sd_point * rng.standard_normal((reps, n, s.size))
 
@@ -129,21 +129,21 @@ def _median_log_width(low: np.ndarray, high: np.ndarray) -> float:
         return float(np.median(np.log(high) - np.log(low)))
 
 
-def simulate(model: CurveModel, n_a: int, n_b: int, *, reps: int, level: float = 0.9,
+def simulate(model: CurveModel, n_b: int, n_a: int, *, reps: int, level: float = 0.9,
              margin: float | None = None, seed: int = 0) -> dict[str, Any]:
-    """``reps`` replicate experiments of ``n_a`` and ``n_b`` units; the method's coverage of the truth
+    """``reps`` replicate experiments of ``n_b`` and ``n_a`` units; the method's coverage of the truth
     and its rate of "supported" (lower bound > ``margin``; default: the truth itself, i.e. the level).
 
     Returns ``truth``, ``coverage`` (share of intervals containing the truth), ``supported`` (share with
-    low > margin), ``not_supported`` (share with high < margin), ``censored`` (share of B's units
+    low > margin), ``not_supported`` (share with high < margin), ``censored`` (share of A's units
     censored), ``median_width`` (of ln high - ln low), ``reps``.
     """
     truth = model.speedup
     m = truth if margin is None else float(margin)
     rng = np.random.default_rng(seed)
-    a = model.draw_a_at_t(rng, reps, n_a)
-    b = model.draw_b(rng, reps, n_b)
-    iv = speedup_interval(np.asarray(model.steps, float), a, b, model.target_step, model.better, level)
+    b = model.draw_b_at_t(rng, reps, n_b)
+    a = model.draw_a(rng, reps, n_a)
+    iv = speedup_interval(np.asarray(model.steps, float), b, a, model.target_step, model.better, level)
     return {"truth": truth, "margin": m, "coverage": float(np.mean((iv.low <= truth) & (truth <= iv.high))),
             "supported": float(np.mean(iv.low > m)), "not_supported": float(np.mean(iv.high < m)),
             "censored": float(np.mean(iv.status != 0)),
@@ -151,67 +151,67 @@ def simulate(model: CurveModel, n_a: int, n_b: int, *, reps: int, level: float =
 
 
 LOSS_GRID = tuple(range(250, 4001, 250))
-#: A's mean curve falling to 5.90 nats at T/m = 3,333 and flat beyond it (0.01 nats per ln-step)
-FLAT_A = ((250.0, 3333.0, 4000.0, 8000.0), (7.0, 5.90, 5.90 - 0.01 * math.log(1.2), 5.90 - 0.01 * math.log(2.4)))
+#: B's mean curve falling to 5.90 nats at T/m = 3,333 and flat beyond it (0.01 nats per ln-step)
+FLAT_B = ((250.0, 3333.0, 4000.0, 8000.0), (7.0, 5.90, 5.90 - 0.01 * math.log(1.2), 5.90 - 0.01 * math.log(2.4)))
 #: a TACO-like curve, steep where it crosses
-STEEP_B = ((250.0, 1000.0, 2000.0, 4000.0), (7.0, 6.3, 5.3, 4.6))
+STEEP_A = ((250.0, 1000.0, 2000.0, 4000.0), (7.0, 6.3, 5.3, 4.6))
 #: the checked scenarios: name -> model (validation loss on cpu-real's grid; GLUE on two budgets / five)
 SCENARIOS: dict[str, CurveModel] = {
     # MLM on its plateau at T (runs' SD 0.0024 nats), TACO's runs leaving it at different steps (SD ~0.3)
-    "loss: cpu-real T=4000 spreads": CurveModel(LOSS_GRID, 4000, sd_a=0.0024, sd_log_b=0.45),
+    "loss: cpu-real T=4000 spreads": CurveModel(LOSS_GRID, 4000, sd_b=0.0024, sd_log_a=0.45),
     # the T = 2,000 spreads: MLM 0.0005, TACO ~0.22 nats
     "loss: cpu-real T=2000 spreads": CurveModel(tuple(s for s in LOSS_GRID if s <= 2000), 2000, escape=4000,
-                                                sd_a=0.0005, sd_log_b=0.35),
+                                                sd_b=0.0005, sd_log_a=0.35),
     # both arms spread alike at T (about 0.02 nats each)
-    "loss: equal spreads": CurveModel(LOSS_GRID, 4000, escape=3000, sd_a=0.02, sd_log_b=0.03, sd_point=0.001),
-    # A noisy and skewed, B constant (every B run the same speedup, no noise)
-    "loss: mildly skewed A (+0.3), constant B": CurveModel(LOSS_GRID, 4000, escape=3000, sd_a=0.1, skew_a=0.3,
-                                                           sd_log_b=0.0, sd_point=0.0),
-    "loss: mildly skewed A (-0.3), constant B": CurveModel(LOSS_GRID, 4000, escape=3000, sd_a=0.1, skew_a=-0.3,
-                                                           sd_log_b=0.0, sd_point=0.0),
+    "loss: equal spreads": CurveModel(LOSS_GRID, 4000, escape=3000, sd_b=0.02, sd_log_a=0.03, sd_point=0.001),
+    # B noisy and skewed, A constant (every A run the same speedup, no noise)
+    "loss: mildly skewed B (+0.3), constant A": CurveModel(LOSS_GRID, 4000, escape=3000, sd_b=0.1, skew_b=0.3,
+                                                           sd_log_a=0.0, sd_point=0.0),
+    "loss: mildly skewed B (-0.3), constant A": CurveModel(LOSS_GRID, 4000, escape=3000, sd_b=0.1, skew_b=-0.3,
+                                                           sd_log_a=0.0, sd_point=0.0),
     # GLUE average (points, higher is better), log-linear, units = pre-training runs on five budgets
     "glue: runs as units, 5 budgets": CurveModel((800, 1600, 2400, 3200, 4000), 4000, better=HIGHER, level=75.0,
-                                                 drift=2.0, depth=0.0, sd_log_b=0.2, sd_a=0.4, sd_point=0.3),
+                                                 drift=2.0, depth=0.0, sd_log_a=0.2, sd_b=0.4, sd_point=0.3),
     # GLUE average, one run per arm: units = fine-tuning seeds, two budgets (cpu-real's 2,000 and 4,000)
     "glue: seeds as units, 2 budgets": CurveModel((2000, 4000), 4000, better=HIGHER, level=43.0, drift=1.5,
-                                                  depth=0.0, sd_log_b=0.0, sd_a=0.5, sd_point=0.5, speedup=1.5),
+                                                  depth=0.0, sd_log_a=0.0, sd_b=0.5, sd_point=0.5, speedup=1.5),
     # MLM on a plateau from T/m to T (0.01 nats per ln-step, cpu-real's drift), TACO steep where it crosses
     # (its own curve: ~1.4 nats per ln-step, as cpu-real's TACO runs between steps 1,000 and 2,000)
-    "loss: A flat beyond T/m, B steep": CurveModel(LOSS_GRID, 4000, curve=FLAT_A, b_curve=STEEP_B, sd_a=0.0024,
-                                                   sd_log_b=0.3, sd_point=0.002),
+    "loss: B flat beyond T/m, A steep": CurveModel(LOSS_GRID, 4000, curve=FLAT_B, a_curve=STEEP_A, sd_b=0.0024,
+                                                   sd_log_a=0.3, sd_point=0.002),
 }
 
 
 #: scenarios where the method does not keep its level (module docstring, "Known limit"); shown, not hidden
 LIMITS: dict[str, CurveModel] = {
-    f"loss: skewed A ({k:+g}), constant B": replace(SCENARIOS["loss: mildly skewed A (+0.3), constant B"], skew_a=k)
+    f"loss: skewed B ({k:+g}), constant A": replace(SCENARIOS["loss: mildly skewed B (+0.3), constant A"], skew_b=k)
     for k in (-2.0, -1.0, 1.0, 2.0)
 }
-#: at the edge of the level: B as flat as A where it crosses (B = A's curve run faster, both on the plateau), so
+#: at the edge of the level: A as flat as B where it crosses (A = B's curve run faster, both on the plateau), so
 #: a unit's crossing is set by 0.002-nat point noise on a 0.01 nats/ln-step slope; the calibrated test's false
 #: "supported" at 5 runs per arm measured 0.068-0.083 over 400-1,500 experiments (docs/efficiency.md)
 EDGES: dict[str, CurveModel] = {
-    "loss: A and B flat where B crosses": CurveModel(LOSS_GRID, 4000, curve=FLAT_A, sd_a=0.0024, sd_log_b=0.3,
+    "loss: B and A flat where A crosses": CurveModel(LOSS_GRID, 4000, curve=FLAT_B, sd_b=0.0024, sd_log_a=0.3,
                                                      sd_point=0.002),
 }
 
 
 def calibration_table(models: dict[str, CurveModel], run_counts=((3, 3), (5, 5)), *, reps: int = 2000,
                       level: float = 0.9, seed: int = 0) -> list[dict[str, Any]]:
-    """One row per (scenario, run counts): ``scenario, n_a, n_b`` and :func:`simulate`'s figures."""
+    """One row per (scenario, run counts): ``scenario, n_b, n_a`` and :func:`simulate`'s figures."""
     rows = []
     for i, (name, model) in enumerate(models.items()):
-        for n_a, n_b in run_counts:
-            rows.append({"scenario": name, "n_a": n_a, "n_b": n_b,
-                         **simulate(model, n_a, n_b, reps=reps, level=level, seed=seed + 1000 * i + n_a)})
+        for n_b, n_a in run_counts:
+            rows.append({"scenario": name, "n_b": n_b, "n_a": n_a,
+                         **simulate(model, n_b, n_a, reps=reps, level=level, seed=seed + 1000 * i + n_b)})
     return rows
 
 
-def model_like(a_steps, a_mean, b_steps, target_step: int, better: str, sd_a: float, sd_log_b: float, *,
+def model_like(b_steps, b_mean, a_steps, target_step: int, better: str, sd_b: float, sd_log_a: float, *,
                speedup: float) -> CurveModel:
-    """A :class:`CurveModel` of a user's own run: A's observed mean curve (``a_steps``, ``a_mean``) as the
-    mean curve, B's grid, the direction and the spreads (A's SD at T in the values' unit, B's SD of log
+    """A :class:`CurveModel` of a user's own run: B's observed mean curve (``b_steps``, ``b_mean``) as the
+    mean curve, A's grid, the direction and the spreads (B's SD at T in the values' unit, A's SD of log
     speedups), point noise 0; for ``efficiency.md``'s calibration and the verdict's self-check."""
-    return CurveModel(tuple(int(s) for s in b_steps), int(target_step), better=better,
-                      curve=(tuple(float(s) for s in a_steps), tuple(float(v) for v in a_mean)), sd_a=float(sd_a),
-                      sd_log_b=float(sd_log_b), speedup=float(speedup), sd_point=0.0)
+    return CurveModel(tuple(int(s) for s in a_steps), int(target_step), better=better,
+                      curve=(tuple(float(s) for s in b_steps), tuple(float(v) for v in b_mean)), sd_b=float(sd_b),
+                      sd_log_a=float(sd_log_a), speedup=float(speedup), sd_point=0.0)
