@@ -532,8 +532,14 @@ def test_calibrate_prints_the_checked_scenarios_and_the_limits(capsys):
 
 
 def test_claims_page_carries_the_efficiency_claims(tmp_path):
-    """``taco claims --efficiency efficiency.csv`` adds E1 / E2 with their verdicts and the rule to claims.md."""
+    """``taco claims --efficiency efficiency.csv``: E1 is a row of claims.csv and of the one summary table of
+    claims.md, beside C1-C7, with taco efficiency's speedup, calibrated bounds, p values and verdict (not decided
+    again), A = TACO and B = MLM as for C1; the run's verdict counts include it."""
+    import pandas as pd
+
     from taco.commands.claims import main as claims_main
+    from taco.stats.efficiency_claims import STEPS_TO_TARGET
+    from taco.workflow.summary import verdict_counts
     from tests.fixtures_stats import build_aggregate, smoke_spec
 
     ckpts = _e1_checkpoints(tmp_path / "pretrain")
@@ -545,15 +551,33 @@ def test_claims_page_carries_the_efficiency_claims(tmp_path):
     assert back.loc[0, "verdict"] == sp.SUPPORTED and back.loc[0, "target_budget"] == "250k"
     agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(n_resamples=99), seeds=[1, 2])
     out = tmp_path / "out"
+    assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out)]) == 0
+    without = pd.read_csv(out / "claims.csv")
+    counts_without = verdict_counts(out / "claims.csv")
     assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out),
                         "--efficiency", str(tmp_path / "efficiency.csv")]) == 0
+    claims = pd.read_csv(out / "claims.csv")
+    (e1,) = claims[claims["claim_id"] == "E1"].itertuples()  # the primary target only
+    prim = back[back["kind"] == "primary"].iloc[0]
+    assert e1.level == "claim" and e1.kind == STEPS_TO_TARGET and (e1.a, e1.b) == ("TACO", "MLM")
+    assert e1.effect == pytest.approx(prim["speedup"], rel=1e-5) and e1.verdict == prim["verdict"] == sp.SUPPORTED
+    assert (e1.decision_ci_low, e1.decision_ci_high) == (pytest.approx(prim["calibrated_ci_low"], rel=1e-5),
+                                                         pytest.approx(prim["calibrated_ci_high"], rel=1e-5))
+    assert e1.p_value == pytest.approx(prim["calibrated_p_supported"], rel=1e-5)
+    assert (e1.n_a, e1.n_b) == (prim["n_units_a"], prim["n_units_b"]) == (3, 3)
+    # the GLUE claims' rows (claims and their score keys) are unchanged, E1 follows them
+    glue = claims[claims["kind"] != STEPS_TO_TARGET].reset_index(drop=True)
+    pd.testing.assert_frame_equal(glue, without, check_dtype=False)
     md = (out / "claims.md").read_text()
-    assert "## Steps-to-target claims (taco efficiency)" in md
-    (row,) = [ln for ln in md.splitlines() if "| E1:" in ln]  # the primary target only
-    assert "2.83 [2.33, 3.54]" in row and "**supported**" in row
-    assert "calibrated test" in md and "p(speedup <= 1.2)" in md
-    assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out)]) == 0
-    assert "Steps-to-target" not in (out / "claims.md").read_text()  # without the option: as before
+    assert "## Steps-to-target claims" not in md  # no second system appended
+    table_rows = [ln for ln in md.split("\n\n")[[i for i, b in enumerate(md.split("\n\n")) if "| Claim | A vs B" in b][0]].splitlines()]
+    (row,) = [ln for ln in table_rows if ln.startswith("| E1:")]  # in the one summary table, beside C1
+    assert any(ln.startswith("| C1:") for ln in table_rows)
+    assert "| TACO vs MLM | tiny: validation MLM loss at T = 4000 | 3/3 | 2.83x | [2.33x, 3.54x] |" in row
+    assert "**supported**" in row
+    assert "## E1:" in md and "calibrated test" in md and "p(speedup <= 1.2)" in md and "efficiency.md" in md
+    counts = verdict_counts(out / "claims.csv")
+    assert counts[sp.SUPPORTED] == counts_without[sp.SUPPORTED] + 1
 
 
 def test_the_efficiency_figure_text_fits(tmp_path):

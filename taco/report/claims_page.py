@@ -18,6 +18,7 @@ from taco.stats.claim_rules import VERDICTS, decision_level, fewest_seeds
 from taco.stats.inference import min_attainable_pvalue
 from taco.report.markdown_text import md_text
 from taco.stats.claims import ZERO_VARIANCE_CAUSES
+from taco.stats.efficiency_claims import STEPS_TO_TARGET
 from taco.stats.aggregate import UNIT_FINETUNE, UNIT_PRETRAIN
 from taco.registry import SCORE_KEY_LABELS
 
@@ -45,6 +46,8 @@ def page_warnings(df: pd.DataFrame, cfg: AnalysisConfig) -> list[str]:
     claims = df[df["level"] == "claim"]
     few = {}
     for r in claims.itertuples():
+        if r.kind == STEPS_TO_TARGET:  # decided by the calibrated test, not a permutation test
+            continue
         unit = getattr(r, "sample_unit", "")
         n = min(int(r.n_a or 0), int(r.n_b or 0))
         if isinstance(unit, str) and UNIT_PRETRAIN in unit and 0 < n < fewest_seeds(cfg):
@@ -114,25 +117,33 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     cl = int(round(cfg.confidence_level * 100))
     dl = f"{decision_level(cfg) * 100:g}%"
     claims = df[df["level"] == "claim"]
+    glue_claims = claims[claims["kind"] != STEPS_TO_TARGET]
+    steps = claims[claims["kind"] == STEPS_TO_TARGET]
     tag = SYNTHETIC_CLAIM_TAG if cfg.synthetic_tasks else ""
     lines = ["# The paper's claims on the reproduced numbers"
              + (" (SYNTHETIC GLUE-format tasks: a smoke test)" if tag else ""), "", *synthetic_banner(cfg),
-             f"Effects are mean(A) - mean(B) in GLUE points (x100) {unit_phrase(claims)}. Decisions: one-sided "
+             "A is the claim's subject (TACO in C1 and E1-E3), B its baseline. "
+             f"Effects are mean(A) - mean(B) in GLUE points (x100) {unit_phrase(glue_claims)}. Decisions: one-sided "
              f"permutation tests (scipy.stats.permutation_test) at alpha = {cfg.alpha}, each with the {dl} "
              f"interval (1 - 2 alpha; method: {_interval_words(cfg)}) that matches a one-sided test at alpha; "
              f"the {cl}% CI is in claims.csv. Margin "
              f"{cfg.equivalence_margin} points; \"matches\" decided by {cfg.match_rule.replace('_', '-')}; "
-             f"min_seeds = {cfg.min_seeds}; seed = {cfg.seed}.", "",
+             f"min_seeds = {cfg.min_seeds}; seed = {cfg.seed}."
+             + (f" The steps-to-target claims ({', '.join(dict.fromkeys(steps['claim_id']))}) are decided by "
+                "taco efficiency: their effect is A's speedup over B in steps (x), their interval the calibrated "
+                "bounds, their p the calibrated test's (details: efficiency.md)." if not steps.empty else ""), "",
              f"| Claim | A vs B | scope | n (A/B) | effect | {dl} CI | p for / against | seeds per arm: least (80% power) | verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
     warns = page_warnings(df, cfg)
     if warns:
         lines[-2:-2] = ["**Warnings**", "", *(f"- {w}" for w in warns), ""]
     for r in claims.itertuples():
-        lines.append(f"| {r.claim_id}: {r.claim}{tag} | {r.a} vs {r.b} | {r.scope or 'n/a'} | {r.n_a}/{r.n_b} | "
-                     f"{_f(r.effect)} | [{_f(r.decision_ci_low)}, {_f(r.decision_ci_high)}] | "
-                     f"{_p(r.p_value)} / {_p(r.p_against)} | {_n(r.fewest_seeds)} ({_n(r.seeds_for_power)}) | "
-                     f"{_verdict_cell(r)} |")
+        x = "x" if r.kind == STEPS_TO_TARGET else ""
+        seeds = ("n/a (calibrated test)" if r.kind == STEPS_TO_TARGET else
+                 f"{_n(r.fewest_seeds)} ({_n(r.seeds_for_power)})")
+        lines.append(f"| {r.claim_id}: {r.claim}{tag} | {r.a} vs {r.b} | {r.scope or 'n/a'} | {_n(r.n_a)}/{_n(r.n_b)} | "
+                     f"{_f(r.effect)}{x} | [{_f(r.decision_ci_low)}{x}, {_f(r.decision_ci_high)}{x}] | "
+                     f"{_p(r.p_value)} / {_p(r.p_against)} | {seeds} | {_verdict_cell(r)} |")
     counts = claims["verdict"].value_counts()
     lines += ["", "Verdicts: " + ", ".join(f"{v}: {int(counts.get(v, 0))}" for v in VERDICTS)
               + ". `not run`: an arm of the claim was not in this configuration (the detail says which).", "",
@@ -162,6 +173,9 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
                   f"- Verdict: **{r.verdict}** - {r.reason}"]
         if isinstance(r.equivalence, str) and r.equivalence:
             lines.append(f"- Detail: {r.equivalence}")
+        if r.kind == STEPS_TO_TARGET:
+            lines.append("- Secondary budgets, the GLUE-probe row, the speedup curve, every unit's crossing and the "
+                         "simulated coverage: efficiency.md / efficiency.png")
         t = df[(df["level"] == "task") & (df["claim_id"] == r.claim_id)]
         if not t.empty:
             lines += ["", f"| score key | n (A/B) | mean A | mean B | effect | {dl} CI | Hedges' g | p | p (Holm) | verdict |",

@@ -15,6 +15,7 @@ from taco.families import DEFAULT_FAMILY, FAMILIES
 from taco.stats.analysis_config import AnalysisConfig
 from taco.stats.validation_points import PLATEAU_EXIT_GAP
 from taco.stats.speedup import PROBE_FORM
+from taco.stats.speedup_decision import speedup_rule_text
 from taco.report.style import objective_label
 
 
@@ -76,21 +77,6 @@ def t_interval_text(r: Any) -> str:
         df = f", df {_f(r.df)}" if _finite(getattr(r, "df", math.nan)) else ""
         return f"no interval: {_n(r.n_units_a)}/{_n(r.n_units_b)} units{df}"
     return f"[{_f(r.speedup_ci_low)}, {_f(r.speedup_ci_high)}]"
-
-
-def rule_text(alpha: float, margin: float) -> str:
-    """The decision rule in words (claims page and efficiency page)."""
-    lvl = f"{(1 - 2 * alpha) * 100:g}%"
-    return (f"the speedup is the geometric mean over A's pre-training runs (or fine-tuning seeds, where each arm has "
-            f"one fine-tuned run) of T / k, k the step where the run's own curve reaches B's mean value at T. "
-            f"The verdict is a calibrated test: the studentised log speedup is simulated {10_000:,} times at "
-            f"the margin {margin:g}x (analysis.efficiency_margin) from the row's own data (A's curve shape and "
-            f"spreads, B's spread at T, the unit counts, censoring), and with at most 5 runs of B its SD is taken "
-            f"at its 99% upper bound (Berger-Boos, p + 0.01); supported when p(speedup <= {margin:g}) <= "
-            f"{alpha}, not supported when p(speedup >= {margin:g}) <= {alpha}, inconclusive otherwise. The "
-            f"bounds shown are the {lvl} bounds the test inverts to; the plain t interval is descriptive. One "
-            "verdict per claim, at its primary target (E1: the largest budget both arms reached; E2/E3: the "
-            "paper's 250k / 500k); secondary budgets and the speedup curve are reported beside it")
 
 
 CLAIM_TEXT = {
@@ -178,7 +164,7 @@ def _claims_tables(df: pd.DataFrame, cfg: AnalysisConfig, lvl: str, label: str |
         lines.append(f"| **{verdict}** | {r.claim_id} | {kind} | {md_text(r.size)} | {t}{budget} | {estimate_text(r)} | "
                      f"{p} | {_f(r.n_units_a)}/{_f(r.n_units_b)} | {_f(r.paper_speedup)} |")
     lines += ["", f"Rule (alpha = {cfg.alpha}, margin {cfg.efficiency_margin:g}x): "
-              + rule_text(cfg.alpha, cfg.efficiency_margin) + ".", "",
+              + speedup_rule_text(cfg.alpha, cfg.efficiency_margin) + ".", "",
               "Details (descriptive):", "",
               f"| claim | kind | size | T | target (B's mean at T) | t interval [{lvl}] | k per unit of A | "
               "model-FLOPs / wall-clock speedup | mean A / B at T | regime (context probe) |",
@@ -277,25 +263,6 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig, calibration: Sequence
         lines += ["## Notes on the inputs", ""] + [f"- {md_text(n)}" for n in notes] + [""]
     return "\n".join(lines)
 
-
-
-def claims_section(df: pd.DataFrame, alpha: float, margin: float) -> str:
-    """The steps-to-target claims as a section of the claims page (``taco claims --efficiency``): one
-    row per claim at its primary target with the speedup, its interval and the verdict, then the rule."""
-    lvl = f"{(1 - 2 * alpha) * 100:g}%"
-    lines = ["", "## Steps-to-target claims (taco efficiency)", "",
-             f"| verdict | Claim | size | curve | T | speedup [{lvl} calibrated bounds] | model-FLOPs speedup | paper | "
-             "n units (A/B) |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    prim = rows_of_kind(df, "primary")
-    for r in prim.itertuples():
-        t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
-        lines.append(f"| **{r.verdict}** | {r.claim_id}: {r.title} | {r.size} | {r.form} | {t} | {estimate_text(r)} | "
-                     f"{_f(r.model_flops_speedup)} | {_f(r.paper_speedup)} | {_f(r.n_units_a)}/{_f(r.n_units_b)} |")
-    lines += ["", f"Rule: {rule_text(alpha, margin)}. Details, secondary budgets, the speedup curve and the "
-              "simulated coverage: efficiency.md / efficiency.png.", ""]
-    lines += [f"- {r.claim_id} ({r.size}): **{r.verdict}** - {r.reason}" for r in prim.itertuples()]
-    return "\n".join(lines) + "\n"
 
 
 def tuning_section(choices: Sequence[tuple[str, Mapping[str, Any]]], edges: Mapping[str, Sequence[str]] | None = None) -> str:

@@ -283,3 +283,19 @@ def calibrated_verdict(ct: Any, alpha: float, margin: float) -> tuple[str, str]:
         return NOT_SUPPORTED, f"p(speedup >= {margin:g}) = {ct.p_not_supported:.2g} <= {alpha:g} ({how})"
     return INCONCLUSIVE, (f"p(speedup <= {margin:g}) = {ct.p_supported:.2g} and p(speedup >= {margin:g}) = "
                           f"{ct.p_not_supported:.2g}, both > {alpha:g} ({how})")
+
+
+def speedup_rule_text(alpha: float, margin: float) -> str:
+    """The decision rule of a steps-to-target claim in words (the claims page and the efficiency page); ``alpha``
+    the one-sided level, ``margin`` the speedup the claim must exceed (``analysis.efficiency_margin``)."""
+    lvl = f"{(1 - 2 * alpha) * 100:g}%"
+    return (f"the speedup is the geometric mean over A's pre-training runs (or fine-tuning seeds, where each arm has "
+            f"one fine-tuned run) of T / k, k the step where the run's own curve reaches B's mean value at T. "
+            f"The verdict is a calibrated test: the studentised log speedup is simulated {10_000:,} times at "
+            f"the margin {margin:g}x (analysis.efficiency_margin) from the row's own data (A's curve shape and "
+            f"spreads, B's spread at T, the unit counts, censoring), and with at most 5 runs of B its SD is taken "
+            f"at its 99% upper bound (Berger-Boos, p + 0.01); supported when p(speedup <= {margin:g}) <= "
+            f"{alpha}, not supported when p(speedup >= {margin:g}) <= {alpha}, inconclusive otherwise. The "
+            f"bounds shown are the {lvl} bounds the test inverts to; the plain t interval is descriptive. One "
+            "verdict per claim, at its primary target (E1: the largest budget both arms reached; E2/E3: the "
+            "paper's 250k / 500k); secondary budgets and the speedup curve are reported beside it")

@@ -55,7 +55,7 @@ rule figures:
 rule claims:
     input:
         **AGG,
-        efficiency=f"{R}/efficiency.csv",  # the steps-to-target claims E1 / E2 (curves.smk)
+        efficiency=f"{R}/efficiency.csv",  # the steps-to-target claims E1-E3, rows of claims.csv (curves.smk)
     output:
         csv=report_csv("claims", "Claims"),
         md=f"{R}/claims.md",
