@@ -173,6 +173,14 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
                   f"- Verdict: **{r.verdict}** - {r.reason}"]
         if isinstance(r.equivalence, str) and r.equivalence:
             lines.append(f"- Detail: {r.equivalence}")
+        gap = getattr(r, "detectable_gap", math.nan)
+        if isinstance(gap, (int, float)) and not math.isnan(gap):
+            lines.append(f"- Power: with {_n(r.n_a)}/{_n(r.n_b)} seeds (A/B) the test cannot reach p <= {cfg.alpha}"
+                         if math.isinf(gap) else
+                         f"- Power: with {_n(r.n_a)}/{_n(r.n_b)} units (A/B) and the observed spread, the test detects "
+                         f"a true effect {_f(gap)} points or more from the claim's boundary 80% of the time "
+                         "(taco.stats.power: the exact permutation test simulated); a smaller one it would mostly "
+                         "leave inconclusive")
         if r.kind == STEPS_TO_TARGET:
             lines.append("- Secondary budgets, the GLUE-probe row, the speedup curve, every unit's crossing and the "
                          "simulated coverage: efficiency.md / efficiency.png")

@@ -78,7 +78,11 @@ TOST and the support side of the intersection-union test (each component runs at
 C3 after Holm over k keys needs 1 / C(2n, n) <= alpha / k). ``seeds_for_power`` adds an
 estimate for the data at hand: the seeds per arm for 80% power of the deciding one-sided test at the
 observed effect and pooled SD (normal approximation, n = 2 (z_{1-alpha} + z_{0.8})^2 s^2 /
-(delta - boundary)^2, rounded up, at least ``fewest_seeds``); n/a without an SD.
+(delta - boundary)^2, rounded up, at least ``fewest_seeds``); n/a without an SD. ``detectable_gap`` turns it
+round: the smallest true distance of the effect from the claim's boundary that the test, at the seeds the
+claim has and the observed pooled SD, detects with 80% power (simulated with the exact permutation test
+itself, :mod:`taco.stats.power`; inf where those seeds cannot reach p <= alpha at all); for a claim about
+every score key, the largest over its keys.
 
 A claim row counts the degenerate runs (constant predictions, undefined metrics counted as 0) in
 its cells (``n_degenerate``) and says so in its reason and in the summary table.
@@ -106,6 +110,7 @@ from taco.stats.claim_rules import (
     INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, Margins, _sig, claim_kind, decide, deciding_boundary,
     decision_level, equivalence_detail, fewest_seeds, margins_for, pvalue_set, rule_text, seeds_for_power, tests_for)
 from taco.stats.inference import ci_method_name, compare, holm, interval, rng_for
+from taco.stats.power import detectable_gap
 
 #: why a cell may show zero variance (the claim row's reason and the page's warning)
 ZERO_VARIANCE_CAUSES = ("seeds that do not reach the runs, one result copied, or constant predictions; "
@@ -322,7 +327,7 @@ def _row(claim: Claim, level: str, scope: str, arm_a: ArmCell, arm_b: ArmCell, c
             "decision_ci_low": math.nan, "decision_ci_high": math.nan, "hedges_g": math.nan,
             "test": "", "p_value": math.nan, "p_against": math.nan, "p_two_sided": math.nan,
             "p_holm": math.nan, "min_attainable_p": math.nan, "fewest_seeds": fewest_seeds(cfg),
-            "seeds_for_power": math.nan, "n_degenerate": 0, "equivalence": "", "sample_unit": "",
+            "seeds_for_power": math.nan, "detectable_gap": math.nan, "n_degenerate": 0, "equivalence": "", "sample_unit": "",
             "zero_variance": "",
             "verdict": INCONCLUSIVE, "reason": ""}
 
@@ -334,8 +339,17 @@ def _fill(row: dict[str, Any], cmp, dci, a: Sample, b: Sample, claim: Claim, cfg
                hedges_g=cmp.hedges_g, p_two_sided=cmp.p_two_sided, min_attainable_p=cmp.min_p_one_sided,
                n_degenerate=a.n_degenerate + b.n_degenerate,
                seeds_for_power=seeds_for_power(a.values, b.values, deciding_boundary(claim.kind, claim_margins(claim, cfg)), cfg),
+               detectable_gap=detectable_gap(len(a.values), len(b.values), _pooled_sd(a.values, b.values), cfg.alpha),
                zero_variance=", ".join(name for name, v in (("A", a.values), ("B", b.values))
                                        if len(v) >= 2 and max(v) == min(v)))
+
+
+def _pooled_sd(a: Sequence[float], b: Sequence[float]) -> float:
+    """The pooled SD of two samples (nan with fewer than 2 values in one)."""
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    va, vb = np.var(np.asarray(a, float), ddof=1), np.var(np.asarray(b, float), ddof=1)
+    return float(math.sqrt(((len(a) - 1) * va + (len(b) - 1) * vb) / (len(a) + len(b) - 2)))
 
 
 def sample_unit(per_seed: pd.DataFrame, cell_a: tuple, cell_b: tuple) -> str:
@@ -491,6 +505,8 @@ def intersection_union(row: dict[str, Any], rows: Sequence[Mapping[str, Any]], n
     row["p_against"] = min((r["p_holm"] for r in rows if math.isfinite(r["p_holm"])), default=math.nan)
     row["seeds_for_power"] = max((r["seeds_for_power"] for r in rows if math.isfinite(r["seeds_for_power"])),
                                  default=math.nan)
+    row["detectable_gap"] = max((r["detectable_gap"] for r in rows if not math.isnan(r["detectable_gap"])),
+                                default=math.nan)
 
 
 def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) -> list[dict[str, Any]]:
