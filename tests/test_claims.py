@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sst
 
+from taco.stats.power import permutation_power
+
 from fixtures_stats import build_aggregate, smoke_spec
 from taco.stats.analysis_config import validate_analysis
 from taco.commands.claims import main
@@ -331,9 +333,12 @@ def test_fewest_seeds_and_power():
     assert fewest_seeds(validate_analysis({"n_resamples": 10})) == 50  # randomised: p >= 1/11, never <= 0.05
     a, b = [1.0, 1.4, 0.6, 1.2], [0.0, 0.3, -0.3, 0.2]
     sp2 = (3 * np.var(a, ddof=1) + 3 * np.var(b, ddof=1)) / 6
-    z = sst.norm.ppf(0.95) + sst.norm.ppf(0.8)
-    want = math.ceil(2 * z * z * sp2 / (np.mean(a) - np.mean(b) - 0.6) ** 2)
-    assert seeds_for_power(a, b, 0.6, cfg) == max(3, want)
+    gap = (np.mean(a) - np.mean(b) - 0.6) / math.sqrt(sp2)  # 1.31 SD from the boundary
+    n = int(seeds_for_power(a, b, 0.6, cfg))
+    # the fewest seeds with 80% power, on fresh simulations of the exact test (Monte Carlo SE 0.003)
+    assert permutation_power(n, n, gap, 0.05, reps=20_000, seed=3) >= 0.8 - 0.015
+    assert permutation_power(n - 1, n - 1, gap, 0.05, reps=20_000, seed=3) < 0.8 + 0.015
+    assert seeds_for_power(a, b, 0.0, cfg) == 3  # far from the boundary: the fewest that can decide at all
     assert math.isnan(seeds_for_power([1.0], b, 0.0, cfg))
 
 

@@ -155,8 +155,11 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
               "side of the boundary, to refute it when it lies on the other.", "",
               "How they are computed: the least n is the smallest n with 1 / C(2n, n) <= alpha (the smallest "
               "one-sided p of the exact permutation test; refuting C3 after Holm's correction over k score keys "
-              "needs alpha / k); the bracket is n = 2 (z_{1-alpha} + z_0.8)^2 s^2 / (effect - boundary)^2 "
-              "(a normal approximation; s the pooled SD), rounded up and at least the first number.", "",
+              "needs alpha / k); the bracket is the fewest equal arms at which the exact permutation test, "
+              "simulated, detects the observed distance from the boundary (in units of the pooled SD) 80% of the "
+              "time (up to 12 seeds per arm; beyond, the t formula n = 2 (t_{1-alpha} + t_0.8)^2 s^2 / "
+              "(effect - boundary)^2), at least the first number. Each claim's section also gives the reverse: "
+              "the smallest distance its own seeds detect.", "",
               "Not checked as claims: Figure 6's learning-dynamics pattern (TACO keeps intra-context similarity "
               "high and the intra/inter gap large late in training, MLM does not): the paper gives neither values "
               "nor what \"high\"/\"large\" means, and the dynamics are measured on one pre-training run per "

@@ -321,11 +321,14 @@ def fewest_seeds(cfg: AnalysisConfig, limit: int = 50) -> int:
 
 def seeds_for_power(a: Sequence[float], b: Sequence[float], boundary: float, cfg: AnalysisConfig,
                     power: float = TARGET_POWER) -> float:
-    """Seeds per arm for ``power`` of a one-sided test of delta against ``boundary`` at alpha, at the
-    observed delta and pooled SD (normal approximation: n = 2 (z_{1-alpha} + z_power)^2 s^2 /
-    (delta - boundary)^2, rounded up, at least :func:`fewest_seeds`), in the direction the observed delta
-    lies from the boundary (to support the claim, or to refute it when the data point the other way).
+    """Seeds per arm for ``power`` of the one-sided permutation test of delta against ``boundary`` at alpha, if
+    the true delta and SD were the observed delta and pooled SD, in the direction the observed delta lies
+    from the boundary (to support the claim, or to refute it when the data point the other way): the fewest
+    equal arms, at least :func:`fewest_seeds`, at which the test detects that distance with ``power``
+    (:func:`taco.stats.power.seeds_for_gap`: the exact test simulated up to 12 seeds, the t formula beyond).
     nan when an arm has < 2 values, the SD is 0 or delta equals the boundary."""
+    from taco.stats.power import seeds_for_gap
+
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.size < 2 or b.size < 2:
         return math.nan
@@ -333,5 +336,4 @@ def seeds_for_power(a: Sequence[float], b: Sequence[float], boundary: float, cfg
     gap = float(a.mean() - b.mean()) - boundary
     if sp2 <= 0 or gap == 0:
         return math.nan
-    z = sst.norm.ppf(1 - cfg.alpha) + sst.norm.ppf(power)
-    return float(max(fewest_seeds(cfg), math.ceil(2 * z * z * sp2 / (gap * gap))))
+    return seeds_for_gap(gap / math.sqrt(sp2), cfg.alpha, power, start=fewest_seeds(cfg))

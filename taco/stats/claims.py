@@ -77,8 +77,8 @@ permutation test's smallest one-sided p-value, attained when the two arms separa
 TOST and the support side of the intersection-union test (each component runs at alpha; refuting
 C3 after Holm over k keys needs 1 / C(2n, n) <= alpha / k). ``seeds_for_power`` adds an
 estimate for the data at hand: the seeds per arm for 80% power of the deciding one-sided test at the
-observed effect and pooled SD (normal approximation, n = 2 (z_{1-alpha} + z_{0.8})^2 s^2 /
-(delta - boundary)^2, rounded up, at least ``fewest_seeds``); n/a without an SD. ``detectable_gap`` turns it
+observed effect and pooled SD (the exact permutation test simulated up to 12 seeds per arm, the t formula
+beyond: :func:`taco.stats.power.seeds_for_gap`; at least ``fewest_seeds``); n/a without an SD. ``detectable_gap`` turns it
 round: the smallest true distance of the effect from the claim's boundary that the test, at the seeds the
 claim has and the observed pooled SD, detects with 80% power (simulated with the exact permutation test
 itself, :mod:`taco.stats.power`; inf where those seeds cannot reach p <= alpha at all); for a claim about

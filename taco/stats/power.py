@@ -27,6 +27,9 @@ import numpy as np
 REPS = 4000
 #: above this many splits a random sample of them stands in for the exact enumeration
 MAX_EXACT_SPLITS = 5000
+#: :func:`seeds_for_gap` simulates the test up to this many seeds per arm; beyond, the t formula (which
+#: ``tests/test_power.py`` checks against the simulation at 12)
+MAX_SIMULATED_SEEDS = 12
 
 
 def _split_weights(n_a: int, n_b: int, rng: np.random.Generator) -> np.ndarray:
@@ -92,3 +95,25 @@ def detectable_gap(n_a: int, n_b: int, sd: float, alpha: float, power: float = 0
     if n_a < 2 or n_b < 2 or not (math.isfinite(sd) and sd > 0):
         return math.nan
     return _gap_in_sd(int(n_a), int(n_b), float(alpha), float(power)) * sd
+
+
+def seeds_for_gap(gap_in_sd: float, alpha: float, power: float = 0.8, start: int = 2) -> float:
+    """The fewest units per arm (equal arms, at least ``start``) with which the one-sided permutation test at
+    ``alpha`` detects a true difference of ``gap_in_sd`` SDs with probability ``power``: simulated
+    (:func:`detectable_gap`) up to :data:`MAX_SIMULATED_SEEDS`, beyond it the t formula
+    n = 2 (t_{1-alpha} + t_power)^2 / gap^2 (df 2n - 2, iterated). nan for a gap that is 0 or not finite."""
+    gap = abs(float(gap_in_sd))
+    if not (math.isfinite(gap) and gap > 0):
+        return math.nan
+    for n in range(max(2, int(start)), MAX_SIMULATED_SEEDS + 1):
+        if _gap_in_sd(n, n, float(alpha), float(power)) <= gap:
+            return float(n)
+    from scipy import stats as st
+
+    n = MAX_SIMULATED_SEEDS + 1
+    while True:
+        z = st.t.ppf(1 - alpha, 2 * n - 2) + st.t.ppf(power, 2 * n - 2)
+        need = math.ceil(2 * z * z / (gap * gap))
+        if need <= n:
+            return float(n)
+        n = need
