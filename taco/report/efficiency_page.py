@@ -118,9 +118,9 @@ def family_section(df: pd.DataFrame, families: Mapping[str, str]) -> list[str]:
     lines = ["## Does TACO's speedup carry over to other encoders? (E1 per encoder family)", "",
              "The same preset, corpus, tokenizer, steps, batch and recipe; only the encoder family differs "
              "(docs/families.md). One verdict per family, by the same rule.", "",
-             "| family | size | T | speedup | n runs (MLM/TACO) | mean MLM / TACO loss at T | verdict |",
+             "| family | size | T | speedup | n runs (TACO/MLM) | mean TACO / MLM loss at T | verdict |",
              "|---|---|---|---|---|---|---|"]
-    order = {b: i for i, b in enumerate(FAMILIES)}
+    order = {name: i for i, name in enumerate(FAMILIES)}
     for r in sorted(prim.itertuples(), key=lambda r: order.get(families.get(r.size, DEFAULT_FAMILY), 99)):
         fam = families.get(r.size, DEFAULT_FAMILY)
         t = int(r.target_step) if isinstance(r.target_step, (int, float)) and math.isfinite(r.target_step) else "n/a"
