@@ -138,11 +138,14 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     if warns:
         lines[-2:-2] = ["**Warnings**", "", *(f"- {w}" for w in warns), ""]
     for r in claims.itertuples():
-        x = "x" if r.kind == STEPS_TO_TARGET else ""
+        def x(v: Any, kind: str = r.kind) -> str:  # a speedup's unit, after a number only; an unbounded end
+            if kind == STEPS_TO_TARGET and isinstance(v, float) and math.isinf(v):
+                return "unbounded"
+            return _f(v) + ("x" if kind == STEPS_TO_TARGET and _f(v) != "n/a" else "")
         seeds = ("n/a (calibrated test)" if r.kind == STEPS_TO_TARGET else
                  f"{_n(r.fewest_seeds)} ({_n(r.seeds_for_power)})")
         lines.append(f"| {r.claim_id}: {r.claim}{tag} | {r.a} vs {r.b} | {r.scope or 'n/a'} | {_n(r.n_a)}/{_n(r.n_b)} | "
-                     f"{_f(r.effect)}{x} | [{_f(r.decision_ci_low)}{x}, {_f(r.decision_ci_high)}{x}] | "
+                     f"{x(r.effect)} | [{x(r.decision_ci_low)}, {x(r.decision_ci_high)}] | "
                      f"{_p(r.p_value)} / {_p(r.p_against)} | {seeds} | {_verdict_cell(r)} |")
     counts = claims["verdict"].value_counts()
     lines += ["", "Verdicts: " + ", ".join(f"{v}: {int(counts.get(v, 0))}" for v in VERDICTS)
