@@ -112,7 +112,9 @@ def test_the_plan_counts_and_prices_the_trials(tmp_path):
     cfg = load_config([str(REPO / "configs" / "cpu-real.yaml")], _data_root(tmp_path))
     jobs = compute_jobs(cfg, ["cola", "sst2", "mrpc", "stsb"])
     checkpoints = 2 * 3 + 1  # MLM and TACO at three budgets, and the control
-    assert jobs["finetune_trial"] == 3 * checkpoints and jobs["finetune_choice"] == checkpoints
+    trials = len(cfg["finetune"]["tuning"]["space"]["learning_rate"])  # 4 learning rates, one seed each
+    assert trials == 4
+    assert jobs["finetune_trial"] == trials * checkpoints and jobs["finetune_choice"] == checkpoints
     from taco.workflow.plan.costs import Rates, finetune_costs
 
     rates = Rates(None, 1e12, 0.3, 0.3, 0.0)
@@ -120,5 +122,5 @@ def test_the_plan_counts_and_prices_the_trials(tmp_path):
     tuned = finetune_costs(cfg, tasks, rates)["flops"]
     cfg["finetune"]["tuning"]["enabled"] = False
     plain = finetune_costs(cfg, tasks, rates)["flops"]
-    # 3 trials of one seed and the reported 3 seeds, at the same epochs: the trials add exactly 3/3 = 1x
-    assert tuned == pytest.approx(2 * plain)
+    # 4 trials of one seed and the reported 3 seeds, at the same epochs: the trials add exactly 4/3
+    assert tuned == pytest.approx((1 + 4 / 3) * plain)
