@@ -78,6 +78,14 @@ def _n(x: Any) -> str:
     return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{int(x)}"
 
 
+def _speedup_cell(x: Any) -> str:
+    """A steps-to-target claim's effect or interval end: ``3.96x``, ``unbounded`` (an infinite end), ``n/a``."""
+    if isinstance(x, float) and math.isinf(x):
+        return "unbounded"
+    text = _f(x)
+    return text if text == "n/a" else text + "x"
+
+
 def _verdict_cell(r) -> str:
     """The verdict in bold, and how many of the claim's seeds (``n_a`` + ``n_b``: both arms, the
     ``n (A/B)`` column) have a degenerate run (``n_degenerate`` counts both arms together)."""
@@ -138,10 +146,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
     if warns:
         lines[-2:-2] = ["**Warnings**", "", *(f"- {w}" for w in warns), ""]
     for r in claims.itertuples():
-        def x(v: Any, kind: str = r.kind) -> str:  # a speedup's unit, after a number only; an unbounded end
-            if kind == STEPS_TO_TARGET and isinstance(v, float) and math.isinf(v):
-                return "unbounded"
-            return _f(v) + ("x" if kind == STEPS_TO_TARGET and _f(v) != "n/a" else "")
+        x = _speedup_cell if r.kind == STEPS_TO_TARGET else _f
         seeds = ("n/a (calibrated test)" if r.kind == STEPS_TO_TARGET else
                  f"{_n(r.fewest_seeds)} ({_n(r.seeds_for_power)})")
         lines.append(f"| {r.claim_id}: {r.claim}{tag} | {r.a} vs {r.b} | {r.scope or 'n/a'} | {_n(r.n_a)}/{_n(r.n_b)} | "
