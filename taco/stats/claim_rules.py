@@ -18,7 +18,8 @@ import numpy as np
 from scipy import stats as sst
 
 from taco.stats.analysis_config import AnalysisConfig
-from taco.stats.inference import min_attainable_pvalue
+from taco.stats.inference import min_attainable_pvalue, pooled_sd
+from taco.stats.power import seeds_for_gap
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN)
@@ -327,13 +328,8 @@ def seeds_for_power(a: Sequence[float], b: Sequence[float], boundary: float, cfg
     equal arms, at least :func:`fewest_seeds`, at which the test detects that distance with ``power``
     (:func:`taco.stats.power.seeds_for_gap`: the exact test simulated up to 12 seeds, the t formula beyond).
     nan when an arm has < 2 values, the SD is 0 or delta equals the boundary."""
-    from taco.stats.power import seeds_for_gap
-
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if a.size < 2 or b.size < 2:
+    s = pooled_sd(a, b)
+    gap = float(np.mean(a) - np.mean(b)) - boundary if not math.isnan(s) else math.nan
+    if not s > 0 or gap == 0 or math.isnan(gap):
         return math.nan
-    sp2 = ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
-    gap = float(a.mean() - b.mean()) - boundary
-    if sp2 <= 0 or gap == 0:
-        return math.nan
-    return seeds_for_gap(gap / math.sqrt(sp2), cfg.alpha, power, start=fewest_seeds(cfg))
+    return seeds_for_gap(gap / s, cfg.alpha, power, start=fewest_seeds(cfg))

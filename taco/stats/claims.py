@@ -109,7 +109,7 @@ from taco.stats.analysis_config import AnalysisConfig, budget_steps_from_name
 from taco.stats.claim_rules import (
     INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, Margins, _sig, claim_kind, decide, deciding_boundary,
     decision_level, equivalence_detail, fewest_seeds, margins_for, pvalue_set, rule_text, seeds_for_power, tests_for)
-from taco.stats.inference import ci_method_name, compare, holm, interval, rng_for
+from taco.stats.inference import ci_method_name, compare, holm, interval, pooled_sd, rng_for
 from taco.stats.power import detectable_gap
 
 #: why a cell may show zero variance (the claim row's reason and the page's warning)
@@ -339,17 +339,9 @@ def _fill(row: dict[str, Any], cmp, dci, a: Sample, b: Sample, claim: Claim, cfg
                hedges_g=cmp.hedges_g, p_two_sided=cmp.p_two_sided, min_attainable_p=cmp.min_p_one_sided,
                n_degenerate=a.n_degenerate + b.n_degenerate,
                seeds_for_power=seeds_for_power(a.values, b.values, deciding_boundary(claim.kind, claim_margins(claim, cfg)), cfg),
-               detectable_gap=detectable_gap(len(a.values), len(b.values), _pooled_sd(a.values, b.values), cfg.alpha),
+               detectable_gap=detectable_gap(len(a.values), len(b.values), pooled_sd(a.values, b.values), cfg.alpha),
                zero_variance=", ".join(name for name, v in (("A", a.values), ("B", b.values))
                                        if len(v) >= 2 and max(v) == min(v)))
-
-
-def _pooled_sd(a: Sequence[float], b: Sequence[float]) -> float:
-    """The pooled SD of two samples (nan with fewer than 2 values in one)."""
-    if len(a) < 2 or len(b) < 2:
-        return math.nan
-    va, vb = np.var(np.asarray(a, float), ddof=1), np.var(np.asarray(b, float), ddof=1)
-    return float(math.sqrt(((len(a) - 1) * va + (len(b) - 1) * vb) / (len(a) + len(b) - 2)))
 
 
 def sample_unit(per_seed: pd.DataFrame, cell_a: tuple, cell_b: tuple) -> str:

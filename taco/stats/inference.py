@@ -172,18 +172,25 @@ def min_attainable_pvalue(n_a: int, n_b: int, n_resamples: int) -> float:
     return 1.0 / n_part if n_part <= n_resamples else 1.0 / (n_resamples + 1)
 
 
-def hedges_g(a: Sequence[float], b: Sequence[float]) -> float:
-    """Hedges' g: (mean(a) - mean(b)) / pooled SD (ddof=1), times the small-sample correction
-    J = 1 - 3 / (4 (n_a + n_b) - 9). nan when either sample has < 2 values or the pooled SD is 0."""
+def pooled_sd(a: Sequence[float], b: Sequence[float]) -> float:
+    """The pooled SD of two samples, sqrt(((n_a - 1) var(a) + (n_b - 1) var(b)) / (n_a + n_b - 2)) (ddof=1);
+    nan when either sample has < 2 values."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     na, nb = a.size, b.size
     if na < 2 or nb < 2:
         return math.nan
-    sp2 = ((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2)
-    if sp2 <= 0:
+    return float(math.sqrt(((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2)))
+
+
+def hedges_g(a: Sequence[float], b: Sequence[float]) -> float:
+    """Hedges' g: (mean(a) - mean(b)) / :func:`pooled_sd`, times the small-sample correction
+    J = 1 - 3 / (4 (n_a + n_b) - 9). nan when either sample has < 2 values or the pooled SD is 0."""
+    s = pooled_sd(a, b)
+    if not s > 0:
         return math.nan
-    j = 1.0 - 3.0 / (4.0 * (na + nb) - 9.0)
-    return float(j * (a.mean() - b.mean()) / math.sqrt(sp2))
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    j = 1.0 - 3.0 / (4.0 * (a.size + b.size) - 9.0)
+    return float(j * (a.mean() - b.mean()) / s)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
