@@ -42,7 +42,8 @@ def check_families(results: Path) -> None:
         assert json.loads((run / "config.json").read_text())["architectures"] == [cls]
         assert json.loads((run / "manifest.json").read_text())["architecture"] == family
         assert len(list((results / "pretrain" / size / "mlm").rglob("step-16"))) == seeds
-        assert len(list((results / "finetune" / size / "taco").rglob("metrics.json"))) == 2 * 4 * 2  # budgets x tasks x seeds
+        # the last budget only (tests/configs/cpu-real-long-ci.yaml): tasks x seeds
+        assert len(list((results / "finetune" / size / "taco").rglob("metrics.json"))) == 4 * 2
         assert (results / "dynamics" / size / "taco" / "data-1.0" / "step-16").is_dir()
         assert (results / "glue_submission" / size / "taco" / "data-1.0" / "step-16" / "seed-1.zip").is_file()
     bert = results / "pretrain" / "tiny" / "taco" / "data-1.0" / "step-16"
