@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "deviations": ("taco.commands.deviations", "every difference of the run configuration from the paper's setup"),
     "plan": ("taco.workflow.plan.command", "compute plan of a configuration: jobs, FLOPs, GPU-hours, disk, time limits"),
     "gpu-slot": ("taco.launch.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),
+    "cpu-seconds": ("taco.launch.cpu_seconds", "CPU-seconds of a results folder's jobs per rule, from their logs"),
 }
 
 

@@ -70,9 +70,12 @@ def test_a_job_gets_its_streams_folder_and_exit_status(server, tmp_path):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0 and out.strip() == "0.1.0"
     assert "forkserver: pid" in err and "a fresh process" not in err  # forked, not fallen back
+    [(code, cpu)] = proto.cpu_seconds_in(err)  # the job's CPU line, as taco cpu-seconds reads it from a log
+    assert code == 0 and 0 <= cpu < 60
     p = _client(["-m", "taco", "nosuch"], server, tmp_path)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and "unknown command 'nosuch'" in err
+    assert proto.cpu_seconds_in(err) == [] and "a fresh process" in err  # not a rule command: not forked, no line
     # the job's own folder and environment: a relative output lands in the client's cwd
     p = _client(["-m", "taco", "corpus", "--source", "synthetic", "--num-documents", "20", "--seed", "0",
                  "--output", "docs"], server, tmp_path, env={"OMP_NUM_THREADS": "1"})

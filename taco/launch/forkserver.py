@@ -48,7 +48,8 @@ may; jobs under the GPU-slot wrapper of config ``gpus`` stay fresh processes,
 server write the same bytes as a fresh process (``tests/test_forkserver.py``).
 
 **What differs.** Snakemake's ``benchmark:`` files measure the client's process tree, so their CPU columns no
-longer include the job's work; the child's CPU-seconds are the ``forkserver:`` line at the end of the job's log.
+longer include the job's work; the child's CPU-seconds are the ``forkserver:`` line at the end of the job's log
+(:data:`taco.launch.forkserver_protocol.CPU_LINE`), which ``taco cpu-seconds RESULTS_DIR`` sums per rule folder.
 The server stops with the workflow (``onsuccess``/``onerror``, :func:`stop`) or, if Snakemake is killed, within a
 second of its parent's death: it takes no new job, and the running ones run on to their end (their clients get
 their status), as a fresh job outlives a killed Snakemake (``tests/test_kill_snakemake.py``: the orphaned trainer

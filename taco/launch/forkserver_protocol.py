@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -41,6 +42,22 @@ MAX_SOCKET_PATH = 107
 #: signals the client forwards to the job's process group
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 HEADER = struct.Struct("!I")
+
+#: the line a forked job prints last on its stderr (its log): the job's own CPU-seconds (user + system, its
+#: waited-for subprocesses included), which Snakemake's ``benchmark:`` files do not see (they measure the client)
+CPU_LINE = "forkserver: pid {pid} exit {code}, {cpu_seconds:.1f} CPU-s"
+CPU_LINE_PATTERN = re.compile(r"^forkserver: pid \d+ exit (-?\d+), ([\d.]+) CPU-s$", re.MULTILINE)
+
+
+def cpu_line(pid: int, code: int, cpu_seconds: float) -> str:
+    """The :data:`CPU_LINE` of one finished job (``code``: its exit status as the job returned it)."""
+    return CPU_LINE.format(pid=pid, code=code, cpu_seconds=cpu_seconds)
+
+
+def cpu_seconds_in(text: str) -> list[tuple[int, float]]:
+    """Every :data:`CPU_LINE` in a job log's ``text``, as (exit status, CPU-seconds), in order (a log holds one per
+    forked job that wrote to it; a fresh-process job, ``fork_server: false``, writes none)."""
+    return [(int(code), float(cpu)) for code, cpu in CPU_LINE_PATTERN.findall(text)]
 
 
 def supported() -> bool:

@@ -24,6 +24,7 @@ from taco.launch.forkserver_protocol import (
     PRELOAD,
     REQUEST_DEADLINE,
     alive,
+    cpu_line,
     kill_group,
     peer_uid,
     refusal,
@@ -106,8 +107,7 @@ def run_child(request: dict[str, Any], fds: list[int]) -> int:
         atexit._run_exitfuncs()
     finally:
         t = os.times()  # a forked child's counters start at 0; its waited-for subprocesses included
-        print(f"forkserver: pid {os.getpid()} exit {code}, "
-              f"{t.user + t.system + t.children_user + t.children_system:.1f} CPU-s", file=sys.stderr)
+        print(cpu_line(os.getpid(), int(code or 0), t.user + t.system + t.children_user + t.children_system), file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
     return int(code or 0) & 0xFF if code else 0

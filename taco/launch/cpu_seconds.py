@@ -1,0 +1,96 @@
+"""``taco cpu-seconds``: what a results folder's jobs cost in CPU-seconds, from their logs.
+
+A job run through the fork server (:mod:`taco.launch.forkserver`) prints its own CPU-seconds as the last line of
+its log (:data:`taco.launch.forkserver_protocol.CPU_LINE`); Snakemake's ``benchmark:`` files measure only the
+client that waits for it, so their CPU columns are ~0. This command reads every ``*.log`` under
+``<results_dir>/logs/`` and sums those lines per rule folder (the log's first folder: ``pretrain``, ``tuning``,
+``finetune``, ``finetune_tuning``, ``data``, ``report``, ...): the cost a record states. A log holds the last run
+of its job (Snakemake rewrites it when the job runs again), so the sum is the cost of the results as they stand,
+not of every attempt. Jobs run as fresh processes (``fork_server: false``, GPU jobs under ``taco gpu-slot``) write
+no line; they are counted apart, without a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from taco.launch.forkserver_protocol import cpu_seconds_in
+
+#: the columns of ``--output``
+COLUMNS = ("rule_folder", "jobs", "jobs_without_count", "failed", "cpu_seconds")
+
+
+@dataclass
+class RuleCost:
+    """One rule folder's jobs: how many logs, how many without a CPU line, how many ended non-zero, and the sum
+    of their CPU-seconds (every CPU line of every log)."""
+
+    rule_folder: str
+    jobs: int = 0
+    jobs_without_count: int = 0
+    failed: int = 0
+    cpu_seconds: float = 0.0
+
+
+def collect(results_dir: str | Path) -> list[RuleCost]:
+    """Per rule folder under ``<results_dir>/logs/`` (sorted by name), the jobs and their CPU-seconds.
+
+    Raises ``FileNotFoundError`` naming the folder when ``<results_dir>/logs`` does not exist."""
+    logs = Path(results_dir) / "logs"
+    if not logs.is_dir():
+        raise FileNotFoundError(f"{logs}: no logs folder (is {results_dir} a results folder of the workflow?)")
+    costs: dict[str, RuleCost] = {}
+    for log in sorted(logs.rglob("*.log")):
+        rel = log.relative_to(logs)
+        folder = rel.parts[0] if len(rel.parts) > 1 else "(top)"
+        cost = costs.setdefault(folder, RuleCost(folder))
+        cost.jobs += 1
+        lines = cpu_seconds_in(log.read_text(errors="replace"))
+        if not lines:
+            cost.jobs_without_count += 1
+        cost.failed += any(code != 0 for code, _ in lines)
+        cost.cpu_seconds += sum(seconds for _, seconds in lines)
+    return [costs[k] for k in sorted(costs)]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``taco cpu-seconds``."""
+    from taco.cli_parts import HelpFormatter
+    ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco cpu-seconds",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("results_dir", help="the workflow's results folder (config results_dir)")
+    ap.add_argument("--output", help="also write the table as CSV here (columns: " + ", ".join(COLUMNS) + ")")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        costs = collect(args.results_dir)
+    except FileNotFoundError as exc:
+        print(f"taco cpu-seconds: {exc}", file=sys.stderr)
+        return 2
+    rows = [[c.rule_folder, c.jobs, c.jobs_without_count, c.failed, round(c.cpu_seconds, 1)] for c in costs]
+    total = sum(c.cpu_seconds for c in costs)
+    print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS))
+    for row in rows:
+        print("| " + " | ".join(str(v) for v in row) + " |")
+    print(f"| **total** | {sum(c.jobs for c in costs)} | {sum(c.jobs_without_count for c in costs)} | "
+          f"{sum(c.failed for c in costs)} | {total:.1f} |")
+    if args.output:
+        from taco.manifest import atomic_write_text
+        import io
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        writer.writerows(rows)
+        atomic_write_text(Path(args.output), buf.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
