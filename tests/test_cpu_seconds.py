@@ -23,6 +23,7 @@ def test_lines_are_summed_per_rule_folder_and_jobs_without_a_line_are_counted(tm
     _log(logs / "finetune" / "b.log", "running, or a fresh process: no line")
     # a job that forked two taco commands into one log: both count
     _log(logs / "report" / "claims.log", cpu_line(104, 0, 3.0), "done", cpu_line(105, 0, 4.0))
+    _log(logs / "forkserver.log", "forkserver: serving", cpu_line(1, 0, 99.0))  # the server's own log: not a job
     got = {c.rule_folder: c for c in collect(tmp_path)}
     assert sorted(got) == ["finetune", "pretrain", "report"]
     # the printed line has one decimal: 812.25 -> "812.2" (format's rounding), read back as 812.2

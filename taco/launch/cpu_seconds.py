@@ -4,10 +4,11 @@ A job run through the fork server (:mod:`taco.launch.forkserver`) prints its own
 its log (:data:`taco.launch.forkserver_protocol.CPU_LINE`); Snakemake's ``benchmark:`` files measure only the
 client that waits for it, so their CPU columns are ~0. This command reads every ``*.log`` under
 ``<results_dir>/logs/`` and sums those lines per rule folder (the log's first folder: ``pretrain``, ``tuning``,
-``finetune``, ``finetune_tuning``, ``data``, ``report``, ...): the cost a record states. A log holds the last run
+``finetune``, ``finetune_tuning``, ``data``, ``report``, ...; a log directly in ``logs/``, the fork server's own, is
+not a job's): the cost a record states. A log holds the last run
 of its job (Snakemake rewrites it when the job runs again), so the sum is the cost of the results as they stand,
 not of every attempt. Jobs run as fresh processes (``fork_server: false``, GPU jobs under ``taco gpu-slot``) write
-no line; they are counted apart, without a number.
+no line, nor does a job still running; they are counted apart, without a number.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def collect(results_dir: str | Path) -> list[RuleCost]:
     costs: dict[str, RuleCost] = {}
     for log in sorted(logs.rglob("*.log")):
         rel = log.relative_to(logs)
-        folder = rel.parts[0] if len(rel.parts) > 1 else "(top)"
-        cost = costs.setdefault(folder, RuleCost(folder))
+        if len(rel.parts) == 1:  # the fork server's own log (logs/forkserver.log): not a job's
+            continue
+        cost = costs.setdefault(rel.parts[0], RuleCost(rel.parts[0]))
         cost.jobs += 1
         lines = cpu_seconds_in(log.read_text(errors="replace"))
         if not lines:
