@@ -8,7 +8,7 @@ client that waits for it, so their CPU columns are ~0. This command reads every 
 not a job's): the cost a record states. A log holds the last run
 of its job (Snakemake rewrites it when the job runs again), so the sum is the cost of the results as they stand,
 not of every attempt. Jobs run as fresh processes (``fork_server: false``, GPU jobs under ``taco gpu-slot``) write
-no line, nor does a job still running; they are counted apart, without a number.
+no line, nor do a job still running and a rule Snakemake runs in its own process (``aggregate_inputs``); they are counted apart, without a number.
 """
 
 from __future__ import annotations
