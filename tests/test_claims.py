@@ -521,3 +521,63 @@ def test_a_claim_carries_its_own_target_and_margin():
     assert set(CLAIM_KINDS) == {"match", "competitive", "improvement", "below", "not_better", "helps"}
     with pytest.raises(ValueError, match="unknown claim kind 'bogus'"):
         rule_text("bogus", cfg)
+
+
+def test_an_encoder_family_at_the_role_sizes_preset_gets_the_claims_its_runs_decide(tmp_path):
+    """configs/cpu-real-families.yaml: ModernBERT-tiny (preset tiny, another family) beside BERT-tiny gets the
+    role's claims as rows of its own (same claim_id, its size, the family named), each equal to the claim
+    evaluated with the family in the role; claims whose arms it did not run (C3, C5-C7) add no row; a size of
+    the same family and preset (a longer BERT-tiny run) gets none."""
+    from taco.report.claims_page import render_markdown
+
+    spec = dict(CONSTRUCTED_SPEC, presets={"s": "tiny", "mb": "tiny", "long": "tiny"},
+                architectures={"s": "bert", "mb": "modernbert", "long": "bert"}, controls=["s", "mb"],
+                budget_names={**CONSTRUCTED_SPEC["budget_names"], "mb": {"50k": 50000, "250k": 250000},
+                              "long": {"250k": 250000}},
+                runs=CONSTRUCTED_SPEC["runs"] + [{"size": "mb", "objective": o, "fraction": 1.0} for o in ("mlm", "taco")]
+                + [{"size": "long", "objective": o, "fraction": 1.0} for o in ("mlm", "taco")])
+    cfg = validate_analysis(spec)
+    assert cfg.family_sizes("s") == ["mb"] and cfg.family_sizes("mb") == ["s", "long"] and cfg.family_sizes(None) == []
+    bert = {("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): 2.0, ("taco", 1.0, 250000): 3.0,
+            ("taco", 0.25, 250000): 1.0, ("mlm_tp", 1.0, 250000): 0.2, ("mlm_tp", 1.0, 150000): 1.0,
+            ("control", 1.0, 0): -10.0}
+    cells = _cells(bert)
+    # ModernBERT: TACO-50k 3 points below MLM-250k (C1 not supported), TACO-250k level (C2 inconclusive or not)
+    cells.update({(("mb",) + c): {k: [70.0 + e + n for n in NOISE] for k in KEYS}
+                  for c, e in {("mlm", 1.0, 250000): 0.0, ("taco", 1.0, 50000): -3.0, ("taco", 1.0, 250000): 0.0,
+                               ("control", 1.0, 0): -5.0}.items()})
+    cells.update({(("long",) + c): {k: [60.0 + n for n in NOISE] for k in KEYS}
+                  for c in (("mlm", 1.0, 250000), ("taco", 1.0, 250000))})
+    ps = _per_seed(cells)
+    df = evaluate_claims({"per_seed": ps}, cfg)
+    rows = df[df.level == "claim"]
+    fam = rows[rows["size"] == "mb"]
+    assert list(fam.claim_id) == ["C1", "C2", "S1"], list(fam.claim_id)
+    assert set(rows["size"]) == {"s", "mb", ""}  # "": the base role's not-run rows; never "long"
+    assert all(c.endswith("[encoder family modernbert: size mb]") for c in fam.claim)
+    # each family row is the claim evaluated with the family in the role (its numbers, its verdict)
+    alone = evaluate_claims({"per_seed": ps}, validate_analysis(dict(spec, roles={"small": "mb", "base": None})))
+    alone = alone[(alone.level == "claim") & (alone["size"] == "mb") & alone.claim_id.isin(["C1", "C2", "S1"])]
+    for col in ("effect", "decision_ci_low", "p_value", "verdict", "a", "b"):
+        assert list(fam[col]) == list(alone[col]), col
+    c = fam.set_index("claim_id")
+    assert c.loc["C1", "effect"] == pytest.approx(-3.0) and c.loc["C1", "verdict"] == NOT_SUPPORTED
+    assert c.loc["S1", "effect"] == pytest.approx(5.0)
+    # BERT's rows are those of the same spec without the family
+    plain = evaluate_claims({"per_seed": ps}, validate_analysis({k: v for k, v in spec.items() if k != "architectures"}))
+    cols = ["claim_id", "level", "scope", "effect", "decision_ci_low", "p_value", "verdict"]
+    assert df[df["size"] != "mb"][cols].reset_index(drop=True).equals(plain[cols].reset_index(drop=True))
+    bert_rows = df[(df.level == "claim") & (df["size"] != "mb")].set_index("claim_id")
+    assert bert_rows.loc["C1", "effect"] == pytest.approx(2.0) and bert_rows.loc["C1", "verdict"] == SUPPORTED
+    # a family whose 50k checkpoint was not fine-tuned (finetune.budgets) has no C1 row; BERT's C1 says why
+    short = validate_analysis(dict(spec, finetuned_budgets={"s": [250000], "mb": [250000], "long": [250000]}))
+    rows2 = evaluate_claims({"per_seed": ps}, short)
+    rows2 = rows2[rows2.level == "claim"]
+    assert list(rows2[rows2["size"] == "mb"].claim_id) == ["C2", "S1"]
+    c1 = rows2[(rows2.claim_id == "C1") & (rows2["size"] == "s")].iloc[0]
+    assert c1.verdict == NOT_RUN and "not fine-tuned (finetuned_budgets.s: [250000]" in c1.reason
+    # the page: a section per row, each with its own size's per-key rows
+    md = render_markdown(df, cfg)
+    assert md.count("## C1: ") == 2 and "[encoder family modernbert: size mb]" in md
+    section = md.split("## C1: ")[2].split("\n## ")[0]
+    assert "size role: small (mb)" in section and section.count("| MNLI-m |") + section.count("| mnli_m |") == 1

@@ -54,6 +54,12 @@ def check_families(results: Path) -> None:
     page = (results / "efficiency.md").read_text()
     assert "carry over to other encoders" in page and "| ModernBERT | modernbert\\_tiny |" in page
     assert "modernbert\\_tiny: encoder family" in (results / "deviations.md").read_text()
+    # the GLUE claims per family, beside BERT-tiny's: those whose arms the overlay runs and fine-tunes (C2, S1;
+    # C1's TACO-50k, step 8, is not fine-tuned for the families in this CI overlay)
+    claims = [r for r in read_csv(results / "claims.csv") if r["level"] == "claim" and r["kind"] != "steps_to_target"]
+    for size in ("modernbert_tiny", "roberta_tiny"):
+        assert sorted(r["claim_id"] for r in claims if r["size"] == size) == ["C2", "S1"], size
+    assert "[encoder family modernbert: size modernbert_tiny]" in (results / "claims.md").read_text()
 
 
 def check_long_pair(results: Path) -> None:

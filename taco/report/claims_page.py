@@ -195,7 +195,7 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
         if r.kind == STEPS_TO_TARGET:
             lines.append("- Secondary budgets, the GLUE-probe row, the speedup curve, every unit's crossing and the "
                          "simulated coverage: efficiency.md / efficiency.png")
-        t = df[(df["level"] == "task") & (df["claim_id"] == r.claim_id)]
+        t = df[(df["level"] == "task") & (df["claim_id"] == r.claim_id) & (df["size"] == r.size)]
         if not t.empty:
             lines += ["", f"| score key | n (A/B) | mean A | mean B | effect | {dl} CI | Hedges' g | p | p (Holm) | verdict |",
                       "|---|---|---|---|---|---|---|---|---|---|"]

@@ -62,6 +62,12 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
     (written by the workflow) ``{size: model preset}``. A size whose preset is not the paper's size
     it plays (the tiny preset in the role of BERT-small) prints no difference against the published
     numbers. A size missing here counts as the paper's size only when it is named ``small``/``base``.
+``architectures``
+    (written by the workflow where a size is not BERT) ``{size: encoder family}`` (``bert``, ``roberta``,
+    ``modernbert``) of every size; a configuration without families has no such key, and a size missing from it
+    counts as one family with the others missing. A size with the preset of a role's size and another family (ModernBERT-tiny beside BERT-tiny,
+    ``configs/cpu-real-families.yaml``) gets that role's GLUE claims too, as rows of its own
+    (:meth:`AnalysisConfig.family_sizes`).
 
 Errors name the offending key (``AnalysisConfigError``, a ``ValueError``).
 """
@@ -110,6 +116,7 @@ DEFAULTS: dict[str, Any] = {
     "corpus_source": None,
     "glue_source": None,
     "presets": {},
+    "architectures": {},
 }
 
 
@@ -158,6 +165,7 @@ class AnalysisConfig:
     corpus_source: str | None = None
     glue_source: str | None = None
     presets: dict[str, str] = field(default_factory=dict)
+    architectures: dict[str, str] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- derived views -------------------------------------------------------------------------
@@ -237,6 +245,17 @@ class AnalysisConfig:
             return None
         return self.presets.get(size) or (size if size in ("small", "base") else None)
 
+    def family_sizes(self, size: str | None) -> list[str]:
+        """The other encoder families run at ``size``'s model preset (``architectures``), in ``budget_names``
+        order: the sizes whose claims are evaluated beside ``size``'s (ModernBERT-tiny and RoBERTa-tiny beside
+        BERT-tiny). Empty when ``size`` is None or has no recorded preset."""
+        preset = self.preset_of(size)
+        if size is None or preset is None:
+            return []
+        family = self.architectures.get(size)
+        return [s for s in self.budget_names if s != size and self.preset_of(s) == preset
+                and self.architectures.get(s) != family]
+
     def paper_comparison_blocker(self, size: str | None, role: str) -> str:
         """Why the numbers of ``size`` in the role of BERT-``role`` must not be differenced against the
         paper's published ones ('' when they may): synthetic tasks, or a model that is not that size."""
@@ -268,6 +287,7 @@ class AnalysisConfig:
             "controls": list(self.controls),
             "corpus_source": self.corpus_source, "glue_source": self.glue_source,
             "presets": dict(self.presets),
+            **({"architectures": dict(self.architectures)} if self.architectures else {}),
             "primary_metric": dict(self.primary_metric),
             **{k: getattr(self, k) for k in (
                 "equivalence_margin", "match_rule", "improvement_target", "improvement_margin",
@@ -330,6 +350,7 @@ def analysis_schema() -> dict[str, Any]:
             "corpus_source": {"enum": ["hub", "local", "synthetic", None]},
             "glue_source": {"enum": ["hub", "local", "synthetic", None]},
             "presets": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+            "architectures": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
         },
     }
 
@@ -437,6 +458,7 @@ def validate_analysis(spec: Mapping[str, Any] | None) -> AnalysisConfig:
         corpus_source=raw["corpus_source"],
         glue_source=raw["glue_source"],
         presets={str(k): str(v) for k, v in (raw["presets"] or {}).items()},
+        architectures={str(k): str(v) for k, v in (raw["architectures"] or {}).items()},
         raw=raw,
     )
 

@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -235,6 +235,10 @@ def resolve_arm(cfg: AnalysisConfig, claim: Claim, arm: Arm) -> ArmCell:
     cell = (size, arm.objective, round(frac, 6), int(step))
     if not cfg.has_run(size, arm.objective, frac):
         return ArmCell(cell, label, f"run {label} not in the analysis spec")
+    tuned = (cfg.finetuned_budgets or {}).get(size)
+    if tuned is not None and int(step) not in tuned:
+        return ArmCell(cell, label, f"{label} of size {size!r} not fine-tuned (finetuned_budgets.{size}: "
+                                    f"{list(tuned)}; config finetune.budgets)")
     return ArmCell(cell, label)
 
 
@@ -549,8 +553,21 @@ def evaluate_claim(claim: Claim, per_seed: pd.DataFrame, cfg: AnalysisConfig) ->
 
 def evaluate_claims(agg: Mapping[str, pd.DataFrame], cfg: AnalysisConfig,
                     claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
-    """All claims as one DataFrame (claim rows and their per-key rows, in claim order)."""
+    """All claims as one DataFrame (claim rows and their per-key rows, in claim order).
+
+    A claim is evaluated for the size that plays its role, then for each other encoder family run at that size's
+    preset (:meth:`AnalysisConfig.family_sizes`: ModernBERT-tiny beside BERT-tiny), as rows of their own with
+    the same ``claim_id``, that size in ``size`` and the family named in ``claim``; a family's row is left out
+    where one of the claim's arms was not run for it (the families overlay runs MLM and TACO only), so the
+    families add no ``not run`` rows."""
     rows = []
     for c in claims:
         rows += evaluate_claim(c, agg["per_seed"], cfg)
+        for size in cfg.family_sizes(cfg.roles.get(c.role)):
+            family = evaluate_claim(c, agg["per_seed"], replace(cfg, roles={**cfg.roles, c.role: size}))
+            if family[0]["verdict"] == NOT_RUN:
+                continue
+            for row in family:
+                row["claim"] += f" [encoder family {cfg.architectures.get(size, '?')}: size {size}]"
+            rows += family
     return pd.DataFrame(rows)

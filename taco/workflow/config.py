@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taco import registry
+from taco.families import DEFAULT_FAMILY
 from taco.registry import MNLI_START_TASKS, budget_name
 
 
@@ -281,6 +282,7 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
         "corpus_source": config["corpus"]["source"],
         "glue_source": config["glue"]["source"],
         "presets": {size: s["preset"] for size, s in config["pretrain"]["sizes"].items()},
+
         "max_train_samples": config["finetune"].get("max_train_samples"),
         "max_eval_samples": config["finetune"].get("max_eval_samples"),
         "primary_metric": dict(a.get("primary_metric", {})),
@@ -295,6 +297,11 @@ def analysis_spec(config: dict[str, Any], tasks: list[str],
         "min_seeds": a["min_seeds"],
         "seed": config["seed"],
     }
+    # the encoder family of each size that is not BERT (configs/cpu-real-families.yaml): its GLUE claims are
+    # evaluated beside its preset's role size; a configuration without families writes the spec it wrote before
+    families = {size: s.get("architecture", DEFAULT_FAMILY) for size, s in config["pretrain"]["sizes"].items()}
+    if set(families.values()) != {DEFAULT_FAMILY}:
+        spec["architectures"] = families
     # the spec is the validated AnalysisConfig (the same schema `taco aggregate/tables/claims` apply)
     from taco.stats.analysis_config import AnalysisConfigError, validate_analysis
 
