@@ -4,22 +4,24 @@ A job run through the fork server (:mod:`taco.launch.forkserver`) prints its own
 its log (:data:`taco.launch.forkserver_protocol.CPU_LINE`); Snakemake's ``benchmark:`` files measure only the
 client that waits for it, so their CPU columns are ~0. This command reads every ``*.log`` under
 ``<results_dir>/logs/`` and sums those lines per rule folder (the log's first folder: ``pretrain``, ``tuning``,
-``finetune``, ``finetune_tuning``, ``data``, ``report``, ...; a log directly in ``logs/``, the fork server's own, is
-not a job's): the cost a record states. A log holds the last run
-of its job (Snakemake rewrites it when the job runs again), so the sum is the cost of the results as they stand,
-not of every attempt. Jobs run as fresh processes (``fork_server: false``, GPU jobs under ``taco gpu-slot``) write
-no line, nor do a job still running and a rule Snakemake runs in its own process (``aggregate_inputs``); they are counted apart, without a number.
+``finetune``, ``finetune_tuning``, ``data``, ``report``, ...; a log directly in ``logs/``, the fork server's own,
+is not a job's): the cost a record states. A log holds the last run of its job (Snakemake rewrites it when the
+job runs again), so the sum is the cost of the results as they stand, not of every attempt. Jobs run as fresh
+processes (``fork_server: false``, GPU jobs under ``taco gpu-slot``) write no line, nor do a job still running and
+a rule Snakemake runs in its own process (``aggregate_inputs``); they are counted apart, without a number.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from taco.launch.forkserver_protocol import cpu_seconds_in
+from taco.manifest import atomic_write_text
 
 #: the columns of ``--output``
 COLUMNS = ("rule_folder", "jobs", "jobs_without_count", "failed", "cpu_seconds")
@@ -84,8 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| **total** | {sum(c.jobs for c in costs)} | {sum(c.jobs_without_count for c in costs)} | "
           f"{sum(c.failed for c in costs)} | {total:.1f} |")
     if args.output:
-        from taco.manifest import atomic_write_text
-        import io
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(COLUMNS)

@@ -107,7 +107,8 @@ def run_child(request: dict[str, Any], fds: list[int]) -> int:
         atexit._run_exitfuncs()
     finally:
         t = os.times()  # a forked child's counters start at 0; its waited-for subprocesses included
-        print(cpu_line(os.getpid(), int(code or 0), t.user + t.system + t.children_user + t.children_system), file=sys.stderr)
+        cpu = t.user + t.system + t.children_user + t.children_system
+        print(cpu_line(os.getpid(), int(code or 0), cpu), file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
     return int(code or 0) & 0xFF if code else 0

@@ -65,9 +65,9 @@ JSON or YAML mapping with these keys (every key optional; defaults are the paper
 ``architectures``
     (written by the workflow where a size is not BERT) ``{size: encoder family}`` (``bert``, ``roberta``,
     ``modernbert``) of every size; a configuration without families has no such key, and a size missing from it
-    counts as one family with the others missing. A size with the preset of a role's size and another family (ModernBERT-tiny beside BERT-tiny,
-    ``configs/cpu-real-families.yaml``) gets that role's GLUE claims too, as rows of its own
-    (:meth:`AnalysisConfig.family_sizes`).
+    counts as one family with the others missing. A size with the preset of a role's size and another family
+    (ModernBERT-tiny beside BERT-tiny, ``configs/cpu-real-families.yaml``) gets that role's GLUE claims too, as
+    rows of its own (:meth:`AnalysisConfig.family_sizes`).
 
 Errors name the offending key (``AnalysisConfigError``, a ``ValueError``).
 """
