@@ -579,5 +579,9 @@ def test_an_encoder_family_at_the_role_sizes_preset_gets_the_claims_its_runs_dec
     # the page: a section per row, each with its own size's per-key rows
     md = render_markdown(df, cfg)
     assert md.count("## C1: ") == 2 and "[encoder family modernbert: size mb]" in md
+    from taco.report.claims_page import row_name
+
+    assert [row_name(r, cfg) for r in fam.itertuples()] == ["C1 [mb]", "C2 [mb]", "S1 [mb]"]
+    assert row_name(next(rows[rows["size"] == "s"].itertuples()), cfg) == "C1"
     section = md.split("## C1: ")[2].split("\n## ")[0]
     assert "size role: small (mb)" in section and section.count("| MNLI-m |") + section.count("| mnli_m |") == 1

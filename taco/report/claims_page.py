@@ -51,19 +51,27 @@ def page_warnings(df: pd.DataFrame, cfg: AnalysisConfig) -> list[str]:
         unit = getattr(r, "sample_unit", "")
         n = min(int(r.n_a or 0), int(r.n_b or 0))
         if isinstance(unit, str) and UNIT_PRETRAIN in unit and 0 < n < fewest_seeds(cfg):
-            few.setdefault(n, []).append(r.claim_id)
+            few.setdefault(n, []).append(row_name(r, cfg))
     for n, ids in sorted(few.items()):
         out.append(f"{', '.join(ids)}: {n} pre-training runs per arm (pretrain.seeds of length {n}) can never "
                    f"decide a claim: the smallest attainable one-sided permutation p is 1 / C({2 * n}, {n}) = "
                    f"{min_attainable_pvalue(n, n, cfg.n_resamples):.3g} > alpha {cfg.alpha}; give pretrain.seeds at "
                    f"least {fewest_seeds(cfg)} entries (or none, to use fine-tuning seeds as the unit).")
-    zv = [f"{r.claim_id}" + ("" if r.level == "claim" else f" {SCORE_KEY_LABELS.get(r.scope, r.scope)}")
+    zv = [row_name(r, cfg) + ("" if r.level == "claim" else f" {SCORE_KEY_LABELS.get(r.scope, r.scope)}")
           + f" ({r.zero_variance})" for r in df.itertuples()
           if isinstance(getattr(r, "zero_variance", ""), str) and r.zero_variance]
     if zv:
         out.append(f"identical scores across all seeds (zero variance) in {', '.join(zv)}: suspicious "
                    f"({ZERO_VARIANCE_CAUSES}); check these runs before trusting their verdicts.")
     return out
+
+
+def row_name(r: Any, cfg: AnalysisConfig) -> str:
+    """A claim row's name in a list: its ``claim_id``, with the size where the row is another encoder family's
+    (``C1 [modernbert_tiny]``; taco.stats.claims.evaluate_claims), so two rows of one claim read apart."""
+    size = getattr(r, "size", "")
+    family = isinstance(size, str) and size and size != cfg.roles.get(r.role)
+    return f"{r.claim_id} [{size}]" if family else str(r.claim_id)
 
 
 def _f(x: Any, nd: int = 2) -> str:
