@@ -285,12 +285,12 @@ def expect_tuned(cfg, w, s):
 def expect_pretrain_trial(cfg, job):
     """A tuning trial: the size's recipe with the trial's setting, its own schedule to the horizon, the
     tuning seed, no parent, its own state and TensorBoard folders."""
-    from taco.workflow.tuning_grid import tuning_trials
+    from taco.training.tuning import trial_settings
 
     R, w = cfg["results_dir"], job["wildcards"]
     pre, t = cfg["pretrain"], cfg["pretrain"]["tuning"]
     s = pre["sizes"][w["size"]]
-    setting = tuning_trials(cfg)[int(w["trial"])]
+    setting = trial_settings(s.get("tuning_space") or t["space"], int(t["trials"]), int(t["seed"]))[int(w["trial"])]
     horizon = int(t["horizon"])
     arm = f"{w['size']}/{w['objective']}/trial-{w['trial']}"
     every = int(s.get("eval_every", 0) or 0)
@@ -342,10 +342,8 @@ def expect_finetune_choice(cfg, job):
 def expect_tuning_choice(cfg, job):
     R, w = cfg["results_dir"], job["wildcards"]
     t = cfg["pretrain"]["tuning"]
-    from taco.workflow.tuning_grid import tuning_trials
-
     return {"trials": [f"{R}/tuning/{w['size']}/{w['objective']}/trial-{i}/step-{t['horizon']}"
-                       for i in range(len(tuning_trials(cfg)))],
+                       for i in range(int(t["trials"]))],
             "output": f"{R}/tuning/{w['size']}/{w['objective']}/choice.json"}
 
 
@@ -701,9 +699,12 @@ def expect_efficiency(cfg, job):
     from taco.workflow.tuning_grid import tuning_arms
 
     tuning = [f"{R}/tuning/{size}/{obj}/choice.json" for size, obj in tuning_arms(cfg)]
-    space = json.dumps(cfg["pretrain"]["tuning"]["space"], sort_keys=True, separators=(",", ":")) if tuning else None
+    sizes = cfg["pretrain"]["sizes"]
+    spaces = {size: sizes[size].get("tuning_space") or cfg["pretrain"]["tuning"]["space"]
+              for size, _ in tuning_arms(cfg)}
+    spaces = json.dumps(spaces, sort_keys=True, separators=(",", ":")) if tuning else None
     return {"checkpoints": sorted(set(ckpts)), "aggregate_dir": f"{R}/aggregate",
-            "analysis": f"{R}/analysis.json", "output_dir": R, "tuning": tuning or None, "tuning_space": space}
+            "analysis": f"{R}/analysis.json", "output_dir": R, "tuning": tuning or None, "tuning_spaces": spaces}
 
 
 #: rule -> (the taco command it runs, expected values, extra checks)

@@ -801,3 +801,39 @@ def test_the_papers_own_numbers_are_tested_beside_the_margin(tmp_path):
     assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out),
                              "--calibration-reps", "500"]) == 0
     assert "The paper's numbers, by the same test: p(speedup <= 1) = " in (out / "efficiency.md").read_text()
+
+
+def _choice(path: Path, lr: float) -> Path:
+    """A hand-made choice.json of `taco tuning-choice` (one trial) at ``path``."""
+    rec = {"trial": "trial-0", "path": str(path.parent / "trial-0" / "step-2000"), "step": 2000, "objective": "mlm",
+           "max_steps": 2000, "setting": {"learning_rate": lr, "warmup_steps": 300, "dropout": 0.05},
+           "mlm_loss": 4.0}
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"chosen": rec, "trials": [rec], "left_out": []}))
+    return path
+
+
+def test_each_sizes_choice_is_checked_against_its_own_search_space(tmp_path, capsys):
+    """pretrain.sizes.<size>.tuning_space: one learning rate (8e-3) lies at the top edge of BERT-tiny's space
+    [3e-4, 1e-2] (log position 0.94) and inside ModernBERT-tiny's [1e-3, 3e-2] (0.61); the page notes the
+    first arm only. A choice whose size has no space is refused, naming the size."""
+    if not RECORD_CURVES.is_file():
+        pytest.skip(f"{RECORD_CURVES} absent")
+    a = _choice(tmp_path / "tuning" / "tiny" / "mlm" / "choice.json", 8e-3)
+    b = _choice(tmp_path / "tuning" / "modernbert_tiny" / "mlm" / "choice.json", 8e-3)
+    rest = {"warmup_steps": [200, 300, 400], "dropout": [0.0, 0.05, 0.1]}
+    spaces = {"tiny": {"learning_rate": {"log_uniform": [3e-4, 1e-2]}, **rest},
+              "modernbert_tiny": {"learning_rate": {"log_uniform": [1e-3, 3e-2]}, **rest}}
+    out = tmp_path / "o"
+    args = ["--curves", str(RECORD_CURVES), "--output-dir", str(out), "--calibration-reps", "0",
+            "--tuning", str(a), str(b)]
+    assert eff_command.main(args + ["--tuning-spaces", json.dumps(spaces)]) == 0
+    page = (out / "efficiency.md").read_text()
+    assert "tiny/mlm: learning\\_rate 0.008 lies at the highest edge" in page
+    assert "modernbert\\_tiny/mlm: learning" not in page
+    assert "note: tuning of tiny/mlm: learning_rate 0.008" in capsys.readouterr().out
+    del spaces["modernbert_tiny"]
+    assert eff_command.main(args + ["--tuning-spaces", json.dumps(spaces), "--output-dir", str(tmp_path / "p")]) == 2
+    assert "--tuning-spaces: no search space for size modernbert_tiny" in capsys.readouterr().err
+    assert eff_command.main(args + ["--tuning-spaces", '{"tiny": [1]}', "--output-dir", str(tmp_path / "p")]) == 2
+    assert "--tuning-spaces.tiny: a search space" in capsys.readouterr().err

@@ -123,7 +123,7 @@ def test_the_workflow_runs_trials_then_the_tuned_replicates(tmp_path):
     cfg = load_config([str(REPO / "configs" / "smoke.yaml"), str(overlay)])
     arms = tg.tuning_arms(cfg)
     assert ("tiny", "mlm") in arms and ("tiny", "taco") in arms and len(arms) == len(set(arms))
-    assert [t["warmup_steps"] for t in tg.tuning_trials(cfg)] == [t["warmup_steps"] for t in
+    assert [t["warmup_steps"] for t in tg.tuning_trials(cfg, "tiny")] == [t["warmup_steps"] for t in
                                                                    trial_settings({"warmup_steps": [1, 2]}, 3, 0)]
     bad = tmp_path / "bad.yaml"
     bad.write_text("pretrain: {tuning: {enabled: true, space: {momentum: [0.9]}}}\n")
@@ -169,4 +169,45 @@ def test_a_size_tuned_as_another_reads_that_sizes_choices_and_runs_no_trials(tmp
     overlay.write_text(overlay.read_text().replace("enabled: true", "enabled: false")
                        .replace("objectives: [mlm_tp]}", "objectives: [taco]}"))
     with pytest.raises(PlanError, match=r"pretrain\.sizes\.long\.tuned_as: .*pretrain\.tuning is off"):
+        load_config([str(base), str(overlay)])
+
+
+def test_a_size_with_its_own_search_space_draws_its_trials_there(tmp_path):
+    """pretrain.sizes.<size>.tuning_space (configs/cpu-real-families.yaml's ModernBERT-tiny): both objectives of
+    that size get the same trials from its space, the other sizes keep pretrain.tuning.space's, the trial count
+    stays one; a bad space is refused naming its key, as is a space on a size tuned_as another."""
+    from taco.workflow import tuning_grid as tg
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.inputs import PlanError
+
+    base = REPO / "configs" / "smoke.yaml"
+    overlay = tmp_path / "own.yaml"
+    own = "{warmup_steps: [5, 6, 7]}"
+    text = ("pretrain:\n"
+            "  tuning: {enabled: true, trials: 3, horizon: 10, space: {warmup_steps: [1, 2]}}\n"
+            "  runs: [{size: tiny, objectives: [mlm, taco], fractions: [1.0]}, {size: wide, objectives: [mlm, taco]}]\n"
+            "  sizes: {wide: {preset: tiny, max_steps: 40, budgets: [20, 40], tuning_space: SPACE}}\n"
+            "finetune: {budgets: {tiny: [100]}}\n")
+    overlay.write_text(text.replace("SPACE", own))
+    cfg = load_config([str(base), str(overlay)])
+    assert ("wide", "mlm") in tg.tuning_arms(cfg) and ("wide", "taco") in tg.tuning_arms(cfg)
+    assert tg.tuning_trials(cfg, "wide") == trial_settings({"warmup_steps": [5, 6, 7]}, 3, 0)
+    assert tg.tuning_trials(cfg, "tiny") == trial_settings({"warmup_steps": [1, 2]}, 3, 0)
+    assert tg.tuning_trial_count(cfg) == 3
+    from taco.workflow.commands import Commands
+
+    args = Commands(cfg).efficiency_args()
+    spaces = json.loads(args[args.index("--tuning-spaces") + 1])
+    assert spaces == {"tiny": {"warmup_steps": [1, 2]}, "wide": {"warmup_steps": [5, 6, 7]}}
+    for trial in range(3):
+        for objective in ("mlm", "taco"):
+            w = argparse.Namespace(size="wide", objective=objective, trial=str(trial))
+            cmd = Commands(cfg).trial_args(w)
+            assert cmd[cmd.index("--warmup-steps") + 1] == str(tg.tuning_trials(cfg, "wide")[trial]["warmup_steps"])
+
+    overlay.write_text(text.replace("SPACE", "{warmup_steps: [50]}"))
+    with pytest.raises(PlanError, match=r"pretrain\.sizes\.wide\.tuning_space\.warmup_steps: every value below"):
+        load_config([str(base), str(overlay)])
+    overlay.write_text(text.replace("SPACE", own).replace("budgets: [20, 40],", "budgets: [20, 40], tuned_as: tiny,"))
+    with pytest.raises(PlanError, match=r"pretrain\.sizes\.wide\.tuning_space: set, but the size is tuned_as 'tiny'"):
         load_config([str(base), str(overlay)])

@@ -71,13 +71,15 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
          aggregate_dir: str | Path | None = None, step_times: str | Path | None = None, *,
          curves: str | Path | None = None, calibration_reps: int = CALIBRATION_REPS,
          tuning: Sequence[str | Path] | None = None, manifest: dict | None = None,
-         tuning_space: dict | None = None) -> list[Path]:
+         tuning_spaces: dict[str, dict] | None = None) -> list[Path]:
     """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}``, ``efficiency_curves.csv`` and (given
     ``manifest``: its parameters) ``efficiency.manifest.json`` into ``out_dir``; returns the paths. The
     validation curves come from ``checkpoints`` or, to rerun the check from a results folder, from ``curves``
     (an ``efficiency_curves.csv``). Every input is read and checked before anything is written, and the
     files are written as one set (:class:`taco.output_set.OutputSet`): a full disk or a read-only folder
-    leaves the earlier set whole (OutputSetError naming the folder)."""
+    leaves the earlier set whole (OutputSetError naming the folder). ``tuning_spaces`` maps each tuned size
+    to its search space (:func:`taco.workflow.tuning_grid.tuning_space`): a choice at its edge is noted;
+    ValueError for a choice whose size has none."""
     from taco.manifest import build_manifest
     from taco.output_set import OutputSet
     from taco.report.efficiency_figure import figure
@@ -100,10 +102,14 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     df = record_diagnostic(df, calib)
     families = dict(zip(loss["size"], loss["architecture"])) if not loss.empty else {}
     edges = None
-    if tuning_space is not None:
+    if tuning_spaces is not None:
         from taco.training.tuning import edge_notes
 
-        edges = {arm: edge_notes(rec["chosen"]["setting"], tuning_space) for arm, rec in choices}
+        missing = sorted({arm.split("/")[0] for arm, _ in choices} - set(tuning_spaces))
+        if missing:
+            raise ValueError(f"--tuning-spaces: no search space for size {', '.join(missing)} of --tuning "
+                             f"(given: {', '.join(sorted(tuning_spaces)) or 'none'})")
+        edges = {arm: edge_notes(rec["chosen"]["setting"], tuning_spaces[arm.split("/")[0]]) for arm, rec in choices}
         for arm, lines in edges.items():
             for line in lines:
                 print(f"taco efficiency: note: tuning of {arm}: {line}")
@@ -172,8 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "each row's calibrated test (0: decide by the t rule alone)")
     ap.add_argument("--tuning", nargs="+", default=None, help="choice.json files of `taco tuning-choice` (config "
                     "pretrain.tuning): the page lists every arm's trials and chosen setting")
-    ap.add_argument("--tuning-space", default=None, help="the search space of --tuning as JSON (config "
-                    "pretrain.tuning.space): a choice at its edge is noted on the page")
+    ap.add_argument("--tuning-spaces", default=None, help="each tuned size's search space as one JSON object, "
+                    "size -> space (config pretrain.tuning.space or pretrain.sizes.<size>.tuning_space): a choice "
+                    "at its space's edge is noted on the page")
     ap.add_argument("--aggregate-dir", help="output folder of `taco aggregate` (adds the GLUE-average form)")
     ap.add_argument("--analysis", help="analysis spec (JSON/YAML); default: the paper's grid")
     ap.add_argument("--step-times", help="JSON of benchmarks/step_time.py (one step of each objective measured side "
@@ -193,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     from taco.cli_parts import json_mapping_option
     from taco.errors import EXIT_NO_SPACE
     from taco.output_set import OutputSetError
-    from taco.training.tuning import check_space
+    from taco.training.tuning import check_spaces
 
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -219,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                              f"about 1 s per 10,000 draws), got {args.calibration_reps:,}")
         paths = make(args.checkpoints, args.output_dir, cfg, args.aggregate_dir, args.step_times,
                      curves=args.curves, calibration_reps=args.calibration_reps, tuning=args.tuning,
-                     tuning_space=json_mapping_option("--tuning-space", args.tuning_space, check_space),
+                     tuning_spaces=json_mapping_option("--tuning-spaces", args.tuning_spaces, check_spaces),
                      manifest={"analysis": cfg.to_dict(), "aggregate_dir": args.aggregate_dir,
                                "step_times": args.step_times})
     except OutputSetError as exc:

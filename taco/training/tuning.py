@@ -111,6 +111,18 @@ def check_space(space: Mapping[str, Any], where: str = "pretrain.tuning.space",
     return errors
 
 
+def check_spaces(spaces: Mapping[str, Any], where: str = "--tuning-spaces") -> list[str]:
+    """Problems of a mapping size -> search space (each checked by :func:`check_space` under
+    ``<where>.<size>``), one line each; empty when every space is good."""
+    errors = []
+    for size, space in spaces.items():
+        if not isinstance(space, Mapping):
+            errors.append(f"{where}.{size}: a search space (a JSON object), got {space!r}")
+            continue
+        errors += check_space(space, f"{where}.{size}")
+    return errors
+
+
 def trial_settings(space: Mapping[str, Any], trials: int, seed: int) -> list[dict[str, float | int]]:
     """The ``trials`` settings of the search (module docstring): one dict per trial, keys in the space's
     order, ``warmup_steps`` an integer, a log-uniform value rounded to 3 significant digits. Deterministic

@@ -361,11 +361,11 @@ class Commands:
     # ------------------------------------------------------------------ tuning (pretrain.tuning)
     def trial_args(self, wildcards: Any) -> list[str]:
         """``taco pretrain`` of tuning trial ``wildcards.trial`` of an arm: the size's recipe with the trial's
-        setting (:func:`taco.workflow.config.tuning_trials`), its own schedule to the horizon (max_steps =
+        setting (:func:`taco.workflow.tuning_grid.tuning_trials`), its own schedule to the horizon (max_steps =
         until = horizon), the tuning seed, validation points as the size's."""
         s = self.config["pretrain"]["sizes"][wildcards.size]
         t = self.config["pretrain"]["tuning"]
-        setting = tg.tuning_trials(self.config)[int(wildcards.trial)]
+        setting = tg.tuning_trials(self.config, wildcards.size)[int(wildcards.trial)]
         horizon = int(t["horizon"])
         over = {"max_steps": horizon, **{TUNABLE[k]: v for k, v in setting.items()}}
         every = int(s.get("eval_every", 0) or 0)
@@ -560,13 +560,15 @@ class Commands:
 
     def efficiency_args(self, wildcards: Any = None) -> list[str]:
         """``taco efficiency``: its options come from the analysis spec (a file input) and, with
-        ``pretrain.tuning`` on, the search space (a choice at its edge is noted on the page)."""
-        from taco.workflow.tuning_grid import tuning_enabled
+        ``pretrain.tuning`` on, each tuned size's search space (a choice at its edge is noted on the page)."""
+        from taco.workflow.tuning_grid import tuning_arms, tuning_space
 
-        if not tuning_enabled(self.config):
+        sizes = dict.fromkeys(size for size, _ in tuning_arms(self.config))
+        if not sizes:
             return self._taco("efficiency")
-        space = json.dumps(self.config["pretrain"]["tuning"]["space"], sort_keys=True, separators=(",", ":"))
-        return self._taco("efficiency") + ["--tuning-space", space]
+        spaces = json.dumps({size: tuning_space(self.config, size) for size in sizes}, sort_keys=True,
+                            separators=(",", ":"))
+        return self._taco("efficiency") + ["--tuning-spaces", spaces]
 
     def efficiency_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
         tuning = _files(input.tuning) if getattr(input, "tuning", None) else []

@@ -40,14 +40,28 @@ def recipe_arm(config: dict[str, Any], size: str, objective: str) -> tuple[str, 
     return arm if arm in tuning_arms(config) else None
 
 
-def tuning_trials(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """The trials' settings (:func:`taco.training.tuning.trial_settings`), the same for every arm; [] when off."""
+def tuning_space(config: dict[str, Any], size: str) -> dict[str, Any]:
+    """The search space of ``size``'s arms: ``pretrain.sizes.<size>.tuning_space`` where the size declares one
+    (another family's range, e.g. a pre-norm encoder's higher learning rates: ``configs/cpu-real-families.yaml``),
+    else ``pretrain.tuning.space``. Every objective of a size draws from the same space."""
+    own = config["pretrain"]["sizes"][size].get("tuning_space")
+    return own if own else config["pretrain"]["tuning"]["space"]
+
+
+def tuning_trial_count(config: dict[str, Any]) -> int:
+    """``pretrain.tuning.trials``, the same for every arm; 0 when tuning is off."""
+    return int(config["pretrain"]["tuning"]["trials"]) if tuning_enabled(config) else 0
+
+
+def tuning_trials(config: dict[str, Any], size: str) -> list[dict[str, Any]]:
+    """The trials' settings of ``size``'s arms (:func:`taco.training.tuning.trial_settings` over
+    :func:`tuning_space`), the same for every objective of the size; [] when off."""
     from taco.training.tuning import trial_settings
 
     if not tuning_enabled(config):
         return []
     t = config["pretrain"]["tuning"]
-    return trial_settings(t["space"], int(t["trials"]), int(t["seed"]))
+    return trial_settings(tuning_space(config, size), int(t["trials"]), int(t["seed"]))
 
 
 def tuned_arm(config: dict[str, Any], size: str, objective: str) -> bool:
@@ -61,6 +75,9 @@ def check_tuning(config: dict[str, Any]) -> None:
 
     for size, s in config["pretrain"]["sizes"].items():
         other = s.get("tuned_as")
+        if s.get("tuning_space") and other:
+            raise ConfigError(f"pretrain.sizes.{size}.tuning_space: set, but the size is tuned_as {other!r} (it runs "
+                              "no trials of its own); give the space to that size instead")
         if not other:
             continue
         key = f"pretrain.sizes.{size}.tuned_as"
@@ -78,6 +95,10 @@ def check_tuning(config: dict[str, Any]) -> None:
         return
     t = config["pretrain"]["tuning"]
     errors = check_space(t["space"], horizon=int(t["horizon"]))
+    for size, s in config["pretrain"]["sizes"].items():
+        if s.get("tuning_space"):
+            errors += check_space(s["tuning_space"], where=f"pretrain.sizes.{size}.tuning_space",
+                                  horizon=int(t["horizon"]))
     if errors:
         raise ConfigError("; ".join(errors))
     if not tuning_arms(config):

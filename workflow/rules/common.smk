@@ -125,7 +125,7 @@ def parent_checkpoint(wildcards):
 def tuning_trial_dirs(wildcards):
     """The trial checkpoints of one arm (pretrain.tuning): trial-<i>/step-<horizon>."""
     h = config["pretrain"]["tuning"]["horizon"]
-    n = len(tg.tuning_trials(config))
+    n = tg.tuning_trial_count(config)
     return [f"{R}/tuning/{wildcards.size}/{wildcards.objective}/trial-{i}/step-{h}" for i in range(n)]
 
 

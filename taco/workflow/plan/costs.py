@@ -109,7 +109,7 @@ def compute_jobs(config: dict[str, Any], tasks: list[str] | None = None) -> dict
     return {
         "pack": len({r.fraction_str for r in runs}),
         "pretrain": sum(len(wc.budgets(config, r.size)) for r in runs),
-        "pretrain_trial": len(tg.tuning_arms(config)) * len(tg.tuning_trials(config)),
+        "pretrain_trial": len(tg.tuning_arms(config)) * tg.tuning_trial_count(config),
         "pretrain_control": len(wctl.checkpoints(config)),
         "finetune": sum(len(wc.finetune_budgets(config, r.size, r.fraction)) for r in runs
                          if wc.finetuned(config, r)) * per_ckpt + control_runs,
@@ -234,7 +234,7 @@ def tuning_costs(config: dict[str, Any], rates: Rates) -> list[dict[str, Any]]:
     arms = tg.tuning_arms(config)
     if not arms:
         return []
-    n, horizon = len(tg.tuning_trials(config)), int(config["pretrain"]["tuning"]["horizon"])
+    n, horizon = tg.tuning_trial_count(config), int(config["pretrain"]["tuning"]["horizon"])
     V, L = vocab_size(config), int(config["max_seq_length"])
     options = {"tc_num_negatives": int(config["pretrain"]["tc"]["num_negatives"]),
                "mlm_probability": float(config["pretrain"]["mlm_probability"])}
