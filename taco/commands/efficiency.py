@@ -105,11 +105,12 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     if tuning_spaces is not None:
         from taco.training.tuning import edge_notes
 
-        missing = sorted({arm.split("/")[0] for arm, _ in choices} - set(tuning_spaces))
+        size_of = {arm: arm.split("/")[0] for arm, _ in choices}  # read_choices names an arm <size>/<objective>
+        missing = sorted(set(size_of.values()) - set(tuning_spaces))
         if missing:
             raise ValueError(f"--tuning-spaces: no search space for size {', '.join(missing)} of --tuning "
                              f"(given: {', '.join(sorted(tuning_spaces)) or 'none'})")
-        edges = {arm: edge_notes(rec["chosen"]["setting"], tuning_spaces[arm.split("/")[0]]) for arm, rec in choices}
+        edges = {arm: edge_notes(rec["chosen"]["setting"], tuning_spaces[size_of[arm]]) for arm, rec in choices}
         for arm, lines in edges.items():
             for line in lines:
                 print(f"taco efficiency: note: tuning of {arm}: {line}")

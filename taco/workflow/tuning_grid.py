@@ -58,10 +58,8 @@ def tuning_trials(config: dict[str, Any], size: str) -> list[dict[str, Any]]:
     :func:`tuning_space`), the same for every objective of the size; [] when off."""
     from taco.training.tuning import trial_settings
 
-    if not tuning_enabled(config):
-        return []
-    t = config["pretrain"]["tuning"]
-    return trial_settings(tuning_space(config, size), int(t["trials"]), int(t["seed"]))
+    n = tuning_trial_count(config)
+    return trial_settings(tuning_space(config, size), n, int(config["pretrain"]["tuning"]["seed"])) if n else []
 
 
 def tuned_arm(config: dict[str, Any], size: str, objective: str) -> bool:
