@@ -211,3 +211,94 @@ def test_a_size_with_its_own_search_space_draws_its_trials_there(tmp_path):
     overlay.write_text(text.replace("SPACE", own).replace("budgets: [20, 40],", "budgets: [20, 40], tuned_as: tiny,"))
     with pytest.raises(PlanError, match=r"pretrain\.sizes\.wide\.tuning_space: set, but the size is tuned_as 'tiny'"):
         load_config([str(base), str(overlay)])
+
+
+RECORD = REPO / "docs" / "records" / "2026-12-07-modernbert-widened" / "space-1e-3-3e-2"
+
+
+def _recorded_choice(path: Path, settings: list[dict], horizon: int, objective: str, losses: list[float]) -> dict:
+    """A choice.json as `taco tuning-choice` writes it, for trials that ran ``settings``."""
+    trials = [{"trial": f"trial-{i}", "path": f"<results>/trial-{i}/step-{horizon}", "step": horizon,
+               "max_steps": horizon, "objective": objective, "mlm_loss": loss,
+               "setting": {"learning_rate": 1e-3, "dropout": 0.1, **s}}  # a trial records all three
+              for i, (s, loss) in enumerate(zip(settings, losses))]
+    record = choose(trials)
+    path.write_text(json.dumps(record))
+    return record
+
+
+def test_a_recorded_choice_stands_in_for_the_arms_trials(tmp_path):
+    """pretrain.tuning.recorded: a recorded arm runs no trials and its tuning_choice job copies the file
+    (snakemake -n); an edited or mismatched file is refused naming the key before any job."""
+    from taco.training.tuning import main as tuning_choice_main
+    from taco.workflow.plan.command import load_config
+    from taco.workflow.plan.inputs import PlanError
+    from test_mnli_start import dry_run, job_counts
+
+    # the DAG: smoke with tuning on, tiny's MLM arm recorded
+    settings = trial_settings({"warmup_steps": [1, 2]}, 2, 0)
+    rec = _recorded_choice(tmp_path / "choice.json", settings, 10, "mlm", [5.0, 4.0])
+    overlay = tmp_path / "rec.yaml"
+    text = ("pretrain:\n  tuning: {enabled: true, trials: 2, horizon: 10, space: {warmup_steps: [1, 2]},\n"
+            f"           recorded: {{tiny: {{mlm: {tmp_path / 'choice.json'}}}}}}}\n")
+    overlay.write_text(text)
+    smoke = REPO / "configs" / "smoke.yaml"
+    out = dry_run(smoke, overlay, target="results/smoke/tuning/tiny/mlm/choice.json", extra=("--printshellcmds",))
+    assert "pretrain_trial" not in job_counts(out) and job_counts(out)["tuning_choice"] == 1
+    assert f"tuning-choice --recorded {tmp_path / 'choice.json'} --output" in out, out[-2000:]
+    out = dry_run(smoke, overlay, target="results/smoke/tuning/tiny/taco/choice.json")
+    assert job_counts(out)["pretrain_trial"] == 2  # the other arm runs its trials
+
+    # the command checks and copies it, saying where it came from
+    dst = tmp_path / "out" / "choice.json"
+    assert tuning_choice_main(["--recorded", str(tmp_path / "choice.json"), "--output", str(dst)]) == 0
+    got = json.loads(dst.read_text())
+    assert got["chosen"] == rec["chosen"] and got["chosen"]["trial"] == "trial-1"
+    assert got["recorded_from"] == str(tmp_path / "choice.json")
+    edited = dict(rec, chosen=rec["trials"][0])
+    (tmp_path / "edited.json").write_text(json.dumps(edited))
+    assert tuning_choice_main(["--recorded", str(tmp_path / "edited.json"), "--output", str(dst)]) != 0
+    assert json.loads(dst.read_text())["chosen"]["trial"] == "trial-1"  # nothing overwritten by the failure
+
+    # refused before any job, naming the key: edited, another horizon, other settings, not an arm, missing, off
+    key = r"pretrain\.tuning\.recorded\.tiny\.mlm"
+    cases = [("edited.json", "the file was edited"),
+             ("horizon.json", r"step 20, but this arm's is 10"),
+             ("other.json", r"trial-0 ran .* but this configuration's trial draws"),
+             ("missing.json", "no readable recorded choice")]
+    _recorded_choice(tmp_path / "horizon.json", settings, 20, "mlm", [5.0, 4.0])
+    _recorded_choice(tmp_path / "other.json", trial_settings({"warmup_steps": [7, 8]}, 2, 0), 10, "mlm", [5.0, 4.0])
+    for name, word in cases:
+        overlay.write_text(text.replace(str(tmp_path / "choice.json"), str(tmp_path / name)))
+        with pytest.raises(PlanError, match=rf"{key} \(.*{name}\): .*{word}"):
+            load_config([str(smoke), str(overlay)])
+    overlay.write_text(text.replace("{tiny: {mlm:", "{tiny: {mlm_tp:"))  # another arm's record
+    with pytest.raises(PlanError, match=r"recorded\.tiny\.mlm_tp \(.*\): its trials have objective 'mlm', but this"):
+        load_config([str(smoke), str(overlay)])
+    overlay.write_text(text.replace("{tiny: {mlm:", "{base: {mlm:"))
+    with pytest.raises(PlanError, match=r"pretrain\.tuning\.recorded\.base\.mlm: not a tuned arm"):
+        load_config([str(smoke), str(overlay)])
+    overlay.write_text(text.replace("enabled: true", "enabled: false"))
+    with pytest.raises(PlanError, match=r"pretrain\.tuning\.recorded: set, but pretrain\.tuning is off"):
+        load_config([str(smoke), str(overlay)])
+
+
+def test_the_records_choices_are_the_trials_cpu_real_families_draws(tmp_path, shared_data):
+    """The record's choices (a real run's, 2026-12-07, on the machine that lost its trials) are accepted by
+    the configuration that drew them (ModernBERT-tiny's own space), and not by BERT-tiny's space."""
+    from taco.training.tuning import check_recorded
+    from taco.workflow import tuning_grid as tg
+    from taco.workflow.plan.command import load_config
+
+    data = shared_data
+    real = tmp_path / "real.yaml"
+    real.write_text(f"data_root: {data}\npretrain:\n  tuning:\n    recorded:\n      modernbert_tiny:\n"
+                    f"        mlm: {RECORD / 'mlm' / 'choice.json'}\n        taco: {RECORD / 'taco' / 'choice.json'}\n")
+    cfg = load_config([str(REPO / "configs" / "cpu-real.yaml"), str(REPO / "configs" / "cpu-real-families.yaml"),
+                       str(real)])
+    assert tg.recorded_choice(cfg, "modernbert_tiny", "taco") == str(RECORD / "taco" / "choice.json")
+    assert tg.recorded_choice(cfg, "tiny", "taco") is None
+    # ... and not those BERT-tiny's space draws
+    with pytest.raises(TuningError, match=r"trial-0 ran .*but this configuration's trial draws"):
+        check_recorded(json.loads((RECORD / "mlm" / "choice.json").read_text()), "x",
+                       tg.tuning_trials(cfg, "tiny"), 2000, "mlm")

@@ -19,7 +19,10 @@ gives every arm (a size's objective on all the data) the same trials:
   every trial to ``choice.json`` (:data:`CHOICE_KEYS`);
 - **the replicates** of the arm read it at run time (``taco pretrain --tuned-recipe choice.json``,
   :func:`apply_choice`): a second stage the DAG knows before any trial runs (the file is an input of the
-  replicates' jobs), so ``snakemake -n`` and ``taco plan`` list every job; no Snakemake checkpoint.
+  replicates' jobs), so ``snakemake -n`` and ``taco plan`` list every job; no Snakemake checkpoint;
+- **a recorded choice** (``pretrain.tuning.recorded``, ``taco tuning-choice --recorded``, :func:`read_recorded`):
+  a choice.json kept in a record stands in for the arm's trials on a machine that no longer has them, once
+  checked to hold exactly the trials this configuration draws and to choose its best one.
 
 Torch-free (the workflow imports it).
 """
@@ -246,6 +249,52 @@ def choose(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "left_out": [r["path"] for r in records if not math.isfinite(r["mlm_loss"])]}
 
 
+def check_recorded(record: Any, where: str, settings: Sequence[Mapping[str, Any]] | None = None,
+                   horizon: int | None = None, objective: str | None = None) -> dict[str, Any]:
+    """A recorded choice.json (of ``taco tuning-choice``, kept in a record) as a choice this run may use instead
+    of running the arm's trials again: its trials are well formed and its ``chosen`` is what :func:`choose`
+    picks from them; with ``settings`` (:func:`trial_settings` of this configuration), ``horizon`` and
+    ``objective``, its trials are exactly those, in order, each of ``objective`` at step ``horizon`` of a
+    ``horizon``-step schedule. Returns the choice (its trials' null losses read as NaN). TuningError naming
+    ``where`` (the file or config key) and the first trial that differs."""
+    if not isinstance(record, Mapping) or not isinstance(record.get("trials"), list) or not record["trials"]:
+        raise TuningError(f"{where}: not a choice of `taco tuning-choice` (no list of trials)")
+    trials: list[dict[str, Any]] = []
+    for i, t in enumerate(record["trials"]):
+        missing = [k for k in ("trial", "step", "max_steps", "objective", "setting", "mlm_loss")
+                   if not isinstance(t, Mapping) or k not in t]
+        try:
+            if missing:
+                raise KeyError(", ".join(missing))
+            row = {**t, "setting": {k: t["setting"][k] for k in CHOICE_KEYS},
+                   "mlm_loss": math.nan if t["mlm_loss"] is None else float(t["mlm_loss"])}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TuningError(f"{where}: trial {i} is not a trial record of `taco tuning-choice` (missing or "
+                              f"bad: {exc})") from None
+        trials.append(row)
+    choice = choose(trials)
+    recorded_best = (record.get("chosen") or {}).get("trial") if isinstance(record.get("chosen"), Mapping) else None
+    if recorded_best != choice["chosen"]["trial"]:
+        raise TuningError(f"{where}: chosen is {recorded_best!r}, but the lowest validation MLM loss of its trials "
+                          f"is {choice['chosen']['trial']!r}'s: the file was edited or is not a choice")
+    if settings is not None:
+        if len(settings) != len(trials):
+            raise TuningError(f"{where}: {len(trials)} trials, but this configuration draws {len(settings)} "
+                              "(pretrain.tuning.trials)")
+        for t, want in zip(trials, settings):
+            got = t["setting"]
+            same = all(got[k] == want[k] if got[k] is None or want[k] is None
+                       else math.isclose(float(got[k]), float(want[k]), rel_tol=1e-9) for k in want)
+            if not same:
+                raise TuningError(f"{where}: {t['trial']} ran {got}, but this configuration's trial draws "
+                                  f"{dict(want)} (pretrain.tuning: space, trials and seed must be the record's)")
+    for field, want_value in (("objective", objective), ("step", horizon), ("max_steps", horizon)):
+        if want_value is not None and trials[0][field] != want_value:
+            raise TuningError(f"{where}: its trials have {field} {trials[0][field]!r}, but this arm's is {want_value!r}"
+                              + (" (pretrain.tuning.horizon)" if field != "objective" else ""))
+    return choice
+
+
 def apply_choice(args: argparse.Namespace, path: str | Path) -> dict[str, Any]:
     """Set ``args.lr``, ``args.warmup_steps`` and ``args.dropout`` of ``taco pretrain`` from a choice.json
     (``chosen.setting``; a ``null`` dropout keeps the family's own); returns the setting.
@@ -270,6 +319,23 @@ def apply_choice(args: argparse.Namespace, path: str | Path) -> dict[str, Any]:
     return dict(setting)
 
 
+def read_recorded(path: str | Path, settings: Sequence[Mapping[str, Any]] | None = None,
+                  horizon: int | None = None, objective: str | None = None, where: str | None = None) -> dict[str, Any]:
+    """A recorded choice.json read and checked (:func:`check_recorded`, naming ``where`` or the file), with
+    ``recorded_from``: the file it came from. TuningError for a missing or unreadable file."""
+    p = Path(path)
+    label = f"{where} ({p})" if where else str(p)
+    try:
+        record = json.loads(p.read_text())
+    except OSError as exc:
+        raise TuningError(f"{label}: no readable recorded choice ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise TuningError(f"{label}: not JSON ({exc})") from None
+    choice = check_recorded(record, label, settings, horizon, objective)
+    choice["recorded_from"] = str(path)
+    return choice
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taco tuning-choice``."""
     from taco.cli_parts import HelpFormatter
@@ -277,7 +343,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="taco tuning-choice", formatter_class=HelpFormatter,
                                  description="the best of an arm's tuning trials (lowest validation MLM loss at "
                                              "the horizon) and every trial, as choice.json")
-    ap.add_argument("--trials", nargs="+", required=True, help="the arm's trial checkpoints (taco pretrain)")
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--trials", nargs="+", help="the arm's trial checkpoints (taco pretrain)")
+    source.add_argument("--recorded", help="a choice.json kept from an earlier run of the same trials (config "
+                        "pretrain.tuning.recorded): checked (its choice is its best trial) and written to --output "
+                        "with recorded_from, instead of reading trial checkpoints")
     ap.add_argument("--output", required=True, help="choice.json to write")
     ap.add_argument("--space", default=None, help="the search space as JSON (config pretrain.tuning.space): a "
                     "choice at its edge is noted on stdout and in choice.json's at_edge")
@@ -285,14 +355,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``taco tuning-choice --trials DIR ... --output choice.json``."""
+    """``taco tuning-choice --trials DIR ... --output choice.json`` (or ``--recorded FILE``)."""
     from taco.cli_parts import cli_error, json_mapping_option
     from taco.manifest import atomic_write_text
 
     args = build_parser().parse_args(argv)
     try:
         space = json_mapping_option("--space", args.space, check_space)
-        result = choose([_trial_record(Path(t)) for t in args.trials])
+        if args.recorded:
+            result = read_recorded(args.recorded)
+        else:
+            result = choose([_trial_record(Path(t)) for t in args.trials])
         if space is not None:
             result["at_edge"] = edge_notes(result["chosen"]["setting"], space)
     except ValueError as exc:  # TuningError included

@@ -389,7 +389,9 @@ class Commands:
         return self._taco("tuning-choice")
 
     def tuning_choice_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
-        return ["--trials", *_files(input.trials), "--output", _files(output)[0]]
+        recorded = _files(input.recorded) if hasattr(input, "recorded") else []
+        source = ["--recorded", recorded[0]] if recorded else ["--trials", *_files(input.trials)]
+        return [*source, "--output", _files(output)[0]]
 
     def pretrain_control_args(self, wildcards: Any) -> list[str]:
         """``taco init``: the no-pre-training control of a size (``taco.workflow.control``)."""

@@ -62,6 +62,36 @@ def tuning_trials(config: dict[str, Any], size: str) -> list[dict[str, Any]]:
     return trial_settings(tuning_space(config, size), n, int(config["pretrain"]["tuning"]["seed"])) if n else []
 
 
+def recorded_choice(config: dict[str, Any], size: str, objective: str) -> str | None:
+    """``pretrain.tuning.recorded.<size>.<objective>``: a choice.json kept from an earlier run of this arm's
+    trials that stands in for them (no trial runs; ``taco tuning-choice --recorded`` checks and copies it), or
+    None. Relative paths are read from the working directory (the checkout)."""
+    if not tuning_enabled(config):
+        return None
+    return ((config["pretrain"]["tuning"].get("recorded") or {}).get(size) or {}).get(objective) or None
+
+
+def check_recorded_choices(config: dict[str, Any]) -> None:
+    """ConfigError naming ``pretrain.tuning.recorded.<size>.<objective>`` for an entry that is not a tuned arm,
+    a file that cannot be read, or a recorded choice whose trials are not the ones this configuration draws
+    (:func:`taco.training.tuning.check_recorded`): before any job runs."""
+    from taco.training.tuning import TuningError, read_recorded
+
+    recorded = config["pretrain"]["tuning"].get("recorded") or {}
+    arms = tuning_arms(config)
+    horizon = int(config["pretrain"]["tuning"]["horizon"])
+    for size, by_objective in recorded.items():
+        for objective, path in (by_objective or {}).items():
+            key = f"pretrain.tuning.recorded.{size}.{objective}"
+            if (size, objective) not in arms:
+                raise ConfigError(f"{key}: not a tuned arm (the arms with trials: "
+                                  f"{', '.join(f'{z}.{o}' for z, o in arms)})")
+            try:
+                read_recorded(path, tuning_trials(config, size), horizon, objective, where=key)
+            except TuningError as exc:
+                raise ConfigError(str(exc)) from None
+
+
 def tuned_arm(config: dict[str, Any], size: str, objective: str) -> bool:
     """Whether the runs of (size, objective) take their recipe from a tuning choice (:func:`recipe_arm`)."""
     return recipe_arm(config, size, objective) is not None
@@ -90,6 +120,8 @@ def check_tuning(config: dict[str, Any]) -> None:
             raise ConfigError(f"{key}: {other!r} has no tuned arm for {', '.join(missing)} (a full-data run of "
                               f"that objective on size {other!r} in pretrain.runs)")
     if not tuning_enabled(config):
+        if config["pretrain"].get("tuning", {}).get("recorded"):
+            raise ConfigError("pretrain.tuning.recorded: set, but pretrain.tuning is off (no arm reads a choice)")
         return
     t = config["pretrain"]["tuning"]
     errors = check_space(t["space"], horizon=int(t["horizon"]))
@@ -101,3 +133,4 @@ def check_tuning(config: dict[str, Any]) -> None:
         raise ConfigError("; ".join(errors))
     if not tuning_arms(config):
         raise ConfigError("pretrain.tuning.enabled: no full-data run (fractions: [1.0]) to tune")
+    check_recorded_choices(config)

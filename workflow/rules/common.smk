@@ -123,10 +123,18 @@ def parent_checkpoint(wildcards):
 
 
 def tuning_trial_dirs(wildcards):
-    """The trial checkpoints of one arm (pretrain.tuning): trial-<i>/step-<horizon>."""
+    """The trial checkpoints of one arm (pretrain.tuning): trial-<i>/step-<horizon>; none where the arm's choice
+    is recorded (pretrain.tuning.recorded)."""
+    if tg.recorded_choice(config, wildcards.size, wildcards.objective):
+        return []
     h = config["pretrain"]["tuning"]["horizon"]
     n = tg.tuning_trial_count(config)
     return [f"{R}/tuning/{wildcards.size}/{wildcards.objective}/trial-{i}/step-{h}" for i in range(n)]
+
+
+def recorded_choice_file(wildcards):
+    """The arm's recorded choice.json (pretrain.tuning.recorded), or []."""
+    return tg.recorded_choice(config, wildcards.size, wildcards.objective) or []
 
 
 def tuned_recipe(wildcards):

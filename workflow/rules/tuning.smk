@@ -36,6 +36,7 @@ rule pretrain_trial:
 rule tuning_choice:
     input:
         trials=tuning_trial_dirs,
+        recorded=recorded_choice_file,
     output:
         f"{R}/tuning/{{size}}/{{objective}}/choice.json",
     log:
