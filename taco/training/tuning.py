@@ -273,7 +273,8 @@ def check_recorded(record: Any, where: str, settings: Sequence[Mapping[str, Any]
                               f"bad: {exc})") from None
         trials.append(row)
     choice = choose(trials)
-    recorded_best = (record.get("chosen") or {}).get("trial") if isinstance(record.get("chosen"), Mapping) else None
+    chosen = record.get("chosen")
+    recorded_best = chosen.get("trial") if isinstance(chosen, Mapping) else None
     if recorded_best != choice["chosen"]["trial"]:
         raise TuningError(f"{where}: chosen is {recorded_best!r}, but the lowest validation MLM loss of its trials "
                           f"is {choice['chosen']['trial']!r}'s: the file was edited or is not a choice")
