@@ -389,7 +389,7 @@ class Commands:
         return self._taco("tuning-choice")
 
     def tuning_choice_paths(self, wildcards: Any, input: Any, output: Any) -> list[str]:
-        recorded = _files(input.recorded) if hasattr(input, "recorded") else []
+        recorded = _files(getattr(input, "recorded", []))  # pretrain.tuning.recorded: the record's choice.json
         source = ["--recorded", recorded[0]] if recorded else ["--trials", *_files(input.trials)]
         return [*source, "--output", _files(output)[0]]
 
