@@ -437,9 +437,17 @@ def test_claims_page_names_the_unit_and_warns_on_two_pretraining_runs():
     df3 = evaluate_claims({"per_seed": _per_seed_replicated(effects, pretrain_seeds=(0, 1, 2))}, cfg)
     md3 = render_markdown(df3, cfg)
     assert "pretrain.seeds of length" not in md3 and "over pre-training runs" in md3
+    assert set(df3[df3.level == "claim"].verdict_scope) == {""}  # the run is the unit: no scope words
     # one pre-training run: fine-tuning seeds are the unit, and the page says so
-    md1 = render_markdown(evaluate_claims({"per_seed": _per_seed(_cells(effects))}, cfg), cfg)
+    df1 = evaluate_claims({"per_seed": _per_seed(_cells(effects))}, cfg)
+    md1 = render_markdown(df1, cfg)
     assert "over fine-tuning seeds (one pre-training run per arm)" in md1 and "**Warnings**" not in md1
+    # issue 64.2: every decided verdict of one checkpoint per arm carries the scope, in the table and the section
+    c1 = df1[(df1.level == "claim") & (df1.claim_id == "C1")].iloc[0]
+    assert c1.verdict_scope == "one checkpoint per arm: pre-training variance not sampled"
+    row = next(ln for ln in md1.splitlines() if ln.startswith("| C1:"))
+    assert f"**{c1.verdict}** (one checkpoint per arm: pre-training variance not sampled)" in row
+    assert f"- Verdict: **{c1.verdict}** (one checkpoint per arm: pre-training variance not sampled)" in md1
 
 
 def test_zero_variance_across_seeds_warns():

@@ -26,6 +26,7 @@ from taco.commands import efficiency as eff_command
 from taco.stats import efficiency as eff
 from taco.report import efficiency_figure
 from taco.stats import speedup as sp
+from taco.stats import claim_rules as cr
 from taco.stats.speedup_decision import decide
 from taco.report.efficiency_page import render_markdown
 from taco.stats.validation_points import EvalFileError
@@ -168,7 +169,7 @@ def test_validation_loss_per_run_speedups_interval_and_verdict(tmp_path):
     lo, hi, dof = _by_hand_interval()
     assert row["df"] == pytest.approx(dof)
     assert row["speedup_ci_low"] == pytest.approx(lo) and row["speedup_ci_high"] == pytest.approx(hi)
-    assert row["verdict"] == sp.SUPPORTED and row["margin"] == 1.2
+    assert row["verdict"] == cr.SUPPORTED and row["margin"] == 1.2
     assert row["p_at_least_margin"] < 0.05
     assert row["sd_run_b"] == pytest.approx(0.1) and row["sd_run_a"] == pytest.approx(0.1)
     assert math.isnan(row["sd_seed_b"])  # no fine-tuning in a validation loss
@@ -216,7 +217,7 @@ def test_a_tiny_difference_is_not_supported_at_the_margin():
     a = mu - 0.0015 + 1e-4 * rng.standard_normal((3, steps.size))
     iv = sp.speedup_interval(steps, b, a, 4000, sp.LOWER, 0.9)
     assert 1.0 < float(iv.speedup) < 1.02 and float(iv.high) < 1.2
-    assert decide(float(iv.low), float(iv.high), 1.2)[0] == sp.NOT_SUPPORTED
+    assert decide(float(iv.low), float(iv.high), 1.2)[0] == cr.NOT_SUPPORTED
 
 
 def test_censored_units_are_extrapolated_not_dropped():
@@ -240,7 +241,7 @@ def test_mlm_better_at_t_is_not_supported_and_the_slowdown_is_a_number(tmp_path)
     assert row["status"] == sp.NEVER and row["n_right_censored"] == 3
     assert row["speedup"] < 1 and row["estimate_bound"] == "<="  # a number, marked as an upper limit
     assert row["speedup_ci_high"] < 1.2
-    assert row["verdict"] == sp.NOT_SUPPORTED
+    assert row["verdict"] == cr.NOT_SUPPORTED
     # on the curve, a target below T that A reaches after T is a slow-down printed as a number
     curve = df[df["kind"] == "curve"].set_index("target_step")
     assert 0 < curve.loc[2000, "speedup"] < 1
@@ -252,7 +253,7 @@ def test_one_run_per_arm_gives_no_interval_and_says_why(tmp_path):
     assert row["speedup"] == pytest.approx(2 * math.sqrt(2))  # the point estimate is still there
     assert math.isnan(row["speedup_ci_low"]) and math.isnan(row["speedup_ci_high"])
     assert "no interval: 1/1 units" in row["interval_note"]
-    assert row["verdict"] == sp.INCONCLUSIVE and math.isnan(row["calibrated_p_supported"])
+    assert row["verdict"] == cr.INCONCLUSIVE and math.isnan(row["calibrated_p_supported"])
 
 
 def test_legacy_eval_json_without_step_uses_the_manifest_step(tmp_path):
@@ -266,8 +267,8 @@ def test_the_verdict_is_the_calibrated_tests_and_the_diagnostic_never_vetoes(tmp
     row = df.iloc[0]
     # 3 runs per arm: Berger-Boos over B's SD; p = (1 + #{t* >= t}) / (R + 1) + 0.01
     assert row["berger_boos"] == 1 and row["calibration_reps"] == eff.CALIBRATION_REPS
-    assert 0.01 < row["calibrated_p_supported"] <= 0.05 and row["verdict"] == sp.SUPPORTED
-    assert row["calibrated_p_not_supported"] > 0.5 and row["t_rule_verdict"] == sp.SUPPORTED
+    assert 0.01 < row["calibrated_p_supported"] <= 0.05 and row["verdict"] == cr.SUPPORTED
+    assert row["calibrated_p_not_supported"] > 0.5 and row["t_rule_verdict"] == cr.SUPPORTED
     assert row["t_statistic"] > row["critical_value"]
     assert 1.2 < row["calibrated_ci_low"] < row["speedup"] < row["calibrated_ci_high"]
     assert "calibrated test" in row["reason"] and "Berger-Boos" in row["reason"]
@@ -275,7 +276,7 @@ def test_the_verdict_is_the_calibrated_tests_and_the_diagnostic_never_vetoes(tmp
     assert [c["row"] for c in calib] == [0]
     bad = [dict(calib[0], supported=0.2, coverage=0.5)]
     kept = eff.record_diagnostic(df, bad)
-    assert kept.loc[0, "verdict"] == sp.SUPPORTED and kept.loc[0, "calibrated_level"] == 0.2
+    assert kept.loc[0, "verdict"] == cr.SUPPORTED and kept.loc[0, "calibrated_level"] == 0.2
 
 
 def test_the_calibrated_bounds_invert_the_test(tmp_path):
@@ -284,8 +285,8 @@ def test_the_calibrated_bounds_invert_the_test(tmp_path):
     reps = 2000  # the bounds invert the same seeded simulation at any size; 2,000 keeps the test short
     row = eff.evaluate(eff.build_pairs(loss, None, _cfg(), fps), _cfg(), calibration_reps=reps).iloc[0]
     low, high = row["calibrated_ci_low"], row["calibrated_ci_high"]
-    for margin, verdict in ((low * 0.97, sp.SUPPORTED), (low * 1.03, sp.INCONCLUSIVE),
-                            (high * 0.97, sp.INCONCLUSIVE), (high * 1.03, sp.NOT_SUPPORTED)):
+    for margin, verdict in ((low * 0.97, cr.SUPPORTED), (low * 1.03, cr.INCONCLUSIVE),
+                            (high * 0.97, cr.INCONCLUSIVE), (high * 1.03, cr.NOT_SUPPORTED)):
         cfg = _cfg(efficiency_margin=margin)
         got = eff.evaluate(eff.build_pairs(loss, None, cfg, fps), cfg, calibration_reps=reps).iloc[0]
         assert got["verdict"] == verdict, (margin, got["reason"])
@@ -307,7 +308,7 @@ def test_one_bad_run_changes_nothing_else(tmp_path):
     assert row["target_step"] == 4000 and row["n_units_b"] == 3 and row["n_units_a"] == 3
     for col in ("speedup", "speedup_ci_low", "calibrated_p_supported", "calibrated_ci_low", "target_value"):
         assert row[col] == pytest.approx(ref[col]), col
-    assert row["verdict"] == ref["verdict"] == sp.SUPPORTED
+    assert row["verdict"] == ref["verdict"] == cr.SUPPORTED
     assert "run 8 without a value at T = 4000" in row["left_out"] and "run 7" in row["left_out"]
     assert "rests on 3/3 units" in row["reason"]
 
@@ -443,7 +444,8 @@ def test_glue_form_per_run_speedups_and_variance_components():
     # MS_within = 0.5, MS_between = 2 * 1 = 2, sigma^2_run = (2 - 0.5) / 2 = 0.75
     assert row["sd_seed_b"] == pytest.approx(math.sqrt(0.5))
     assert row["sd_run_b"] == pytest.approx(math.sqrt(0.75))
-    assert row["verdict"] in (sp.INCONCLUSIVE, sp.SUPPORTED, sp.NOT_SUPPORTED)
+    # B's run SD 0.87 points (SE 0.5) on A's 2.5 points per doubling: half an SE moves a crossing by > 5%
+    assert row["verdict"] == cr.NOT_DECIDABLE and "flat curves at the target" in row["reason"]
 
 
 def test_glue_form_with_one_pretraining_run_uses_fine_tuning_seeds_and_says_so():
@@ -464,17 +466,17 @@ def test_e2_and_e3_are_separate_claims_and_a_missing_role_says_not_run_once():
     assert [p.claim_id for p in pairs] == ["E2", "E3"]
     assert "5x" in pairs[0].title and "2x" in pairs[1].title
     df = eff.evaluate(pairs, cfg)
-    assert df.iloc[1]["verdict"] == sp.NOT_RUN
+    assert df.iloc[1]["verdict"] == cr.NOT_RUN
     assert df.iloc[1]["reason"].count("not run") == 1 and "500k" in df.iloc[1]["reason"]
     md = render_markdown(df, cfg)
     assert md.count("## E2 ") == 1 and md.count("## E3 ") == 1
 
 
 def test_decide_rule():
-    assert decide(1.3, 3.0, 1.2)[0] == sp.SUPPORTED
-    assert decide(1.1, 3.0, 1.2)[0] == sp.INCONCLUSIVE
-    assert decide(0.5, 1.1, 1.2)[0] == sp.NOT_SUPPORTED
-    assert decide(math.nan, math.nan, 1.2)[0] == sp.INCONCLUSIVE
+    assert decide(1.3, 3.0, 1.2)[0] == cr.SUPPORTED
+    assert decide(1.1, 3.0, 1.2)[0] == cr.INCONCLUSIVE
+    assert decide(0.5, 1.1, 1.2)[0] == cr.NOT_SUPPORTED
+    assert decide(math.nan, math.nan, 1.2)[0] == cr.INCONCLUSIVE
     assert "2 unit(s) of A never reach" in decide(0.5, 1.1, 1.2, n_right=2)[1]
 
 
@@ -482,7 +484,7 @@ def test_the_margin_comes_from_the_analysis_spec(tmp_path):
     loss, fps, _ = eff.read_checkpoints(_e1_checkpoints(tmp_path))
     cfg = _cfg(efficiency_margin=5.0)  # far above the calibrated bounds [2.33, 3.54]
     row = eff.evaluate(eff.build_pairs(loss, None, cfg, fps), cfg).iloc[0]
-    assert row["margin"] == 5.0 and row["verdict"] == sp.NOT_SUPPORTED
+    assert row["margin"] == 5.0 and row["verdict"] == cr.NOT_SUPPORTED
     from taco.stats.analysis_config import AnalysisConfigError
     with pytest.raises(AnalysisConfigError, match="efficiency_margin"):
         _cfg(efficiency_margin=0.9)
@@ -549,7 +551,7 @@ def test_claims_page_carries_the_efficiency_claims(tmp_path):
     table = eff.evaluate(eff.build_pairs(loss, None, cfg, fps), cfg)
     (tmp_path / "efficiency.csv").write_text(table.to_csv(index=False))
     back = eff.read_table(tmp_path / "efficiency.csv")
-    assert back.loc[0, "verdict"] == sp.SUPPORTED and back.loc[0, "target_budget"] == "250k"
+    assert back.loc[0, "verdict"] == cr.SUPPORTED and back.loc[0, "target_budget"] == "250k"
     agg, spec = build_aggregate(tmp_path / "agg", smoke_spec(n_resamples=99), seeds=[1, 2])
     out = tmp_path / "out"
     assert claims_main(["--aggregate-dir", str(agg), "--analysis", str(spec), "--output-dir", str(out)]) == 0
@@ -561,7 +563,7 @@ def test_claims_page_carries_the_efficiency_claims(tmp_path):
     (e1,) = claims[claims["claim_id"] == "E1"].itertuples()  # the primary target only
     prim = back[back["kind"] == "primary"].iloc[0]
     assert e1.level == "claim" and e1.kind == STEPS_TO_TARGET and (e1.a, e1.b) == ("TACO", "MLM")
-    assert e1.effect == pytest.approx(prim["speedup"], rel=1e-5) and e1.verdict == prim["verdict"] == sp.SUPPORTED
+    assert e1.effect == pytest.approx(prim["speedup"], rel=1e-5) and e1.verdict == prim["verdict"] == cr.SUPPORTED
     assert (e1.decision_ci_low, e1.decision_ci_high) == (pytest.approx(prim["calibrated_ci_low"], rel=1e-5),
                                                          pytest.approx(prim["calibrated_ci_high"], rel=1e-5))
     assert e1.p_value == pytest.approx(prim["calibrated_p_supported"], rel=1e-5)
@@ -578,7 +580,7 @@ def test_claims_page_carries_the_efficiency_claims(tmp_path):
     assert "**supported**" in row
     assert "## E1:" in md and "calibrated test" in md and "p(speedup <= 1.2)" in md and "efficiency.md" in md
     counts = verdict_counts(out / "claims.csv")
-    assert counts[sp.SUPPORTED] == counts_without[sp.SUPPORTED] + 1
+    assert counts[cr.SUPPORTED] == counts_without[cr.SUPPORTED] + 1
 
 
 def test_the_efficiency_figure_text_fits(tmp_path):
@@ -837,3 +839,18 @@ def test_each_sizes_choice_is_checked_against_its_own_search_space(tmp_path, cap
     assert "--tuning-spaces: no search space for size modernbert_tiny" in capsys.readouterr().err
     assert eff_command.main(args + ["--tuning-spaces", '{"tiny": [1]}', "--output-dir", str(tmp_path / "p")]) == 2
     assert "--tuning-spaces.tiny: a search space" in capsys.readouterr().err
+
+
+def test_a_steps_to_target_verdict_says_what_it_measured():
+    """Issue 64.2/64.3: a loss or probe row says it is the suite's proxy, not the paper's GLUE claim; a row whose
+    MLM runs sit on the bag-of-words plateau at T says the speedup is a function of T; a GLUE row with one
+    fine-tuned run per arm says its unit; a healthy GLUE row with runs as units says nothing."""
+    from taco.stats.efficiency_claims import PLATEAU_SCOPE, PROXY_SCOPE, steps_scope
+
+    plateau = "B at T: on the plateau (0 of 3 runs past it); A at its crossing: past the plateau (3 of 3 runs past it)"
+    healthy = "B at T: past the plateau (3 of 3 runs past it); A at its crossing: past the plateau (3 of 3 runs past it)"
+    assert steps_scope(sp.LOSS_FORM, plateau) == f"{PROXY_SCOPE[sp.LOSS_FORM]}; {PLATEAU_SCOPE}"
+    assert steps_scope(sp.LOSS_FORM, healthy) == PROXY_SCOPE[sp.LOSS_FORM]
+    assert steps_scope(sp.PROBE_FORM, float("nan")) == PROXY_SCOPE[sp.PROBE_FORM]
+    assert steps_scope(sp.GLUE_FORM, "", b_nested=False) == cr.ONE_CHECKPOINT
+    assert steps_scope(sp.GLUE_FORM, "", b_nested=True) == ""

@@ -165,11 +165,13 @@ def test_the_calibrated_test_on_one_comparison_by_hand():
         calibrated_test(steps, b[:1], a, 4000, sp.LOWER, 1.2, 0.05, reps=99)
 
 
-def test_the_edge_is_documented_not_hidden():
-    """A and B both flat where A crosses: false 'supported' near the level at 5 runs (documented 0.068-0.083);
-    it stays below 0.10 here."""
+def test_the_edge_is_withheld_not_decided():
+    """A and B both flat where A crosses: the calibrated test alone says "supported" near or above the level at
+    5 runs (documented 0.068-0.083); the flat-target check (taco.stats.crossing_fragility) withholds the
+    verdict there, so false "supported" stays at or below 0.05 and >= 0.95 of the rows are not decidable."""
     from taco.stats.speedup_calibration import simulate_calibrated
     from taco.stats.speedup_simulation import EDGES
 
     r = simulate_calibrated(EDGES["loss: B and A flat where A crosses"], 5, 5, reps=OUTER, inner=INNER, seed=5)
-    assert 0.03 < r["supported"] < 0.10 and r["not_supported"] <= 0.07
+    assert r["supported_test_alone"] > 0.03
+    assert r["supported"] <= 0.05 and r["not_supported"] <= 0.05 and r["not_decidable"] >= 0.95

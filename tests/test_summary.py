@@ -56,7 +56,7 @@ def test_summary_text(tmp_path, monkeypatch):
     lines = text.splitlines()
     assert len(lines) == 4
     assert lines[0].startswith("TACO run finished. Results: results/smoke/")
-    assert "Claims (5): 1 supported, 1 not supported, 1 inconclusive, 2 not run" in lines[1]
+    assert "Claims (5): 1 supported, 1 not supported, 1 inconclusive, 0 not decidable, 2 not run" in lines[1]
     assert "results/smoke/claims.md" in lines[1]
     assert lines[2].startswith("Degenerate runs: 2 of 4 fine-tuning runs predicted one class")
     assert "frequent where the model learned little" in lines[2]  # said where it is read (issue 53.3)
@@ -88,7 +88,7 @@ def test_unreadable_files_are_named_and_print_never_raises(tmp_path):
 def test_unknown_verdicts_are_counted_too(tmp_path):
     (tmp_path / "claims.csv").write_text("level,verdict\nclaim,supported\nclaim,withdrawn\n")
     text = summary.run_summary(tmp_path)
-    assert "Claims (2): 1 supported, 0 not supported, 0 inconclusive, 0 not run, 1 withdrawn" in text
+    assert "Claims (2): 1 supported, 0 not supported, 0 inconclusive, 0 not decidable, 0 not run, 1 withdrawn" in text
 
 
 def _onsuccess_block() -> str:
@@ -133,3 +133,20 @@ def test_a_missing_middle_budget_is_named(tmp_path):
     assert len(notes) == 1 and notes[0].startswith(f"{chain[0]} is missing while the later budget {chain[1]}")
     (tmp_path / "step-2").mkdir()
     assert missing_budget_notes([chain]) == []  # step-6 missing at the end: not yet run, not a note
+
+
+def test_a_verdict_with_a_scope_says_its_unit(tmp_path):
+    """Issue 64.2: where a verdict rests on one checkpoint per arm (claims.csv ``verdict_scope``), the end summary
+    prints it with its scope; a verdict without one, a ``not run`` and a task row are not listed."""
+    res = tmp_path / "r"
+    res.mkdir()
+    (res / "claims.csv").write_text(
+        "claim_id,level,size,claim,verdict,reason,verdict_scope\n"
+        "S1,claim,modernbert_tiny,x,not supported,r,one checkpoint per arm: pre-training variance not sampled\n"
+        "E1,claim,tiny,x,supported,r,\n"
+        "C4,claim,tiny,x,not run,r,one checkpoint per arm: pre-training variance not sampled\n"
+        "S1,task,modernbert_tiny,x,not supported,r,one checkpoint per arm: pre-training variance not sampled\n")
+    text = summary.run_summary(res)
+    assert ("  S1 [modernbert_tiny]: not supported (one checkpoint per arm: pre-training variance not sampled)"
+            in text.splitlines())
+    assert "E1 [tiny]" not in text and "C4 [tiny]" not in text

@@ -141,7 +141,8 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
     """``taco efficiency --calibrate``: the checked scenarios, the edge, the known limits and (with ``user``) a
     scenario of the user's spreads, each at the given run counts, as a table on stdout: the calibrated
     test's coverage and false verdicts (the verdict users get; ``reps`` // 10 experiments of ``inner`` null
-    draws) beside the descriptive t interval's (``reps`` experiments)."""
+    draws; "not decid.": the share the flat-target check withholds, :mod:`taco.stats.crossing_fragility`)
+    beside the descriptive t interval's (``reps`` experiments)."""
     from taco.stats.speedup_calibration import simulate_calibrated
     from taco.stats.speedup_simulation import EDGES, LIMITS, SCENARIOS, calibration_table
 
@@ -157,14 +158,15 @@ def print_calibration(run_counts: Sequence[tuple[int, int]], reps: int, level: f
     print(f"nominal: coverage {level:.0%}, false verdicts at the margin {alpha:.3g}; calibrated test: {outer} "
           f"experiments x {inner} null draws per row; t interval (descriptive): {reps} experiments "
           "(taco.stats.speedup_calibration, taco.stats.speedup_simulation)")
-    print(f"{'scenario':44s} {'A/B':>5s} | {'calibrated: coverage':>20s} {'supported':>10s} {'not supp.':>10s} | "
-          f"{'t: coverage':>11s} {'supported':>10s}")
+    print(f"{'scenario':44s} {'A/B':>5s} | {'calibrated: coverage':>20s} {'supported':>10s} {'not supp.':>10s} "
+          f"{'not decid.':>10s} | {'t: coverage':>11s} {'supported':>10s}")
     for name, table in (("checked", models), ("edge (near the level)", EDGES), ("known limit (not met)", LIMITS)):
         print(f"-- {name}")
         for r in calibration_table(table, run_counts, reps=reps, level=level):
             c = simulate_calibrated(table[r["scenario"]], r["n_b"], r["n_a"], reps=outer, inner=inner, alpha=alpha)
             print(f"{r['scenario']:44s} {r['n_a']}/{r['n_b']:<3d} | {c['coverage']:20.3f} {c['supported']:10.3f} "
-                  f"{c['not_supported']:10.3f} | {r['coverage']:11.3f} {r['supported']:10.3f}")
+                  f"{c['not_supported']:10.3f} {c['not_decidable']:10.3f} | {r['coverage']:11.3f} "
+                  f"{r['supported']:10.3f}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from taco.stats.analysis_config import AnalysisConfig
-from taco.stats.claim_rules import VERDICTS, decision_level, fewest_seeds
+from taco.stats.claim_rules import NOT_RUN, VERDICTS, decision_level, fewest_seeds
 from taco.stats.inference import min_attainable_pvalue
 from taco.report.markdown_text import md_text
 from taco.stats.claims import ZERO_VARIANCE_CAUSES
@@ -97,7 +97,8 @@ def _speedup_cell(x: Any) -> str:
 def _verdict_cell(r) -> str:
     """The verdict in bold, and how many of the claim's seeds (``n_a`` + ``n_b``: both arms, the
     ``n (A/B)`` column) have a degenerate run (``n_degenerate`` counts both arms together)."""
-    v = f"**{r.verdict}**"
+    scope = getattr(r, "verdict_scope", "")
+    v = f"**{r.verdict}**" + (f" ({scope})" if isinstance(scope, str) and scope and r.verdict != NOT_RUN else "")
     nd = int(r.n_degenerate) if isinstance(r.n_degenerate, (int, float)) and math.isfinite(r.n_degenerate) else 0
     if nd:
         v += f" ({nd} of the {_n(r.n_a)} + {_n(r.n_b)} seeds of A and B have a degenerate run)"
@@ -172,10 +173,16 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
               "How they are computed: the least n is the smallest n with 1 / C(2n, n) <= alpha (the smallest "
               "one-sided p of the exact permutation test; refuting C3 after Holm's correction over k score keys "
               "needs alpha / k); the bracket is the fewest equal arms at which the exact permutation test, "
-              "simulated, detects the observed distance from the boundary (in units of the pooled SD) 80% of the "
-              "time (up to 12 seeds per arm; beyond, the t formula n = 2 (t_{1-alpha} + t_0.8)^2 s^2 / "
-              "(effect - boundary)^2), at least the first number. Each claim's section also gives the reverse: "
-              "the smallest distance its own seeds detect.", "",
+              "simulated with the decision interval, decides the observed distance from the boundary (in units of "
+              "the pooled SD) 80% of the time (the whole rule: p <= alpha and the interval past the boundary; "
+              "simulated up to 5 seeds per arm, the t test's power beyond), at least the first number. From 3 "
+              "seeds per arm the pooled SD is itself uncertain by a factor of about 2, so this number is an order "
+              "of magnitude, not a plan. Each claim's section also gives the reverse: the smallest distance its "
+              "own seeds detect.", "",
+              "**A verdict's unit.** A verdict in brackets *one checkpoint per arm: pre-training variance not "
+              "sampled* rests on fine-tuning seeds of one pre-training run per arm: it decides about those "
+              "checkpoints, not about the objective (a second pre-training run can move it). The paper's grid "
+              "(`config.yaml`) has one pre-training run per arm by design.", "",
               "Not checked as claims: Figure 6's learning-dynamics pattern (TACO keeps intra-context similarity "
               "high and the intra/inter gap large late in training, MLM does not): the paper gives neither values "
               "nor what \"high\"/\"large\" means, and the dynamics are measured on one pre-training run per "
@@ -189,17 +196,17 @@ def render_markdown(df: pd.DataFrame, cfg: AnalysisConfig) -> str:
                   f"- A = {r.a}, B = {r.b}; scope: {r.scope or 'n/a'}",
                   f"- Rule: {r.rule}",
                   f"- Test: {r.test}",
-                  f"- Verdict: **{r.verdict}** - {r.reason}"]
+                  f"- Verdict: {_verdict_cell(r)} - {r.reason}"]
         if isinstance(r.equivalence, str) and r.equivalence:
             lines.append(f"- Detail: {r.equivalence}")
         gap = getattr(r, "detectable_gap", math.nan)
         if isinstance(gap, (int, float)) and not math.isnan(gap):
             lines.append(f"- Power: with {_n(r.n_a)}/{_n(r.n_b)} seeds (A/B) the test cannot reach p <= {cfg.alpha}"
                          if math.isinf(gap) else
-                         f"- Power: with {_n(r.n_a)}/{_n(r.n_b)} units (A/B) and the observed spread, the test detects "
+                         f"- Power: with {_n(r.n_a)}/{_n(r.n_b)} units (A/B) and the observed spread, the rule decides "
                          f"a true effect {_f(gap)} points or more from the claim's boundary 80% of the time "
-                         "(taco.stats.power: the exact permutation test simulated); a smaller one it would mostly "
-                         "leave inconclusive")
+                         "(taco.stats.power: the exact permutation test and the decision interval simulated); a "
+                         "smaller one it would mostly leave inconclusive")
         if r.kind == STEPS_TO_TARGET:
             lines.append("- Secondary budgets, the GLUE-probe row, the speedup curve, every unit's crossing and the "
                          "simulated coverage: efficiency.md / efficiency.png")

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from taco.report.efficiency_page import estimate_text
-from taco.stats.speedup import COMPARED, LOSS_FORM, NOT_RUN, PROBE_FORM, REFERENCE
+from taco.stats.claim_rules import NOT_RUN
+from taco.stats.speedup import COMPARED, LOSS_FORM, PROBE_FORM, REFERENCE
 from taco.stats.speedup_decision import Pair
 from taco.report.style import objective_label
 from taco.stats.validation_points import PLATEAU_EXIT_GAP

@@ -13,6 +13,7 @@ import pandas as pd
 
 from taco.families import DEFAULT_FAMILY, FAMILIES
 from taco.stats.analysis_config import AnalysisConfig
+from taco.stats.efficiency_claims import steps_scope
 from taco.stats.validation_points import PLATEAU_EXIT_GAP
 from taco.stats.speedup import PROBE_FORM
 from taco.stats.speedup_decision import speedup_rule_text
@@ -161,7 +162,9 @@ def _claims_tables(df: pd.DataFrame, cfg: AnalysisConfig, lvl: str, label: str |
         p = (f"{_f(r.calibrated_p_supported, 2)} / {_f(r.calibrated_p_not_supported, 2)}"
              if _finite(r.calibrated_p_supported) else "not run")
         verdict = r.verdict if r.kind == "primary" else f"{_kind_label(r)}: {r.verdict}"
-        lines.append(f"| **{verdict}** | {r.claim_id} | {kind} | {md_text(r.size)} | {t}{budget} | {estimate_text(r)} | "
+        scope = steps_scope(r.form, r.regime, _finite(r.n_runs_b) and float(r.n_runs_b) >= 2)
+        verdict = f"**{verdict}**" + (f" ({scope})" if scope and r.verdict != "not run" else "")
+        lines.append(f"| {verdict} | {r.claim_id} | {kind} | {md_text(r.size)} | {t}{budget} | {estimate_text(r)} | "
                      f"{p} | {_f(r.n_units_a)}/{_f(r.n_units_b)} | {_f(r.paper_speedup)} |")
     lines += ["", f"Rule (alpha = {cfg.alpha}, margin {cfg.efficiency_margin:g}x): "
               + speedup_rule_text(cfg.alpha, cfg.efficiency_margin) + ".", "",
@@ -185,7 +188,10 @@ def _claim_section(df: pd.DataFrame, r: Any, lvl: str) -> list[str]:
     from taco.report.markdown_text import md_text
 
     lines = [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
-             f"- Verdict: **{r.verdict}** - {r.reason}",
+             f"- Verdict: **{r.verdict}**"
+             + (f" ({steps_scope(r.form, r.regime, _finite(r.n_runs_b) and float(r.n_runs_b) >= 2)})"
+                if steps_scope(r.form, r.regime, _finite(r.n_runs_b) and float(r.n_runs_b) >= 2) else "")
+             + f" - {r.reason}",
              (f"- Calibrated test: t = {_f(r.t_statistic)}, critical value {_f(r.critical_value)} (supported "
               f"needs t above it), p(speedup <= m) = {_f(r.calibrated_p_supported, 2)}, p(speedup >= m) = "
               f"{_f(r.calibrated_p_not_supported, 2)}, Monte Carlo error {_f(r.calibration_mc_error, 2)} over "

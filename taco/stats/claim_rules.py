@@ -22,7 +22,19 @@ from taco.stats.inference import min_attainable_pvalue, pooled_sd
 from taco.stats.power import seeds_for_gap
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
-VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN)
+#: a steps-to-target row whose crossings move with half a standard error of its target
+#: (:mod:`taco.stats.crossing_fragility`): neither decided nor undecided by the data, but outside the method
+NOT_DECIDABLE = "not decidable"
+VERDICTS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_DECIDABLE, NOT_RUN)
+#: the scope of a verdict whose arms have one pre-training run each (claims.csv ``verdict_scope``): its unit is
+#: the fine-tuning seed, so it decides about those checkpoints, not about the objective (MultiBERTs)
+ONE_CHECKPOINT = "one checkpoint per arm: pre-training variance not sampled"
+
+
+def verdict_label(verdict: str, scope: str) -> str:
+    """A verdict with its scope in brackets, as every page prints it (``not supported (one checkpoint per arm:
+    pre-training variance not sampled)``); the verdict alone without a scope or for ``not run``."""
+    return f"{verdict} ({scope})" if scope and verdict and verdict != NOT_RUN else verdict
 #: power used by the ``seeds_for_power`` estimate
 TARGET_POWER = 0.8
 

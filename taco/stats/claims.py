@@ -104,10 +104,11 @@ import pandas as pd
 
 from taco.paper import TABLE2_KEYS
 from taco.registry import CONTROL, OBJECTIVE_LABELS, SCORE_KEY_LABELS
-from taco.stats.aggregate import average_keys, average_label, fmt_fraction, seed_averages, statistical_units, unit_note
+from taco.stats.aggregate import (UNIT_FINETUNE, average_keys, average_label, fmt_fraction, seed_averages,
+                                  statistical_units, unit_note)
 from taco.stats.analysis_config import AnalysisConfig, budget_steps_from_name
 from taco.stats.claim_rules import (
-    INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, SUPPORTED, Margins, _sig, claim_kind, decide, deciding_boundary,
+    INCONCLUSIVE, NOT_RUN, NOT_SUPPORTED, ONE_CHECKPOINT, SUPPORTED, Margins, _sig, claim_kind, decide, deciding_boundary,
     decision_level, equivalence_detail, fewest_seeds, margins_for, pvalue_set, rule_text, seeds_for_power, tests_for)
 from taco.stats.inference import ci_method_name, compare, holm, interval, pooled_sd, rng_for
 from taco.stats.power import detectable_gap
@@ -333,7 +334,7 @@ def _row(claim: Claim, level: str, scope: str, arm_a: ArmCell, arm_b: ArmCell, c
             "p_holm": math.nan, "min_attainable_p": math.nan, "fewest_seeds": fewest_seeds(cfg),
             "seeds_for_power": math.nan, "detectable_gap": math.nan, "n_degenerate": 0, "equivalence": "", "sample_unit": "",
             "zero_variance": "",
-            "verdict": INCONCLUSIVE, "reason": ""}
+            "verdict": INCONCLUSIVE, "reason": "", "verdict_scope": ""}
 
 
 def _fill(row: dict[str, Any], cmp, dci, a: Sample, b: Sample, claim: Claim, cfg: AnalysisConfig) -> None:
@@ -403,6 +404,7 @@ def summary_row(claim: Claim, per_seed: pd.DataFrame, arm_a: ArmCell, arm_b: Arm
     if scope and (a.values or b.values):
         notes.append(scope)
     row["sample_unit"] = sample_unit(per_seed, arm_a.cell, arm_b.cell)
+    row["verdict_scope"] = ONE_CHECKPOINT if UNIT_FINETUNE in row["sample_unit"].split(" / ") else ""
     if a.n_incomplete or b.n_incomplete:
         notes.append(f"incomplete seeds excluded: A {a.n_incomplete}, B {b.n_incomplete}")
     if a.values and b.values:

@@ -80,13 +80,17 @@ CSV_COLUMNS = [
     "calibrated_p_not_supported", "critical_value", "calibration_mc_error", "calibration_reps", "berger_boos",
     "calibrated_ci_low", "calibrated_ci_high", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b",
     "regime", "calibrated_level", "calibrated_coverage", "interval_note", "curve_steps", "title",
-    "calibrated_p_faster", "paper_factor", "calibrated_p_paper_factor",
+    "calibrated_p_faster", "paper_factor", "calibrated_p_paper_factor", "fragile", "target_shift", "crossing_move",
+    "unit_k_shifted",
 ]
-#: columns added within format 3 (issue 51): absent from older files, read as empty
-OPTIONAL_COLUMNS = ("calibrated_p_faster", "paper_factor", "calibrated_p_paper_factor")
+#: columns added within format 3 (issue 51) and 4 (issue 64: the flat-target check,
+#: taco.stats.crossing_fragility): absent from older files, read as empty
+OPTIONAL_COLUMNS = ("calibrated_p_faster", "paper_factor", "calibrated_p_paper_factor", "fragile", "target_shift",
+                    "crossing_move", "unit_k_shifted")
 TEXT_COLUMNS = ("claim_id", "kind", "form", "unit_of_value", "better", "size", "a", "b", "target_budget", "status",
                 "estimate_bound", "verdict", "reason", "unit", "unit_k", "unit_speedups", "interval_note",
-                "curve_steps", "title", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b", "regime")
+                "curve_steps", "title", "t_rule_verdict", "left_out", "plateau_exit_a", "plateau_exit_b", "regime",
+                "unit_k_shifted")
 #: efficiency_curves.csv: every run's validation points (the inputs of E1; ``taco efficiency --curves`` reads
 #: them back), with the context probe's losses and the GLUE probe's averages where the run has them
 CURVE_COLUMNS = ["size", "objective", "fraction", "pretrain_seed", "seed", "step", "value", "budget", "architecture",

@@ -20,7 +20,7 @@ import pandas as pd
 
 from taco.registry import OBJECTIVE_LABELS
 from taco.stats.analysis_config import AnalysisConfig
-from taco.stats.claim_rules import decision_level
+from taco.stats.claim_rules import ONE_CHECKPOINT, decision_level
 from taco.stats.speedup import GLUE_FORM, LOSS_FORM, PROBE_FORM
 from taco.stats.speedup_decision import speedup_rule_text
 
@@ -67,6 +67,26 @@ def _detail(r: Any) -> str:
     return "; ".join(parts)
 
 
+#: a proxy row's scope (claims.csv ``verdict_scope``): what the suite measured instead of the paper's GLUE claim
+PROXY_SCOPE = {LOSS_FORM: "the suite's validation-loss proxy, not the paper's GLUE claim",
+               PROBE_FORM: "the suite's frozen-probe proxy, not the paper's fine-tuned GLUE claim"}
+#: B on the bag-of-words plateau at T: the speedup grows with T (issue 64)
+PLATEAU_SCOPE = "MLM on a plateau at T: a function of T, not a rate"
+
+
+def steps_scope(form: str, regime: Any, b_nested: bool = True) -> str:
+    """The scope words of a steps-to-target verdict (claims.csv ``verdict_scope``; efficiency.md's verdict cells):
+    a proxy row says so (:data:`PROXY_SCOPE`), a row whose B runs sit on the bag-of-words plateau at T says the
+    speedup is a function of T (``regime`` from :mod:`taco.stats.speedup_decision`), a GLUE row with one
+    fine-tuned run per arm says its unit (:data:`taco.stats.claim_rules.ONE_CHECKPOINT`)."""
+    parts = [PROXY_SCOPE[form]] if form in PROXY_SCOPE else []
+    if form == GLUE_FORM and not b_nested:
+        parts.append(ONE_CHECKPOINT)
+    if isinstance(regime, str) and ("B at T: on the plateau" in regime or "B at T: mixed" in regime):
+        parts.append(PLATEAU_SCOPE)
+    return "; ".join(parts)
+
+
 def claim_rows(efficiency: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
     """One claims-table row per ``primary`` row of ``efficiency`` (a frame of
     :func:`taco.stats.efficiency.read_table`), in its order, with the columns of
@@ -95,5 +115,6 @@ def claim_rows(efficiency: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
             "p_against": _num(r.calibrated_p_not_supported), "p_two_sided": math.nan, "p_holm": math.nan,
             "min_attainable_p": math.nan, "fewest_seeds": math.nan, "seeds_for_power": math.nan,
             "n_degenerate": 0, "equivalence": _detail(r), "sample_unit": r.unit if isinstance(r.unit, str) else "",
-            "zero_variance": "", "verdict": r.verdict, "reason": r.reason if isinstance(r.reason, str) else ""})
+            "zero_variance": "", "verdict": r.verdict, "reason": r.reason if isinstance(r.reason, str) else "",
+            "verdict_scope": steps_scope(r.form, r.regime, _count(r.n_runs_b) >= 2)})
     return pd.DataFrame(rows)

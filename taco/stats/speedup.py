@@ -49,7 +49,6 @@ from taco.paper import COMPARISON
 
 LOWER, HIGHER = "lower", "higher"
 REACHED, NEVER, ALREADY, NO_CURVE = "reached", "never reaches", "already beats at first point", "no curve"
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive", "not run"
 LOSS_FORM, GLUE_FORM = "validation_mlm_loss", "glue_average"
 #: E1's probe row: the frozen-feature GLUE probe average (points x100) along pre-training (issue 51.3)
 PROBE_FORM = "glue_probe_average"

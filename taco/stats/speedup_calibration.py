@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
+from taco.stats.crossing_fragility import point_noise_sd, target_fragility
 from taco.stats.speedup import speedup_interval, unit_crossings
 
 #: B with at most this many runs: Berger-Boos over B's SD (its 99% upper bound, + BERGER_BOOS_BETA)
@@ -104,14 +105,8 @@ def null_parts(steps: np.ndarray, b_at_t: np.ndarray, a_units: np.ndarray, targe
     mean_a = a_units.mean(axis=-2)  # (..., S)
     log_k_mean, _, _ = unit_crossings(steps, mean_a[..., None, :], iv.target, better)
     shape = _interp(ls, mean_a, _REL + log_k_mean)  # (..., G)
-    # point noise: the median absolute second difference of A's unit curves (var 6 sd^2 for independent
-    # noise; the median keeps a curved stretch of the curve from counting as noise)
-    if steps.size >= 3:
-        d2 = np.diff(a_units, n=2, axis=-1)
-        flat = d2.reshape(d2.shape[:-2] + (-1,))
-        sd_point = np.median(np.abs(flat), axis=-1) / (st.norm.ppf(0.75) * math.sqrt(6.0))
-    else:
-        sd_point = np.zeros(iv.target.shape)
+    # point noise: the median absolute second difference of A's unit curves (its own module)
+    sd_point = point_noise_sd(a_units)
     sd_b = b_at_t.std(axis=-1, ddof=1)
     sd_log_a = iv.log_s_units.std(axis=-1, ddof=1)
     bb = n_b <= BERGER_BOOS_MAX_UNITS if berger_boos is None else berger_boos
@@ -270,16 +265,21 @@ def simulate_calibrated(model, n_b: int, n_a: int, *, reps: int, inner: int, alp
     """``reps`` experiments drawn from ``model`` (:class:`taco.stats.speedup_simulation.CurveModel`), each
     decided by the calibrated test with ``inner`` draws; returns ``coverage`` (neither one-sided test at the
     true speedup rejects: the calibrated interval covers it), ``supported`` / ``not_supported`` (rates at
-    ``margin``, default the truth), ``reps``, ``inner``. The test is vectorised over experiments."""
+    ``margin``, default the truth), ``not_decidable`` (the share that the flat-target check,
+    :func:`taco.stats.crossing_fragility.target_fragility`, reports not decidable: those are neither supported
+    nor not supported, as on the page), ``supported_test_alone`` (the calibrated test's rate without that check),
+    ``reps``, ``inner``. The test is vectorised over experiments."""
     truth = model.speedup
     m = truth if margin is None else float(margin)
     rng = np.random.default_rng(seed)
     b = model.draw_b_at_t(rng, reps, n_b)
     a = model.draw_a(rng, reps, n_a)
     steps = np.asarray(model.steps, float)
-    cover = sup = not_sup = 0
+    cover = sup = not_sup = undecidable = sup_alone = 0
     for start in range(0, reps, chunk):
         sl = slice(start, start + chunk)
+        decidable = ~target_fragility(steps, b[sl], a[sl], model.better).fragile
+        undecidable += int((~decidable).sum())
         parts = null_parts(steps, b[sl], a[sl], model.target_step, model.better)
         n = b[sl].shape[0]
         draws = draw_standard(rng, (n,), inner, n_b, n_a, steps.size)
@@ -292,8 +292,10 @@ def simulate_calibrated(model, n_b: int, n_a: int, *, reps: int, inner: int, alp
             lm = np.full(n, math.log(m))
             p_sup_m, p_not_m = calibrated_p(parts, null_statistic(parts, draws, steps, model.target_step,
                                                                   model.better, lm), lm)
-        sup += int((p_sup_m <= alpha).sum())
-        not_sup += int((p_not_m <= alpha).sum())
+        sup += int(((p_sup_m <= alpha) & decidable).sum())
+        sup_alone += int((p_sup_m <= alpha).sum())
+        not_sup += int(((p_not_m <= alpha) & decidable).sum())
     return {"truth": truth, "margin": m, "coverage": cover / reps, "supported": sup / reps,
-            "not_supported": not_sup / reps, "reps": reps, "inner": inner}
+            "not_supported": not_sup / reps, "not_decidable": undecidable / reps,
+            "supported_test_alone": sup_alone / reps, "reps": reps, "inner": inner}
 

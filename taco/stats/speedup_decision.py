@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from taco.stats.claim_rules import INCONCLUSIVE, NOT_DECIDABLE, NOT_RUN, NOT_SUPPORTED, SUPPORTED
+from taco.stats.crossing_fragility import MAX_MOVE, SHIFT_SE, fragility_reason, target_fragility
 from taco.stats.speedup import (
     ALREADY,
     ArmCurves,
@@ -27,16 +29,12 @@ from taco.stats.speedup import (
     CODE_RIGHT,
     COMPARED,
     GLUE_FORM,
-    INCONCLUSIVE,
     LOSS_FORM,
     PROBE_FORM,
     NEVER,
-    NOT_RUN,
-    NOT_SUPPORTED,
     NO_CURVE,
     REACHED,
     REFERENCE,
-    SUPPORTED,
     crossing_step,
     speedup_interval,
     variance_components,
@@ -225,6 +223,13 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
     if calibration_reps > 0 and n_b >= 2 and n_a >= 2:
         verdict, reason = _calibrated(row, (a.steps, va, units_a, t, pair.better), margin, alpha,
                                       calibration_reps, seed, t_verdict, t_reason)
+    fr = target_fragility(a.steps, va, units_a, pair.better)
+    row.update(fragile=bool(fr.fragile), target_shift=float(fr.shift),
+               crossing_move=float(math.expm1(float(fr.max_move))),
+               unit_k_shifted=";".join(f"{math.exp(d):.0f}/{math.exp(u):.0f}" for d, u in zip(fr.log_k_down, fr.log_k_up)))
+    if fr.fragile:
+        reason = f"{fragility_reason(fr, pair.unit_of_value)}; the test alone: {verdict} ({reason})"
+        verdict = NOT_DECIDABLE
     extra = [reason]
     if not vb.size:
         extra.append(f"A has no value at T = {t}")
@@ -295,7 +300,10 @@ def speedup_rule_text(alpha: float, margin: float) -> str:
             f"the margin {margin:g}x (analysis.efficiency_margin) from the row's own data (A's curve shape and "
             f"spreads, B's spread at T, the unit counts, censoring), and with at most 5 runs of B its SD is taken "
             f"at its 99% upper bound (Berger-Boos, p + 0.01); supported when p(speedup <= {margin:g}) <= "
-            f"{alpha}, not supported when p(speedup >= {margin:g}) <= {alpha}, inconclusive otherwise. The "
+            f"{alpha}, not supported when p(speedup >= {margin:g}) <= {alpha}, inconclusive otherwise; not "
+            f"decidable (flat curves at the target) whatever the test says when moving B's target by +-{SHIFT_SE:g} "
+            f"of its standard error (with A's point noise) moves a run's crossing step by more than "
+            f"{MAX_MOVE * 100:g}% (taco.stats.crossing_fragility). The "
             f"bounds shown are the {lvl} bounds the test inverts to; the plain t interval is descriptive. One "
             "verdict per claim, at its primary target (E1: the largest budget both arms reached; E2/E3: the "
             "paper's 250k / 500k); secondary budgets and the speedup curve are reported beside it")

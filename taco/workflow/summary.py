@@ -22,8 +22,26 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping
 
-#: The claim verdicts in the order the summary lists them (taco.stats.claim_rules' values).
-VERDICTS = ("supported", "not supported", "inconclusive", "not run")
+#: The claim verdicts in the order the summary lists them (taco.stats.claim_rules' values; read from the CSV
+#: with the standard library only, so not imported).
+VERDICTS = ("supported", "not supported", "inconclusive", "not decidable", "not run")
+
+
+def scoped_verdicts(claims_csv: str | os.PathLike) -> list[str]:
+    """One line per claim-level row of ``claims.csv`` whose verdict carries a scope (``verdict_scope``: one
+    checkpoint per arm, a proxy, a plateau): ``S1 [modernbert_tiny]: not supported (one checkpoint per arm: ...)``.
+    Empty for a file without the column (an older run). Raises as :func:`verdict_counts`."""
+    out = []
+    with open(claims_csv, newline="") as fh:
+        reader = csv.DictReader(fh)
+        if not reader.fieldnames or "verdict_scope" not in reader.fieldnames:
+            return out
+        for row in reader:
+            scope, verdict = (row.get("verdict_scope") or "").strip(), (row.get("verdict") or "").strip()
+            if row.get("level", "claim") == "claim" and scope and verdict and verdict != "not run":
+                size = (row.get("size") or "").strip()
+                out.append(f"  {row.get('claim_id', '?')}" + (f" [{size}]" if size else "") + f": {verdict} ({scope})")
+    return out
 
 
 def _display(path: str | os.PathLike) -> str:
@@ -100,6 +118,10 @@ def run_summary(results_dir: str | os.PathLike, configfiles: Iterable[str | os.P
         parts = [f"{counts.get(v, 0)} {v}" for v in VERDICTS]
         parts += [f"{n} {v}" for v, n in sorted(counts.items()) if v not in VERDICTS]
         lines.append(f"Claims ({sum(counts.values())}): " + ", ".join(parts) + f"  (details: {_display(results / 'claims.md')})")
+        scoped = scoped_verdicts(claims)
+        if scoped:
+            lines.append("Verdicts with a scope (what each decides about):")
+            lines += scoped
     per_seed = results / "aggregate" / "per_seed.csv"
     try:
         degenerate, runs = degenerate_counts(per_seed)
@@ -110,7 +132,7 @@ def run_summary(results_dir: str | os.PathLike, configfiles: Iterable[str | os.P
     else:
         lines.append(f"Degenerate runs: {degenerate} of {runs} fine-tuning runs predicted one class or a constant "
                      "score (the metric is then 0 or undefined; marked * in the tables): frequent where the model "
-                     "learned little, as in the quick start's 150 steps")
+                     "learned little, as in the quick start's short runs")
     lines.append("Report: " + report_command(configfiles, config_overrides))
     return "\n".join(lines)
 
