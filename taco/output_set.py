@@ -27,6 +27,15 @@ class OutputSetError(OSError):
         self.no_space = no_space
 
 
+def _remove(tmp: Path) -> None:
+    """Remove a temporary if it can be removed: on a read-only file system even removing a file that was never
+    created fails (EROFS), and that must not hide the error that names the folder."""
+    try:
+        tmp.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 class OutputSet:
     """Collect the files of one output folder, then :meth:`commit` them together.
 
@@ -55,10 +64,10 @@ class OutputSet:
         try:
             writer(tmp)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)
             raise self._error(exc, final) from None
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)
             raise
         self._pending.append((tmp, final))
         return final
@@ -79,7 +88,7 @@ class OutputSet:
     def discard(self) -> None:
         """Remove the temporaries written so far (the earlier outputs stay)."""
         for tmp, _ in self._pending:
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)
         self._pending = []
 
     def __enter__(self) -> "OutputSet":

@@ -854,3 +854,27 @@ def test_a_steps_to_target_verdict_says_what_it_measured():
     assert steps_scope(sp.PROBE_FORM, float("nan")) == PROXY_SCOPE[sp.PROBE_FORM]
     assert steps_scope(sp.GLUE_FORM, "", b_nested=False) == cr.ONE_CHECKPOINT
     assert steps_scope(sp.GLUE_FORM, "", b_nested=True) == ""
+
+
+def test_a_read_only_file_system_names_the_folder_not_the_cleanup(tmp_path, monkeypatch, capsys):
+    """Fault sweep V, item 7: on a read-only file system the first write fails with EROFS and so does removing
+    the temporary that was never created; that second error hid the named one behind a traceback. Exit 2, the
+    folder named, the earlier set whole."""
+    from pathlib import Path as _P
+
+    ckpts = _e1_checkpoints(tmp_path / "pretrain")
+    out = tmp_path / "out"
+    assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out), "--calibration-reps", "0"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def erofs(*a, **k):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(_P, "write_text", erofs)
+    monkeypatch.setattr(_P, "unlink", erofs)
+    capsys.readouterr()
+    assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(out), "--calibration-reps", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write into the output folder {out}" in err and "Traceback" not in err, err
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
