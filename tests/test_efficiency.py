@@ -525,6 +525,10 @@ def test_an_old_efficiency_table_gets_a_clear_message(tmp_path):
     old.write_text("claim_id,form,speedup,verdict\nE1,validation_mlm_loss,2.49,supported\n")
     with pytest.raises(eff.EfficiencyTableError, match="format 1.*rerun `taco efficiency`"):
         eff.read_table(old)
+    # fault sweep V, item 8: a format written as a word names the file, line and column (was int()'s ValueError)
+    old.write_text("format_version,claim_id\n4,E1\nfour,E1\n")
+    with pytest.raises(eff.EfficiencyTableError, match=r"efficiency.csv: line 3, column format_version: 'four'"):
+        eff.read_table(old)
 
 
 def test_calibrate_prints_the_checked_scenarios_and_the_limits(capsys):

@@ -109,3 +109,16 @@ def test_glue_test_tsv_with_a_non_utf8_byte_names_file_and_line(tmp_path):
         read_glue_test_tsv(path, "rte")
     path.write_bytes(b"index\tsentence1\tsentence2\n0\ta\tb\n1\tna\xc3\xafve\tc\n")
     assert read_glue_test_tsv(path, "rte")["sentence1"] == ["a", "na\u00efve"]
+
+
+def test_a_configuration_overlay_with_a_latin1_byte_names_the_file(tmp_path, capsys):
+    """Fault sweep V, item 8: `taco plan` with an overlay holding a Latin-1 byte gave a UnicodeDecodeError
+    traceback from the overlay-order check; now exit 2, one line naming the file."""
+    from taco.cli import main
+
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_bytes(b"pretrain:\n  logging_steps: 20  # caf\xe9\n")
+    smoke = Path(__file__).resolve().parent.parent / "configs" / "smoke.yaml"
+    assert main(["plan", "--configfile", str(smoke), str(overlay)]) == 2
+    err = capsys.readouterr().err
+    assert str(overlay) in err and "Traceback" not in err and "0xe9" in err

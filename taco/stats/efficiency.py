@@ -464,7 +464,16 @@ def read_table(path: str | Path) -> pd.DataFrame:
         df = pd.read_csv(p, dtype={c: str for c in TEXT_COLUMNS})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise EfficiencyTableError(f"{p}: not a readable CSV ({exc})") from None
-    found = sorted(set(df["format_version"].dropna().astype(int))) if "format_version" in df.columns else [1]
+    if "format_version" in df.columns:
+        versions = pd.to_numeric(df["format_version"], errors="coerce")
+        bad = versions.isna() | (versions != versions.round())
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise EfficiencyTableError(f"{p}: line {i + 2}, column format_version: {str(df['format_version'].iloc[i])!r} "
+                                       f"is not a format number (this taco reads format {FORMAT_VERSION})")
+        found = sorted(set(versions.astype(int)))
+    else:
+        found = [1]
     if found != [FORMAT_VERSION]:
         raise EfficiencyTableError(
             f"{p}: efficiency table of format {', '.join(map(str, found)) or '?'}, this taco reads format "

@@ -276,8 +276,8 @@ def overlay_bases(path: str | os.PathLike) -> list[str]:
     ``["configs/cpu-real.yaml"]``."""
     p = Path(path)
     try:
-        text = re.sub(r"\\\s*\n\s*#?", " ", p.read_text())  # join continued comment lines
-    except OSError:
+        text = re.sub(r"\\\s*\n\s*#?", " ", p.read_text(encoding="utf-8"))  # join continued comment lines
+    except (OSError, UnicodeDecodeError):  # read_config_file names the file and the byte
         return []
     m = re.search(r"--configfile((?:\s+\S+\.yaml)*?)\s+\S*" + re.escape(p.name) + r"(?=\s|$)", text)
     return m.group(1).split() if m else []
