@@ -882,3 +882,18 @@ def test_a_read_only_file_system_names_the_folder_not_the_cleanup(tmp_path, monk
     assert f"cannot write into the output folder {out}" in err and "Traceback" not in err, err
     monkeypatch.undo()
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_primary_row_is_never_moved_to_another_target_step(tmp_path):
+    """Fault sweep V, item 5: with no TACO point at MLM's last budget the primary row was computed at the last
+    budget both reached, and nothing said that T had moved. Now the primary row stays at T = 4000, not
+    decidable, naming the missing points; 2000 is a secondary row."""
+    ckpts = [c for c in _e1_checkpoints(tmp_path) if not (c.parent.parent.name == "taco" and c.name == "step-4000")]
+    loss, fps, _ = eff.read_checkpoints(ckpts)
+    cfg = _cfg()
+    df = eff.evaluate(eff.build_pairs(loss, None, cfg, fps), cfg)
+    prim = df[df["kind"] == "primary"].iloc[0]
+    assert prim["target_step"] == 4000 and prim["verdict"] == cr.NOT_DECIDABLE
+    assert "TACO has no budget point at T = 4000 (its budgets: 2000)" in prim["reason"]
+    sec = df[df["kind"] == "secondary"]
+    assert list(sec["target_step"]) == [2000] and sec.iloc[0]["verdict"] != cr.NOT_DECIDABLE

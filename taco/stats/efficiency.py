@@ -396,13 +396,21 @@ def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConf
         name = lambda s: cfg.budget_name(size, s) or ""  # noqa: E731
         a_budgets = _budget_steps(loss, size, COMPARED)
         b_budgets = _budget_steps(loss, size, REFERENCE)
-        moved = (f"T = {t}, not {max(a_budgets)}: MLM reached only {t} (a short MLM run moves T)"
-                 if a_budgets and max(a_budgets) > t else
-                 f"T = {t}, not {max(b_budgets)}: TACO reached only {t} (a short TACO run moves T)"
-                 if b_budgets and max(b_budgets) > t else "")
-        pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, t, LOWER, "nats", target_budget=name(t),
-                          flops_per_step=fp, title=CLAIM_TEXT["E1"], note=moved, **exits))
-        for s in budgets[:-1]:
+        t_run = max(a_budgets | b_budgets)
+        if t_run > t:  # the primary row stays at the run's T: never decided at another step (fault sweep V.5)
+            short = [f"{OBJECTIVE_LABELS.get(o, o)} has no budget point at T = {t_run} (its budgets: "
+                     f"{', '.join(map(str, sorted(bs)))})" for o, bs in ((REFERENCE, b_budgets), (COMPARED, a_budgets))
+                     if t_run not in bs]
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, t_run, LOWER, "nats", target_budget=name(t_run),
+                              flops_per_step=fp, title=CLAIM_TEXT["E1"], missing="; ".join(short)
+                              + f"; the rows at {', '.join(map(str, budgets))} are secondary", **exits))
+        for s in budgets if t_run > t else []:
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, s, LOWER, "nats", target_budget=name(s),
+                              flops_per_step=fp, kind="secondary", title=CLAIM_TEXT["E1"], **exits))
+        if t_run == t:
+            pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, t, LOWER, "nats", target_budget=name(t),
+                              flops_per_step=fp, title=CLAIM_TEXT["E1"], **exits))
+        for s in budgets[:-1] if t_run == t else []:
             pairs.append(Pair("E1", LOSS_FORM, size, 1.0, b, a, s, LOWER, "nats", target_budget=name(s),
                               flops_per_step=fp, kind="secondary", title=CLAIM_TEXT["E1"], **exits))
         for s in sorted(x for x in grid if budgets[0] <= x <= t):

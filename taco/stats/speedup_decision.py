@@ -100,6 +100,8 @@ class Pair:
     #: context probe) of B and of A (``taco.stats.validation_points.PLATEAU_EXIT_GAP``)
     exit_b: dict[int, float] = field(default_factory=dict)
     exit_a: dict[int, float] = field(default_factory=dict)
+    #: why the row cannot be decided at its T (an arm has no point there); the row is then not decidable
+    missing: str = ""
 
 
 def _unit_label(b: ArmCurves, a: ArmCurves, form: str) -> str:
@@ -159,6 +161,9 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
                unit_speedups="", estimate_bound="", title=pair.title, n_right_censored=0, n_left_censored=0,
                t_rule_verdict="", left_out="", plateau_exit_b=_exits_text(pair.exit_b, b.run_ids),
                plateau_exit_a=_exits_text(pair.exit_a, a.run_ids), regime="")
+    if pair.missing:
+        row.update(status=NO_CURVE, verdict=NOT_DECIDABLE, reason="not decidable: " + pair.missing)
+        return row
     if t is None or not b.runs or not a.runs or t not in set(b.steps.tolist()) or a.steps.size == 0:
         why = pair.note or ("no target step" if t is None else
                             f"B has no value at T = {t}" if b.runs else "B has no curve")
