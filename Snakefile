@@ -2,6 +2,7 @@
 # -> GLUE fine-tuning (checkpoint x task x seed) -> statistics -> tables, figures, claims.
 # The science lives in the `taco` package; rules only name files and call `taco <command>`.
 
+import socket
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -66,10 +67,25 @@ FORK_SERVER = []
 # The results folder is locked for the run (taco.workflow.results_lock): a second run on the same folder from
 # another working directory would delete this one's outputs when its jobs fail. `snakemake --unlock` clears it.
 if "--unlock" in sys.argv and workflow.is_main_process:
-    from taco.workflow.results_lock import clear as _clear_lock
+    from taco.workflow.results_lock import ResultsLockError, clear as _clear_lock
 
-    if _clear_lock(R) is not None:
-        print(f"Removed the results folder's lock {R}/.taco-run.lock", file=sys.stderr)
+    try:
+        _removed = _clear_lock(R)
+    except ResultsLockError as _err:
+        raise WorkflowError(str(_err)) from None
+    if _removed is not None:
+        _where = "" if _removed.get("host") == socket.gethostname() else (
+            f" (it was taken on host {_removed.get('host', '?')}, which this host cannot check)")
+        print(f"Removed the results folder's lock {R}/.taco-run.lock{_where}", file=sys.stderr)
+elif workflow.is_main_process and any(a in ("-n", "--dry-run", "--dryrun") or (a[:1] == "-" and a[1:2] != "-" and
+                                      "n" in a[1:] and a[1:].isalpha() and len(a) <= 4) for a in sys.argv[1:]):
+    # a dry run (the executor, and with it workflow.dryrun, is not set up while the Snakefile is read)
+    from taco.workflow.results_lock import live_holder
+
+    _live = live_holder(R)
+    if _live is not None:
+        print(f"taco: note: the results folder {R} is in use by a running run (pid {_live.get('pid')}, working "
+              f"directory {_live.get('workdir', '?')}); a real run here would stop before any job", file=sys.stderr)
 RESULTS_LOCK = []
 
 

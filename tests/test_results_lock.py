@@ -56,12 +56,22 @@ def test_a_stale_lock_is_taken_over_with_a_note(tmp_path, capsys):
     assert release(tmp_path / "r") and holder(tmp_path / "r") is None
 
 
-def test_release_leaves_another_runs_lock_and_clear_removes_any(tmp_path):
+def test_release_leaves_another_runs_lock_and_clear_refuses_a_live_one(tmp_path):
+    """Fault sweep V.1: --unlock (clear) under a live run of this host refuses, naming it; a stale lock and one of
+    another host are cleared."""
     _write_lock(tmp_path / "r", pid=os.getppid())
     assert not release(tmp_path / "r")
     assert holder(tmp_path / "r") is not None
-    assert clear(tmp_path / "r")["pid"] == os.getppid()
+    with pytest.raises(ResultsLockError, match=rf"still running \(pid {os.getppid()} on {socket.gethostname()}, "
+                                               r"working directory /other/run"):
+        clear(tmp_path / "r")
+    assert holder(tmp_path / "r")["pid"] == os.getppid()
+    dead = _dead_pid()
+    _write_lock(tmp_path / "r", pid=dead)
+    assert clear(tmp_path / "r")["pid"] == dead
     assert holder(tmp_path / "r") is None and clear(tmp_path / "r") is None
+    _write_lock(tmp_path / "r", pid=os.getppid(), host="elsewhere")
+    assert clear(tmp_path / "r")["host"] == "elsewhere"
 
 
 def test_a_damaged_lock_file_is_refused(tmp_path):
@@ -91,6 +101,12 @@ def test_a_second_snakemake_run_on_a_locked_folder_runs_no_job_and_unlock_clears
     assert b.returncode != 0
     assert "in use by another run" in b.stderr and "/other/run" in b.stderr, b.stderr[-3000:]
     assert not (results / "analysis.json").exists()
+    dry = _snakemake(work, results, "-n", target)
+    assert dry.returncode == 0 and "is in use by a running run" in dry.stderr, dry.stderr[-2000:]
+    refused = _snakemake(work, results, "--unlock")  # A is alive: its lock stays (fault sweep V.1)
+    assert refused.returncode != 0 and "--unlock refuses" in refused.stderr, refused.stderr[-2000:]
+    assert holder(results)["pid"] == os.getppid()
+    _write_lock(results, pid=_dead_pid())  # A is gone
     unlock = _snakemake(work, results, "--unlock")
     assert unlock.returncode == 0, unlock.stderr[-2000:]
     assert holder(results) is None

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOCK_NAME", "ResultsLockError", "acquire", "release", "clear", "holder"]
+__all__ = ["LOCK_NAME", "ResultsLockError", "acquire", "release", "clear", "holder", "live_holder"]
 
 LOCK_NAME = ".taco-run.lock"
 
@@ -115,8 +115,29 @@ def release(results_dir: str | os.PathLike) -> bool:
     return False
 
 
+def live_holder(results_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """The lock's record when a process of this host that is still alive holds it (and it is not this
+    process), else None: a stale lock, another host's, an unreadable one or none."""
+    record = holder(results_dir)
+    if not record or record.get("host") != socket.gethostname():
+        return None
+    pid = record.get("pid")
+    if not isinstance(pid, int) or pid == os.getpid() or not _alive(pid):
+        return None
+    return record
+
+
 def clear(results_dir: str | os.PathLike) -> dict[str, Any] | None:
-    """Remove the lock whoever holds it (``snakemake --unlock``); returns the record removed, or None."""
+    """Remove the lock (``snakemake --unlock``); returns the record removed, or None when there was none.
+
+    Raises :class:`ResultsLockError` naming the holder (pid, host, working directory) when a live run of this
+    host holds it: unlocking under a running run would let a second run delete its outputs (fault sweep V.1).
+    A stale lock, another host's (which this host cannot check) or an unreadable one is removed."""
+    live = live_holder(results_dir)
+    if live is not None:
+        raise ResultsLockError(
+            f"the results folder {results_dir} is held by a run that is still running ({_describe(live)}); "
+            "--unlock refuses to clear it: wait for that run, or stop it first")
     record = holder(results_dir)
     if record is not None:
         (Path(results_dir) / LOCK_NAME).unlink(missing_ok=True)
