@@ -162,8 +162,7 @@ def _claims_tables(df: pd.DataFrame, cfg: AnalysisConfig, lvl: str, label: str |
         p = (f"{_f(r.calibrated_p_supported, 2)} / {_f(r.calibrated_p_not_supported, 2)}"
              if _finite(r.calibrated_p_supported) else "not run")
         verdict = r.verdict if r.kind == "primary" else f"{_kind_label(r)}: {r.verdict}"
-        scope = steps_scope(r.form, r.regime, _finite(r.n_runs_b) and float(r.n_runs_b) >= 2)
-        verdict = f"**{verdict}**" + (f" ({scope})" if scope and r.verdict != "not run" else "")
+        verdict = f"**{verdict}**" + _scope_words(r)
         lines.append(f"| {verdict} | {r.claim_id} | {kind} | {md_text(r.size)} | {t}{budget} | {estimate_text(r)} | "
                      f"{p} | {_f(r.n_units_a)}/{_f(r.n_units_b)} | {_f(r.paper_speedup)} |")
     lines += ["", f"Rule (alpha = {cfg.alpha}, margin {cfg.efficiency_margin:g}x): "
@@ -182,16 +181,20 @@ def _claims_tables(df: pd.DataFrame, cfg: AnalysisConfig, lvl: str, label: str |
     return lines + [""]
 
 
+def _scope_words(r: Any) -> str:
+    """`` (scope)`` after a row's verdict (:func:`taco.stats.efficiency_claims.steps_scope`); nothing for a row
+    that was not run."""
+    scope = steps_scope(r.form, r.regime, _finite(r.n_runs_b) and float(r.n_runs_b) >= 2)
+    return f" ({scope})" if scope and r.verdict != "not run" else ""
+
+
 def _claim_section(df: pd.DataFrame, r: Any, lvl: str) -> list[str]:
     """One primary claim's section: verdict, calibrated test, the paper's numbers by the same test, regime,
     per-unit speedups, FLOPs and wall-clock ratios, and the speedup curve's trend."""
     from taco.report.markdown_text import md_text
 
     lines = [f"## {r.claim_id} ({md_text(r.size)}): {md_text(r.title)}", "",
-             f"- Verdict: **{r.verdict}**"
-             + (f" ({steps_scope(r.form, r.regime, _finite(r.n_runs_b) and float(r.n_runs_b) >= 2)})"
-                if steps_scope(r.form, r.regime, _finite(r.n_runs_b) and float(r.n_runs_b) >= 2) else "")
-             + f" - {r.reason}",
+             f"- Verdict: **{r.verdict}**" + _scope_words(r) + f" - {r.reason}",
              (f"- Calibrated test: t = {_f(r.t_statistic)}, critical value {_f(r.critical_value)} (supported "
               f"needs t above it), p(speedup <= m) = {_f(r.calibrated_p_supported, 2)}, p(speedup >= m) = "
               f"{_f(r.calibrated_p_not_supported, 2)}, Monte Carlo error {_f(r.calibration_mc_error, 2)} over "
