@@ -24,7 +24,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 #: the verdicts a claim can get (taco.stats.claim_rules)
-VERDICTS = ("supported", "not supported", "inconclusive", "not run")
+VERDICTS = ("supported", "not supported", "inconclusive", "not decidable", "not run")
 
 #: executables tried in this order when $TACO_CHROMIUM is unset
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

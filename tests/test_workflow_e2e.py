@@ -27,7 +27,7 @@ from report_pages import (blank_reason, browser_missing_reason, find_browser, re
 REPO = Path(__file__).resolve().parent.parent
 TABLES = ("table1", "table2", "table3", "table4", "ablation")
 FIGURES = ("figure5", "ablation", "data_efficiency", "figure6", "figure2")
-VERDICTS = {"supported", "not supported", "inconclusive", "not run"}
+VERDICTS = {"supported", "not supported", "inconclusive", "not decidable", "not run"}
 #: configs/smoke.yaml shrunk by its CI overlay, and the overlay's pre-training budgets
 SMOKE = ("configs/smoke.yaml", "tests/configs/smoke-ci.yaml")
 SMOKE_BUDGETS = yaml.safe_load((REPO / SMOKE[1]).read_text())["pretrain"]["sizes"]["tiny"]["budgets"]
