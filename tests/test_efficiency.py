@@ -897,3 +897,24 @@ def test_a_primary_row_is_never_moved_to_another_target_step(tmp_path):
     assert "TACO has no budget point at T = 4000 (its budgets: 2000)" in prim["reason"]
     sec = df[df["kind"] == "secondary"]
     assert list(sec["target_step"]) == [2000] and sec.iloc[0]["verdict"] != cr.NOT_DECIDABLE
+
+
+def test_recorded_curves_and_new_checkpoints_are_combined_once(tmp_path):
+    """Issue 64.4: a record's curves (runs 0-2) and new runs' checkpoints (runs 3-5) decide together: the row
+    rests on 6 runs per arm; a run given in both is refused by name (exit 2)."""
+    first = _e1_checkpoints(tmp_path / "rec")
+    out = tmp_path / "rec-out"
+    assert eff_command.main(["--checkpoints", *map(str, first), "--output-dir", str(out), "--calibration-reps", "0"]) == 0
+    new = [_ckpt(tmp_path / "new", o, run, step, loss, points=pts)
+           for run, off in zip((3, 4, 5), OFFSETS)
+           for o, step, loss, pts in (("mlm", 2000, 6.4 + off, [(1000, 6.8 + off)]), ("mlm", 4000, 6.0 + off, None),
+                                      ("taco", 2000, 5.5 + off, [(1000, 6.5 + off)]), ("taco", 4000, 5.0 + off, None))]
+    both = tmp_path / "both"
+    assert eff_command.main(["--curves", str(out / "efficiency_curves.csv"), "--checkpoints", *map(str, new),
+                             "--output-dir", str(both), "--calibration-reps", "0"]) == 0
+    prim = eff.read_table(both / "efficiency.csv").iloc[0]
+    assert prim["n_units_a"] == 6 and prim["n_units_b"] == 6
+    assert prim["speedup"] == pytest.approx(2 * math.sqrt(2), rel=1e-5)
+    assert eff_command.main(["--curves", str(out / "efficiency_curves.csv"), "--checkpoints", *map(str, first),
+                             "--output-dir", str(tmp_path / "dup"), "--calibration-reps", "0"]) == 2
+    assert not (tmp_path / "dup").exists()

@@ -67,6 +67,27 @@ NAME = "efficiency"
 #: the most simulated experiments per row (10,000 is the default; the Monte Carlo error at 100,000 is ~0.0007)
 MAX_CALIBRATION_REPS = 100_000
 
+def read_inputs(checkpoints: Sequence[str | Path] | None, curves: str | Path | None):
+    """The validation curves of ``checkpoints``, of ``curves`` (an ``efficiency_curves.csv``), or of both: a
+    record's curves combined with new runs (issue 64.4: recorded seeds beside re-run ones). ValueError naming
+    the run when a pre-training run (size, objective, fraction, pretrain seed) is in both: which one counts
+    cannot be guessed."""
+    if curves is None:
+        return read_checkpoints(checkpoints or [])
+    loss, fps, notes = read_curves(curves)
+    if not checkpoints:
+        return loss, fps, notes
+    new, new_fps, new_notes = read_checkpoints(checkpoints)
+    key = ["size", "objective", "fraction", "pretrain_seed"]
+    both = pd.merge(loss[key].drop_duplicates(), new[key].drop_duplicates(), on=key)
+    if len(both):
+        r = both.iloc[0]
+        raise ValueError(f"--curves {curves} and --checkpoints both hold the run {r['size']}/{r['objective']}/"
+                         f"data-{r['fraction']}/pretrain seed {int(r['pretrain_seed'])} ({len(both)} run(s) in both): "
+                         "give each pre-training run once")
+    return pd.concat([loss, new], ignore_index=True), {**fps, **new_fps}, notes + new_notes
+
+
 def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: AnalysisConfig,
          aggregate_dir: str | Path | None = None, step_times: str | Path | None = None, *,
          curves: str | Path | None = None, calibration_reps: int = CALIBRATION_REPS,
@@ -74,8 +95,8 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
          tuning_spaces: dict[str, dict] | None = None) -> list[Path]:
     """Read, evaluate and write ``efficiency.{csv,md,html,png,pdf}``, ``efficiency_curves.csv`` and (given
     ``manifest``: its parameters) ``efficiency.manifest.json`` into ``out_dir``; returns the paths. The
-    validation curves come from ``checkpoints`` or, to rerun the check from a results folder, from ``curves``
-    (an ``efficiency_curves.csv``). Every input is read and checked before anything is written, and the
+    validation curves come from ``checkpoints``, or, to rerun the check from a results folder, from ``curves``
+    (an ``efficiency_curves.csv``), or from both (:func:`read_inputs`). Every input is read and checked before anything is written, and the
     files are written as one set (:class:`taco.output_set.OutputSet`): a full disk or a read-only folder
     leaves the earlier set whole (OutputSetError naming the folder). ``tuning_spaces`` maps each tuned size
     to its search space (:func:`taco.workflow.tuning_grid.tuning_space`): a choice at its edge is noted;
@@ -87,7 +108,7 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
     from taco.report.plotting import write_figure
 
     t0 = time.time()
-    loss, fps, notes = read_curves(curves) if curves is not None else read_checkpoints(checkpoints or [])
+    loss, fps, notes = read_inputs(checkpoints, curves)
     choices = read_choices(tuning or [])
     wall = read_step_times(step_times) if step_times else math.nan
     glue = None
@@ -175,8 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco efficiency", description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoints", nargs="+", help="budget checkpoint directories (taco pretrain); required "
                     "unless --curves or --calibrate")
-    ap.add_argument("--curves", help="an efficiency_curves.csv (written beside efficiency.csv) instead of "
-                    "--checkpoints: the check rerun from a results folder")
+    ap.add_argument("--curves", help="an efficiency_curves.csv (written beside efficiency.csv): the check rerun "
+                    "from a results folder; with --checkpoints, a record's runs combined with new ones (a run "
+                    "given in both is refused)")
     ap.add_argument("--calibration-reps", type=int, default=CALIBRATION_REPS, help="simulated experiments of "
                     "each row's calibrated test (0: decide by the t rule alone)")
     ap.add_argument("--tuning", nargs="+", default=None, help="choice.json files of `taco tuning-choice` (config "
@@ -222,8 +244,6 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.checkpoints and not args.curves:
             raise ValueError("--checkpoints or --curves is required (or --calibrate)")
-        if args.checkpoints and args.curves:
-            raise ValueError("give --checkpoints or --curves, not both")
         if not 0 <= args.calibration_reps <= MAX_CALIBRATION_REPS:
             raise ValueError(f"--calibration-reps must be in [0, {MAX_CALIBRATION_REPS:,}] (each row's test costs "
                              f"about 1 s per 10,000 draws), got {args.calibration_reps:,}")
