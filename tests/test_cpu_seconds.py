@@ -35,7 +35,7 @@ def test_lines_are_summed_per_rule_folder_and_jobs_without_a_line_are_counted(tm
     rows = list(csv.DictReader(out.open()))
     assert [r["rule_folder"] for r in rows] == ["finetune", "pretrain", "report"]
     assert rows[1]["cpu_seconds"] == "1712.2" and rows[0]["failed"] == "1"
-    assert "| **total** | 5 | 1 | 1 | 1731.7 |" in capsys.readouterr().out
+    assert "| **total** | 5 | 1 | 1 | 1731.7 | 0 |" in capsys.readouterr().out
 
 
 def test_the_line_round_trips_and_other_lines_are_not_read():
@@ -47,3 +47,24 @@ def test_the_line_round_trips_and_other_lines_are_not_read():
 def test_a_folder_without_logs_is_named(tmp_path, capsys):
     assert taco_main(["cpu-seconds", str(tmp_path / "nope")]) == 2
     assert "nope/logs: no logs folder" in capsys.readouterr().err
+
+
+def test_faults_are_named_not_dropped(tmp_path, capsys):
+    """Fault sweep V, item 6: a deleted job log made the job and its cost vanish (now: a job with a benchmark
+    record and no log is named); a damaged CPU line ("1.2.3", ".") gave a ValueError traceback (now: exit 2 naming
+    the log and the line); a folder named x.log under logs/ gave IsADirectoryError (now: not a job's log)."""
+    logs, bench = tmp_path / "logs", tmp_path / "benchmarks"
+    _log(logs / "pretrain" / "a.log", cpu_line(1, 0, 10.0))
+    _log(bench / "pretrain" / "a.tsv", "s\th:m:s")
+    _log(bench / "pretrain" / "gone.tsv", "s\th:m:s")  # its log was deleted
+    (logs / "pretrain" / "x.log").mkdir()
+    got = {c.rule_folder: c for c in collect(tmp_path)}
+    assert got["pretrain"].jobs == 1 and got["pretrain"].without_log == ["pretrain/gone"]
+    assert taco_main(["cpu-seconds", str(tmp_path)]) == 0
+    cap = capsys.readouterr()
+    assert "| **total** | 1 | 0 | 0 | 10.0 | 1 |" in cap.out and "pretrain/gone" in cap.err
+    for bad in ("forkserver: pid 3 exit 0, 1.2.3 CPU-s", "forkserver: pid 3 exit 0, . CPU-s"):
+        _log(logs / "finetune" / "b.log", "ok", bad)
+        assert taco_main(["cpu-seconds", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{logs / 'finetune' / 'b.log'}: line 2:" in err and "Traceback" not in err, err

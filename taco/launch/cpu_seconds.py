@@ -16,15 +16,18 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from taco.launch.forkserver_protocol import cpu_seconds_in
 from taco.manifest import atomic_write_text
 
-#: the columns of ``--output``
-COLUMNS = ("rule_folder", "jobs", "jobs_without_count", "failed", "cpu_seconds")
+#: the columns of ``--output`` (``jobs_without_log``: jobs with a Snakemake benchmark record and no log, so no cost)
+COLUMNS = ("rule_folder", "jobs", "jobs_without_count", "failed", "cpu_seconds", "jobs_without_log")
+#: a line that claims to be a CPU line (checked strictly by :func:`cpu_lines`)
+_LOOSE = re.compile(r"^forkserver: pid .*CPU-s\s*$")
 
 
 @dataclass
@@ -37,27 +40,50 @@ class RuleCost:
     jobs_without_count: int = 0
     failed: int = 0
     cpu_seconds: float = 0.0
+    #: jobs with a benchmark record (``<results_dir>/benchmarks/<same path>.tsv``) but no log: cost unknown
+    without_log: list[str] = field(default_factory=list)
+
+
+def cpu_lines(log: Path) -> list[tuple[int, float]]:
+    """The CPU lines of one job log (:func:`taco.launch.forkserver_protocol.cpu_seconds_in`); ValueError naming
+    the log and the line when a line claims to be one and is damaged (``1.2.3``, ``.``)."""
+    text = log.read_text(errors="replace")
+    lines = cpu_seconds_in(text)
+    claimed = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if _LOOSE.match(ln)]
+    if len(claimed) != len(lines):
+        good = {ln for ln in text.splitlines() if cpu_seconds_in(ln)}
+        n, bad = next((n, ln) for n, ln in claimed if ln not in good)
+        raise ValueError(f"{log}: line {n}: {bad.strip()!r} is not a CPU line (forkserver: pid N exit CODE, "
+                         "SECONDS CPU-s)")
+    return lines
 
 
 def collect(results_dir: str | Path) -> list[RuleCost]:
-    """Per rule folder under ``<results_dir>/logs/`` (sorted by name), the jobs and their CPU-seconds.
+    """Per rule folder under ``<results_dir>/logs/`` (sorted by name), the jobs and their CPU-seconds, and the
+    jobs whose benchmark record has no log (a deleted log: named, not silently dropped).
 
-    Raises ``FileNotFoundError`` naming the folder when ``<results_dir>/logs`` does not exist."""
+    Raises ``FileNotFoundError`` naming the folder when ``<results_dir>/logs`` does not exist, ValueError naming
+    the log and line of a damaged CPU line."""
     logs = Path(results_dir) / "logs"
     if not logs.is_dir():
         raise FileNotFoundError(f"{logs}: no logs folder (is {results_dir} a results folder of the workflow?)")
     costs: dict[str, RuleCost] = {}
     for log in sorted(logs.rglob("*.log")):
         rel = log.relative_to(logs)
-        if len(rel.parts) == 1:  # the fork server's own log (logs/forkserver.log): not a job's
+        if len(rel.parts) == 1 or not log.is_file():  # the fork server's own log; a folder named *.log
             continue
         cost = costs.setdefault(rel.parts[0], RuleCost(rel.parts[0]))
         cost.jobs += 1
-        lines = cpu_seconds_in(log.read_text(errors="replace"))
+        lines = cpu_lines(log)
         if not lines:
             cost.jobs_without_count += 1
         cost.failed += any(code != 0 for code, _ in lines)
         cost.cpu_seconds += sum(seconds for _, seconds in lines)
+    bench = Path(results_dir) / "benchmarks"
+    for tsv in sorted(bench.rglob("*.tsv")) if bench.is_dir() else []:
+        rel = tsv.relative_to(bench).with_suffix(".log")
+        if len(rel.parts) > 1 and tsv.is_file() and not (logs / rel).is_file():
+            costs.setdefault(rel.parts[0], RuleCost(rel.parts[0])).without_log.append(str(rel.with_suffix("")))
     return [costs[k] for k in sorted(costs)]
 
 
@@ -75,16 +101,21 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         costs = collect(args.results_dir)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         print(f"taco cpu-seconds: {exc}", file=sys.stderr)
         return 2
-    rows = [[c.rule_folder, c.jobs, c.jobs_without_count, c.failed, round(c.cpu_seconds, 1)] for c in costs]
+    rows = [[c.rule_folder, c.jobs, c.jobs_without_count, c.failed, round(c.cpu_seconds, 1), len(c.without_log)]
+            for c in costs]
     total = sum(c.cpu_seconds for c in costs)
     print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS))
     for row in rows:
         print("| " + " | ".join(str(v) for v in row) + " |")
     print(f"| **total** | {sum(c.jobs for c in costs)} | {sum(c.jobs_without_count for c in costs)} | "
-          f"{sum(c.failed for c in costs)} | {total:.1f} |")
+          f"{sum(c.failed for c in costs)} | {total:.1f} | {sum(len(c.without_log) for c in costs)} |")
+    missing = [j for c in costs for j in c.without_log]
+    if missing:
+        print(f"taco cpu-seconds: note: {len(missing)} job(s) have a benchmark record but no log, so their cost is "
+              f"not in the total: {', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else ""), file=sys.stderr)
     if args.output:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")

@@ -46,7 +46,7 @@ HEADER = struct.Struct("!I")
 #: the line a forked job prints last on its stderr (its log): the job's own CPU-seconds (user + system, its
 #: waited-for subprocesses included), which Snakemake's ``benchmark:`` files do not see (they measure the client)
 CPU_LINE = "forkserver: pid {pid} exit {code}, {cpu_seconds:.1f} CPU-s"
-CPU_LINE_PATTERN = re.compile(r"^forkserver: pid \d+ exit (-?\d+), ([\d.]+) CPU-s$", re.MULTILINE)
+CPU_LINE_PATTERN = re.compile(r"^forkserver: pid \d+ exit (-?\d+), (\d+(?:\.\d+)?) CPU-s$", re.MULTILINE)
 
 
 def cpu_line(pid: int, code: int, cpu_seconds: float) -> str:
