@@ -124,3 +124,42 @@ def test_the_plan_counts_and_prices_the_trials(tmp_path):
     plain = finetune_costs(cfg, tasks, rates)["flops"]
     # 4 trials of one seed and the reported 3 seeds, at the same epochs: the trials add exactly 4/3
     assert tuned == pytest.approx((1 + 4 / 3) * plain)
+
+
+def test_trials_that_do_not_belong_together_are_refused_by_name(tmp_path, capsys):
+    """Fault sweep V, item 2: a metrics.json under rte/ holding SST-2's scores, a trial missing a seed, a trial of
+    another checkpoint: each refused naming the file or trial and what was expected (exit 2); a trial with a
+    non-finite seed is listed as left out; ties go to the lower trial index as a number (trial-2 before
+    trial-10, whatever order the folders are given in)."""
+    out = str(tmp_path / "c.json")
+    # another task's record in rte/
+    a = _trial(tmp_path / "x", 0, 1e-4, {"sst2": [0.8, 0.8]})
+    wrong = a / "rte" / "seed-101" / "metrics.json"
+    wrong.parent.mkdir(parents=True)
+    wrong.write_text((a / "sst2" / "seed-101" / "metrics.json").read_text())
+    assert ftt.main(["--trials", str(a), "--output", out]) == 2
+    err = capsys.readouterr().err
+    assert f"{wrong}: holds task 'sst2', but lies in the folder of task 'rte'" in err and "Traceback" not in err
+    # a trial missing one seed's file
+    b0 = _trial(tmp_path / "y", 0, 1e-4, {"sst2": [0.8, 0.8]})
+    b1 = _trial(tmp_path / "y", 1, 3e-4, {"sst2": [0.9]})
+    assert ftt.main(["--trials", str(b0), str(b1), "--output", out]) == 2
+    assert "task sst2 has seeds [101], expected [101, 102]" in capsys.readouterr().err
+    # a trial of another checkpoint
+    c0 = _trial(tmp_path / "z", 0, 1e-4, {"sst2": [0.8]})
+    c1 = _trial(tmp_path / "z", 1, 3e-4, {"sst2": [0.9]})
+    for d, sha in ((c0, "a" * 64), (c1, "b" * 64)):
+        f = d / "sst2" / "seed-101" / "metrics.json"
+        f.write_text(json.dumps({**json.loads(f.read_text()), "checkpoint_manifest_sha256": sha}))
+    assert ftt.main(["--trials", str(c0), str(c1), "--output", out]) == 2
+    assert f"{c1}: a trial of another checkpoint" in capsys.readouterr().err
+    # a NaN seed: left out and listed; a tie between trial-2 and trial-10 goes to trial-2
+    root = tmp_path / "w"
+    t2 = _trial(root, 2, 1e-4, {"sst2": [0.8, 0.8]})
+    t10 = _trial(root, 10, 3e-4, {"sst2": [0.8, 0.8]})
+    t3 = _trial(root, 3, 1e-3, {"sst2": [float("nan"), 0.99]})
+    assert ftt.main(["--trials", str(t10), str(t3), str(t2), "--output", out]) == 0
+    rec = json.loads(Path(out).read_text())
+    assert rec["chosen"]["sst2"]["trial"] == "trial-2"
+    assert rec["left_out"] == [{"trial": "trial-3", "task": "sst2", "why": "a seed's dev score is not finite"}]
+    assert "sst2: trial-3 left out" in capsys.readouterr().out

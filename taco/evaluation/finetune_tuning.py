@@ -29,6 +29,7 @@ import argparse
 import itertools
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -100,6 +101,8 @@ def _trial_scores(trial_dir: Path, tasks: Sequence[str] | None) -> dict[str, Any
         raise FineTuningError(f"{trial_dir}: no <task>/seed-<seed>/metrics.json (taco finetune writes them)")
     setting: dict[str, Any] | None = None
     scores: dict[str, list[float]] = {}
+    seeds: dict[str, list[int]] = {}
+    checkpoints: set[str] = set()
     for f in files:
         try:
             m = json.loads(f.read_text())
@@ -109,6 +112,14 @@ def _trial_scores(trial_dir: Path, tasks: Sequence[str] | None) -> dict[str, Any
             value = m["scores"][task][primary] if task in m["scores"] else None
         except (OSError, ValueError, KeyError, TypeError, StopIteration) as exc:
             raise FineTuningError(f"{f}: not a metrics.json of taco finetune ({exc!r})") from None
+        folder_task, folder_seed = f.parent.parent.name, f.parent.name[len("seed-"):]
+        if task != folder_task:
+            raise FineTuningError(f"{f}: holds task {task!r}, but lies in the folder of task {folder_task!r}")
+        if not folder_seed.lstrip("-").isdigit() or ("seed" in m and m["seed"] != int(folder_seed)):
+            raise FineTuningError(f"{f}: holds seed {m.get('seed')!r}, but lies in the folder {f.parent.name}")
+        seeds.setdefault(task, []).append(int(folder_seed))
+        if m.get("checkpoint_manifest_sha256"):
+            checkpoints.add(str(m["checkpoint_manifest_sha256"]))
         s = {k: hp.get(TUNABLE[k][0]) for k in TUNABLE}
         if setting is None:
             setting = s
@@ -121,19 +132,52 @@ def _trial_scores(trial_dir: Path, tasks: Sequence[str] | None) -> dict[str, Any
         missing = sorted(set(tasks) - set(scores))
         if missing:
             raise FineTuningError(f"{trial_dir}: no run of task(s) {missing}")
-    return {"trial": trial_dir.name, "path": str(trial_dir), "setting": setting, "scores": scores}
+    if len(checkpoints) > 1:
+        raise FineTuningError(f"{trial_dir}: its runs fine-tuned different checkpoints (checkpoint_manifest_sha256 "
+                              f"{sorted(checkpoints)})")
+    return {"trial": trial_dir.name, "path": str(trial_dir), "setting": setting, "scores": scores,
+            "seeds": {t: sorted(v) for t, v in seeds.items()}, "checkpoint": next(iter(checkpoints), None)}
+
+
+def _trial_index(trial: Mapping[str, Any]) -> tuple[float, str]:
+    """Sort key of a trial: its index as a number (``trial-10`` after ``trial-2``), then its name."""
+    m = re.search(r"(\d+)$", str(trial["trial"]))
+    return (int(m.group(1)) if m else math.inf, str(trial["trial"]))
+
+
+def check_trials(trials: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The trials of one checkpoint, in trial order (by index as a number), after checking that they belong
+    together: one checkpoint (``checkpoint_manifest_sha256``, where the records carry it) and the same seeds
+    of every task in every trial (the first trial's); FineTuningError naming the trial, the task and what was
+    expected and found."""
+    ordered = sorted(trials, key=_trial_index)
+    ref = ordered[0]
+    for tr in ordered[1:]:
+        if tr.get("checkpoint") and ref.get("checkpoint") and tr["checkpoint"] != ref["checkpoint"]:
+            raise FineTuningError(f"{tr['path']}: a trial of another checkpoint (checkpoint_manifest_sha256 "
+                                  f"{tr['checkpoint'][:12]}..., expected {ref['checkpoint'][:12]}... as {ref['path']})")
+        for task in sorted(set(ref.get("seeds", {})) | set(tr.get("seeds", {}))):
+            want, got = ref.get("seeds", {}).get(task), tr.get("seeds", {}).get(task)
+            if want is not None and got is not None and want != got:
+                raise FineTuningError(f"{tr['path']}: task {task} has seeds {got}, expected {want} (as "
+                                      f"{ref['path']}): every trial runs the same seeds")
+    return ordered
 
 
 def choose(trials: Sequence[Mapping[str, Any]], space: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any]:
-    """Per task the trial with the highest mean primary dev metric over its seeds (the first on a tie; a trial
-    whose mean is not finite is never chosen). Returns the choice record (module docstring)."""
+    """Per task the trial with the highest mean primary dev metric over its seeds (the first in ``trials``' order on
+    a tie: :func:`check_trials` orders them by index; a trial whose mean is not finite is never chosen and is
+    listed in ``left_out``). Returns the choice record (module docstring)."""
     tasks = sorted({t for tr in trials for t in tr["scores"]})
     chosen: dict[str, Any] = {}
+    left_out: list[dict[str, Any]] = []
     for task in tasks:
         means = []
         for tr in trials:
             vals = tr["scores"].get(task, [])
             mean = sum(vals) / len(vals) if vals else math.nan
+            if vals and not math.isfinite(mean):
+                left_out.append({"trial": tr["trial"], "task": task, "why": "a seed's dev score is not finite"})
             means.append((mean, tr))
         finite = [(m, tr) for m, tr in means if math.isfinite(m)]
         if not finite:
@@ -144,7 +188,7 @@ def choose(trials: Sequence[Mapping[str, Any]], space: Mapping[str, Sequence[Any
                         "at_edge": edge_notes(best["setting"], space) if space else []}
     return {"format": FORMAT, "kind": "finetune_choice",
             "rule": "per task the highest mean primary dev metric over the trials' own seeds",
-            "chosen": chosen, "trials": [dict(tr) for tr in trials]}
+            "chosen": chosen, "left_out": left_out, "trials": [dict(tr) for tr in trials]}
 
 
 def read_choice(path: str | Path, task: str) -> dict[str, Any]:
@@ -193,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         space = json_mapping_option("--space", args.space, check_space)
-        trials = [_trial_scores(Path(t), args.tasks) for t in args.trials]
+        trials = check_trials([_trial_scores(Path(t), args.tasks) for t in args.trials])
         result = choose(trials, space)
     except ValueError as exc:  # FineTuningError included
         return cli_error("finetune-choice", exc)
@@ -203,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(trials)} trials")
         for note in c["at_edge"]:
             print(f"taco finetune-choice: note: {task}: {note}")
+    for lo in result["left_out"]:
+        print(f"taco finetune-choice: note: {lo['task']}: {lo['trial']} left out ({lo['why']})")
     print(f"taco finetune-choice: -> {args.output}")
     return 0
 
