@@ -56,3 +56,59 @@ def test_the_command_writes_a_deterministic_record(tmp_path, capsys):
     assert "refusing to overwrite" in capsys.readouterr().err
     assert probe.main(["--checkpoint", str(ckpt), "--task", "nope", "--output", str(tmp_path / "c.json")]) == 2
     assert "unknown GLUE task" in capsys.readouterr().err
+
+
+def _checkpoint(tmp_path, sha: bool):
+    pytest.importorskip("torch")
+    import torch
+
+    from taco.manifest import build_manifest, sha256_file, write_manifest
+    from taco.model.configs import bert_config
+    from taco.model.modeling import PreTrainingModel
+    from shared_data import bert_tokenizer
+
+    tok = bert_tokenizer()
+    ckpt = tmp_path / "ckpt"
+    torch.manual_seed(0)
+    PreTrainingModel(bert_config("tiny", len(tok)), objective="mlm").save_pretrained(str(ckpt))
+    tok.save_pretrained(str(ckpt))
+    extra = {"model_sha256": sha256_file(ckpt / "model.safetensors")} if sha else {}
+    write_manifest(ckpt, build_manifest("pretrain", {}, step=0, objective="mlm", size="tiny", size_preset="tiny",
+                                        **extra))
+    return ckpt
+
+
+def test_damaged_weights_and_unusable_data_are_named_before_any_task(tmp_path, capsys):
+    """Fault sweep V, item 3: a flipped bit against the manifest's model_sha256, no weights file, a truncated
+    weights file, a task missing from the data folder, a one-class training set: each exit 2 naming the file or
+    task, no traceback, nothing written."""
+    out = tmp_path / "p.json"
+    ckpt = _checkpoint(tmp_path / "a", sha=True)
+    synth = ["--task", "sst2", "--glue-source", "synthetic", "--max-train-samples", "50", "--max-eval-samples", "20"]
+    w = ckpt / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[-5] ^= 1
+    w.write_bytes(bytes(data))
+    assert probe.main(["--checkpoint", str(ckpt), *synth, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{w}: sha256" in err and "Traceback" not in err
+    w.unlink()
+    assert probe.main(["--checkpoint", str(ckpt), *synth, "--output", str(out)]) == 2
+    assert f"{w}: no weights file" in capsys.readouterr().err
+    ckpt = _checkpoint(tmp_path / "b", sha=False)  # no sha recorded: the file itself is read
+    w = ckpt / "model.safetensors"
+    w.write_bytes(w.read_bytes()[:40])
+    assert probe.main(["--checkpoint", str(ckpt), *synth, "--output", str(out)]) == 2
+    assert f"{w}: not a readable safetensors file" in capsys.readouterr().err
+    good = _checkpoint(tmp_path / "c", sha=True)
+    glue = tmp_path / "glue"
+    (glue / "SST-2").mkdir(parents=True)
+    (glue / "SST-2" / "train.tsv").write_text("sentence\tlabel\n" + "".join(f"good film {i}\t1\n" for i in range(30)))
+    (glue / "SST-2" / "dev.tsv").write_text("sentence\tlabel\n" + "".join(f"bad film {i}\t0\n" for i in range(10)))
+    local = ["--glue-source", "local", "--glue-dir", str(glue), "--output", str(out)]
+    assert probe.main(["--checkpoint", str(good), "--task", "sst2", *local]) == 2
+    assert "task sst2: every training example has the label 1" in capsys.readouterr().err
+    assert probe.main(["--checkpoint", str(good), "--task", "cola", "sst2", *local]) == 2
+    err = capsys.readouterr().err
+    assert "task cola: its data cannot be read" in err and "Traceback" not in err
+    assert not out.exists()

@@ -224,6 +224,51 @@ def probe_point(model: Any, tokenizer: Any, tasks: Sequence[str], *, glue_source
     return out
 
 
+def check_weights(checkpoint: Path, manifest: dict[str, Any]) -> None:
+    """The checkpoint's weights as its manifest recorded them (:func:`taco.manifest.check_model_sha256`, as
+    ``taco finetune`` checks), present, and readable as safetensors (a file truncated before any sha was
+    recorded); ValueError naming the file (fault sweep V.3)."""
+    from taco.manifest import check_model_sha256
+
+    weights = checkpoint / "model.safetensors"
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights}: no weights file in the checkpoint (taco pretrain / taco init write it)")
+    check_model_sha256(checkpoint, manifest)
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(weights), framework="np") as fh:
+            list(fh.keys())
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types for a damaged header
+        raise ValueError(f"{weights}: not a readable safetensors file ({exc})") from None
+
+
+def check_task_data(tasks: Sequence[str], glue_source: str, glue_dir: str | None, max_train_samples: int | None,
+                    max_eval_samples: int | None, data_seed: int) -> None:
+    """Every task's training and dev data present and usable before any task is probed (a task missing from
+    the folder was found only after the others had been probed): at least 10 training examples (5-fold
+    cross-validation) and, for a classification task, two classes; ValueError naming the task and the
+    problem (fault sweep V.3)."""
+    from taco.data.glue import cap_split, load_glue_task
+    from taco.registry import GLUE_TASK_SPECS
+
+    for task in tasks:
+        spec = GLUE_TASK_SPECS[task]
+        try:
+            data = load_glue_task(task, glue_source, glue_dir, seed=data_seed, splits=("train", spec.dev_splits[0]))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ValueError(f"task {task}: its data cannot be read ({exc})") from None
+        train = cap_split(data["train"], max_train_samples, data_seed, task, "train")
+        if len(train) < 10:
+            raise ValueError(f"task {task}: {len(train)} training example(s); the probe's 5-fold cross-validation "
+                             "needs at least 10")
+        if not spec.is_regression and len(set(train["label"])) < 2:
+            raise ValueError(f"task {task}: every training example has the label {train['label'][0]!r}; a "
+                             "classifier needs two classes")
+        if len(data[spec.dev_splits[0]]) == 0:
+            raise ValueError(f"task {task}: its dev split {spec.dev_splits[0]} is empty")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from taco.cli_parts import HelpFormatter
 
@@ -268,11 +313,14 @@ def main(argv: list[str] | None = None) -> int:
         if not ckpt.is_dir():
             raise FileNotFoundError(f"--checkpoint {ckpt}: no such directory")
         manifest = read_manifest(ckpt)
+        check_weights(ckpt, manifest)
+        check_task_data(args.task, args.glue_source, args.glue_dir, args.max_train_samples, args.max_eval_samples,
+                        args.data_seed)
+        record = probe_checkpoint(ckpt, args.task, glue_source=args.glue_source, glue_dir=args.glue_dir,
+                                  max_train_samples=args.max_train_samples, max_eval_samples=args.max_eval_samples,
+                                  data_seed=args.data_seed, max_length=args.max_length, batch_size=args.batch_size)
     except (UsageError, FileNotFoundError, FileExistsError, ValueError) as exc:
         return cli_error("probe", exc)
-    record = probe_checkpoint(ckpt, args.task, glue_source=args.glue_source, glue_dir=args.glue_dir,
-                              max_train_samples=args.max_train_samples, max_eval_samples=args.max_eval_samples,
-                              data_seed=args.data_seed, max_length=args.max_length, batch_size=args.batch_size)
     record.update(checkpoint=str(ckpt), step=manifest.get("step"), objective=manifest.get("objective"),
                   size=manifest.get("size", manifest.get("size_preset")))
     atomic_write_json(out, record)
