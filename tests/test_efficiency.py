@@ -918,3 +918,14 @@ def test_recorded_curves_and_new_checkpoints_are_combined_once(tmp_path):
     assert eff_command.main(["--curves", str(out / "efficiency_curves.csv"), "--checkpoints", *map(str, first),
                              "--output-dir", str(tmp_path / "dup"), "--calibration-reps", "0"]) == 2
     assert not (tmp_path / "dup").exists()
+
+
+def test_the_command_says_what_it_is_doing(tmp_path, capsys):
+    """Issue 66.5: `taco efficiency` printed nothing for minutes while it calibrated; now one line before, and one
+    per decided row with an estimate of the time left."""
+    ckpts = _e1_checkpoints(tmp_path / "pretrain")
+    assert eff_command.main(["--checkpoints", *map(str, ckpts), "--output-dir", str(tmp_path / "o"),
+                             "--calibration-reps", "200"]) == 0
+    err = capsys.readouterr().err
+    assert "deciding 2 rows, each by a calibrated test of 200 simulated experiments" in err
+    assert "1/2 E1 tiny validation_mlm_loss T=4000 (primary) decided; about" in err and "2/2 E1" in err

@@ -67,6 +67,12 @@ NAME = "efficiency"
 #: the most simulated experiments per row (10,000 is the default; the Monte Carlo error at 100,000 is ~0.0007)
 MAX_CALIBRATION_REPS = 100_000
 
+def _progress(done: int, total: int, pair, seconds_left: float) -> None:
+    """One line per decided row on stderr: which row, and an estimate of the time left."""
+    print(f"taco efficiency: {done}/{total} {pair.claim_id} {pair.size} {pair.form} T={pair.target_step} "
+          f"({pair.kind}) decided; about {seconds_left:.0f} s left", file=sys.stderr, flush=True)
+
+
 def read_inputs(checkpoints: Sequence[str | Path] | None, curves: str | Path | None):
     """The validation curves of ``checkpoints``, of ``curves`` (an ``efficiency_curves.csv``), or of both: a
     record's curves combined with new runs (issue 64.4: recorded seeds beside re-run ones). ValueError naming
@@ -118,7 +124,12 @@ def make(checkpoints: Sequence[str | Path] | None, out_dir: str | Path, cfg: Ana
             raise FileNotFoundError(f"aggregate directory {aggregate_dir}: missing per_seed.csv (run `taco aggregate`)")
         glue = glue_rows(pd.read_csv(per_seed_path), average_keys(cfg))
     pairs = build_pairs(loss, glue, cfg, fps)
-    df = evaluate(pairs, cfg, wall, calibration_reps)
+    if calibration_reps:
+        n = sum(p.kind in ("primary", "secondary", "other") for p in pairs)
+        print(f"taco efficiency: deciding {n} rows, each by a calibrated test of {calibration_reps:,} simulated "
+              "experiments at the margin, at 1x and at the paper's factor (seconds to a minute a row)",
+              file=sys.stderr, flush=True)
+    df = evaluate(pairs, cfg, wall, calibration_reps, progress=_progress)
     calib = calibration_rows(pairs, df, cfg)
     df = record_diagnostic(df, calib)
     families = dict(zip(loss["size"], loss["architecture"])) if not loss.empty else {}

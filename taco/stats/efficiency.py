@@ -434,10 +434,15 @@ def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConf
 
 
 def evaluate(pairs: Sequence[Pair], cfg: AnalysisConfig, wall_time_ratio: float = math.nan,
-             calibration_reps: int = CALIBRATION_REPS) -> pd.DataFrame:
+             calibration_reps: int = CALIBRATION_REPS, progress: Any = None) -> pd.DataFrame:
     """The efficiency table: one row per pair (``CSV_COLUMNS``); the verdicts by the calibrated test with
-    ``calibration_reps`` inner draws (0: the t rule's)."""
+    ``calibration_reps`` inner draws (0: the t rule's). ``progress``: called after each calibrated row as
+    ``progress(done, total, pair, seconds_left)`` (the command prints it: a row's tests take seconds to minutes)."""
+    import time
+
     rows = []
+    calibrated = {id(p) for p in pairs if calibration_reps and p.kind in ("primary", "secondary", "other")}
+    done, t0 = 0, time.monotonic()
     for p in pairs:
         row = evaluate_pair(p, alpha=cfg.alpha, margin=cfg.efficiency_margin, columns=CSV_COLUMNS,
                             calibration_reps=calibration_reps, seed=cfg.seed)
@@ -458,6 +463,9 @@ def evaluate(pairs: Sequence[Pair], cfg: AnalysisConfig, wall_time_ratio: float 
         row["wall_time_ratio"] = wall_time_ratio
         row["wall_speedup"] = row["speedup"] * wall_time_ratio
         rows.append(row)
+        if progress is not None and id(p) in calibrated:
+            done += 1
+            progress(done, len(calibrated), p, (time.monotonic() - t0) / done * (len(calibrated) - done))
     return pd.DataFrame(rows, columns=CSV_COLUMNS)
 
 
