@@ -98,7 +98,9 @@ def test_offline_it_names_what_is_missing_and_where_it_goes(tmp_path):
     assert "fetching failed, what was written stays" in res.stderr
     assert f"{out}/corpus/wikitext-2/valid.txt: missing" in res.stderr
     assert f"{out}/glue/CoLA/train.tsv: missing (GLUE cola train, 8551 rows)" in res.stderr
-    check = _run(["--check", "--output", str(out)], {}, tmp_path)
+    # offline (the fetch failed): where to put each file, not the command that just failed (fault sweep V.4)
+    assert "put the file there" in res.stderr and f"run `taco data-recipe --output {out}`" not in res.stderr
+    check = _run(["--check", "--output", str(out)], {"HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}, tmp_path)
     assert check.returncode == 1 and f"run `taco data-recipe --output {out}`" in check.stderr
     assert not list(out.rglob("*.part"))
 
@@ -117,3 +119,42 @@ def test_the_check_names_a_wrong_file(shared_data, tmp_path):
     assert any(p.startswith(f"{rte}: 276 rows, expected 277") for p in problems), problems
     assert any("valid.txt: 64 articles, expected 60" in p for p in problems), problems
     assert len(problems) == 2
+
+
+def test_damage_that_keeps_the_counts_is_found_by_its_checksum(shared_data, tmp_path):
+    """Fault sweep V, item 4: a GLUE label flipped, one letter changed in WikiText, WikiText's validation file cut
+    short: `--check` said "complete". A folder filled by hand is verified against the release checksums the recipe
+    pins; a fetched one against its SOURCES.json; a complete read-only folder is not written to."""
+    import shutil
+
+    out = tmp_path / "data"
+    shutil.copytree(shared_data, out, ignore=shutil.ignore_patterns("QNLI", "SOURCES.md"))
+    assert check_folder(out) == []
+    sst = out / "glue" / "SST-2" / "train.tsv"
+    lines = sst.read_text().split("\n")
+    lines[1] = lines[1][:-1] + ("1" if lines[1].endswith("0") else "0")
+    sst.write_text("\n".join(lines))
+    wiki = out / "corpus" / "wikitext-2" / "test.txt"
+    text = wiki.read_text()
+    wiki.write_text(text.replace(" the ", " thx ", 1))
+    problems = check_folder(out)
+    assert any(p.startswith(f"{sst}: sha256") and "not the released file's" in p for p in problems), problems
+    assert any(p.startswith(f"{wiki}: sha256") for p in problems) and len(problems) == 2, problems
+    # a folder with SOURCES.json: its record decides
+    shutil.copy(shared_data / "glue" / "SST-2" / "train.tsv", sst)
+    wiki.write_text(text)
+    rec = {"files": {"glue/SST-2/train.tsv": {"sha256": "0" * 64}}, "revisions": {}}
+    (out / "SOURCES.json").write_text(json.dumps(rec))
+    assert [p for p in check_folder(out) if "SOURCES.json" in p and str(sst) in p]
+    (out / "SOURCES.json").unlink()
+    valid = out / "corpus" / "wikitext-2" / "valid.txt"
+    valid.write_bytes(valid.read_bytes()[:-2000])
+    assert any(p.startswith(f"{valid}: sha256") for p in check_folder(out))
+    shutil.copy(shared_data / "corpus" / "wikitext-2" / "valid.txt", valid)
+    # complete and read-only: nothing fetched, nothing written, no "fetching failed"
+    os.chmod(out, 0o555)
+    try:
+        res = _run(["--output", str(out)], {"HF_HUB_OFFLINE": "1"}, tmp_path)
+    finally:
+        os.chmod(out, 0o755)
+    assert res.returncode == 0 and "is complete" in res.stdout and "fetching failed" not in res.stderr, res.stderr

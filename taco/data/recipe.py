@@ -39,7 +39,7 @@ from typing import Any
 
 from taco.errors import UsageError
 
-__all__ = ["sources", "check_folder", "fetch", "main"]
+__all__ = ["sources", "check_folder", "checksum_problems", "fetch", "main"]
 
 
 def sources() -> dict[str, Any]:
@@ -56,14 +56,54 @@ def _articles(text: str) -> int:
     return sum(1 for line in text.split("\n") if line.startswith(" = ") and not line.startswith(" = = "))
 
 
-def check_folder(root: str | Path) -> list[str]:
+def check_folder(root: str | Path, *, offline: bool = False) -> list[str]:
     """Problems of the folder ``root`` against the recipe (module docstring): one line per file, naming it
-    and what to do; empty when the folder is complete."""
+    and what to do (``offline``: where to put it, not the command that fetches it); empty when the folder is
+    complete. Every file's bytes are verified (:func:`checksum_problems`)."""
+    content = _content_problems(root, offline)
+    named = {line.split(": ", 1)[0] for line in content}
+    return content + [line for line in checksum_problems(root)[0] if line.split(": ", 1)[0] not in named]
+
+
+def checksum_problems(root: str | Path) -> tuple[list[str], list[str]]:
+    """(problems, unverified) of the folder's checksums: a file recorded in ``<root>/SOURCES.json`` must have the
+    sha256 recorded there (it was fetched with it); another file with a release checksum pinned in
+    ``data_sources.json`` (``release_sha256``: a folder filled by hand) must have that one; a file with neither is
+    listed as unverified. A file that is missing is left to :func:`check_folder`'s other lines."""
+    root, src = Path(root), sources()
+    record_path = root / "SOURCES.json"
+    try:
+        recorded = json.loads(record_path.read_text())["files"] if record_path.is_file() else {}
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"{record_path}: not a record of taco data-recipe ({exc!r}); delete it to check against the "
+                "release checksums"], []
+    pins = {k: v for k, v in src.get("release_sha256", {}).items() if "/" in k}
+    problems, unverified = [], []
+    for rel in sorted(set(recorded) | set(pins)):
+        p = root / rel
+        if not p.is_file():
+            continue
+        found = hashlib.sha256(p.read_bytes()).hexdigest()
+        if rel in recorded:
+            if found != recorded[rel].get("sha256"):
+                problems.append(f"{p}: sha256 {found[:12]}... differs from {record_path}'s {str(recorded[rel].get('sha256'))[:12]}... "
+                                "(changed since it was fetched); delete it and fetch it again")
+        elif found != pins[rel]:
+            problems.append(f"{p}: sha256 {found[:12]}... is not the released file's {pins[rel][:12]}... (pinned in "
+                            "taco/resources/data_sources.json: damaged or another version); replace it (docs/data.md)")
+    for rel in sorted(src["wikitext"]["files"]):
+        if rel not in recorded and rel not in pins and (root / rel).is_file():
+            unverified.append(str(root / rel))
+    return problems, unverified
+
+
+def _content_problems(root: str | Path, offline: bool) -> list[str]:
     from taco.data.glue import local_files, read_glue_tsv
 
     root, src = Path(root), sources()
     out = []
-    fetch = f"run `taco data-recipe --output {root}` (network: the Hub and {src['books']['url'].split('/')[2]})"
+    fetch = (f"put the file there (where each comes from: docs/data.md; offline, nothing can be fetched)" if offline
+             else f"run `taco data-recipe --output {root}` (network: the Hub and {src['books']['url'].split('/')[2]})")
     for rel, spec in src["wikitext"]["files"].items():
         p = root / rel
         if not p.is_file():
@@ -141,11 +181,19 @@ def _glue_lines(task: str, rows: Any) -> list[str]:
 
 
 def _write_new(path: Path, data: bytes, written: dict[str, Any], root: Path, origin: str) -> None:
-    """Write ``data`` to ``path`` atomically (never over an existing file) and record it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` to ``path`` atomically (never over an existing file) and record it; OSError naming the file
+    (a full disk, a read-only folder) with the ``.part`` removed."""
     tmp = path.with_name(path.name + ".part")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise OSError(exc.errno, f"{path}: cannot be written ({exc.strerror or exc})") from None
     written[path.relative_to(root).as_posix()] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
                                                   "source": origin}
 
@@ -173,6 +221,7 @@ def fetch(root: str | Path, *, books_url: str | None = None) -> dict[str, Any]:
     record_path = root / "SOURCES.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {"files": {}, "revisions": {}}
     written = record["files"]
+    before = dict(written)
     wt = src["wikitext"]
     for rel, spec in wt["files"].items():
         if not (root / rel).exists():
@@ -209,7 +258,8 @@ def fetch(root: str | Path, *, books_url: str | None = None) -> dict[str, Any]:
 
         local = hf_hub_download(bert["hub_id"], bert["file"])
         _write_new(root / bert["path"], Path(local).read_bytes(), written, root, f"{bert['hub_id']} {bert['file']}")
-    record_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    if written != before:  # a complete folder (read-only, perhaps) is not written to
+        record_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
 
 
@@ -233,16 +283,22 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.output)
     if root.exists() and not root.is_dir():
         return cli_error("data-recipe", UsageError(f"--output {root}: exists and is not a folder"))
-    if not args.check:
+    import os
+
+    offline = any(os.environ.get(v, "0") not in ("0", "", "false", "False") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    if not args.check and check_folder(root):  # a complete folder needs nothing fetched
         try:
             rec = fetch(root, books_url=args.books_url)
         except Exception as exc:  # noqa: BLE001 - a download failure of any library: say what and go on to the check
+            offline = True
             print(f"taco data-recipe: fetching failed, what was written stays: {type(exc).__name__}: {exc}",
                   file=sys.stderr)
-            print("taco data-recipe: offline? put the files where the lines below say (docs/data.md)", file=sys.stderr)
         else:
             print(f"taco data-recipe: {len(rec['files'])} file(s) recorded in {root / 'SOURCES.json'}")
-    problems = check_folder(root)
+    problems = check_folder(root, offline=offline)
+    for path in checksum_problems(root)[1]:
+        print(f"taco data-recipe: note: {path}: no checksum to verify it against (neither in SOURCES.json nor "
+              "pinned)", file=sys.stderr)
     for line in problems:
         print(f"taco data-recipe: {line}", file=sys.stderr)
     if problems:
