@@ -313,11 +313,16 @@ def test_one_bad_run_changes_nothing_else(tmp_path):
     assert "rests on 3/3 units" in row["reason"]
 
 
-def test_a_short_mlm_arm_moves_t_and_says_so(tmp_path):
+def test_a_short_mlm_arm_does_not_move_t(tmp_path):
+    """A short MLM arm no longer moves the primary row's T (fault sweep V.5): it stays at 4000, not decidable,
+    naming MLM's budgets; 2000 is a secondary row."""
     ckpts = [c for c in _e1_checkpoints(tmp_path) if not (c.parent.parent.name == "mlm" and c.name == "step-4000")]
     loss, fps, _ = eff.read_checkpoints(ckpts)
-    row = eff.evaluate(eff.build_pairs(loss, None, _cfg(), fps), _cfg()).iloc[0]
-    assert row["target_step"] == 2000 and "not 4000" in row["reason"]
+    df = eff.evaluate(eff.build_pairs(loss, None, _cfg(), fps), _cfg())
+    row = df.iloc[0]
+    assert row["kind"] == "primary" and row["target_step"] == 4000 and row["verdict"] == cr.NOT_DECIDABLE
+    assert "MLM has no budget point at T = 4000 (its budgets: 2000)" in row["reason"]
+    assert list(df[df["kind"] == "secondary"]["target_step"]) == [2000]
 
 
 def test_the_curves_file_reruns_the_check_from_a_results_folder(tmp_path):
