@@ -790,8 +790,11 @@ def test_unbounded_calibration_and_a_short_taco_arm_are_named(tmp_path, capsys):
     short = tmp_path / "short.csv"
     df[~((df["objective"] == "taco") & (df["step"] > 3000))].to_csv(short, index=False)
     assert eff_command.main(["--curves", str(short), "--output-dir", str(tmp_path / "o"), "--calibration-reps", "0"]) == 0
-    row = eff.read_table(tmp_path / "o" / "efficiency.csv").query("kind == 'primary'").iloc[0]
-    assert row["target_step"] == 2000 and "T = 2000, not 4000: TACO reached only 2000" in row["reason"]
+    table = eff.read_table(tmp_path / "o" / "efficiency.csv")
+    row = table.query("kind == 'primary'").iloc[0]  # T stays the run's (fault sweep V.5): not decidable, named
+    assert row["target_step"] == 4000 and row["verdict"] == cr.NOT_DECIDABLE
+    assert "TACO has no budget point at T = 4000 (its budgets: 2000)" in row["reason"]
+    assert 2000 in set(table.query("kind == 'secondary'")["target_step"])
 
 
 def test_the_papers_own_numbers_are_tested_beside_the_margin(tmp_path):
