@@ -24,23 +24,30 @@ def test_a_separable_task_is_learned_and_noise_is_not():
     assert reg["primary"] > 0.95 and reg["choice"] in probe.ALPHA_GRID
 
 
-def test_the_command_writes_a_deterministic_record(tmp_path, capsys):
+def _checkpoint(tmp_path, sha: bool, objective: str = "mlm"):
+    """A tiny BERT checkpoint (random weights, seed 0) with its tokenizer and manifest; ``sha``: the manifest
+    records the weights' sha256, as taco pretrain's do."""
     pytest.importorskip("torch")
-    from transformers import AutoTokenizer
+    import torch
 
-    from taco.manifest import build_manifest, write_manifest
+    from taco.manifest import build_manifest, sha256_file, write_manifest
     from taco.model.configs import bert_config
     from taco.model.modeling import PreTrainingModel
     from shared_data import bert_tokenizer
 
-    import torch
-
     tok = bert_tokenizer()
-    ckpt = tmp_path / "step-0"
+    ckpt = tmp_path / "ckpt"
     torch.manual_seed(0)
     PreTrainingModel(bert_config("tiny", len(tok)), objective="mlm").save_pretrained(str(ckpt))
     tok.save_pretrained(str(ckpt))
-    write_manifest(ckpt, build_manifest("pretrain", {}, step=0, objective="control", size="tiny", size_preset="tiny"))
+    extra = {"model_sha256": sha256_file(ckpt / "model.safetensors")} if sha else {}
+    write_manifest(ckpt, build_manifest("pretrain", {}, step=0, objective=objective, size="tiny",
+                                        size_preset="tiny", **extra))
+    return ckpt
+
+
+def test_the_command_writes_a_deterministic_record(tmp_path, capsys):
+    ckpt = _checkpoint(tmp_path, sha=False, objective="control")
     args = ["--checkpoint", str(ckpt), "--task", "sst2", "stsb", "--glue-source", "synthetic",
             "--max-train-samples", "200", "--max-eval-samples", "100"]
     assert probe.main([*args, "--output", str(tmp_path / "a.json")]) == 0
@@ -56,26 +63,6 @@ def test_the_command_writes_a_deterministic_record(tmp_path, capsys):
     assert "refusing to overwrite" in capsys.readouterr().err
     assert probe.main(["--checkpoint", str(ckpt), "--task", "nope", "--output", str(tmp_path / "c.json")]) == 2
     assert "unknown GLUE task" in capsys.readouterr().err
-
-
-def _checkpoint(tmp_path, sha: bool):
-    pytest.importorskip("torch")
-    import torch
-
-    from taco.manifest import build_manifest, sha256_file, write_manifest
-    from taco.model.configs import bert_config
-    from taco.model.modeling import PreTrainingModel
-    from shared_data import bert_tokenizer
-
-    tok = bert_tokenizer()
-    ckpt = tmp_path / "ckpt"
-    torch.manual_seed(0)
-    PreTrainingModel(bert_config("tiny", len(tok)), objective="mlm").save_pretrained(str(ckpt))
-    tok.save_pretrained(str(ckpt))
-    extra = {"model_sha256": sha256_file(ckpt / "model.safetensors")} if sha else {}
-    write_manifest(ckpt, build_manifest("pretrain", {}, step=0, objective="mlm", size="tiny", size_preset="tiny",
-                                        **extra))
-    return ckpt
 
 
 def test_damaged_weights_and_unusable_data_are_named_before_any_task(tmp_path, capsys):
