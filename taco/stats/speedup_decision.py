@@ -222,19 +222,8 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
     if pair.kind == "curve":
         row.update(verdict="descriptive", reason="a point of the speedup curve (no verdict)")
         return row
-    t_verdict, t_reason = decide(row["speedup_ci_low"], row["speedup_ci_high"], margin, n_right=n_right, n_left=n_left)
-    row["t_rule_verdict"] = t_verdict
-    verdict, reason = t_verdict, t_reason
-    if calibration_reps > 0 and n_b >= 2 and n_a >= 2:
-        verdict, reason = _calibrated(row, (a.steps, va, units_a, t, pair.better), margin, alpha,
-                                      calibration_reps, seed, t_verdict, t_reason)
-    fr = target_fragility(a.steps, va, units_a, pair.better)
-    row.update(fragile=bool(fr.fragile), target_shift=float(fr.shift),
-               crossing_move=float(math.expm1(float(fr.max_move))),
-               unit_k_shifted=";".join(f"{math.exp(d):.0f}/{math.exp(u):.0f}" for d, u in zip(fr.log_k_down, fr.log_k_up)))
-    if fr.fragile:
-        reason = f"{fragility_reason(fr, pair.unit_of_value)}; the test alone: {verdict} ({reason})"
-        verdict = NOT_DECIDABLE
+    verdict, reason = _verdict(row, pair, (a.steps, va, units_a), margin, alpha, calibration_reps, seed,
+                               n_right, n_left)
     extra = [reason]
     if not vb.size:
         extra.append(f"A has no value at T = {t}")
@@ -244,6 +233,27 @@ def evaluate_pair(pair: Pair, *, alpha: float, margin: float, columns: Sequence[
         extra.append(f"rests on {n_a}/{n_b} units (A/B)")
     row.update(verdict=verdict, reason="; ".join(extra))
     return row
+
+
+def _verdict(row: dict[str, Any], pair: Pair, data: tuple, margin: float, alpha: float, calibration_reps: int,
+             seed: int, n_right: int, n_left: int) -> tuple[str, str]:
+    """A row's verdict and reason, its columns written into ``row``: the t rule, then (with ``calibration_reps``
+    and 2+ units per arm) the calibrated test, then the flat-target check, which withholds either
+    (:mod:`taco.stats.crossing_fragility`). ``data``: A's grid, B's values at T, A's unit curves."""
+    steps, va, units_a = data
+    t_verdict, t_reason = decide(row["speedup_ci_low"], row["speedup_ci_high"], margin, n_right=n_right, n_left=n_left)
+    row["t_rule_verdict"] = t_verdict
+    verdict, reason = t_verdict, t_reason
+    if calibration_reps > 0 and va.size >= 2 and units_a.shape[0] >= 2:
+        verdict, reason = _calibrated(row, (steps, va, units_a, pair.target_step, pair.better), margin, alpha,
+                                      calibration_reps, seed, t_verdict, t_reason)
+    fr = target_fragility(steps, va, units_a, pair.better)
+    row.update(fragile=bool(fr.fragile), target_shift=float(fr.shift),
+               crossing_move=float(math.expm1(float(fr.max_move))),
+               unit_k_shifted=";".join(f"{math.exp(d):.0f}/{math.exp(u):.0f}" for d, u in zip(fr.log_k_down, fr.log_k_up)))
+    if fr.fragile:
+        return NOT_DECIDABLE, f"{fragility_reason(fr, pair.unit_of_value)}; the test alone: {verdict} ({reason})"
+    return verdict, reason
 
 
 def _interval_note(pair: Pair, level: float, df: float, n_b: int, n_a: int, left: Sequence[str]) -> str:
