@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from taco.stats.analysis_config import AnalysisConfig
-from taco.stats.claim_rules import NOT_RUN, VERDICTS, decision_level, fewest_seeds
+from taco.stats.claim_rules import VERDICTS, decision_level, fewest_seeds, verdict_label
 from taco.stats.inference import min_attainable_pvalue
 from taco.report.markdown_text import md_text
 from taco.stats.claims import ZERO_VARIANCE_CAUSES
@@ -98,7 +98,8 @@ def _verdict_cell(r) -> str:
     """The verdict in bold, and how many of the claim's seeds (``n_a`` + ``n_b``: both arms, the
     ``n (A/B)`` column) have a degenerate run (``n_degenerate`` counts both arms together)."""
     scope = getattr(r, "verdict_scope", "")
-    v = f"**{r.verdict}**" + (f" ({scope})" if isinstance(scope, str) and scope and r.verdict != NOT_RUN else "")
+    label = verdict_label(r.verdict, scope if isinstance(scope, str) else "")
+    v = f"**{r.verdict}**" + label[len(r.verdict):]
     nd = int(r.n_degenerate) if isinstance(r.n_degenerate, (int, float)) and math.isfinite(r.n_degenerate) else 0
     if nd:
         v += f" ({nd} of the {_n(r.n_a)} + {_n(r.n_b)} seeds of A and B have a degenerate run)"

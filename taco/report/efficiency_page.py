@@ -13,6 +13,7 @@ import pandas as pd
 
 from taco.families import DEFAULT_FAMILY, FAMILIES
 from taco.stats.analysis_config import AnalysisConfig
+from taco.stats.claim_rules import verdict_label
 from taco.stats.efficiency_claims import steps_scope
 from taco.stats.validation_points import PLATEAU_EXIT_GAP
 from taco.stats.speedup import PROBE_FORM
@@ -185,7 +186,7 @@ def _scope_words(r: Any) -> str:
     """`` (scope)`` after a row's verdict (:func:`taco.stats.efficiency_claims.steps_scope`); nothing for a row
     that was not run."""
     scope = steps_scope(r.form, r.regime, _finite(r.n_runs_b) and float(r.n_runs_b) >= 2)
-    return f" ({scope})" if scope and r.verdict != "not run" else ""
+    return verdict_label(r.verdict, scope)[len(r.verdict):]
 
 
 def _claim_section(df: pd.DataFrame, r: Any, lvl: str) -> list[str]:
