@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "efficiency": ("taco.commands.efficiency",
                    "steps-to-target speedups of TACO over MLM with intervals, and their verdicts"),
     "claims": ("taco.commands.claims", "check the paper's claims on the reproduced numbers"),
+    "claims-definitions": ("taco.commands.claims_definitions",
+                           "docs/claims.md (what each claim compares, its kind, margin, source) from the declarations"),
     "deviations": ("taco.commands.deviations", "every difference of the run configuration from the paper's setup"),
     "plan": ("taco.workflow.plan.command", "compute plan of a configuration: jobs, FLOPs, GPU-hours, disk, time limits"),
     "gpu-slot": ("taco.launch.gpuslots", "print the GPU slot (CUDA_VISIBLE_DEVICES) for a local job"),

@@ -5,21 +5,9 @@
 ``claims.md`` (a summary table with verdicts, then per claim its rule, test, reason and details), and
 ``claims.html``, the same page rendered for ``snakemake --report`` (:mod:`taco.report.html`).
 
-Claims (text of Sec. 5 / Table 1 / Table 2 / Table 3 / the ablation; see docs/paper-facts.md):
-
-====  ==========================================================================  ================
-C1    TACO-50k matches MLM-250k (BERT-small; 5x fewer steps)                      match
-C2    TACO-250k beats MLM-250k by about 1.2 average points (BERT-small)           improvement
-C3    TACO on 25% of the data is competitive with MLM on all of it (MNLI, QQP,    competitive
-      QNLI, SST-2; at 250k)                                                       (every key)
-C4    base: TACO-250k matches MLM-500k                                            match
-C4b   base: TACO-100k matches MLM-250k                                            match
-C5    concentrated TACO (TC on masked positions only) is below TACO (250k)        below
-C6    MLM+TP is not better than MLM (250k)                                        not better
-C7    MLM+TP drops after 150k steps (MLM+TP-250k below MLM+TP-150k)               below
-S1    sanity, not the paper's: pre-training helps (final MLM checkpoint above     helps
-      the no-pre-training control; needs ``controls`` in the spec)
-====  ==========================================================================  ================
+The claims are the declarations ``CLAIMS`` below (what each compares, its kind, its own target or margin, the
+paper's source); ``docs/claims.md`` is generated from them and the kinds' rules
+(:mod:`taco.report.claims_definitions`), so the page and the code cannot drift.
 
 Not checked as a claim: the learning-dynamics pattern of Figure 6 ("TACO keeps intra-context
 similarity high and the intra/inter gap large late in training, MLM does not"). The paper gives

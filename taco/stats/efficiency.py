@@ -65,6 +65,17 @@ CALIBRATION_REPS = 10_000
 #: Sec. 5 / Tables 1 and 3: TACO-50k matches MLM-250k (small), TACO-250k matches MLM-500k (base)
 PAPER_SPEEDUP: dict[str, tuple[str, str, str, float]] = {"small": ("E2", "250k", "50k", 5.0),
                                                          "base": ("E3", "500k", "250k", 2.0)}
+
+
+def paper_claim_text(role: str, size: str | None = None) -> str:
+    """The title of the paper's own steps-to-target claim of ``role`` (E2 small, E3 base; :data:`PAPER_SPEEDUP`),
+    naming the size that plays the role where given (efficiency.csv ``title``; docs/claims.md without it)."""
+    _, t_name, a_name, paper = PAPER_SPEEDUP[role]
+    played = f"BERT-{role}'s role: {size}; " if size else f"BERT-{role}; "
+    return (f"A (TACO) reaches B's (MLM's) GLUE average at {t_name} in fewer steps ({played}the paper: "
+            f"TACO-{a_name} matches MLM-{t_name}, {paper:g}x)")
+
+
 #: fine-tuning seed recorded for a curve without fine-tuning (the validation loss)
 NO_FINETUNE = -1
 
@@ -424,8 +435,7 @@ def build_pairs(loss: pd.DataFrame, glue: pd.DataFrame | None, cfg: AnalysisConf
                 continue
             t = cfg.budget_step(size, t_name)
             b, a = _arm(glue, size, REFERENCE, 1.0), _arm(glue, size, COMPARED, 1.0)
-            title = (f"A (TACO) reaches B's (MLM's) GLUE average at {t_name} in fewer steps (BERT-{role}'s role: "
-                     f"{size}; the paper: TACO-{a_name} matches MLM-{t_name}, {paper:g}x)")
+            title = paper_claim_text(role, size)
             note = "" if t is not None else f"no step plays the paper's {t_name} for {size} (analysis.budget_names)"
             pairs.append(Pair(cid, GLUE_FORM, size, 1.0, b, a, t, HIGHER, "GLUE points (x100)", target_budget=t_name,
                               paper_speedup=paper, note=note, title=title,
