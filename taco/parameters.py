@@ -28,6 +28,9 @@ from typing import Any
 
 #: the placeholder of a per-size key: ``pretrain.sizes.<size>.learning_rate``
 SIZE = "<size>"
+#: the placeholder of a per-preset key: ``finetune.hyperparameters.<preset>.learning_rate`` (its default is the
+#: model preset's, :data:`taco.registry.FINETUNE_HYPERPARAMETERS`; the workflow reads it per checkpoint)
+PRESET = "<preset>"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,11 @@ class Parameter:
     def per_size(self) -> bool:
         """Whether the key is under ``pretrain.sizes.<size>``."""
         return f".{SIZE}." in self.config_key
+
+    @property
+    def per_preset(self) -> bool:
+        """Whether the key is under ``finetune.hyperparameters.<preset>`` (a value per model preset)."""
+        return f".{PRESET}." in self.config_key
 
     def where(self, size: str = SIZE) -> str:
         """The config key with the size filled in (``pretrain.sizes.tiny.learning_rate``)."""

@@ -11,7 +11,7 @@ import pytest
 from taco.evaluation.finetune import build_parser as finetune_parser
 from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
 from taco.objectives import OPTIONS
-from taco.parameters import SIZE, Parameter, check_values
+from taco.parameters import PRESET, SIZE, Parameter, check_values
 from taco.training.pretrain import build_parser as pretrain_parser
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.workflow.schema import workflow_schema
@@ -24,7 +24,7 @@ PRETRAIN = (*RECIPE, *RECIPE_AFTER_OBJECTIVE, *OPTIONS.values())
 def _schema_property(config_key: str) -> dict:
     node = SCHEMA
     for part in config_key.split("."):
-        node = node["additionalProperties"] if part == SIZE else node["properties"][part]
+        node = node["additionalProperties"] if part in (SIZE, PRESET) else node["properties"][part]
     return node
 
 
@@ -111,3 +111,58 @@ def test_the_mlm_rate_is_declared_once_with_one_range():
     with pytest.raises(Exception, match=r"--mlm-probability must be < 1, got 1.0"):
         control.check_inputs(args)
     assert rate.check(0.0) == "--mlm-probability must be > 0, got 0.0"
+
+
+def test_the_finetuning_learning_rate_and_epochs_are_declared_with_the_presets_defaults():
+    """--lr and --epochs are recipe Parameters (no default of their own: the preset's, from the presets' table
+    taco.registry.FINETUNE_HYPERPARAMETERS, named in their help); the schema's per-preset properties come from them."""
+    from taco.registry import FINETUNE_HYPERPARAMETERS
+
+    by_key = {p.key: p for p in FINETUNE_RECIPE if p.per_preset}
+    assert sorted(by_key) == ["epochs", "learning_rate"] and {p.default for p in by_key.values()} == {None}
+    for key, p in by_key.items():
+        for preset, values in FINETUNE_HYPERPARAMETERS.items():
+            assert f"{values[key]:g} ({preset})" in p.help
+    assert by_key["epochs"].check(0) == "--epochs must be >= 1, got 0" and by_key["learning_rate"].check(0.0)
+    assert [p.flag for p in FINETUNE_RECIPE] == ["--max-length", "--batch-size", "--lr", "--epochs", "--warmup-steps",
+                                                 "--dropout", "--report-rule"]  # the order of the workflow's words
+
+
+def test_a_new_finetuning_option_is_one_declaration(monkeypatch):
+    """As a maintainer adding finetune.pooling (the readout the ModernBERT CoLA diagnosis needed) would: its
+    declaration alone reaches taco finetune's flags and help, the config schema, the workflow's command and the
+    metrics.json record; at its default the word is not written (pass_default=False), so finished jobs keep
+    their commands."""
+    import sys
+
+    from taco.evaluation import finetune, finetune_recipe
+    from taco.workflow import commands
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_commands import load_config
+
+    pooling = Parameter("--pooling", "finetune.pooling", "pooling", "cls", "sentence readout of the classifier",
+                        choices=("cls", "mean"), pass_default=False)
+    recipe = (*FINETUNE_RECIPE, pooling)
+    for module in (finetune_recipe, finetune, commands):
+        monkeypatch.setattr(module, "FINETUNE_RECIPE", recipe)
+    assert "--pooling" in finetune.build_parser().format_help()
+    assert workflow_schema()["properties"]["finetune"]["properties"]["pooling"] == {
+        "enum": ["cls", "mean"], "default": "cls", "description": "sentence readout of the classifier"}
+
+    class W:  # the wildcards of one finetune job
+        size, objective, fraction, step, task = "small", "mlm", "1.0", "10000", "mrpc"
+
+    base = load_config(["config.yaml"], {})
+    words = commands.Commands(base).finetune_args(W())
+    monkeypatch.setattr(commands, "FINETUNE_RECIPE", FINETUNE_RECIPE)
+    assert commands.Commands(base).finetune_args(W()) == words  # at its default: the command as today
+    monkeypatch.setattr(commands, "FINETUNE_RECIPE", recipe)
+    mean = commands.Commands(load_config(["config.yaml"], {"finetune": {"pooling": "mean"}})).finetune_args(W())
+    i = mean.index("--report-rule")
+    assert mean[i + 2:i + 4] == ["--pooling", "mean"] and [w for w in mean if w not in ("--pooling", "mean")] == words
+    args = finetune.build_parser().parse_args(mean[mean.index("--glue-source"):] + ["--task", "mrpc", "--checkpoint",
+                                                                                   "c", "--output", "o"])
+    assert args.pooling == "mean" and finetune.declared_options(args) == {"pooling": "mean"}
+    monkeypatch.setattr(finetune, "FINETUNE_RECIPE", FINETUNE_RECIPE)
+    assert finetune.declared_options(args) == {}  # today's recipe: metrics.json's keys as before

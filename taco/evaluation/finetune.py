@@ -66,6 +66,19 @@ from taco.registry import FINETUNE_HYPERPARAMETERS, GLUE_TASK_SPECS, finetune_hy
 from taco.errors import UsageError  # noqa: E402
 
 
+#: recipe settings that metrics.json records by name (``hyperparameters``' first keys, ``report_rule`` at the top):
+#: every other declared fine-tuning option follows them under ``hyperparameters``
+RECORDED_ELSEWHERE = frozenset({"max_length", "batch_size", "warmup_steps", "dropout", "report_rule"})
+
+
+def declared_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The recipe options of :data:`FINETUNE_RECIPE` that ``metrics.json`` does not record by name
+    (:data:`RECORDED_ELSEWHERE`, the learning rate and epochs as resolved), each under its config key's last word:
+    a new declared option reaches the record with no edit here. Empty for today's recipe."""
+    return {f.key: getattr(args, f.name) for f in FINETUNE_RECIPE
+            if f.key not in RECORDED_ELSEWHERE and not f.per_preset}
+
+
 def build_parser() -> argparse.ArgumentParser:
     from taco.cli_parts import HelpFormatter
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, prog="taco finetune",
@@ -86,9 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
     for f in FINETUNE_RECIPE:
         f.add_to(p)
     p.add_argument("--eval-batch-size", type=int, default=128, help="evaluation batch size")
-    by_preset = lambda key: ", ".join(f"{v[key]:g} ({k})" for k, v in FINETUNE_HYPERPARAMETERS.items())  # noqa: E731
-    p.add_argument("--lr", type=float, default=None, help=f"default per preset: {by_preset('learning_rate')}")
-    p.add_argument("--epochs", type=int, default=None, help=f"default per preset: {by_preset('epochs')}")
     p.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay")
     p.add_argument("--tuned-recipe", default=None, metavar="CHOICE",
                    help="a choice.json of `taco finetune-choice` (config finetune.tuning): each task's chosen learning "
@@ -164,8 +174,6 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("; ".join(errors))
     if args.eval_batch_size < 1:
         raise UsageError("--eval-batch-size must be >= 1")
-    if args.epochs is not None and args.epochs < 1:
-        raise UsageError("--epochs must be >= 1")
     primary_metrics(args)  # a bad --primary-metric fails before any work
     if args.device == "cuda":
         import torch
@@ -292,6 +300,7 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
             "weight_decay": args.weight_decay, "precision": precision,
             "max_train_samples": args.max_train_samples, "max_eval_samples": args.max_eval_samples,
             "data_seed": getattr(args, "data_seed", 0),
+            **declared_options(args),
         },
         "tuned_recipe": facts.get("tuned_recipe"),
         "test_predictions": None if test_rows is None else {

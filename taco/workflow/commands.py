@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from taco.objectives import OBJECTIVE_SPECS, OPTIONS
-from taco.evaluation.finetune_recipe import FINETUNE_PARAMETERS
+from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
 from taco.parameters import Parameter
 from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 from taco.training.tuning import TUNABLE
@@ -412,10 +412,13 @@ class Commands:
         args = self._taco("finetune") + ["--glue-source", g["source"]]
         if g["source"] == "local":
             args += ["--glue-dir", wc.substitute_root(g["data_dir"], self.config)]
-        recipe = lambda *names: [w for n in names for w in (FINETUNE_PARAMETERS[n].flag,  # noqa: E731
-                                                             _s(FINETUNE_PARAMETERS[n].value(self.config)))]
-        args += [*recipe("max_length", "batch_size"), "--lr", _s(hp["learning_rate"]), "--epochs", _s(hp["epochs"]),
-                 *recipe("warmup_steps", "dropout", "report_rule")]
+        # the recipe, declaration by declaration (taco.evaluation.finetune_recipe): a per-preset value from the
+        # checkpoint's preset (the learning rate, the epochs), a setting at its default left out where it says so
+        for p in FINETUNE_RECIPE:
+            value = hp[p.key] if p.per_preset else p.value(self.config)
+            if value is None or (not p.pass_default and value == p.default):
+                continue
+            args += [p.flag, _s(value)]
         if ft["max_train_samples"]:
             args += ["--max-train-samples", _s(ft["max_train_samples"])]
         if ft["max_eval_samples"]:
@@ -467,7 +470,7 @@ class Commands:
         from taco.evaluation.finetune_tuning import trial_settings
 
         setting = trial_settings(self.config["finetune"]["tuning"]["space"])[int(wildcards.trial)]
-        flags = {"learning_rate": "--lr", "epochs": "--epochs", "warmup_steps": "--warmup-steps"}
+        flags = {p.key: p.flag for p in FINETUNE_RECIPE}  # learning_rate -> --lr, epochs, warmup_steps
         return (self.finetune_args(wildcards) + [w for k, v in setting.items() for w in (flags[k], _s(v))]
                 + ["--no-test-predictions"])
 

@@ -169,10 +169,13 @@ def workflow_schema(schema_path: str | Path = SCHEMA) -> dict[str, Any]:
     """The configuration's JSON schema: the YAML file ``schema_path`` with every objective option group added
     under ``pretrain`` (``pretrain.<group>``: its keys, types, bounds and defaults from the option
     declarations, no other key; :func:`taco.objectives.schema_sections`) and the encoder families' names as
-    the values of ``pretrain.sizes.<size>.architecture`` (:data:`taco.families.FAMILIES`). ValueError names a
+    the values of ``pretrain.sizes.<size>.architecture`` (:data:`taco.families.FAMILIES`), and the fine-tuning recipe's
+    properties (``finetune.*``, ``finetune.hyperparameters.<preset>.*``) from their declarations
+    (:data:`taco.evaluation.finetune_recipe.FINETUNE_RECIPE`). ValueError names a
     group or property that the YAML file declares itself (it would be declared twice)."""
     import yaml
 
+    from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
     from taco.families import DEFAULT_FAMILY, FAMILIES
     from taco.objectives import OBJECTIVE_SPECS, schema_sections
 
@@ -186,6 +189,14 @@ def workflow_schema(schema_path: str | Path = SCHEMA) -> dict[str, Any]:
                             "encoder family built from transformers' own classes, one module each in "
                             f"taco/families/ ({', '.join(FAMILIES)}; bert is the paper's); BERT-tiny's recipe and the "
                             "run's WordPiece for all"}
+    finetune = schema["properties"]["finetune"]["properties"]
+    per_preset = finetune["hyperparameters"]["additionalProperties"].setdefault("properties", {})
+    for param in FINETUNE_RECIPE:  # the fine-tuning recipe, from its declarations
+        where = per_preset if param.per_preset else finetune
+        if param.key in where:
+            raise ValueError(f"{schema_path}: {param.config_key} is added from taco/evaluation/finetune_recipe.py; "
+                             "remove it from the schema file")
+        where[param.key] = param.schema()
     for group, props in schema_sections().items():
         if group in pretrain:
             raise ValueError(f"{schema_path}: pretrain.{group} is an objective option group, declared by the "
