@@ -212,16 +212,16 @@ def test_default_hyperparameters_follow_the_preset_not_the_size_key(tmp_path, ca
     (ck / "manifest.json").write_text(json.dumps(man))
     base = ["--checkpoint", str(ck), "--task", "rte", "--glue-source", "local", "--glue-dir", str(GLUE_DIR),
             "--output", str(tmp_path / "o")]
-    facts = finetune.check_inputs(finetune.build_parser().parse_args(base))
+    settings = finetune.check_inputs(finetune.build_parser().parse_args(base))
     want = FINETUNE_HYPERPARAMETERS["tiny"]
-    assert (facts["lr"], facts["epochs"]) == (want["learning_rate"], want["epochs"])
+    assert (settings.lr, settings.epochs) == (want["learning_rate"], want["epochs"])
     assert FINETUNE_HYPERPARAMETERS["base"]["learning_rate"] != want["learning_rate"]
     del man["size_preset"]
     (ck / "manifest.json").write_text(json.dumps(man))
     assert finetune.main(base) == 2
     assert "pass --lr and --epochs" in capsys.readouterr().err
-    facts = finetune.check_inputs(finetune.build_parser().parse_args(base + ["--lr", "1e-4", "--epochs", "2"]))
-    assert (facts["lr"], facts["epochs"]) == (1e-4, 2)
+    settings = finetune.check_inputs(finetune.build_parser().parse_args(base + ["--lr", "1e-4", "--epochs", "2"]))
+    assert (settings.lr, settings.epochs) == (1e-4, 2)
 
 
 def test_several_tasks_and_seeds_in_one_process_equal_separate_runs(ckpt, tmp_path):

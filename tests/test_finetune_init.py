@@ -97,15 +97,15 @@ def test_save_model_with_rule_best_saves_the_kept_best_epoch_not_the_last(ckpt, 
     last = AutoModelForSequenceClassification.from_pretrained(str(ckpt), num_labels=3)  # other weights
     args, = finetune.per_seed_args(finetune.build_parser().parse_args(
         ["--checkpoint", str(ckpt), "--task", "mnli", "--seed", "3", "--output", "unused", "--report-rule", "best"]))
-    facts = finetune.check_inputs(args)
+    settings = finetune.check_inputs(args)
     epochs = [{"epoch": 1, "scores": {}}, {"epoch": 2, "scores": {}}]
     evaluator = SimpleNamespace(best_state=(0, best))
-    finetune._model_saver(args, facts, SimpleNamespace(model=last), evaluator, epochs, 0)(tmp_path / "m")
+    finetune._model_saver(settings, SimpleNamespace(model=last), evaluator, epochs, 0)(tmp_path / "m")
     saved = _state(tmp_path / "m")
     assert saved.keys() == best.keys() and all(torch.equal(saved[k], best[k]) for k in best)
     assert json.loads((tmp_path / "m" / FINETUNED_RECORD).read_text())["epoch"] == 1
     with pytest.raises(RuntimeError, match="reported epoch is 2"):
-        finetune._model_saver(args, facts, SimpleNamespace(model=last), evaluator, epochs, 1)
+        finetune._model_saver(settings, SimpleNamespace(model=last), evaluator, epochs, 1)
 
 
 @pytest.mark.parametrize("task,num_labels", [("rte", 2), ("stsb", 1)])
@@ -121,9 +121,9 @@ def test_init_from_takes_mnlis_encoder_and_a_new_head(ckpt, mnli, task, num_labe
         args, = finetune.per_seed_args(finetune.build_parser().parse_args(
             ["--checkpoint", str(ckpt), "--task", task, "--seed", "3", "--output", "unused", "--device", "cpu",
              "--epochs", "1", *(["--init-from", str(mnli / MODEL_DIR)] if init else [])]))
-        facts = finetune.check_inputs(args)
+        settings = finetune.check_inputs(args)
         data = TaskData(GLUE_TASK_SPECS[task], train_enc=None, devs={}, dev_enc={})
-        return build_trainer(args, facts, data, "fp32", work, []).model
+        return build_trainer(settings, data, "fp32", work, []).model
 
     started, fresh = model(True), model(False)
     saved = _state(mnli / MODEL_DIR)

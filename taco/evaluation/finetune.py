@@ -47,6 +47,7 @@ from typing import Any
 
 from taco.cli_parts import cli_error
 from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
+from taco.evaluation.finetune_settings import Checkpoint, FinetuneRun, InitFrom
 from taco.parameters import check_values
 from taco.evaluation.finetune_trainer import (
     TaskData,
@@ -139,20 +140,74 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------------------------
 # validation (before any work)
 # ------------------------------------------------------------------------------------------------
-def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
-    """Validate; returns the facts the run needs. Raises UsageError / FileNotFoundError / FileExistsError."""
-    from taco.registry import GLUE_TASK_SPECS
+def check_inputs(args: argparse.Namespace) -> FinetuneRun:
+    """Every check of one (task, seed) run before any work, then its typed settings (:class:`FinetuneRun`), in named
+    steps: the task and monitoring, the checkpoint, the output, the GLUE source, the recipe's values, the
+    checkpoint's model files, the learning rate, epochs and warm-up as the run uses them, ``--init-from``.
 
-    if isinstance(args.task, (list, tuple)):  # parsed --task of one run (per_seed_args splits several)
-        if len(args.task) != 1:
-            raise UsageError(f"--task: one task per run here, got {list(args.task)} (per_seed_args splits them)")
-        args.task = args.task[0]
-    if args.task not in GLUE_TASK_SPECS:
-        raise UsageError(f"--task: unknown GLUE task {args.task!r}; expected one of {', '.join(GLUE_TASK_SPECS)}")
+    Raises:
+        UsageError / FileNotFoundError / FileExistsError / ManifestError: naming the flag, file or folder.
+    """
+    task = _check_task(args)
     from taco.training import monitoring
 
     # --report-to wandb without wandb, an unwritable TensorBoard folder: exit 2 before any work
     monitoring.check(args, tensorboard_dir_of(args))
+    ckpt, manifest = _check_checkpoint(args)
+    out = _check_output(args)
+    _check_glue_source(args)
+    _check_recipe_values(args)
+    primary = primary_metrics(args)  # a bad --primary-metric fails before any work
+    config, tokenizer = _load_model_files(ckpt, args)
+    lr, epochs, warmup_steps, tuned = _resolve_recipe(args, ckpt, manifest, task)
+    manifest_sha256 = sha256_file(ckpt / MANIFEST_NAME)
+    init_from = None
+    if getattr(args, "init_from", None):
+        from taco.evaluation.finetune_init import check_init_from
+
+        init_from = InitFrom(Path(args.init_from), check_init_from(args.init_from, manifest_sha256, args.seed))
+    from taco.training.monitoring import DEFAULT_WANDB_PROJECT
+
+    return FinetuneRun(
+        task=task, seed=_one_seed(args), output=out,
+        checkpoint=Checkpoint(ckpt, manifest, manifest_sha256, config, tokenizer, manifest.get("size_preset")),
+        glue_source=args.glue_source, glue_dir=args.glue_dir, max_length=args.max_length, batch_size=args.batch_size,
+        lr=lr, epochs=epochs, warmup_steps=warmup_steps, dropout=args.dropout, report_rule=args.report_rule,
+        eval_batch_size=args.eval_batch_size, weight_decay=args.weight_decay, primary_metric=primary,
+        max_train_samples=args.max_train_samples, max_eval_samples=args.max_eval_samples,
+        data_seed=getattr(args, "data_seed", 0), device=args.device, precision=args.precision,
+        test_predictions=bool(args.test_predictions), save_model=bool(getattr(args, "save_model", False)),
+        logging_steps=args.logging_steps, no_progress=bool(args.no_progress),
+        report_to=tuple(getattr(args, "report_to", ()) or ()), tensorboard_dir=tensorboard_dir_of(args),
+        wandb_project=getattr(args, "wandb_project", DEFAULT_WANDB_PROJECT), wandb_dir=getattr(args, "wandb_dir", None),
+        init_from=init_from, tuned_recipe=None if tuned is None else {"path": str(args.tuned_recipe), "setting": tuned},
+        options=declared_options(args))
+
+
+def _check_task(args: argparse.Namespace) -> str:
+    """The run's one GLUE task (``per_seed_args`` splits several)."""
+    task = args.task
+    if isinstance(task, (list, tuple)):
+        if len(task) != 1:
+            raise UsageError(f"--task: one task per run here, got {list(task)} (per_seed_args splits them)")
+        task = task[0]
+    if task not in GLUE_TASK_SPECS:
+        raise UsageError(f"--task: unknown GLUE task {task!r}; expected one of {', '.join(GLUE_TASK_SPECS)}")
+    return task
+
+
+def _one_seed(args: argparse.Namespace) -> int:
+    """The run's one fine-tuning seed (``per_seed_args`` splits several)."""
+    seed = args.seed
+    if isinstance(seed, (list, tuple)):
+        if len(seed) != 1:
+            raise UsageError(f"--seed: one seed per run here, got {list(seed)} (per_seed_args splits them)")
+        seed = seed[0]
+    return int(seed)
+
+
+def _check_checkpoint(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """The checkpoint folder: its manifest, its config and weights, the weights' sha256 as the manifest says."""
     ckpt = Path(args.checkpoint)
     if not ckpt.is_dir():
         raise FileNotFoundError(f"--checkpoint {ckpt}: no such directory")
@@ -161,26 +216,42 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
                                                     or any(ckpt.glob("pytorch_model*.bin"))):
         raise FileNotFoundError(f"--checkpoint {ckpt}: incomplete (config.json or model weights missing)")
     check_model_sha256(ckpt, manifest)  # the weights the manifest claims, before they are used
+    return ckpt, manifest
+
+
+def _check_output(args: argparse.Namespace) -> Path:
+    """The output folder: never one that already holds a result."""
     out = Path(args.output)
     if (out / "metrics.json").exists():
         raise FileExistsError(f"--output {out} already holds metrics.json; refusing to overwrite a result")
+    return out
+
+
+def _check_glue_source(args: argparse.Namespace) -> None:
+    """``--glue-source local`` needs an existing ``--glue-dir``."""
     if args.glue_source == "local":
         if not args.glue_dir:
             raise UsageError("--glue-source local needs --glue-dir")
         if not Path(args.glue_dir).is_dir():
             raise FileNotFoundError(f"--glue-dir {args.glue_dir}: no such directory")
+
+
+def _check_recipe_values(args: argparse.Namespace) -> None:
+    """The declared recipe's values (:data:`FINETUNE_RECIPE`), the evaluation batch size and the device."""
     errors = check_values(FINETUNE_RECIPE, {f.name: getattr(args, f.name) for f in FINETUNE_RECIPE})
     if errors:
         raise UsageError("; ".join(errors))
     if args.eval_batch_size < 1:
         raise UsageError("--eval-batch-size must be >= 1")
-    primary_metrics(args)  # a bad --primary-metric fails before any work
     if args.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise UsageError("--device cuda but no GPU is visible")
 
+
+def _load_model_files(ckpt: Path, args: argparse.Namespace) -> tuple[Any, Any]:
+    """The checkpoint's transformers config and tokenizer, which must belong together and fit ``--max-length``."""
     from transformers import AutoConfig, AutoTokenizer
 
     config = AutoConfig.from_pretrained(str(ckpt))
@@ -197,35 +268,30 @@ def check_inputs(args: argparse.Namespace) -> dict[str, Any]:
     if args.max_length > getattr(config, "max_position_embeddings", 512):
         raise UsageError(f"--max-length {args.max_length} exceeds the model's max_position_embeddings "
                          f"{config.max_position_embeddings}")
-    # the defaults follow the model's preset (manifest size_preset), never the run's size key: a size
-    # key "base" may be a tiny model (tests/configs/paper-shrunk.yaml)
+    return config, tokenizer
+
+
+def _resolve_recipe(args: argparse.Namespace, ckpt: Path, manifest: dict[str, Any],
+                    task: str) -> tuple[float, int, int, dict[str, Any] | None]:
+    """The learning rate, epochs and warm-up as the run uses them, and the ``--tuned-recipe`` choice: a tuned
+    choice replaces the flags; a flag not given takes the model preset's default (manifest ``size_preset``,
+    never the run's size key: a size key "base" may be a tiny model, tests/configs/paper-shrunk.yaml)."""
     size = manifest.get("size_preset")
     defaults = finetune_hyperparameters(size) if size in FINETUNE_HYPERPARAMETERS else None
     if defaults is None and (args.lr is None or args.epochs is None):
         raise UsageError(f"--checkpoint {ckpt}: {MANIFEST_NAME} has no known size_preset ({size!r}) to take the "
                          "fine-tuning learning rate and epochs from; pass --lr and --epochs")
     defaults = defaults or {}
-    tuned = None
+    lr, epochs, warmup_steps, tuned = args.lr, args.epochs, args.warmup_steps, None
     if getattr(args, "tuned_recipe", None):
         from taco.evaluation.finetune_tuning import read_choice
 
-        tuned = read_choice(args.tuned_recipe, args.task)
-        args.lr = float(tuned["learning_rate"]) if tuned.get("learning_rate") is not None else args.lr
-        args.epochs = int(tuned["epochs"]) if tuned.get("epochs") is not None else args.epochs
-        args.warmup_steps = int(tuned["warmup_steps"]) if tuned.get("warmup_steps") is not None else args.warmup_steps
-    manifest_sha256 = sha256_file(ckpt / MANIFEST_NAME)
-    init_from = None
-    if getattr(args, "init_from", None):
-        from taco.evaluation.finetune_init import check_init_from
-
-        init_from = {"path": Path(args.init_from), "record": check_init_from(args.init_from, manifest_sha256, args.seed)}
-    return {
-        "checkpoint": ckpt, "manifest": manifest, "manifest_sha256": manifest_sha256, "init_from": init_from,
-        "tokenizer": tokenizer, "config": config, "size_preset": size,
-        "lr": args.lr if args.lr is not None else float(defaults["learning_rate"]),
-        "epochs": args.epochs if args.epochs is not None else int(defaults["epochs"]),
-        "tuned_recipe": None if tuned is None else {"path": str(args.tuned_recipe), "setting": tuned},
-    }
+        tuned = read_choice(args.tuned_recipe, task)
+        lr = float(tuned["learning_rate"]) if tuned.get("learning_rate") is not None else lr
+        epochs = int(tuned["epochs"]) if tuned.get("epochs") is not None else epochs
+        warmup_steps = int(tuned["warmup_steps"]) if tuned.get("warmup_steps") is not None else warmup_steps
+    return (lr if lr is not None else float(defaults["learning_rate"]),
+            epochs if epochs is not None else int(defaults["epochs"]), warmup_steps, tuned)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -261,7 +327,7 @@ def primary_metrics(args: argparse.Namespace) -> dict[str, str]:
 
 
 # ---- step 4: the record -------------------------------------------------------------------------------
-def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskData, epochs: list[dict],
+def build_metrics(run: FinetuneRun, data: TaskData, epochs: list[dict],
                   chosen: int, preds: dict[str, Any], precision: str, wall_time_s: float,
                   test_rows: dict[str, tuple[list, list]] | None) -> dict[str, Any]:
     """The ``metrics.json`` record (format: docs/INTERFACES.md)."""
@@ -270,22 +336,22 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
 
     task = data.task
     reported = epochs[chosen]
-    man = facts["manifest"]
+    man = run.checkpoint.manifest
     metrics = {
-        "task": args.task,
-        "seed": args.seed,
+        "task": run.task,
+        "seed": run.seed,
         "size": man.get("size"),
         "objective": man.get("objective"),
         "pretrain_seed": man.get("pretrain_seed", (man.get("parameters") or {}).get("seed")),
         "fraction": man.get("fraction"),
         "step": man.get("step"),
-        "checkpoint": str(facts["checkpoint"]),
-        "checkpoint_manifest_sha256": facts["manifest_sha256"],
+        "checkpoint": str(run.checkpoint.path),
+        "checkpoint_manifest_sha256": run.checkpoint.manifest_sha256,
         "checkpoint_config_hash": man.get("config_hash"),
-        "glue_source": args.glue_source,
-        "report_rule": args.report_rule,
+        "glue_source": run.glue_source,
+        "report_rule": run.report_rule,
         "reported_epoch": reported["epoch"],
-        "primary_metric": {k: primary_metrics(args).get(k, DEFAULT_PRIMARY_METRIC[k])
+        "primary_metric": {k: run.primary_metric.get(k, DEFAULT_PRIMARY_METRIC[k])
                            for k in task.score_keys},
         "epochs": epochs,
         "scores": reported["scores"],
@@ -295,23 +361,23 @@ def build_metrics(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
         "n_train": len(data.train_enc),
         "wall_time_s": round(wall_time_s, 3),
         "hyperparameters": {
-            "learning_rate": facts["lr"], "epochs": facts["epochs"], "batch_size": args.batch_size,
-            "max_length": args.max_length, "warmup_steps": args.warmup_steps, "dropout": args.dropout,
-            "weight_decay": args.weight_decay, "precision": precision,
-            "max_train_samples": args.max_train_samples, "max_eval_samples": args.max_eval_samples,
-            "data_seed": getattr(args, "data_seed", 0),
-            **declared_options(args),
+            "learning_rate": run.lr, "epochs": run.epochs, "batch_size": run.batch_size,
+            "max_length": run.max_length, "warmup_steps": run.warmup_steps, "dropout": run.dropout,
+            "weight_decay": run.weight_decay, "precision": precision,
+            "max_train_samples": run.max_train_samples, "max_eval_samples": run.max_eval_samples,
+            "data_seed": run.data_seed,
+            **run.options,
         },
-        "tuned_recipe": facts.get("tuned_recipe"),
+        "tuned_recipe": run.tuned_recipe,
         "test_predictions": None if test_rows is None else {
             "epoch": reported["epoch"],
             "files": {f: len(idx) for f, (idx, _) in test_rows.items()},
             "absent": {s.submission_file: why for s, why in data.test_absent.items()},
         },
     }
-    if facts.get("init_from"):  # only then: the record of a run from the pre-trained checkpoint is unchanged
-        rec = facts["init_from"]["record"]
-        metrics["init_from"] = {"path": str(facts["init_from"]["path"]), "task": rec.get("task"),
+    if run.init_from:  # only then: the record of a run from the pre-trained checkpoint is unchanged
+        rec = run.init_from.record
+        metrics["init_from"] = {"path": str(run.init_from.path), "task": rec.get("task"),
                                 "seed": rec.get("seed"), "epoch": rec.get("epoch")}
     metrics["code_version"] = code_version()
     metrics["packages"] = package_versions()
@@ -353,22 +419,22 @@ def write_outputs(out: Path, metrics: dict[str, Any], data: TaskData, preds: dic
             write_test_predictions(tmp / TEST_PREDICTIONS_NAME, test_rows)
 
 
-def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
+def run(settings: FinetuneRun) -> int:
     """Fine-tune one seed: load the data, train with per-epoch dev evaluation, choose the reported
     epoch, predict the test split(s) with that epoch's model, write the outputs."""
     t0 = time.time()
-    precision = _precision(args)
-    data = load_task_data(args, facts["tokenizer"])
-    primary = primary_metrics(args)
-    monitor = _monitor(args, facts)
-    save = bool(getattr(args, "save_model", False))
-    evaluator = _make_epoch_evaluator(data, args.report_rule, primary, monitor, keep_best_state=save)
+    precision = _precision(settings)
+    data = load_task_data(settings, settings.checkpoint.tokenizer)
+    primary = settings.primary_metric
+    monitor = _monitor(settings)
+    save = settings.save_model
+    evaluator = _make_epoch_evaluator(data, settings.report_rule, primary, monitor, keep_best_state=save)
     work = Path(tempfile.mkdtemp(prefix="taco-finetune-"))
     from taco.training.monitoring import trainer_callback
     from taco.training.runlog import ProgressCallback
 
-    progress = ProgressCallback(f"finetune {args.task} seed {args.seed}")
-    trainer = build_trainer(args, facts, data, precision, work, [evaluator, progress, trainer_callback(monitor)])
+    progress = ProgressCallback(f"finetune {settings.task} seed {settings.seed}")
+    trainer = build_trainer(settings, data, precision, work, [evaluator, progress, trainer_callback(monitor)])
     evaluator.trainer = trainer
     try:
         trainer.train()
@@ -378,10 +444,10 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     epochs = evaluator.epochs
     if not epochs:
         raise RuntimeError("no epoch was evaluated")
-    chosen = choose_epoch(epochs, args.report_rule, primary)
+    chosen = choose_epoch(epochs, settings.report_rule, primary)
     test_rows = None
-    if args.test_predictions:
-        if args.report_rule == "last":
+    if settings.test_predictions:
+        if settings.report_rule == "last":
             test_rows = predict_tests(trainer, data)  # the model in memory is the last epoch's
         else:
             test_epoch, test_rows = evaluator.test if evaluator.test else (chosen, {})
@@ -389,52 +455,51 @@ def run(args: argparse.Namespace, facts: dict[str, Any]) -> int:
                 raise RuntimeError(f"test predictions are of epoch {test_epoch + 1}, the reported epoch is "
                                    f"{chosen + 1}")
     preds = evaluator.predictions[chosen]
-    metrics = build_metrics(args, facts, data, epochs, chosen, preds, precision, time.time() - t0, test_rows)
-    out = Path(args.output)
+    metrics = build_metrics(settings, data, epochs, chosen, preds, precision, time.time() - t0, test_rows)
+    out = settings.output
     write_outputs(out, metrics, data, preds, test_rows,
-                  _model_saver(args, facts, trainer, evaluator, epochs, chosen) if save else None)
+                  _model_saver(settings, trainer, evaluator, epochs, chosen) if save else None)
     print(f"taco finetune: wrote {out}/metrics.json (epoch {epochs[chosen]['epoch']}: "
           f"{json.dumps(epochs[chosen]['scores'])})", file=sys.stderr)
     return 0
 
 
-def _model_saver(args: argparse.Namespace, facts: dict[str, Any], trainer, evaluator, epochs: list[dict],
-                 chosen: int) -> Callable[[Path], Any]:
+def _model_saver(run: FinetuneRun, trainer, evaluator, epochs: list[dict], chosen: int) -> Callable[[Path], Any]:
     """What ``--save-model`` writes: the reported epoch's model (the last epoch's is the trainer's; with
     ``--report-rule best`` the state the evaluator kept at the best epoch) with its record."""
     from taco.evaluation.finetune_init import save_finetuned
 
     model = trainer.model
-    if args.report_rule == "best":
+    if run.report_rule == "best":
         kept_epoch, state = evaluator.best_state or (None, None)
         if kept_epoch != chosen:
             raise RuntimeError(f"the kept model is of epoch {None if kept_epoch is None else kept_epoch + 1}, "
                                f"the reported epoch is {chosen + 1}")
         model.load_state_dict(state)
-    record = {"task": args.task, "seed": args.seed, "epoch": epochs[chosen]["epoch"],
-              "report_rule": args.report_rule, "scores": epochs[chosen]["scores"],
-              "checkpoint": str(facts["checkpoint"]), "checkpoint_manifest_sha256": facts["manifest_sha256"]}
-    return lambda directory: save_finetuned(model, facts["tokenizer"], directory, record)
+    record = {"task": run.task, "seed": run.seed, "epoch": epochs[chosen]["epoch"],
+              "report_rule": run.report_rule, "scores": epochs[chosen]["scores"],
+              "checkpoint": str(run.checkpoint.path), "checkpoint_manifest_sha256": run.checkpoint.manifest_sha256}
+    return lambda directory: save_finetuned(model, run.checkpoint.tokenizer, directory, record)
 
 
-def _monitor(args: argparse.Namespace, facts: dict[str, Any]):
+def _monitor(run: FinetuneRun):
     """The run's :class:`taco.training.monitoring.Monitor`: TensorBoard in ``--tensorboard-dir``
     (default ``<output>/tensorboard``), W&B as one run per output folder."""
-    from taco.training.monitoring import DEFAULT_WANDB_PROJECT, Monitor, run_id
+    from taco.training.monitoring import Monitor, run_id
 
-    report_to = tuple(getattr(args, "report_to", ()) or ())
-    tb_dir = tensorboard_dir_of(args)
-    man = facts["manifest"]
+    report_to = run.report_to
+    tb_dir = run.tensorboard_dir
+    man = run.checkpoint.manifest
     where = f"{man.get('size')}/{man.get('objective')}/data-{man.get('fraction')}/step-{man.get('step')}"
     return Monitor(report_to, tb_dir if "tensorboard" in report_to else None,
-                   wandb_project=getattr(args, "wandb_project", DEFAULT_WANDB_PROJECT),
-                   wandb_dir=getattr(args, "wandb_dir", None),
-                   wandb_name=f"finetune {args.task} seed-{args.seed} {where}",
-                   wandb_id=run_id("finetune", Path(args.output).resolve()), wandb_group=where,
+                   wandb_project=run.wandb_project,
+                   wandb_dir=run.wandb_dir,
+                   wandb_name=f"finetune {run.task} seed-{run.seed} {where}",
+                   wandb_id=run_id("finetune", run.output.resolve()), wandb_group=where,
                    wandb_job_type="finetune",
-                   wandb_config={"task": args.task, "seed": args.seed, "checkpoint": str(facts["checkpoint"]),
-                                 "learning_rate": facts["lr"], "epochs": facts["epochs"],
-                                 "batch_size": args.batch_size, "max_length": args.max_length})
+                   wandb_config={"task": run.task, "seed": run.seed, "checkpoint": str(run.checkpoint.path),
+                                 "learning_rate": run.lr, "epochs": run.epochs,
+                                 "batch_size": run.batch_size, "max_length": run.max_length})
 
 
 def tensorboard_dir_of(args: argparse.Namespace) -> Path:
@@ -501,9 +566,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         runs = per_seed_args(args)
-        facts = [check_inputs(a) for a in runs]  # every seed's input checked before any work starts
-        for a, f in zip(runs, facts):
-            status = run(a, f)
+        settings = [check_inputs(a) for a in runs]  # every seed's input checked before any work starts
+        for one in settings:
+            status = run(one)
             if status:
                 return status
         return 0

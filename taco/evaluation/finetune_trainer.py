@@ -11,7 +11,6 @@ the ``metrics.json`` record it writes are in :mod:`taco.evaluation.finetune`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -20,17 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from taco.errors import UsageError
+from taco.evaluation.finetune_settings import FinetuneRun
 
 
-def _precision(args) -> str:
+def _precision(run) -> str:
+    """The precision a run trains in: ``auto`` is bf16 on a GPU that has it, else fp32; fp16 needs a GPU."""
     import torch
 
-    cuda = torch.cuda.is_available() and args.device != "cpu"
-    if args.precision == "auto":
+    cuda = torch.cuda.is_available() and run.device != "cpu"
+    if run.precision == "auto":
         return "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
-    if args.precision == "fp16" and not cuda:
+    if run.precision == "fp16" and not cuda:
         raise UsageError("--precision fp16 needs a GPU")
-    return args.precision
+    return run.precision
 
 
 def _primary_value(scores: dict[str, dict[str, float]], primary: dict[str, str] | None = None) -> float:
@@ -63,7 +64,7 @@ class TaskData:
     test_absent: dict[Any, str] = field(default_factory=dict)
 
 
-def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
+def load_task_data(run: FinetuneRun, tokenizer) -> TaskData:
     """Load the task's train and dev splits (capped by ``--max-*-samples`` to a seeded random sample,
     :func:`taco.data.glue.cap_split`, with ``--data-seed``) and, unless
     ``--no-test-predictions``, its test split(s) (GLUE: every row; synthetic: as many rows as the
@@ -72,19 +73,19 @@ def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
     from taco.registry import GLUE_TASK_SPECS
     from taco.data.glue import cap_split, load_glue_task, load_glue_test
 
-    task = GLUE_TASK_SPECS[args.task]
-    data = load_glue_task(args.task, args.glue_source, args.glue_dir)
+    task = GLUE_TASK_SPECS[run.task]
+    data = load_glue_task(run.task, run.glue_source, run.glue_dir)
     missing = [s for s in ("train", *task.dev_splits) if s not in data]
     if missing:
-        raise UsageError(f"GLUE {args.task} ({args.glue_source}): split(s) {missing} missing")
-    data_seed = getattr(args, "data_seed", 0)
-    train = cap_split(data["train"], args.max_train_samples, data_seed, args.task, "train")
-    devs = {split: cap_split(data[split], args.max_eval_samples, data_seed, args.task, split)
+        raise UsageError(f"GLUE {run.task} ({run.glue_source}): split(s) {missing} missing")
+    data_seed = run.data_seed
+    train = cap_split(data["train"], run.max_train_samples, data_seed, run.task, "train")
+    devs = {split: cap_split(data[split], run.max_eval_samples, data_seed, run.task, split)
             for split in task.dev_splits}
 
     def encode(batch):
         texts = [batch[f] for f in task.text_fields]
-        enc = tokenizer(*texts, truncation=True, max_length=args.max_length)
+        enc = tokenizer(*texts, truncation=True, max_length=run.max_length)
         if "label" in batch:
             enc["labels"] = [float(x) for x in batch["label"]] if task.is_regression else batch["label"]
         return enc
@@ -96,18 +97,17 @@ def load_task_data(args: argparse.Namespace, tokenizer) -> TaskData:
         return enc.remove_columns([c for c in enc.column_names if c not in keep])
 
     out = TaskData(task, prepare(train), devs, {s: prepare(d) for s, d in devs.items()})
-    if args.test_predictions:
+    if run.test_predictions:
         # real test sets are never capped (the server scores every row); the synthetic one, which no
         # server scores, is as large as the (capped) dev set
-        num_test = args.max_eval_samples if args.glue_source == "synthetic" else None
-        out.tests, out.test_absent = load_glue_test(args.task, args.glue_source, args.glue_dir, num_test=num_test)
+        num_test = run.max_eval_samples if run.glue_source == "synthetic" else None
+        out.tests, out.test_absent = load_glue_test(run.task, run.glue_source, run.glue_dir, num_test=num_test)
         out.test_enc = {s: prepare(d) for s, d in out.tests.items()}
     return out
 
 
 # ---- step 2: model and trainer -----------------------------------------------------------------------
-def build_trainer(args: argparse.Namespace, facts: dict[str, Any], data: TaskData, precision: str,
-                  work: Path, callbacks: list):
+def build_trainer(run: FinetuneRun, data: TaskData, precision: str, work: Path, callbacks: list):
     """The classification model from the checkpoint (seeded) and its HF ``Trainer``, with the
     official run_glue.sh optimiser settings (AdamW, linear decay, no evaluation or saving by the
     Trainer: the callbacks evaluate)."""
@@ -117,43 +117,43 @@ def build_trainer(args: argparse.Namespace, facts: dict[str, Any], data: TaskDat
     from taco.families import family_of_model_type
 
     task = data.task
-    set_seed(args.seed)
+    set_seed(run.seed)
     # --dropout replaces the checkpoint's own (pre-training) dropout: every arm fine-tunes alike (issue 51)
-    family = family_of_model_type(facts["config"].model_type, f"--checkpoint {facts['checkpoint']}")
+    family = family_of_model_type(run.checkpoint.config.model_type, f"--checkpoint {run.checkpoint.path}")
     model = AutoModelForSequenceClassification.from_pretrained(
-        str(facts["checkpoint"]), num_labels=task.num_labels,
+        str(run.checkpoint.path), num_labels=task.num_labels,
         problem_type="regression" if task.is_regression else "single_label_classification",
-        **{f: float(args.dropout) for f in family.dropout_fields},
+        **{f: float(run.dropout) for f in family.dropout_fields},
     )
-    if facts.get("init_from"):  # --init-from: the saved model's encoder, this run's new (seeded) head
+    if run.init_from:  # --init-from: the saved model's encoder, this run's new (seeded) head
         from taco.evaluation.finetune_init import load_encoder
 
-        load_encoder(model, facts["init_from"]["path"])
+        load_encoder(model, run.init_from.path)
     targs = TrainingArguments(
         output_dir=str(work),
-        num_train_epochs=facts["epochs"],
-        per_device_train_batch_size=args.batch_size,
-        per_device_eval_batch_size=args.eval_batch_size,
-        learning_rate=facts["lr"],
-        weight_decay=args.weight_decay,
+        num_train_epochs=run.epochs,
+        per_device_train_batch_size=run.batch_size,
+        per_device_eval_batch_size=run.eval_batch_size,
+        learning_rate=run.lr,
+        weight_decay=run.weight_decay,
         adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
         max_grad_norm=1.0,
         lr_scheduler_type="linear",
-        warmup_steps=args.warmup_steps,
+        warmup_steps=run.warmup_steps,
         optim="adamw_torch",
-        seed=args.seed,
-        data_seed=args.seed,
+        seed=run.seed,
+        data_seed=run.seed,
         bf16=precision == "bf16",
         fp16=precision == "fp16",
-        logging_steps=args.logging_steps,
+        logging_steps=run.logging_steps,
         eval_strategy="no",
         save_strategy="no",
         report_to="none",
-        disable_tqdm=args.no_progress,
+        disable_tqdm=run.no_progress,
         dataloader_num_workers=0,
-        use_cpu=args.device == "cpu",
+        use_cpu=run.device == "cpu",
     )
-    tokenizer = facts["tokenizer"]
+    tokenizer = run.checkpoint.tokenizer
     return Trainer(model=model, args=targs, train_dataset=data.train_enc, processing_class=tokenizer,
                    data_collator=DataCollatorWithPadding(tokenizer), callbacks=callbacks)
 
