@@ -3,7 +3,7 @@
 # scope, the whole rule's detectable gap); the records themselves stay as written. From the repository root.
 set -euo pipefail
 D=docs/records
-O=$D/2026-12-07-redecided
+O=${1:-$D/2026-12-07-redecided}  # the output folder (default: this record, rewritten with the same numbers)
 # BERT-tiny E1 (3 runs per arm, re-tuned choices) with its fine-tuned claims (S1, C1, C2, E2)
 taco efficiency --curves $D/2026-12-06-cpu-real-e1-retuned/efficiency_curves.csv \
   --analysis $D/2026-12-06-cpu-real-finetune-retuned/analysis.json \
