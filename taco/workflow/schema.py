@@ -168,27 +168,27 @@ def _fill_defaults_validator(schema: dict[str, Any]):
 def workflow_schema(schema_path: str | Path = SCHEMA) -> dict[str, Any]:
     """The configuration's JSON schema: the YAML file ``schema_path`` with every objective option group added
     under ``pretrain`` (``pretrain.<group>``: its keys, types, bounds and defaults from the option
-    declarations, no other key; :func:`taco.objectives.schema_sections`) and the encoder families' names as
-    the values of ``pretrain.sizes.<size>.architecture`` (:data:`taco.families.FAMILIES`), and the fine-tuning recipe's
+    declarations, no other key; :func:`taco.objectives.schema_sections`), the pre-training recipe's properties
+    (``pretrain.sizes.<size>.*``, ``pretrain.mlm_probability``; the encoder families' names as the values of
+    ``architecture``) from :mod:`taco.training.recipe`, and the fine-tuning recipe's
     properties (``finetune.*``, ``finetune.hyperparameters.<preset>.*``) from their declarations
     (:data:`taco.evaluation.finetune_recipe.FINETUNE_RECIPE`). ValueError names a
     group or property that the YAML file declares itself (it would be declared twice)."""
     import yaml
 
     from taco.evaluation.finetune_recipe import FINETUNE_RECIPE
-    from taco.families import DEFAULT_FAMILY, FAMILIES
     from taco.objectives import OBJECTIVE_SPECS, schema_sections
+    from taco.training.recipe import RECIPE, RECIPE_AFTER_OBJECTIVE
 
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     pretrain = schema["properties"]["pretrain"]["properties"]
     size = pretrain["sizes"]["additionalProperties"]["properties"]
-    if "architecture" in size:
-        raise ValueError(f"{schema_path}: pretrain.sizes.<size>.architecture is added from taco/families/; remove it "
-                         "from the schema file")
-    size["architecture"] = {"enum": list(FAMILIES), "default": DEFAULT_FAMILY, "description":
-                            "encoder family built from transformers' own classes, one module each in "
-                            f"taco/families/ ({', '.join(FAMILIES)}; bert is the paper's); BERT-tiny's recipe and the "
-                            "run's WordPiece for all"}
+    for param in (*RECIPE, *RECIPE_AFTER_OBJECTIVE):  # the pre-training recipe, from its declarations
+        where = size if param.per_size else pretrain
+        if param.key in where:
+            raise ValueError(f"{schema_path}: {param.config_key} is added from taco/training/recipe.py; remove it "
+                             "from the schema file")
+        where[param.key] = param.schema()
     finetune = schema["properties"]["finetune"]["properties"]
     per_preset = finetune["hyperparameters"]["additionalProperties"].setdefault("properties", {})
     for param in FINETUNE_RECIPE:  # the fine-tuning recipe, from its declarations
