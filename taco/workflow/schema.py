@@ -260,3 +260,9 @@ def check_schema(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> No
         return
     shown = lines[:MAX_ERRORS] + ([f"... and {len(lines) - MAX_ERRORS} more"] if len(lines) > MAX_ERRORS else [])
     raise SchemaError(f"configuration does not match {Path(schema_path).name}:\n  " + "\n  ".join(shown))
+
+
+if __name__ == "__main__":  # python -m taco.workflow.schema: the whole schema, declared properties included
+    import yaml
+
+    print(yaml.safe_dump(workflow_schema(), sort_keys=False, width=120))
