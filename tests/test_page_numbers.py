@@ -121,6 +121,23 @@ CHECKS: list[tuple[str, str, tuple[Value, ...]]] = [
       Value(FT_COST, {"rule folder": "finetune"}, "cpu_seconds", ",.1f"))),
 ]
 
+WINDOW = "2026-12-07-tc-window/curves.csv"
+
+
+def _w(column: str, step: str, fmt: str = ".3f", agg: str = "one", **where: str) -> Value:
+    return Value(WINDOW, {"step": step, **where}, column, fmt, agg)
+
+
+W255 = {"arm": "TACO W=255", "source": "this record"}
+CHECKS += [
+    # the window record: W = 255 never leaves the plateau, its loss above MLM's; W = 5 reproduces
+    (page, "(order gap at most {} nats) and their MLM loss at 1,500 ({}, {}, {}) is above MLM alone's ({}-{})",
+     (Value(WINDOW, {"arm": "TACO W=255"}, "probe_order_gap", ".3f", "max"),
+      _w("mlm_loss", "1500", seed="1", **W255), _w("mlm_loss", "1500", seed="0", **W255), _w("mlm_loss", "1500", seed="2", **W255),
+      _w("mlm_loss", "1500", agg="min", arm="MLM"), _w("mlm_loss", "1500", agg="max", arm="MLM")))
+    for page in ("README.md", "docs/cpu-experiment.md")
+]
+
 #: the one measured cost of configs/cpu-real.yaml, as every page that states it writes it
 CPU_REAL_COST = "7.6 CPU-h"
 COST_PAGES = ("README.md", "docs/cpu-experiment.md", "docs/data.md")
