@@ -174,3 +174,32 @@ def test_the_checker_fails_on_a_superseded_number(tmp_path, monkeypatch):
     page_name, template, values = CHECKS[0]
     with pytest.raises(AssertionError, match=r"should say '3\.96x \[3\.34, 4\.29\]'"):
         test_a_result_number_on_a_page_is_its_record(page_name, template, values)
+
+
+def _cells(row: str) -> int:
+    """The cells of a Markdown table row: ``|`` outside code spans and not escaped."""
+    n, code, prev = 0, False, ""
+    for ch in row.strip().strip("|"):
+        if ch == "`":
+            code = not code
+        elif ch == "|" and not code and prev != "\\":
+            n += 1
+        prev = ch
+    return n + 1
+
+
+def test_every_table_row_has_its_header_columns():
+    """A row pasted into the wrong table (a record row inside a result table) shows as a row with another number
+    of cells than its header: README and every page of docs/ (not the records' generated pages)."""
+    bad = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        header = None
+        for i, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.startswith("|"):
+                header = None
+                continue
+            if header is None:
+                header = _cells(line)
+            elif _cells(line) != header:
+                bad.append(f"{page.relative_to(REPO)}:{i}: {_cells(line)} cells, its header {header}")
+    assert not bad, "\n".join(bad)
