@@ -121,6 +121,33 @@ CHECKS: list[tuple[str, str, tuple[Value, ...]]] = [
       Value(FT_COST, {"rule folder": "finetune"}, "cpu_seconds", ",.1f"))),
 ]
 
+# docs/cpu-experiment.md's tables, two decimals
+CHECKS += [
+    ("docs/cpu-experiment.md", "BERT-tiny {} [{}, {}]; ModernBERT-tiny {} [{}, {}]",
+     tuple(_c(rec, claim, col, ".2f", **where) for rec, where in ((BTC, {}), (MBC, MB_SIZE))
+           for col in ("effect", "decision_ci_low", "decision_ci_high")))
+    for claim in ("C1",)
+] + [
+    ("docs/cpu-experiment.md", "BERT-tiny {} [{}, {}]; ModernBERT-tiny +{} [{}, {}]",
+     tuple(_c(rec, "C2", col, ".2f", **where) for rec, where in ((BTC, {}), (MBC, MB_SIZE))
+           for col in ("effect", "decision_ci_low", "decision_ci_high"))),
+    ("docs/cpu-experiment.md", "BERT-tiny {} [{}, {}]; ModernBERT-tiny",
+     tuple(_c(BTC, "S1", col, ".2f") for col in ("effect", "decision_ci_low", "decision_ci_high"))),
+    ("docs/cpu-experiment.md", ", {} [{}, {}] (CoLA",
+     tuple(_c(MBC, "S1", col, ".2f", **MB_SIZE) for col in ("effect", "decision_ci_low", "decision_ci_high"))),
+    ("docs/cpu-experiment.md", "3.96x [calibrated 90% {}, {}]; {}x at T = 2,000, {}x at 800",
+     (_e(BT, "E1", "primary", "calibrated_ci_low", **LOSS), _e(BT, "E1", "primary", "calibrated_ci_high", **LOSS),
+      _e(BT, "E1", "secondary", "speedup", target_step="2000", **LOSS),
+      _e(BT, "E1", "secondary", "speedup", target_step="800", **LOSS))),
+    ("docs/cpu-experiment.md", "{}x / {}x / {}x / {}x at 4k / 8k / 12k / 16k",
+     tuple(Value(LONG, {"claim_id": "E1", "target_step": t, "kind": k}, "speedup", ".1f")
+           for t, k in (("4000", "secondary"), ("8000", "secondary"), ("12000", "secondary"), ("16000", "primary")))),
+    ("docs/cpu-experiment.md", "BERT-tiny {}x [{}, {}]; ModernBERT-tiny {}x [{}, unbounded]",
+     (_e(BT, "E1", "secondary", "speedup", **PROBE), _e(BT, "E1", "secondary", "calibrated_ci_low", ".0f", **PROBE),
+      _e(BT, "E1", "secondary", "calibrated_ci_high", **PROBE), _e(MB, "E1", "secondary", "speedup", ".1f", **PROBE),
+      _e(MB, "E1", "secondary", "calibrated_ci_low", **PROBE))),
+]
+
 WINDOW = "2026-12-07-tc-window/curves.csv"
 
 
