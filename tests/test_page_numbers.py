@@ -165,6 +165,46 @@ CHECKS += [
     for page in ("README.md", "docs/cpu-experiment.md")
 ]
 
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A difference of two record numbers, formatted: ``a`` minus the mean of ``b``'s rows (the number a page
+    states as "trails by")."""
+
+    a: Value
+    b: Value
+    fmt: str = ".2f"
+
+    @property
+    def record(self) -> str:
+        return f"{self.a.record} - {self.b.record}"
+
+    def text(self) -> str:
+        def num(v: Value, agg: str) -> float:
+            return float(Value(v.record, v.where, v.column, ".17g", agg).text())
+        mean = num(self.b, "sum") / len(_rows(self.b))
+        return format(num(self.a, "one") - mean, self.fmt)
+
+
+def _rows(v: Value) -> list[dict[str, str]]:
+    with open(RECORDS / v.record, newline="") as fh:
+        return [r for r in csv.DictReader(fh) if all(r.get(k) == x for k, x in v.where.items())]
+
+
+REPLICATES = "2026-12-07-modernbert-replicates/this_vm_curves.csv"
+RECORDED_MB = Value("2026-12-07-modernbert-widened/efficiency_curves.csv",
+                    {"objective": "mlm", "step": "800", "size": "modernbert_tiny"}, "value")
+CHECKS += [
+    # ModernBERT-tiny's new MLM runs against the three recorded ones at step 800
+    ("README.md", "trail the three recorded ones by {}-{} nats at step 800",
+     tuple(Gap(Value(REPLICATES, {"objective": "mlm", "step": "800", "pretrain_seed": seed}, "value"), RECORDED_MB)
+           for seed in ("3", "4"))),
+    ("docs/cpu-experiment.md", "MLM seeds 3 and 4 trail the recorded MLM runs by {} and {} nats at step 800",
+     tuple(Gap(Value(REPLICATES, {"objective": "mlm", "step": "800", "pretrain_seed": seed}, "value"), RECORDED_MB)
+           for seed in ("3", "4"))),
+]
+
 #: the one measured cost of configs/cpu-real.yaml, as every page that states it writes it
 CPU_REAL_COST = "7.6 CPU-h"
 COST_PAGES = ("README.md", "docs/cpu-experiment.md", "docs/data.md")
