@@ -169,7 +169,7 @@ def check_inputs(args: argparse.Namespace) -> FinetuneRun:
     from taco.training.monitoring import DEFAULT_WANDB_PROJECT
 
     return FinetuneRun(
-        task=task, seed=_one_seed(args), output=out,
+        task=task, seed=int(_one(args, "seed")), output=out,
         checkpoint=Checkpoint(ckpt, manifest, manifest_sha256, config, tokenizer, manifest.get("size_preset")),
         glue_source=args.glue_source, glue_dir=args.glue_dir, max_length=args.max_length, batch_size=args.batch_size,
         lr=lr, epochs=epochs, warmup_steps=warmup_steps, dropout=args.dropout, report_rule=args.report_rule,
@@ -184,26 +184,23 @@ def check_inputs(args: argparse.Namespace) -> FinetuneRun:
         options=declared_options(args))
 
 
+def _one(args: argparse.Namespace, name: str) -> Any:
+    """The run's one value of ``--<name>`` (``--task``, ``--seed``), which may hold several (``per_seed_args``
+    splits them into one run each)."""
+    value = getattr(args, name)
+    if isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise UsageError(f"--{name}: one {name} per run here, got {list(value)} (per_seed_args splits them)")
+        value = value[0]
+    return value
+
+
 def _check_task(args: argparse.Namespace) -> str:
-    """The run's one GLUE task (``per_seed_args`` splits several)."""
-    task = args.task
-    if isinstance(task, (list, tuple)):
-        if len(task) != 1:
-            raise UsageError(f"--task: one task per run here, got {list(task)} (per_seed_args splits them)")
-        task = task[0]
+    """The run's one GLUE task."""
+    task = _one(args, "task")
     if task not in GLUE_TASK_SPECS:
         raise UsageError(f"--task: unknown GLUE task {task!r}; expected one of {', '.join(GLUE_TASK_SPECS)}")
     return task
-
-
-def _one_seed(args: argparse.Namespace) -> int:
-    """The run's one fine-tuning seed (``per_seed_args`` splits several)."""
-    seed = args.seed
-    if isinstance(seed, (list, tuple)):
-        if len(seed) != 1:
-            raise UsageError(f"--seed: one seed per run here, got {list(seed)} (per_seed_args splits them)")
-        seed = seed[0]
-    return int(seed)
 
 
 def _check_checkpoint(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
