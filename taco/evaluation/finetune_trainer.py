@@ -22,7 +22,7 @@ from taco.errors import UsageError
 from taco.evaluation.finetune_settings import FinetuneRun
 
 
-def _precision(run) -> str:
+def _precision(run: FinetuneRun) -> str:
     """The precision a run trains in: ``auto`` is bf16 on a GPU that has it, else fp32; fp16 needs a GPU."""
     import torch
 
