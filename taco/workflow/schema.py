@@ -183,19 +183,14 @@ def workflow_schema(schema_path: str | Path = SCHEMA) -> dict[str, Any]:
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     pretrain = schema["properties"]["pretrain"]["properties"]
     size = pretrain["sizes"]["additionalProperties"]["properties"]
-    for param in (*RECIPE, *RECIPE_AFTER_OBJECTIVE):  # the pre-training recipe, from its declarations
-        where = size if param.per_size else pretrain
-        if param.key in where:
-            raise ValueError(f"{schema_path}: {param.config_key} is added from taco/training/recipe.py; remove it "
-                             "from the schema file")
-        where[param.key] = param.schema()
     finetune = schema["properties"]["finetune"]["properties"]
     per_preset = finetune["hyperparameters"]["additionalProperties"].setdefault("properties", {})
-    for param in FINETUNE_RECIPE:  # the fine-tuning recipe, from its declarations
-        where = per_preset if param.per_preset else finetune
+    for param in (*RECIPE, *RECIPE_AFTER_OBJECTIVE, *FINETUNE_RECIPE):  # the recipes, from their declarations
+        where = (size if param.per_size else per_preset if param.per_preset
+                 else finetune if param.config_key.startswith("finetune.") else pretrain)
         if param.key in where:
-            raise ValueError(f"{schema_path}: {param.config_key} is added from taco/evaluation/finetune_recipe.py; "
-                             "remove it from the schema file")
+            raise ValueError(f"{schema_path}: {param.config_key} is added from its declaration (taco/training/recipe.py, "
+                             "taco/evaluation/finetune_recipe.py); remove it from the schema file")
         where[param.key] = param.schema()
     for group, props in schema_sections().items():
         if group in pretrain:
