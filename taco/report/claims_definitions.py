@@ -109,7 +109,7 @@ def definitions_page(cfg: AnalysisConfig | None = None) -> str:
         f"claim) | every size with both arms | the last budget both arms reached; the others are secondary rows "
         f"| {md_cell(SOURCES['E1'])} |",
         f"| E1 (probe row) | {md_cell(PROBE_TEXT)} | frozen-feature GLUE probe average (x100; a proxy) | every size "
-        f"with the probe | as E1 | {md_cell(SOURCES['E1'])} |",
+        f"with the probe | as E1 | Sec. 5 (efficiency), the suite's frozen-probe form |",
     ]
     for role, (cid, t_name, _a_name, _paper) in PAPER_SPEEDUP.items():
         out.append(f"| {cid} | {md_cell(paper_claim_text(role))} | fine-tuned GLUE average (x100) | the size "
